@@ -1,0 +1,69 @@
+/**
+ * The one error taxonomy of flowstore. Every layer throws these; the HTTP layer maps `status` to the
+ * response and `field` to the problem+json body, so a library user and an HTTP client see the same error.
+ */
+export type ErrorCode =
+  | "validation"
+  | "unauthorized"
+  | "forbidden"
+  | "not_found"
+  | "conflict"
+  | "too_large"
+  | "unavailable";
+
+export class FlowstoreError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    readonly status: number,
+    message: string,
+    /** The offending field (a JSON pointer-ish path such as `data.amount`), when there is one. */
+    readonly field?: string,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class ValidationError extends FlowstoreError {
+  constructor(message: string, field?: string) {
+    super("validation", 400, message, field);
+  }
+}
+
+export class UnauthorizedError extends FlowstoreError {
+  constructor(message = "authentication required") {
+    super("unauthorized", 401, message);
+  }
+}
+
+export class ForbiddenError extends FlowstoreError {
+  constructor(message: string) {
+    super("forbidden", 403, message);
+  }
+}
+
+export class NotFoundError extends FlowstoreError {
+  constructor(message: string) {
+    super("not_found", 404, message);
+  }
+}
+
+/** A failed precondition (key absent / key at version), a stale version or a duplicate id. */
+export class ConflictError extends FlowstoreError {
+  constructor(message: string, field?: string) {
+    super("conflict", 409, message, field);
+  }
+}
+
+export class TooLargeError extends FlowstoreError {
+  constructor(message: string, readonly limit: number) {
+    super("too_large", 413, message);
+  }
+}
+
+/** The backend cannot be reached (Redis down, store closed): retry later. */
+export class UnavailableError extends FlowstoreError {
+  constructor(message: string) {
+    super("unavailable", 503, message);
+  }
+}

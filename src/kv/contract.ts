@@ -1,0 +1,149 @@
+/**
+ * The storage contract every backend implements.
+ *
+ * A partition is named by a tuple whose first item is its kind (`["project", "p1"]`). It is the unit of
+ * atomicity and locality: `commit` applies a batch atomically within one partition, and `scan` reads an
+ * ordered range of one partition. Keys inside a partition are tuples (see tuple.ts); values are bytes.
+ *
+ * Every stored key has a version: a positive integer that grows every time the key is written. Within a
+ * partition, all puts of one commit get the same version, the partition's commit sequence number, so a
+ * version also tells which commit wrote the key.
+ */
+import { ValidationError } from "../errors.js";
+import { decode, type Tuple, type TupleItem } from "./tuple.js";
+
+export type Partition = Tuple;
+export type Key = Tuple;
+
+export type Op =
+  | { readonly type: "put"; readonly key: Key; readonly value: Uint8Array }
+  | { readonly type: "delete"; readonly key: Key }
+  /** Deletes every key that extends `prefix` (and `prefix` itself). */
+  | { readonly type: "deletePrefix"; readonly prefix: Key }
+  /** Deletes every key in [start, end). */
+  | { readonly type: "deleteRange"; readonly start: Key; readonly end: Key }
+  /**
+   * A precondition: `version: null` means "the key is absent", a number means "the key is present at
+   * exactly this version". Checks are evaluated before any write of the batch; one failing check
+   * fails the whole batch with a ConflictError and nothing is applied.
+   */
+  | { readonly type: "check"; readonly key: Key; readonly version: number | null };
+
+export interface CommitResult {
+  /** The version given to every key this commit put (the partition's new commit sequence). */
+  readonly version: number;
+}
+
+export interface ScanOptions {
+  /** Every key extending this tuple. Exclusive with start/end. */
+  readonly prefix?: Key;
+  /** Inclusive lower bound. */
+  readonly start?: Key;
+  /** Exclusive upper bound. */
+  readonly end?: Key;
+  /** At most this many entries (default 1000). */
+  readonly limit?: number;
+  /** Descending key order. */
+  readonly reverse?: boolean;
+  /** A cursor from a previous page of the same scan: continue after it. */
+  readonly after?: string | null;
+}
+
+export interface ScanPage {
+  readonly entries: Entry[];
+  /** Pass as `after` to read the next page; null when the range is exhausted. */
+  readonly cursor: string | null;
+}
+
+export interface PartitionPage {
+  readonly partitions: Partition[];
+  readonly cursor: string | null;
+}
+
+export interface KvStore {
+  /** A short name of the backend ("memory", "lmdb", "redis", "redis-cluster"). */
+  readonly backend: string;
+  get(partition: Partition, key: Key): Promise<Entry | undefined>;
+  getMany(partition: Partition, keys: readonly Key[]): Promise<(Entry | undefined)[]>;
+  scan(partition: Partition, options?: ScanOptions): Promise<ScanPage>;
+  /** Applies `ops` atomically: all or nothing. Throws ConflictError when a check fails. */
+  commit(partition: Partition, ops: readonly Op[]): Promise<CommitResult>;
+  /**
+   * Lists the partitions of a kind (the first item of their tuple) that have been written and not
+   * dropped, in key order, paginated. A partition enters the index on its first commit with a put.
+   */
+  listPartitions(kind: string, options?: { limit?: number; after?: string | null }): Promise<PartitionPage>;
+  /** Removes every key of the partition and its index entry. */
+  dropPartition(partition: Partition): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A stored key/value pair. The key tuple is decoded lazily from its bytes. */
+export class Entry {
+  #key: Tuple | undefined;
+  constructor(
+    /** The encoded key, relative to the partition. */
+    readonly keyBytes: Buffer,
+    readonly value: Buffer,
+    readonly version: number,
+  ) {}
+  get key(): Tuple {
+    return (this.#key ??= decode(this.keyBytes));
+  }
+}
+
+export const DEFAULT_SCAN_LIMIT = 1000;
+
+export function cursorOf(keyBytes: Uint8Array): string {
+  return Buffer.from(keyBytes).toString("base64url");
+}
+
+export function cursorBytes(cursor: string): Buffer {
+  if (typeof cursor !== "string" || !/^[A-Za-z0-9_-]*$/.test(cursor)) {
+    throw new CursorError();
+  }
+  return Buffer.from(cursor, "base64url");
+}
+
+export class CursorError extends ValidationError {
+  constructor() {
+    super("invalid cursor", "cursor");
+  }
+}
+
+/** Iterates a whole range page by page (bounded memory). */
+export async function* scanAll(
+  kv: KvStore,
+  partition: Partition,
+  options: Omit<ScanOptions, "after"> = {},
+): AsyncGenerator<Entry> {
+  let after: string | null = null;
+  do {
+    const page: ScanPage = await kv.scan(partition, { ...options, after });
+    yield* page.entries;
+    after = page.cursor;
+  } while (after !== null);
+}
+
+/** Iterates every partition of a kind. */
+export async function* allPartitions(kv: KvStore, kind: string, pageSize = 500): AsyncGenerator<Partition> {
+  let after: string | null = null;
+  do {
+    const page: PartitionPage = await kv.listPartitions(kind, { limit: pageSize, after });
+    yield* page.partitions;
+    after = page.cursor;
+  } while (after !== null);
+}
+
+/** Validates a partition name: a non-empty tuple whose first item is a non-empty string. */
+export function assertPartition(partition: Partition): void {
+  if (!Array.isArray(partition) || partition.length === 0 || typeof partition[0] !== "string" || partition[0] === "") {
+    throw new ValidationError("a partition is a tuple whose first item is its kind (a non-empty string)", "partition");
+  }
+}
+
+export function kindOf(partition: Partition): string {
+  return partition[0] as string;
+}
+
+export type { Tuple, TupleItem };

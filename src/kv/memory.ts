@@ -1,0 +1,236 @@
+/**
+ * The memory backend: the executable specification of the storage contract. Everything lives in
+ * JavaScript maps; keys are kept as latin1 strings of their encoded bytes, whose string order is the
+ * byte order of the encoding.
+ */
+import { ConflictError, UnavailableError } from "../errors.js";
+import {
+  assertPartition,
+  cursorBytes,
+  cursorOf,
+  DEFAULT_SCAN_LIMIT,
+  Entry,
+  kindOf,
+  type CommitResult,
+  type Key,
+  type KvStore,
+  type Op,
+  type Partition,
+  type PartitionPage,
+  type ScanOptions,
+  type ScanPage,
+} from "./contract.js";
+import { decode, encode, encodeNested, prefixRange } from "./tuple.js";
+import { resolveRange } from "./range.js";
+
+interface Rec {
+  value: Buffer;
+  version: number;
+}
+
+class PartitionData {
+  seq = 0;
+  readonly records = new Map<string, Rec>();
+  #sorted: string[] | null = [];
+  sorted(): string[] {
+    return (this.#sorted ??= [...this.records.keys()].sort());
+  }
+  set(k: string, rec: Rec): void {
+    if (!this.records.has(k)) this.#sorted = null;
+    this.records.set(k, rec);
+  }
+  delete(k: string): void {
+    if (this.records.delete(k)) this.#sorted = null;
+  }
+}
+
+const latin1 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("latin1");
+
+/** First index in sorted `arr` whose value is >= x. */
+function lowerBound(arr: readonly string[], x: string): number {
+  let lo = 0;
+  let hi = arr.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (arr[mid]! < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The data of a memory store; a new MemoryKv over the same data "reopens" it. */
+export class MemoryData {
+  readonly partitions = new Map<string, PartitionData>();
+  readonly index = new Map<string, Map<string, Partition>>();
+}
+
+export class MemoryKv implements KvStore {
+  readonly backend = "memory";
+  readonly #partitions: Map<string, PartitionData>;
+  readonly #index: Map<string, Map<string, Partition>>;
+  #closed = false;
+
+  constructor(readonly data: MemoryData = new MemoryData()) {
+    this.#partitions = data.partitions;
+    this.#index = data.index;
+  }
+
+  #check(): void {
+    if (this.#closed) throw new UnavailableError("the store is closed");
+  }
+
+  #partition(partition: Partition, create: boolean): PartitionData | undefined {
+    assertPartition(partition);
+    const id = latin1(encodeNested(partition));
+    let data = this.#partitions.get(id);
+    if (!data && create) {
+      data = new PartitionData();
+      this.#partitions.set(id, data);
+    }
+    return data;
+  }
+
+  async get(partition: Partition, key: Key): Promise<Entry | undefined> {
+    this.#check();
+    const kb = encode(key);
+    const rec = this.#partition(partition, false)?.records.get(latin1(kb));
+    return rec ? new Entry(kb, rec.value, rec.version) : undefined;
+  }
+
+  async getMany(partition: Partition, keys: readonly Key[]): Promise<(Entry | undefined)[]> {
+    this.#check();
+    const data = this.#partition(partition, false);
+    return keys.map((key) => {
+      const kb = encode(key);
+      const rec = data?.records.get(latin1(kb));
+      return rec ? new Entry(kb, rec.value, rec.version) : undefined;
+    });
+  }
+
+  async scan(partition: Partition, options: ScanOptions = {}): Promise<ScanPage> {
+    this.#check();
+    const { start, end, limit, reverse } = resolveRange(options);
+    const data = this.#partition(partition, false);
+    if (!data) return { entries: [], cursor: null };
+    const sorted = data.sorted();
+    const lo = lowerBound(sorted, latin1(start));
+    const hi = lowerBound(sorted, latin1(end));
+    const entries: Entry[] = [];
+    const step = reverse ? -1 : 1;
+    let i = reverse ? hi - 1 : lo;
+    while (i >= lo && i < hi && entries.length < limit) {
+      const k = sorted[i]!;
+      const rec = data.records.get(k)!;
+      entries.push(new Entry(Buffer.from(k, "latin1"), rec.value, rec.version));
+      i += step;
+    }
+    const more = i >= lo && i < hi;
+    return { entries, cursor: more ? cursorOf(entries[entries.length - 1]!.keyBytes) : null };
+  }
+
+  async commit(partition: Partition, ops: readonly Op[]): Promise<CommitResult> {
+    this.#check();
+    // Validate and encode everything before touching state, so a bad key fails the whole batch.
+    const encoded = ops.map((op) => encodeOp(op));
+    const data = this.#partition(partition, false);
+    for (const op of encoded) {
+      if (op.type !== "check") continue;
+      const rec = data?.records.get(op.k);
+      if (op.version === null ? rec !== undefined : rec?.version !== op.version) {
+        throw new ConflictError(
+          op.version === null
+            ? `precondition failed: key ${describeKey(op.k)} exists`
+            : `precondition failed: key ${describeKey(op.k)} is not at version ${op.version}`,
+        );
+      }
+    }
+    const target = this.#partition(partition, true)!;
+    const version = ++target.seq;
+    let wrote = false;
+    for (const op of encoded) {
+      switch (op.type) {
+        case "put":
+          target.set(op.k, { value: op.value, version });
+          wrote = true;
+          break;
+        case "delete":
+          target.delete(op.k);
+          break;
+        case "range": {
+          const sorted = target.sorted();
+          const doomed = sorted.slice(lowerBound(sorted, op.start), lowerBound(sorted, op.end));
+          for (const k of doomed) target.delete(k);
+          break;
+        }
+        case "check":
+          break;
+      }
+    }
+    if (wrote) {
+      const kind = kindOf(partition);
+      let idx = this.#index.get(kind);
+      if (!idx) this.#index.set(kind, (idx = new Map()));
+      idx.set(latin1(encodeNested(partition)), partition.slice());
+    }
+    return { version };
+  }
+
+  async listPartitions(kind: string, options: { limit?: number; after?: string | null } = {}): Promise<PartitionPage> {
+    this.#check();
+    const limit = options.limit ?? DEFAULT_SCAN_LIMIT;
+    const idx = this.#index.get(kind);
+    if (!idx) return { partitions: [], cursor: null };
+    const sorted = [...idx.keys()].sort();
+    let i = options.after ? lowerBound(sorted, latin1(cursorBytes(options.after))) : 0;
+    if (options.after && sorted[i] === latin1(cursorBytes(options.after))) i++;
+    const page = sorted.slice(i, i + limit);
+    const more = i + limit < sorted.length;
+    return {
+      partitions: page.map((k) => idx.get(k)!),
+      cursor: more ? cursorOf(Buffer.from(page[page.length - 1]!, "latin1")) : null,
+    };
+  }
+
+  async dropPartition(partition: Partition): Promise<void> {
+    this.#check();
+    assertPartition(partition);
+    const id = latin1(encodeNested(partition));
+    this.#partitions.delete(id);
+    this.#index.get(kindOf(partition))?.delete(id);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+  }
+}
+
+type EncodedOp =
+  | { type: "put"; k: string; value: Buffer }
+  | { type: "delete"; k: string }
+  | { type: "range"; start: string; end: string }
+  | { type: "check"; k: string; version: number | null };
+
+function encodeOp(op: Op): EncodedOp {
+  switch (op.type) {
+    case "put":
+      return { type: "put", k: latin1(encode(op.key)), value: Buffer.from(op.value) };
+    case "delete":
+      return { type: "delete", k: latin1(encode(op.key)) };
+    case "deletePrefix": {
+      const r = prefixRange(op.prefix);
+      return { type: "range", start: latin1(r.start), end: latin1(r.end) };
+    }
+    case "deleteRange":
+      return { type: "range", start: latin1(encode(op.start)), end: latin1(encode(op.end)) };
+    case "check":
+      return { type: "check", k: latin1(encode(op.key)), version: op.version };
+    default:
+      throw new TypeError(`unknown op ${(op as { type: string }).type}`);
+  }
+}
+
+function describeKey(k: string): string {
+  return JSON.stringify(decode(Buffer.from(k, "latin1")), (_, v: unknown) =>
+    v instanceof Uint8Array ? Buffer.from(v).toString("hex") : v,
+  );
+}
