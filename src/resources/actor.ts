@@ -1,0 +1,28 @@
+/**
+ * Who is acting. Users and groups are identities; a user acts with the groups it belongs to. The
+ * `system` actor (operators' tools, migrations) bypasses permission checks.
+ */
+export interface Actor {
+  readonly id: string;
+  readonly groups: readonly string[];
+  readonly system?: boolean;
+}
+
+export const SYSTEM: Actor = Object.freeze({ id: "system", groups: [], system: true });
+
+export function userActor(id: string, groups: readonly string[] = []): Actor {
+  return { id, groups };
+}
+
+/** Intent → identities (user or group ids) holding it. */
+export type Permissions = Record<string, string[]>;
+
+/** True when the actor, or one of its groups, is listed for the intent (system always). */
+export function allows(permissions: Permissions | undefined, actor: Actor, intent: string): boolean {
+  if (actor.system) return true;
+  const holders = permissions?.[intent];
+  if (!holders || holders.length === 0) return false;
+  if (holders.includes(actor.id)) return true;
+  for (const g of actor.groups) if (holders.includes(g)) return true;
+  return false;
+}
