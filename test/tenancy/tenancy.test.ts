@@ -7,10 +7,10 @@ import { tenancySchema } from "../../src/tenancy/schema.js";
 import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
 
 const admin = userActor("gov");
-const space = (id: string) => ({ type: "space", ids: [id] });
-const tenant = (id: string) => ({ type: "tenant", ids: [id] });
-const provider = (id: string) => ({ type: "provider", ids: [id] });
-const cobj = (t: string, id: string) => ({ type: "contentObject", ids: [t, id] });
+const space = (id: string) => ({ type: "space" as const, ids: [id] });
+const tenant = (id: string) => ({ type: "tenant" as const, ids: [id] });
+const provider = (id: string) => ({ type: "provider" as const, ids: [id] });
+const cobj = (t: string, id: string) => ({ type: "contentObject" as const, ids: [t, id] });
 const HASH = "a".repeat(64);
 
 /** A kv whose dropPartition "crashes" (throws) after `budget` successful calls. */
