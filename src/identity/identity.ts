@@ -253,6 +253,12 @@ export class Identity {
     return { items: res.entries.map((e) => e.value), nextCursor: res.cursor };
   }
 
+  /** True when a user or a group has this id. */
+  async exists(id: string): Promise<boolean> {
+    const [u, g] = await this.kv.getMany(PARTITION, [userKey(id), groupKey(id)]);
+    return u !== undefined || g !== undefined;
+  }
+
   // ---- bootstrap ---------------------------------------------------------------------------------
 
   /**
