@@ -122,6 +122,10 @@ export function toProblem(error: unknown, request: FastifyRequest): Problem {
       return problem(413, `the body exceeds the limit of ${request.routeOptions.bodyLimit} bytes`, { limit: request.routeOptions.bodyLimit });
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
       return problem(415, "unsupported content type: send application/json");
+    case "FST_ERR_BAD_URL":
+      return problem(400, "the URL is not valid (bad percent-encoding?)");
+    case "FST_ERR_MAX_PARAM_LENGTH":
+      return problem(414, "a path parameter is too long");
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
       return problem(400, "the content length does not match the body");
   }

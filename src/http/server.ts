@@ -61,6 +61,10 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     return503OnClosing: true,
     forceCloseConnections: "idle",
     routerOptions: { maxParamLength: 512 },
+    // Bad URLs and overlong path parameters are answered before routing: as problems too.
+    frameworkErrors: (error, request, reply) => {
+      void sendProblem(reply, toProblem(error, request));
+    },
   }) as unknown as FastifyInstance;
 
   app.decorate("flowstore", context);
