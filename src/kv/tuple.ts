@@ -8,15 +8,22 @@
  *
  * Type codes (they also order values of different types):
  *   0x00 null · 0x01 bytes · 0x02 string · 0x05 nested tuple · 0x0c–0x1c integer · 0x26 false · 0x27 true
- * Strings and bytes are terminated by 0x00; a 0x00 inside them is escaped as 0x00 0xff. Inside a nested
- * tuple, null is 0x00 0xff so that the nested tuple's own 0x00 terminator stays unambiguous.
+ * Strings, bytes and nested tuples end with the two bytes 0x00 0x00; a 0x00 inside a string or bytes is
+ * escaped as 0x00 0xff, and inside a nested tuple null is 0x00 0xff. No item's encoding is therefore a
+ * proper prefix of another item's encoding (FoundationDB's single 0x00 terminator is a prefix of its
+ * 0x00 0xff escape, which made encode(["a"]) a byte prefix of encode(["a\0"])), so a byte prefix at an
+ * item boundary is exactly a tuple prefix.
  */
+import { ValidationError } from "../errors.js";
 
 export type TupleItem = null | boolean | number | string | Uint8Array | Tuple;
 export type Tuple = readonly TupleItem[];
 
-export class TupleError extends Error {
-  override name = "TupleError";
+/** A value the codec cannot hold, or malformed bytes. A ValidationError (field "key" unless told). */
+export class TupleError extends ValidationError {
+  constructor(message: string, field = "key") {
+    super(message, field);
+  }
 }
 
 const NULL = 0x00;
@@ -27,6 +34,8 @@ const INT_ZERO = 0x14;
 const FALSE = 0x26;
 const TRUE = 0x27;
 const ESCAPE = 0xff;
+/** Ends a string, bytes or nested tuple: 0x00 0x00 (a 0x00 inside is always followed by 0xff). */
+const END = 0x00;
 
 class Writer {
   buf: Buffer;
@@ -71,6 +80,7 @@ function writeItem(w: Writer, item: TupleItem, nested: boolean): void {
     w.byte(STRING);
     w.escaped(Buffer.from(item, "utf8"));
     w.byte(0x00);
+    w.byte(END);
   } else if (typeof item === "number") {
     writeInt(w, item);
   } else if (typeof item === "boolean") {
@@ -79,10 +89,12 @@ function writeItem(w: Writer, item: TupleItem, nested: boolean): void {
     w.byte(BYTES);
     w.escaped(item);
     w.byte(0x00);
+    w.byte(END);
   } else if (Array.isArray(item)) {
     w.byte(NESTED);
     for (const inner of item) writeItem(w, inner, true);
     w.byte(0x00);
+    w.byte(END);
   } else {
     throw new TupleError(`cannot encode a tuple item of type ${typeof item}`);
   }
@@ -128,6 +140,17 @@ export function encodeNested(tuple: Tuple): Buffer {
   return w.result();
 }
 
+/**
+ * The nested encoding of `tuple` without its terminator: a byte prefix of `encodeNested(t)` exactly for
+ * the tuples t that extend `tuple`; those lie in [prefix, prefix ++ 0xff).
+ */
+export function encodeNestedPrefix(tuple: Tuple): Buffer {
+  const w = new Writer();
+  w.byte(NESTED);
+  for (const inner of tuple) writeItem(w, inner, true);
+  return w.result();
+}
+
 /** Decodes bytes produced by `encode`. Throws TupleError on malformed input. */
 export function decode(bytes: Uint8Array): TupleItem[] {
   const out: TupleItem[] = [];
@@ -151,8 +174,9 @@ function readTerminated(bytes: Uint8Array, pos: number): [Buffer, number] {
       start = i + 1;
       continue;
     }
+    if (bytes[i + 1] !== END) throw new TupleError("malformed tuple: bad terminator");
     const tail = Buffer.from(bytes.subarray(start, i));
-    return [chunks ? Buffer.concat([...chunks, tail]) : tail, i + 1];
+    return [chunks ? Buffer.concat([...chunks, tail]) : tail, i + 2];
   }
   throw new TupleError("malformed tuple: unterminated string or bytes");
 }
@@ -179,7 +203,7 @@ function readItem(bytes: Uint8Array, pos: number, nested: boolean): [TupleItem, 
     let p = pos + 1;
     for (;;) {
       if (p >= bytes.length) throw new TupleError("malformed tuple: unterminated nested tuple");
-      if (bytes[p] === 0x00 && bytes[p + 1] !== ESCAPE) return [items, p + 1];
+      if (bytes[p] === 0x00 && bytes[p + 1] === END) return [items, p + 2];
       const [item, next] = readItem(bytes, p, true);
       items.push(item);
       p = next;
