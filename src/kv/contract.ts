@@ -10,7 +10,7 @@
  * version also tells which commit wrote the key.
  */
 import { ValidationError } from "../errors.js";
-import { decode, encode, encodeNested, TupleError, type Tuple, type TupleItem } from "./tuple.js";
+import { decode, encode, encodeNested, encodeNestedThen, encodeWithPrefix, TupleError, type Tuple, type TupleItem } from "./tuple.js";
 
 export type Partition = Tuple;
 export type Key = Tuple;
@@ -132,6 +132,38 @@ export function encodeKey(partitionLength: number, key: Key, field = "key"): Buf
   }
   assertKeySize(partitionLength, bytes.length, field);
   return bytes;
+}
+
+/**
+ * The full key of a record, encodeNested(partition) ++ encode(key), validated like encodePartition and
+ * encodeKey; the key's own bytes are `full.subarray(partitionLength)`.
+ */
+export function encodeRecordKey(partition: Partition, key: Key): { full: Buffer; partitionLength: number } {
+  assertPartition(partition);
+  let r: { full: Buffer; partitionLength: number };
+  try {
+    r = encodeNestedThen(partition, key);
+  } catch (e) {
+    if (!(e instanceof TupleError)) throw e;
+    encodePartition(partition); // throws on field "partition" when the partition is the bad part
+    throw new ValidationError(e.message, "key");
+  }
+  if (r.partitionLength > MAX_KEY_BYTES) encodePartition(partition);
+  assertKeySize(r.partitionLength, r.full.length - r.partitionLength);
+  return r;
+}
+
+/** prefix ++ encode(key), where prefix is an encoded partition; validated like encodeKey. */
+export function encodeKeyAfter(prefix: Buffer, key: Key, field = "key"): Buffer {
+  let full: Buffer;
+  try {
+    full = encodeWithPrefix(prefix, key);
+  } catch (e) {
+    if (e instanceof TupleError) throw new ValidationError(e.message, field);
+    throw e;
+  }
+  assertKeySize(prefix.length, full.length - prefix.length, field);
+  return full;
 }
 
 export function assertKeySize(partitionLength: number, keyLength: number, field = "key"): void {

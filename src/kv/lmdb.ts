@@ -36,8 +36,9 @@ import {
   cursorBytes,
   cursorOf,
   DEFAULT_SCAN_LIMIT,
-  encodeKey,
+  encodeKeyAfter,
   encodePartition,
+  encodeRecordKey,
   Entry,
   MAX_KEY_BYTES,
   type CommitResult,
@@ -115,21 +116,21 @@ export class LmdbKv implements KvStore {
 
   async get(partition: Partition, key: Key): Promise<Entry | undefined> {
     this.#check();
-    const p = encodePartition(partition);
-    const kb = encodeKey(p.length, key);
-    const e = this.#db.getEntry(Buffer.concat([p, kb]));
-    return e ? new Entry(kb, e.value, e.version!) : undefined;
+    const { full, partitionLength } = encodeRecordKey(partition, key);
+    const e = this.#db.getEntry(full);
+    return e ? new Entry(full.subarray(partitionLength), e.value, e.version!) : undefined;
   }
 
   async getMany(partition: Partition, keys: readonly Key[]): Promise<(Entry | undefined)[]> {
     this.#check();
     if (!Array.isArray(keys)) throw new ValidationError("keys must be an array", "keys");
     const p = encodePartition(partition);
-    const encoded = keys.map((k) => encodeKey(p.length, k));
+    const plen = p.length;
+    const encoded = keys.map((k) => encodeKeyAfter(p, k));
     // Synchronous reads in one event turn share one read transaction: one consistent snapshot.
-    return encoded.map((kb) => {
-      const e = this.#db.getEntry(Buffer.concat([p, kb]));
-      return e ? new Entry(kb, e.value, e.version!) : undefined;
+    return encoded.map((full) => {
+      const e = this.#db.getEntry(full);
+      return e ? new Entry(full.subarray(plen), e.value, e.version!) : undefined;
     });
   }
 

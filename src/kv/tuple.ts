@@ -37,11 +37,16 @@ const ESCAPE = 0xff;
 /** Ends a string, bytes or nested tuple: 0x00 0x00 (a 0x00 inside is always followed by 0xff). */
 const END = 0x00;
 
+/**
+ * Encoding goes into one module-level scratch buffer (encoding is synchronous and never re-entered), and
+ * the result is copied out once: one allocation per encoded tuple.
+ */
 class Writer {
-  buf: Buffer;
+  buf = Buffer.allocUnsafe(256);
   len = 0;
-  constructor(size = 64) {
-    this.buf = Buffer.allocUnsafe(size);
+  reset(): this {
+    this.len = 0;
+    return this;
   }
   ensure(n: number): void {
     if (this.len + n <= this.buf.length) return;
@@ -55,6 +60,11 @@ class Writer {
     this.ensure(1);
     this.buf[this.len++] = b;
   }
+  raw(bytes: Uint8Array): void {
+    this.ensure(bytes.length);
+    this.buf.set(bytes, this.len);
+    this.len += bytes.length;
+  }
   /** Writes bytes, escaping 0x00 as 0x00 0xff. */
   escaped(bytes: Uint8Array): void {
     this.ensure(bytes.length * 2);
@@ -64,10 +74,45 @@ class Writer {
       if (b === 0) this.buf[this.len++] = ESCAPE;
     }
   }
+  /** Writes a string as UTF-8, escaping 0x00 as 0x00 0xff. */
+  string(s: string): void {
+    const n = s.length;
+    // short ASCII without NUL (most ids): byte by byte, no native call
+    if (n <= 32) {
+      this.ensure(n);
+      const buf = this.buf;
+      let pos = this.len;
+      let i = 0;
+      for (; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c === 0 || c > 0x7f) break;
+        buf[pos++] = c;
+      }
+      if (i === n) {
+        this.len = pos;
+        return;
+      }
+    }
+    this.ensure(n * 3);
+    const start = this.len;
+    const written = this.buf.write(s, start, "utf8");
+    const zero = this.buf.indexOf(0, start);
+    if (zero === -1 || zero >= start + written) {
+      this.len = start + written;
+      return;
+    }
+    const utf8 = Buffer.from(this.buf.subarray(start, start + written));
+    this.len = start;
+    this.escaped(utf8);
+  }
   result(): Buffer {
-    return Buffer.from(this.buf.subarray(0, this.len));
+    const out = Buffer.from(this.buf.subarray(0, this.len));
+    if (this.buf.length > 65536) this.buf = Buffer.allocUnsafe(256); // do not keep a huge scratch alive
+    return out;
   }
 }
+
+const writer = new Writer();
 
 function writeItem(w: Writer, item: TupleItem, nested: boolean): void {
   if (item === null) {
@@ -78,7 +123,7 @@ function writeItem(w: Writer, item: TupleItem, nested: boolean): void {
       throw new TupleError("tuple string holds an unpaired surrogate (not valid Unicode)");
     }
     w.byte(STRING);
-    w.escaped(Buffer.from(item, "utf8"));
+    w.string(item);
     w.byte(0x00);
     w.byte(END);
   } else if (typeof item === "number") {
@@ -128,16 +173,38 @@ function writeInt(w: Writer, v: number): void {
 /** Encodes a tuple to bytes. Throws TupleError for values the codec cannot hold. */
 export function encode(tuple: Tuple): Buffer {
   if (!Array.isArray(tuple)) throw new TupleError("a key must be a tuple (an array)");
-  const w = new Writer();
+  const w = writer.reset();
   for (const item of tuple) writeItem(w, item, false);
   return w.result();
 }
 
 /** Encodes a tuple as one nested item (self-delimited even when the tuple is empty). */
 export function encodeNested(tuple: Tuple): Buffer {
-  const w = new Writer();
+  const w = writer.reset();
   writeItem(w, tuple, false);
   return w.result();
+}
+
+/** prefix ++ encode(tuple) in one buffer. */
+export function encodeWithPrefix(prefix: Uint8Array, tuple: Tuple): Buffer {
+  if (!Array.isArray(tuple)) throw new TupleError("a key must be a tuple (an array)");
+  const w = writer.reset();
+  w.raw(prefix);
+  for (const item of tuple) writeItem(w, item, false);
+  return w.result();
+}
+
+/**
+ * encodeNested(partition) ++ encode(key) in one buffer, and the length of its first part: the full key
+ * of a record in a store (the key's own encoding is `full.subarray(partitionLength)`).
+ */
+export function encodeNestedThen(partition: Tuple, key: Tuple): { full: Buffer; partitionLength: number } {
+  if (!Array.isArray(key)) throw new TupleError("a key must be a tuple (an array)");
+  const w = writer.reset();
+  writeItem(w, partition, false);
+  const partitionLength = w.len;
+  for (const item of key) writeItem(w, item, false);
+  return { full: w.result(), partitionLength };
 }
 
 /**
@@ -145,7 +212,7 @@ export function encodeNested(tuple: Tuple): Buffer {
  * the tuples t that extend `tuple`; those lie in [prefix, prefix ++ 0xff).
  */
 export function encodeNestedPrefix(tuple: Tuple): Buffer {
-  const w = new Writer();
+  const w = writer.reset();
   w.byte(NESTED);
   for (const inner of tuple) writeItem(w, inner, true);
   return w.result();
