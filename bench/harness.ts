@@ -3,7 +3,7 @@
  * median), and how a table is printed and saved (bench/results/<workload>.json, read by report.ts).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir, totalmem } from "node:os";
+import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { KvStore } from "../src/kv/contract.js";
@@ -101,6 +101,8 @@ export interface WorkloadResult {
   readonly machine: Machine;
   readonly rows: Row[];
   readonly notes: string[];
+  /** The 1-minute load average when the workload started and ended (other processes on the machine). */
+  readonly load: readonly [number, number];
 }
 
 export interface Machine {
@@ -215,6 +217,7 @@ export async function runWorkload(
       notes.push(text);
     },
   };
+  const loadAtStart = loadavg()[0]!;
   process.stdout.write(`\n## ${workload.name}: ${workload.description}\n`);
   try {
     await workload.run(ctx);
@@ -232,6 +235,7 @@ export async function runWorkload(
     machine: machine(),
     rows,
     notes,
+    load: [Math.round(loadAtStart * 100) / 100, Math.round(loadavg()[0]! * 100) / 100],
   };
   process.stdout.write("\n" + table(result) + "\n");
   mkdirSync(RESULTS_DIR, { recursive: true });

@@ -154,20 +154,19 @@ function writeInt(w: Writer, v: number): void {
     return;
   }
   let abs = Math.abs(v);
-  const bytes: number[] = [];
-  while (abs > 0) {
-    bytes.push(abs % 256);
+  let n = 0;
+  for (let x = abs; x > 0; x = Math.floor(x / 256)) n++;
+  w.ensure(n + 1);
+  const buf = w.buf;
+  const at = w.len;
+  buf[at] = v > 0 ? INT_ZERO + n : INT_ZERO - n;
+  // big-endian magnitude; negatives as its complement so that they sort below smaller magnitudes
+  for (let i = n; i >= 1; i--) {
+    const b = abs % 256;
+    buf[at + i] = v > 0 ? b : 255 - b;
     abs = Math.floor(abs / 256);
   }
-  const n = bytes.length;
-  w.ensure(n + 1);
-  if (v > 0) {
-    w.byte(INT_ZERO + n);
-    for (let i = n - 1; i >= 0; i--) w.byte(bytes[i]!);
-  } else {
-    w.byte(INT_ZERO - n);
-    for (let i = n - 1; i >= 0; i--) w.byte(255 - bytes[i]!);
-  }
+  w.len = at + n + 1;
 }
 
 /** Encodes a tuple to bytes. Throws TupleError for values the codec cannot hold. */
