@@ -4,7 +4,7 @@ export type { ListOptions, ListPage, ProcessDataOptions, ProcessRecord, PutOptio
 export { KEYSPACES, PATTERNS, keys, parseKey, parseKeyspace, validatePart, validateProcessInstanceId } from "./keys.js";
 export type { Keyspace, ParsedKey } from "./keys.js";
 export { DEFAULT_LIMITS, FIELDS } from "./records.js";
-export type { FormSchemaFields, FormScriptFields, FormSubmissionFields, Limits, MessagePayloadFields, RecordFields } from "./records.js";
+export type { AnyRecordFields, FormSchemaFields, FormScriptFields, FormSubmissionFields, Limits, MessagePayloadFields, RecordFields } from "./records.js";
 export { KEY_FILE, TokenCipher } from "./crypto.js";
 export type { KeyConfig } from "./crypto.js";
 export type { SweepResult } from "./expiry.js";

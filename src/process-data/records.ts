@@ -28,6 +28,15 @@ export interface FormScriptFields {
   formScript: string;
 }
 export type RecordFields = FormSubmissionFields | MessagePayloadFields | FormSchemaFields | FormScriptFields;
+/** The fields of a record of any keyspace, as readers see them (which are present depends on the keyspace). */
+export interface AnyRecordFields {
+  id: string;
+  accessToken?: string;
+  data?: unknown;
+  signature?: string;
+  formData?: FormSchemaFields["formData"];
+  formScript?: string;
+}
 
 export const FIELDS: Record<Keyspace, readonly string[]> = {
   "bpm-form-submissions": ["id", "accessToken", "data", "signature"],

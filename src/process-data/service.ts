@@ -39,6 +39,7 @@ import {
   POINTER,
   validateFields,
   validateTtl,
+  type AnyRecordFields,
   type Limits,
   type RecordFields,
   type StoredRecord,
@@ -50,7 +51,7 @@ export interface ProcessDataOptions extends KeyConfig {
   limits?: Partial<Limits>;
 }
 
-export interface ProcessRecord<F = RecordFields> {
+export interface ProcessRecord<F = AnyRecordFields> {
   keyspace: Keyspace;
   key: string;
   /** The record's fields; `accessToken` only on a single-record get (or an export that asks for it). */
@@ -120,7 +121,7 @@ export class ProcessData {
     if (expiresAt !== null) before.push(this.#kv.commit(expiryPartition(expiresAt), [expiryEntry(expiresAt, p.keyspace, p.key)]));
     await Promise.all(before);
     const { version } = await this.#kv.commit(homeOf(p), [{ type: "put", key: [p.key], value: encodeRecord(stored) }]);
-    return { keyspace: p.keyspace, key: p.key, fields: publicFields as RecordFields, expiresAt, updatedAt: now, version };
+    return { keyspace: p.keyspace, key: p.key, fields: publicFields as AnyRecordFields, expiresAt, updatedAt: now, version };
   }
 
   /** Reads one record, its access token decrypted. NotFoundError when absent or expired. */
@@ -276,7 +277,7 @@ export class ProcessData {
     if (isPointer(entry.value)) return undefined;
     const stored = decodeRecord(entry.value);
     if (isExpired(stored, this.#clock())) return undefined;
-    const fields = { ...stored.f } as RecordFields & { accessToken?: string };
+    const fields = { ...stored.f } as AnyRecordFields;
     if (withToken && stored.t !== undefined) fields.accessToken = this.#cipher.open(stored.t, aad(p));
     return { keyspace: p.keyspace, key: p.key, fields, expiresAt: stored.e, updatedAt: stored.u, version: entry.version };
   }
