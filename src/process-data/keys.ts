@@ -66,10 +66,14 @@ export const PATTERNS: Record<Keyspace, readonly string[]> = {
   "bpm-form-scripts": ["{scriptName}"],
 };
 
-export const MAX_PART_LENGTH = 255;
+/**
+ * The longest key part, in UTF-8 bytes. Three parts plus the fixed text and a partition stay well under
+ * the contract's key size limit (MAX_KEY_BYTES, 1900 encoded bytes with the partition) on every backend.
+ */
+export const MAX_PART_BYTES = 255;
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const INDEX = /^(0|[1-9][0-9]{0,14})$/;
+const INDEX = /^(0|[1-9][0-9]{0,15})$/;
 const SIGNATURE_SUFFIX = "_system_signature_ceph_key";
 
 /**
@@ -79,10 +83,10 @@ const SIGNATURE_SUFFIX = "_system_signature_ceph_key";
 export function validatePart(field: string, value: unknown, options: { underscore?: boolean } = {}): string {
   if (typeof value !== "string") throw new ValidationError(`${field} must be a string`, field);
   if (value === "") throw new ValidationError(`${field} must not be empty`, field);
-  if (value.length > MAX_PART_LENGTH) {
-    throw new ValidationError(`${field} must be at most ${MAX_PART_LENGTH} characters`, field);
-  }
   if (!value.isWellFormed()) throw new ValidationError(`${field} is not valid Unicode`, field);
+  if (value.length > MAX_PART_BYTES || Buffer.byteLength(value, "utf8") > MAX_PART_BYTES) {
+    throw new ValidationError(`${field} must be at most ${MAX_PART_BYTES} bytes (UTF-8)`, field);
+  }
   if (CONTROL.test(value)) throw new ValidationError(`${field} must not hold control characters`, field);
   if (value.includes("/")) throw new ValidationError(`${field} must not hold "/"`, field);
   if (value === "." || value === "..") throw new ValidationError(`${field} must not be "." or ".."`, field);
@@ -101,7 +105,9 @@ function validateUuid(v: string): string {
 }
 
 function validateIndex(v: string): number {
-  if (!INDEX.test(v)) throw new ValidationError("index must be a non-negative decimal integer without leading zeros", "index");
+  if (!INDEX.test(v) || !Number.isSafeInteger(Number(v))) {
+    throw new ValidationError("index must be a non-negative decimal integer without leading zeros", "index");
+  }
   return Number(v);
 }
 

@@ -77,6 +77,8 @@ describe("process-data key patterns", () => {
     expect(fieldOf(() => parseKey("bpm-form-scripts", "x\u007f"))).toBe("scriptName");
     expect(fieldOf(() => parseKey("bpm-form-scripts", "\ud800"))).toBe("scriptName");
     expect(fieldOf(() => parseKey("bpm-form-scripts", "x".repeat(256)))).toBe("scriptName");
+    expect(fieldOf(() => parseKey("bpm-form-scripts", "я".repeat(128)))).toBe("scriptName");
+    expect(parseKey("bpm-form-scripts", "я".repeat(127)).key).toBe("я".repeat(127));
     expect(fieldOf(() => parseKeyspace("bpm-other"))).toBe("keyspace");
     expect(fieldOf(() => keys.batchSignature(PID, -1))).toBe("index");
   });

@@ -169,6 +169,25 @@ forEachBackend((backend) => {
     expect(await pd.deleteProcessInstance(root)).toEqual({ deleted: 0 });
   });
 
+  it("stores keys whose every part has the longest allowed size", async () => {
+    const id = (c: string) => c.repeat(63) + "abc"; // 255 UTF-8 bytes, no "_" or "/"
+    const root = id("ж");
+    const pid = id("ђ");
+    const long = [
+      keys.task(pid, "т".repeat(127) + "x"),
+      keys.signature(root, pid),
+      keys.batchSignature(pid, Number.MAX_SAFE_INTEGER),
+      keys.startForm("д".repeat(127) + "x", randomUUID()),
+    ];
+    for (const k of long) await pd.put(FS, k, { data: 1, accessToken: "t" }, { ttlMs: 1000 });
+    await pd.put("bpm-form-schemas", "ф".repeat(127) + "x", { formData: { components: [] } }, { ttlMs: 1000 });
+    for (const k of long) expect((await pd.get(FS, k)).key).toBe(k);
+    expect((await collect((cursor) => pd.list(FS, { cursor, limit: 2 }))).items.map((r) => r.key)).toEqual([...long].sort(byKey));
+    expect((await pd.deleteProcessInstance(pid)).deleted).toBe(2);
+    expect((await pd.deleteProcessInstance(root)).deleted).toBe(1);
+    expect(await pd.sweepExpired(Date.UTC(2030, 0, 1))).toMatchObject({ removed: 2 });
+  });
+
   it("exports records without tokens unless asked", async () => {
     const pid = randomUUID();
     await pd.put(FS, keys.task(pid, "t"), { accessToken: "jwt-abc", data: 1 });
