@@ -404,7 +404,7 @@ function encodeCursor(c: KeyspaceCursor): string {
 
 function decodeCursor(cursor: unknown, keyspace: Keyspace): KeyspaceCursor {
   const bad = () => new ValidationError("invalid cursor", "cursor");
-  if (typeof cursor !== "string" || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw bad();
+  if (typeof cursor !== "string" || cursor.length > 16_384 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw bad();
   let c: Partial<KeyspaceCursor>;
   try {
     c = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as Partial<KeyspaceCursor>;
