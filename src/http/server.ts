@@ -21,6 +21,10 @@ import { systemRoutes } from "./routes/system.js";
 import { userRoutes } from "./routes/users.js";
 import { eventRoutes } from "./routes/events.js";
 import { workflowRoutes } from "./routes/workflow.js";
+import { processDataRoutes } from "./routes/process-data.js";
+import { openProcessData } from "../process-data/service.js";
+import type { KeyConfig } from "../process-data/crypto.js";
+import { randomBytes } from "node:crypto";
 import { ResourceStore } from "../resources/store.js";
 import { Workflow } from "../workflow/commands.js";
 import { workflowSchema } from "../workflow/schema.js";
@@ -43,12 +47,17 @@ export interface ServerOptions {
   readonly requestLogging?: boolean;
   /** Domain route plugins, registered under /api/v1 behind authentication. */
   readonly routes?: readonly FastifyPluginAsync[];
+  /**
+   * Where the key that encrypts process-data access tokens comes from: a 32-byte key, or a data directory
+   * holding the key file. Without one a random key is used, and stored tokens are unreadable after a restart.
+   */
+  readonly processDataKey?: KeyConfig;
   /** A clock for tokens (tests). */
   readonly now?: () => Date;
 }
 
 /** The built-in authenticated route plugins, one per domain. */
-export const CORE_ROUTES: readonly FastifyPluginAsync[] = [userRoutes, groupRoutes, globalRoutes, workflowRoutes, eventRoutes];
+export const CORE_ROUTES: readonly FastifyPluginAsync[] = [userRoutes, groupRoutes, globalRoutes, workflowRoutes, eventRoutes, processDataRoutes];
 
 export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
   const metrics = new Metrics();
@@ -56,7 +65,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   const identity = new Identity(kv, { now: options.now });
   const tokens = new Tokens(identity, { secret: options.tokenSecret, ttlSeconds: options.tokenTtlSeconds, now: options.now });
   const workflow = new Workflow(new ResourceStore(kv, workflowSchema, { clock: options.now ? () => options.now!().getTime() : undefined }));
-  const context: ServerContext = { kv, identity, tokens, metrics, workflow };
+  const processData = await openProcessData(kv, options.processDataKey ?? { encryptionKey: randomBytes(32) });
+  const context: ServerContext = { kv, identity, tokens, metrics, workflow, processData };
 
   const logger = options.logger === undefined ? createLogger() : options.logger;
   const app = fastify({
