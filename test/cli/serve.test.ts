@@ -1,6 +1,7 @@
 /** The real `flowstore` process: serve, graceful shutdown, refusal without root, operator commands, --help. */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm, stat } from "node:fs/promises";
+import { request } from "node:http";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -84,6 +85,42 @@ describe("flowstore serve", () => {
       expect(r.out()).toMatch(/"msg":"stopped"/);
       expect(r.out()).toMatch(/127\.0\.0\.1/);
       expect(r.out()).not.toContain("root password 1");
+    } finally {
+      r.child.kill("SIGKILL");
+    }
+  });
+
+  it("finishes an in-flight request after SIGTERM before exiting", async () => {
+    const port = await freePort();
+    const r = run(["serve", "--port", String(port), "--store", "memory:"], { FLOWSTORE_DATA: join(dir, "d"), FLOWSTORE_ROOT_PASSWORD: "root password 1" });
+    try {
+      await waitHealthy(`http://127.0.0.1:${port}`, r);
+      const body = JSON.stringify({ username: "root", password: "root password 1" });
+      const req = request({
+        host: "127.0.0.1",
+        port,
+        method: "POST",
+        path: "/api/v1/auth/token",
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), "x-request-id": "inflight-1" },
+      });
+      const response = new Promise<{ status: number; text: string }>((res, rej) => {
+        req.on("response", (m) => {
+          let text = "";
+          m.on("data", (d) => (text += d));
+          m.on("end", () => res({ status: m.statusCode ?? 0, text }));
+        });
+        req.on("error", rej);
+      });
+      req.write(body.slice(0, 5)); // headers and part of the body: the request is in flight
+      while (!r.out().includes('"reqId":"inflight-1"')) await new Promise((res) => setTimeout(res, 20));
+      r.child.kill("SIGTERM");
+      while (!r.out().includes("shutting down")) await new Promise((res) => setTimeout(res, 20));
+      req.end(body.slice(5));
+      const answer = await response;
+      expect(answer.status).toBe(200);
+      expect(JSON.parse(answer.text).token).toEqual(expect.any(String));
+      expect(await r.exit).toEqual({ code: 0, signal: null });
+      await expect(fetch(`http://127.0.0.1:${port}/health`)).rejects.toThrow();
     } finally {
       r.child.kill("SIGKILL");
     }
