@@ -5,6 +5,7 @@
 import type { Identity, Tokens } from "../identity/index.js";
 import type { KvStore } from "../kv/contract.js";
 import type { Actor } from "../resources/actor.js";
+import type { Workflow } from "../workflow/commands.js";
 import type { Metrics } from "./metrics.js";
 
 export interface ServerContext {
@@ -13,6 +14,8 @@ export interface ServerContext {
   readonly identity: Identity;
   readonly tokens: Tokens;
   readonly metrics: Metrics;
+  /** Projects, subprojects and workflowitems over the counted store. */
+  readonly workflow: Workflow;
 }
 
 declare module "fastify" {

@@ -19,6 +19,11 @@ import { globalRoutes } from "./routes/global.js";
 import { groupRoutes } from "./routes/groups.js";
 import { systemRoutes } from "./routes/system.js";
 import { userRoutes } from "./routes/users.js";
+import { eventRoutes } from "./routes/events.js";
+import { workflowRoutes } from "./routes/workflow.js";
+import { ResourceStore } from "../resources/store.js";
+import { Workflow } from "../workflow/commands.js";
+import { workflowSchema } from "../workflow/schema.js";
 import { validatorCompiler } from "./validation.js";
 
 export const API_PREFIX = "/api/v1";
@@ -43,14 +48,15 @@ export interface ServerOptions {
 }
 
 /** The built-in authenticated route plugins, one per domain. */
-export const CORE_ROUTES: readonly FastifyPluginAsync[] = [userRoutes, groupRoutes, globalRoutes];
+export const CORE_ROUTES: readonly FastifyPluginAsync[] = [userRoutes, groupRoutes, globalRoutes, workflowRoutes, eventRoutes];
 
 export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
   const metrics = new Metrics();
   const kv = metrics.wrap(options.kv);
   const identity = new Identity(kv, { now: options.now });
   const tokens = new Tokens(identity, { secret: options.tokenSecret, ttlSeconds: options.tokenTtlSeconds, now: options.now });
-  const context: ServerContext = { kv, identity, tokens, metrics };
+  const workflow = new Workflow(new ResourceStore(kv, workflowSchema, { clock: options.now ? () => options.now!().getTime() : undefined }));
+  const context: ServerContext = { kv, identity, tokens, metrics, workflow };
 
   const logger = options.logger === undefined ? createLogger() : options.logger;
   const app = fastify({
