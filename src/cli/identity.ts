@@ -11,7 +11,7 @@ import { readPassword } from "./password.js";
 import { defaultStoreUrl, isPersistent, openStore } from "./store.js";
 
 async function withIdentity<T>(options: StoreOptions, run: (identity: Identity) => Promise<T>): Promise<T> {
-  const url = options.store ?? defaultStoreUrl(options.data);
+  const url = options.store || defaultStoreUrl(options.data);
   if (!isPersistent(url)) process.stderr.write(`warning: ${url} keeps nothing after this command exits\n`);
   const kv: KvStore = await openStore(url);
   try {

@@ -35,7 +35,7 @@ export function serveCommand(program: Command): void {
       const bodyLimit = Number(options.bodyLimit);
       if (!Number.isInteger(bodyLimit) || bodyLimit < 1024) throw new Error("--body-limit must be an integer of at least 1024");
       const logger = createLogger({ level: options.logLevel });
-      const url = options.store ?? defaultStoreUrl(options.data);
+      const url = options.store || defaultStoreUrl(options.data);
       const kv = await openStore(url);
       let app;
       try {

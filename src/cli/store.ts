@@ -1,22 +1,17 @@
-/**
- * Opens the store named by a URL. Until `openKv` (src/kv/open.ts) lands, only `memory:` is served
- * here; every other URL is refused with a clear message.
- */
-import { ValidationError } from "../errors.js";
+/** The store a command works on: `--store <url>` (openKv), by default the LMDB store in `--data`. */
 import type { KvStore } from "../kv/contract.js";
-import { MemoryKv } from "../kv/memory.js";
+import { openKv } from "../kv/open.js";
 
-export async function openStore(url: string): Promise<KvStore> {
-  if (url === "memory:" || url === "memory") return new MemoryKv();
-  throw new ValidationError(`unsupported store URL ${JSON.stringify(url)} (this build supports memory:)`, "store");
+export function openStore(url: string): Promise<KvStore> {
+  return openKv(url);
 }
 
-/** The default store URL for a data directory. */
-export function defaultStoreUrl(_dataDir: string): string {
-  return "memory:";
+/** The default store URL for a data directory: the LMDB store in it (beside the token secret). */
+export function defaultStoreUrl(dataDir: string): string {
+  return `lmdb:${dataDir}`;
 }
 
-/** Whether the store keeps its data in the data directory (else a memory store: nothing persists). */
+/** Whether the store outlives the process (a memory store does not). */
 export function isPersistent(url: string): boolean {
   return !url.startsWith("memory");
 }

@@ -68,25 +68,53 @@ afterEach(async () => {
 });
 
 describe("flowstore serve", () => {
-  it("serves on 127.0.0.1, creates root, and exits cleanly on SIGTERM", async () => {
-    const port = await freePort();
+  it("serves the LMDB store in --data, shuts down cleanly, and operator commands work on it between runs", async () => {
     const data = join(dir, "data");
-    const r = run(["serve", "--port", String(port), "--store", "memory:"], { FLOWSTORE_DATA: data, FLOWSTORE_ROOT_PASSWORD: "root password 1" });
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    let token: string;
+    const first = run(["serve", "--port", String(port)], { FLOWSTORE_DATA: data, FLOWSTORE_ROOT_PASSWORD: "root password 1" });
     try {
-      const base = `http://127.0.0.1:${port}`;
-      await waitHealthy(base, r);
+      await waitHealthy(base, first);
       const c = new FlowstoreClient({ baseUrl: base });
-      await c.login("root", "root password 1");
+      token = (await c.login("root", "root password 1")).token;
       expect((await c.users.list()).items.map((u) => u.id)).toEqual(["root"]);
       expect((await stat(join(data, "jwt-secret"))).mode & 0o777).toBe(0o600);
-      r.child.kill("SIGTERM");
-      expect(await r.exit).toEqual({ code: 0, signal: null });
-      expect(r.out()).toMatch(/shutting down/);
-      expect(r.out()).toMatch(/"msg":"stopped"/);
-      expect(r.out()).toMatch(/127\.0\.0\.1/);
-      expect(r.out()).not.toContain("root password 1");
+      first.child.kill("SIGTERM");
+      expect(await first.exit).toEqual({ code: 0, signal: null });
+      expect(first.out()).toMatch(/shutting down/);
+      expect(first.out()).toMatch(/"msg":"stopped"/);
+      expect(first.out()).toContain(`http://127.0.0.1:${port}`);
+      expect(first.out()).not.toContain("root password 1");
     } finally {
-      r.child.kill("SIGKILL");
+      first.child.kill("SIGKILL");
+    }
+
+    // operator commands on the stopped server's store, as the system actor
+    const add = run(["user", "add", "bob", "--display-name", "Bob", "--data", data], {}, "bob password 1\n");
+    expect((await add.exit).code).toBe(0);
+    expect(JSON.parse(add.out())).toMatchObject({ id: "bob", displayName: "Bob", enabled: true });
+    expect(add.out()).not.toContain("bob password 1");
+    const group = run(["group", "add", "team", "--member", "bob", "--data", data]);
+    expect((await group.exit).code).toBe(0);
+    expect(JSON.parse(group.out())).toMatchObject({ id: "team", members: ["bob"] });
+    const passwd = run(["user", "passwd", "bob", "--data", data], { FLOWSTORE_PASSWORD: "bob password 2" });
+    expect((await passwd.exit).code).toBe(0);
+
+    // second start: the store is not empty, so no root password is needed; the secret persisted
+    const second = run(["serve", "--port", String(port)], { FLOWSTORE_DATA: data });
+    try {
+      await waitHealthy(base, second);
+      const asRoot = new FlowstoreClient({ baseUrl: base, token });
+      expect((await asRoot.users.get("bob")).groups).toEqual(["team"]);
+      const bob = new FlowstoreClient({ baseUrl: base });
+      await expect(bob.login("bob", "bob password 1")).rejects.toMatchObject({ status: 401 });
+      await bob.login("bob", "bob password 2");
+      expect((await bob.groups.get("team")).members).toEqual(["bob"]);
+      second.child.kill("SIGTERM");
+      expect((await second.exit).code).toBe(0);
+    } finally {
+      second.child.kill("SIGKILL");
     }
   });
 
@@ -142,11 +170,7 @@ describe("flowstore serve", () => {
 });
 
 describe("operator commands", () => {
-  it("user add reads the password from stdin and validates input", async () => {
-    const ok = run(["user", "add", "alice", "--display-name", "Alice", "--store", "memory:"], {}, "alice password\n");
-    expect((await ok.exit).code).toBe(0);
-    expect(JSON.parse(ok.out())).toMatchObject({ id: "alice", displayName: "Alice", enabled: true });
-    expect(ok.out()).not.toContain("alice password");
+  it("user add refuses a bad id, naming the field", async () => {
     const bad = run(["user", "add", "bad/id", "--store", "memory:"], { FLOWSTORE_PASSWORD: "some password" });
     expect((await bad.exit).code).toBe(2);
     expect(bad.err()).toMatch(/\(id\)/);
