@@ -26,7 +26,7 @@ export async function countEntries(kv: KvStore, kind: string): Promise<number> {
 
 /** Deterministic pseudo-random bytes (xorshift), generated a piece at a time. */
 export function pattern(size: number, seed: number, piece = 64 * 1024): Readable {
-  let x = seed | 1;
+  let x = (seed * 2 + 1) | 0;
   let left = size;
   return new Readable({
     read() {
