@@ -6,6 +6,7 @@
  *   ["archive-file", sha256]                ["meta"] {size, chunks, store: [uploadId, fileIndex], refs}
  *                                           ["ref", uploadId, fileIndex] {}  one per (snapshot, file slot)
  *   ["archive-chunks", uploadId, fileIndex] [i] chunk bytes, i = 0..chunks-1
+ *                                           ["done"] {sha256, size, chunks}  written with the last chunk
  *
  * The hash is only known once a stream has ended, so chunks are written first into a chunk partition
  * named by the upload (staging, recorded in the journal), then promoted: the first upload of a content
@@ -35,6 +36,8 @@ export interface FileMeta {
 export const filePartition = (sha256: string): Partition => ["archive-file", sha256];
 export const chunkPartition = ([upload, index]: StoreId): Partition => ["archive-chunks", upload, index];
 const META = ["meta"] as const;
+/** In a chunk partition: {sha256, size, chunks}; a string key sorts before the integer chunk keys. */
+const DONE = ["done"] as const;
 const refKey = ([upload, index]: StoreId) => ["ref", upload, index] as const;
 
 export interface StagedFile {
@@ -117,15 +120,34 @@ export async function stageFile(
       }
     }
     done = true;
-    await flush();
+    // The last commit carries the "done" marker with the content's identity, so a staging partition
+    // always tells whether it was hashed (and an empty file still leaves its partition).
+    const sha256 = hash.digest("hex");
+    const marker: StagedFile = { sha256, size, chunks: index + (fill > 0 ? 1 : 0) };
     if (pending) await pending;
+    pending = null;
+    await kv.commit(partition, [
+      ...(fill > 0 ? [{ type: "put" as const, key: [index++], value: chunk.subarray(0, fill) }] : []),
+      { type: "put", key: DONE, value: toJson(marker) },
+    ]);
+    return marker;
   } finally {
     if (!done) {
       // Stop the source (destroys a Readable) and let an in-flight commit settle before rollback.
       await Promise.allSettled([iterator.return?.(), pending]);
     }
   }
-  return { sha256: hash.digest("hex"), size, chunks: index };
+}
+
+/** The identity recorded when staging (upload, index) finished; undefined while it was cut short. */
+export async function stagedFile(kv: KvStore, store: StoreId): Promise<StagedFile | undefined> {
+  const e = await kv.get(chunkPartition(store), DONE);
+  return e && fromJson<StagedFile>(e.value);
+}
+
+/** Whether the staging partition (upload, index) holds anything. */
+export async function stagingExists(kv: KvStore, store: StoreId): Promise<boolean> {
+  return (await kv.scan(chunkPartition(store), { limit: 1 })).entries.length > 0;
 }
 
 async function readMeta(kv: KvStore, sha256: string, store: StoreId) {
@@ -250,7 +272,7 @@ export async function openStoredFile(kv: KvStore, sha256: string): Promise<Opene
     let expected = 0;
     let after: string | null = null;
     do {
-      const page: ScanPage = await kv.scan(partition, { limit: 2, after });
+      const page: ScanPage = await kv.scan(partition, { start: [0], limit: 2, after });
       for (const e of page.entries) {
         if (e.key[0] !== expected++) break;
         hash.update(e.value);

@@ -4,7 +4,6 @@
  *
  * Keys (partition `["archive-journal"]`):
  *   ["upload", uploadId]              {uniqueId, startedAt}   a snapshot write in progress
- *   ["upload", uploadId, fileIndex]   {startedAt, sha256?}    file i is being staged (sha256 once hashed)
  *   ["delete", snapshotId, token]     {uniqueId, millis, upload, files, startedAt}  a delete in progress
  *   ["free", sha256, token]           {store, startedAt}      a file's chunks are being freed
  * An entry is removed when its operation is complete. Only operations in flight live here, so the

@@ -24,16 +24,17 @@ export async function recover(ctx: ArchiveContext, options: { olderThanMs?: numb
   const report: RecoveryReport = { uploadsRolledBack: 0, uploadsCompleted: 0, deletesCompleted: 0, deletesAbandoned: 0, freesCompleted: 0 };
   // Collect first (the sweep deletes journal entries as it goes).
   const entries: { key: readonly unknown[]; value: Buffer }[] = [];
-  for await (const e of scanAll(kv, JOURNAL, { limit: 500 })) if (e.key.length !== 3 || e.key[0] !== "upload") entries.push({ key: e.key, value: e.value });
+  for await (const e of scanAll(kv, JOURNAL, { limit: 500 })) entries.push({ key: e.key, value: e.value });
   for (const { key, value } of entries) {
     const kind = key[0];
     const token = (kind === "upload" ? key[1] : key[2]) as string;
     const { startedAt } = fromJson<{ startedAt: number }>(value);
     if (active.has(token) || startedAt > cutoff) continue;
     if (kind === "upload") {
+      if (key.length !== 2) continue;
       const outcome = await settleUpload(kv, token, active);
       if (outcome === "completed") report.uploadsCompleted++;
-      else report.uploadsRolledBack++;
+      else if (outcome === "rolledBack") report.uploadsRolledBack++;
     } else if (kind === "delete") {
       const entry = fromJson<DeleteEntry>(value);
       if (await deleteCommitted(kv, entry)) {

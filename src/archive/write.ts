@@ -1,19 +1,31 @@
 /**
  * Writing a snapshot, all or nothing across partitions:
- *   1. journal ["upload", U]; 2. per file: journal ["upload", U, i], stream its chunks into the staging
- *   partition (U, i), record its sha-256, promote it (add the reference (U, i) to the content's file;
- *   drop the staged chunks when the content was already stored); 3. commit the snapshot into its unique
- *   id's partition (the commit point: header, document, ["upload", U]); 4. date index; 5. drop the journal.
+ *   1. journal ["upload", U]; 2. per file i: stream its chunks into the staging partition (U, i), the
+ *   last commit with a "done" marker holding its sha-256; promote it (add the reference (U, i) to the
+ *   content's file; the first upload of a content becomes its store); 3. commit the snapshot into its
+ *   unique id's partition (the commit point: header, document, ["upload", U]); 4. date index; 5. drop
+ *   the staged chunks of contents that were already stored, from the last file down; 6. drop the journal.
+ * File i + 1 is staged only once file i's partition exists, and staging partitions are dropped from the
+ * highest index down, so the staging of U is always found by probing (U, 0), (U, 1), ... until a miss.
  * A failure before 3 (too large, a cut-off stream, a store error) rolls back: references (U, i) are
- * removed and staged chunks dropped. A process killed before 5 leaves the journal for `recover`.
+ * removed and staged chunks dropped. A process killed before 6 leaves the journal for `recover`.
  */
 import { randomUUID } from "node:crypto";
-import { ConflictError, ValidationError } from "../errors.js";
+import { ConflictError, FlowstoreError, ValidationError } from "../errors.js";
 import type { KvStore } from "../kv/contract.js";
-import { scanAll } from "../kv/contract.js";
 import type { ArchiveContext } from "./config.js";
 import { encodeDocument } from "./document.js";
-import { addRef, chunkPartition, getFileMeta, removeRef, sameStore, stageFile, type FileContent } from "./files.js";
+import {
+  addRef,
+  chunkPartition,
+  getFileMeta,
+  removeRef,
+  sameStore,
+  stagedFile,
+  stageFile,
+  stagingExists,
+  type FileContent,
+} from "./files.js";
 import { snapshotIdOf, validateMillis, validateUniqueId } from "./ids.js";
 import { fromJson, JOURNAL, journalDeletePrefix, journalPut } from "./journal.js";
 import { SizeBudget } from "./limits.js";
@@ -54,10 +66,6 @@ export interface UploadEntry {
   readonly startedAt: number;
 }
 
-export interface UploadFileEntry {
-  readonly startedAt: number;
-  readonly sha256?: string;
-}
 
 function validateFileName(name: unknown, field: string, seen: Set<string>): asserts name is string {
   if (typeof name !== "string" || name.length === 0 || name.length > MAX_FILE_NAME_LENGTH) {
@@ -68,6 +76,20 @@ function validateFileName(name: unknown, field: string, seen: Set<string>): asse
   }
   if (seen.has(name)) throw new ValidationError(`two files are named ${JSON.stringify(name)}`, field);
   seen.add(name);
+}
+
+/** Iterates the files, turning a failure of the source itself into a ValidationError on `files`. */
+async function* filesOf(files: unknown): AsyncGenerator<FileInput> {
+  const f = files as Partial<Iterable<FileInput> & AsyncIterable<FileInput>> | null;
+  if (typeof f?.[Symbol.asyncIterator] !== "function" && typeof f?.[Symbol.iterator] !== "function") {
+    throw new ValidationError("files is a list (or an async iterable) of {name, content}", "files");
+  }
+  try {
+    yield* f as AsyncIterable<FileInput>;
+  } catch (e) {
+    if (e instanceof FlowstoreError) throw e;
+    throw new ValidationError(`the list of files failed: ${(e as Error)?.message ?? e}`, "files");
+  }
 }
 
 export async function writeSnapshot(
@@ -99,7 +121,7 @@ export async function writeSnapshot(
       const archived: ArchivedFile[] = [];
       const names = new Set<string>();
       let i = 0;
-      for await (const file of files) {
+      for await (const file of filesOf(files)) {
         const field = `files[${i}]`;
         if (typeof file !== "object" || file === null) throw new ValidationError("a file is {name, content}", field);
         validateFileName(file.name, `${field}.name`, names);
@@ -109,14 +131,11 @@ export async function writeSnapshot(
           }
           budget.ensureRoom(file.size);
         }
-        await journalPut(kv, ["upload", upload, i], { startedAt: Date.now() } satisfies UploadFileEntry);
         const staged = await stageFile(kv, [upload, i], file.content, budget, `${field}.content`);
         if (file.size !== undefined && staged.size !== file.size) {
           throw new ValidationError(`the file was declared ${file.size} bytes but ${staged.size} arrived`, `${field}.size`);
         }
-        await journalPut(kv, ["upload", upload, i], { startedAt: Date.now(), sha256: staged.sha256 } satisfies UploadFileEntry);
-        const { deduplicated } = await addRef(kv, staged, [upload, i]);
-        if (deduplicated) await kv.dropPartition(chunkPartition([upload, i]));
+        await addRef(kv, staged, [upload, i]);
         archived.push({ name: file.name, size: staged.size, sha256: staged.sha256 });
         i++;
       }
@@ -126,8 +145,7 @@ export async function writeSnapshot(
       await settleUpload(kv, upload, ctx.active).catch(() => {});
       throw e;
     }
-    await putDateIndex(kv, header);
-    await journalDeletePrefix(kv, ["upload", upload]);
+    await completeUpload(kv, upload, header.uniqueId, header.millis);
   } finally {
     ctx.active.delete(upload);
   }
@@ -165,64 +183,57 @@ async function commitSnapshot(
  * Settles an upload left unfinished: completes it when its snapshot was committed (the commit may have
  * applied even though the caller saw an error), otherwise rolls it back.
  */
-export async function settleUpload(kv: KvStore, upload: string, active: Set<string>): Promise<"completed" | "rolledBack"> {
+export async function settleUpload(kv: KvStore, upload: string, active: Set<string>): Promise<"completed" | "rolledBack" | "settled"> {
   const entry = await kv.get(JOURNAL, ["upload", upload]);
-  if (entry) {
-    const { uniqueId } = fromJson<UploadEntry>(entry.value);
-    const link = await kv.get(snapshotPartition(uniqueId), ["upload", upload]);
-    if (link) {
-      await completeUpload(kv, upload, uniqueId, fromJson<number>(link.value), active);
-      return "completed";
-    }
+  if (!entry) return "settled"; // nothing journaled: nothing staged, or settled already
+  const { uniqueId } = fromJson<UploadEntry>(entry.value);
+  const link = await kv.get(snapshotPartition(uniqueId), ["upload", upload]);
+  if (link) {
+    await completeUpload(kv, upload, uniqueId, fromJson<number>(link.value));
+    return "completed";
   }
   await rollbackUpload(kv, upload, active);
   return "rolledBack";
 }
 
+/** How many staging partitions (upload, 0), (upload, 1), ... exist. */
+async function stagedCount(kv: KvStore, upload: string): Promise<number> {
+  let n = 0;
+  while (await stagingExists(kv, [upload, n])) n++;
+  return n;
+}
+
 /**
- * Undoes an upload that did not reach its commit point: removes its references and drops its staged
- * chunks, then its journal entries. Idempotent; used by a failed write and by recovery.
+ * Undoes an upload that did not reach its commit point: from the last file down, removes the reference
+ * (U, i) and drops the staged chunks unless they became the store of a content other snapshots hold.
+ * Idempotent; used by a failed write and by recovery.
  */
 export async function rollbackUpload(kv: KvStore, upload: string, active: Set<string>): Promise<void> {
-  for await (const e of scanAll(kv, JOURNAL, { prefix: ["upload", upload] })) {
-    if (e.key.length !== 3) continue;
-    const index = e.key[2] as number;
-    const entry = fromJson<UploadFileEntry>(e.value);
-    await releaseStaged(kv, upload, index, entry.sha256, true, active);
+  for (let i = (await stagedCount(kv, upload)) - 1; i >= 0; i--) {
+    const staged = await stagedFile(kv, [upload, i]);
+    if (staged) await removeRef(kv, staged.sha256, [upload, i], active);
+    await dropUnlessStore(kv, upload, i, staged?.sha256);
   }
   await journalDeletePrefix(kv, ["upload", upload]);
 }
 
-/**
- * Drops the staged chunks of (upload, index) unless they are the store of their content; with
- * `unref`, first removes the reference (upload, index).
- */
-export async function releaseStaged(
-  kv: KvStore,
-  upload: string,
-  index: number,
-  sha256: string | undefined,
-  unref: boolean,
-  active: Set<string>,
-): Promise<void> {
+async function dropUnlessStore(kv: KvStore, upload: string, index: number, sha256: string | undefined): Promise<void> {
   if (sha256 !== undefined) {
-    if (unref) await removeRef(kv, sha256, [upload, index], active);
     const meta = await getFileMeta(kv, sha256);
     if (meta && sameStore(meta.store, [upload, index])) return;
   }
   await kv.dropPartition(chunkPartition([upload, index]));
 }
 
-/** Finishes an upload whose snapshot was committed (a process died after the commit point). */
-export async function completeUpload(kv: KvStore, upload: string, uniqueId: string, millis: number, active: Set<string>): Promise<void> {
+/**
+ * Finishes an upload whose snapshot was committed: its date index entry, the staged chunks of contents
+ * that were already stored (from the last file down), then its journal. Idempotent.
+ */
+export async function completeUpload(kv: KvStore, upload: string, uniqueId: string, millis: number): Promise<void> {
   const found = await getHeader(kv, uniqueId, millis);
-  if (found) await putDateIndex(kv, found.header);
-  for await (const e of scanAll(kv, JOURNAL, { prefix: ["upload", upload] })) {
-    if (e.key.length !== 3) continue;
-    const entry = fromJson<UploadFileEntry>(e.value);
-    await releaseStaged(kv, upload, e.key[2] as number, entry.sha256, false, active);
+  if (found && found.header.upload === upload) await putDateIndex(kv, found.header);
+  for (let i = (await stagedCount(kv, upload)) - 1; i >= 0; i--) {
+    await dropUnlessStore(kv, upload, i, (await stagedFile(kv, [upload, i]))?.sha256);
   }
   await journalDeletePrefix(kv, ["upload", upload]);
 }
-
-export { snapKey };

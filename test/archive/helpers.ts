@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
-import { allPartitions, scanAll, type KvStore } from "../../src/kv/contract.js";
+import { allPartitions, scanAll, type KvStore, type Tuple } from "../../src/kv/contract.js";
 
 export const MiB = 1024 * 1024;
 export const ARCHIVE_KINDS = ["archive", "archive-date", "archive-file", "archive-chunks", "archive-journal"];
@@ -18,9 +18,9 @@ export async function dump(kv: KvStore): Promise<string[]> {
   return out.sort();
 }
 
-export async function countEntries(kv: KvStore, kind: string): Promise<number> {
+export async function countEntries(kv: KvStore, kind: string, filter: (key: Tuple) => boolean = () => true): Promise<number> {
   let n = 0;
-  for await (const p of allPartitions(kv, kind)) for await (const _ of scanAll(kv, p)) n++;
+  for await (const p of allPartitions(kv, kind)) for await (const e of scanAll(kv, p)) if (filter(e.key)) n++;
   return n;
 }
 
