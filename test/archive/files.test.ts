@@ -98,6 +98,22 @@ forEachBackend((backend) => {
       expect(await dump(kv)).toEqual([]);
     });
 
+    it("keeps reference counts right under concurrent writes and deletes of one content", async () => {
+      const a = new Archive(kv);
+      const write = (i: number) => a.write(`c${i}`, { i: [i] }, [{ name: "same", content: pattern(MiB + MiB / 2, 8) }]);
+      const first = await Promise.all([0, 1, 2, 3, 4, 5].map(write));
+      expect(await chunkStats(kv)).toEqual({ partitions: 1, chunks: 2 });
+      const sha = first[0]!.id && (await a.read(first[0]!.id)).files[0]!.sha256;
+      const refs = async () => JSON.parse((await kv.get(["archive-file", sha], ["meta"]))!.value.toString()).refs;
+      expect(await refs()).toBe(6);
+      const [, second] = await Promise.all([Promise.all(first.slice(0, 3).map((s) => a.delete(s.id))), Promise.all([6, 7, 8].map(write))]);
+      expect(await refs()).toBe(6);
+      expect(await chunkStats(kv)).toEqual({ partitions: 1, chunks: 2 });
+      expect((await sha256Of((await a.openFile(second[0]!.id, "same")).stream)).sha256).toBe(sha);
+      await Promise.all([...first.slice(3), ...second].map((s) => a.delete(s.id)));
+      expect(await dump(kv)).toEqual([]);
+    });
+
     it("the same content twice in one snapshot is stored once and freed once", async () => {
       const a = new Archive(kv);
       const s = await a.write("u", {}, [
