@@ -142,7 +142,7 @@ export async function writeSnapshot(
       header = await commitSnapshot(ctx, uniqueId, explicit, upload, budget.used, archived, docBytes);
     } catch (e) {
       // Undo what this write stored. If the undo itself fails, the journal keeps it for `recover`.
-      await settleUpload(kv, upload, ctx.active).catch(() => {});
+      await settleUpload(kv, upload, ctx.active, uniqueId).catch(() => {});
       throw e;
     }
     await completeUpload(kv, upload, header.uniqueId, header.millis);
@@ -183,10 +183,18 @@ async function commitSnapshot(
  * Settles an upload left unfinished: completes it when its snapshot was committed (the commit may have
  * applied even though the caller saw an error), otherwise rolls it back.
  */
-export async function settleUpload(kv: KvStore, upload: string, active: Set<string>): Promise<"completed" | "rolledBack" | "settled"> {
-  const entry = await kv.get(JOURNAL, ["upload", upload]);
-  if (!entry) return "settled"; // nothing journaled: nothing staged, or settled already
-  const { uniqueId } = fromJson<UploadEntry>(entry.value);
+export async function settleUpload(
+  kv: KvStore,
+  upload: string,
+  active: Set<string>,
+  /** Known to the writer itself; recovery reads it from the journal. */
+  uniqueId?: string,
+): Promise<"completed" | "rolledBack" | "settled"> {
+  if (uniqueId === undefined) {
+    const entry = await kv.get(JOURNAL, ["upload", upload]);
+    if (!entry) return "settled"; // nothing journaled: nothing staged, or settled already
+    uniqueId = fromJson<UploadEntry>(entry.value).uniqueId;
+  }
   const link = await kv.get(snapshotPartition(uniqueId), ["upload", upload]);
   if (link) {
     await completeUpload(kv, upload, uniqueId, fromJson<number>(link.value));

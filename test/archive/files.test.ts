@@ -215,7 +215,8 @@ forEachBackend((backend) => {
         { name: "h", content: hanging() },
       ]);
       pending.catch(() => {});
-      while ((await chunkStats(kv)).chunks < 1 + 1 + 2) await new Promise((r) => setTimeout(r, 5));
+      // Wait for all three chunks (a killed process has no commit in flight; this one must not either).
+      while ((await chunkStats(kv)).chunks < 1 + 1 + 3) await new Promise((r) => setTimeout(r, 5));
       // Another process (here: another Archive over the same store) sweeps what it does not run.
       const report = await new Archive(kv).recover();
       expect(report.uploadsRolledBack).toBe(1);
