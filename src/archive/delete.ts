@@ -46,9 +46,11 @@ export async function deleteHeader(ctx: ArchiveContext, header: SnapshotHeader, 
         { type: "delete", key: uploadKey(header.upload) },
       ]);
     } catch (e) {
+      // A conflict: someone else deleted it. Any other error may hide an applied commit: the journal
+      // entry stays for `recover`, which checks whether the header is gone.
+      if (!(e instanceof ConflictError)) throw e;
       await journalDelete(kv, journalKey);
-      if (e instanceof ConflictError) throw new NotFoundError(`snapshot ${header.id} does not exist`);
-      throw e;
+      throw new NotFoundError(`snapshot ${header.id} does not exist`);
     }
     await finishDelete(kv, entry, ctx.active);
     await journalDelete(kv, journalKey);
