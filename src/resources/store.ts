@@ -6,7 +6,6 @@
 import { randomUUID } from "node:crypto";
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from "../errors.js";
 import { cursorBytes, cursorOf, type Key, type KvStore, type Partition } from "../kv/contract.js";
-import { decode } from "../kv/tuple.js";
 import { allows, type Actor, type Permissions } from "./actor.js";
 import { checkLink, fold, type EventPayload, type PathItem, type ResourceEvent, type VerifyResult } from "./events.js";
 import { GlobalPermissions } from "./global.js";
@@ -33,6 +32,15 @@ import { PartitionWriter, type Clock, type Tx } from "./writer.js";
 export interface Page<T> {
   items: T[];
   nextCursor: string | null;
+}
+
+export interface CreateOptions {
+  /** The id; generated when absent. */
+  id?: string;
+  /** Refuse the create (throw) given the parent's current state; runs inside the write. */
+  guard?: (parent: { envelope: Envelope; permissions: Permissions } | null, tx: Tx) => void | Promise<void>;
+  /** The new resource's permissions, from the creator's defaults (every intent) and the parent's state. */
+  initialPermissions?: (defaults: Permissions, parent: { envelope: Envelope; permissions: Permissions } | null) => Permissions;
 }
 
 export interface ResourceStoreOptions {
@@ -171,7 +179,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     const items = page.entries.map((e) => {
       const view = new RecordView(e.value);
       if (view.visibleTo(actor)) return view.publicBytes();
-      return Buffer.from(redactedJson(childType, e.key.at(-1) as string, view, t.decl.statusField));
+      return Buffer.from(redactedJson(childType, view, t.decl.statusField));
     });
     return { items, nextCursor: page.cursor };
   }
@@ -206,12 +214,12 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     const ids = page.entries.map((e) => e.key.at(-1) as string);
     const records = await Promise.all(ids.map((id) => this.kv.get([t.name, id], ["s", 0])));
     const items: Buffer[] = [];
-    records.forEach((e, i) => {
+    records.forEach((e) => {
       if (!e) return; // created-then-failed or swept child: the index entry is stale
       const view = new RecordView(e.value);
       const priv = view.private();
       if (priv.parent?.type !== parent.ref.type || priv.parent.ids.join("\u0000") !== parent.ref.ids.join("\u0000")) return;
-      items.push(view.visibleTo(actor) ? view.publicBytes() : Buffer.from(redactedJson(t.name, ids[i]!, view, t.decl.statusField)));
+      items.push(view.visibleTo(actor) ? view.publicBytes() : Buffer.from(redactedJson(t.name, view, t.decl.statusField)));
     });
     return { items, nextCursor: page.cursor };
   }
@@ -239,11 +247,11 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     const ordering = orderingEntry ? (JSON.parse(orderingEntry.value.toString("utf8")) as string[]) : [];
     const rows = children.map((e) => {
       const view = new RecordView(e.value);
-      return { id: decode(e.keyBytes).at(-1) as string, createdAtMs: view.createdAtMs, view };
+      return { id: view.id, createdAtMs: view.createdAtMs, view };
     });
     const ordered = effectiveOrder(ordering, rows);
     const slice = ordered.slice(offset, offset + limit);
-    const items = slice.map((r) => (r.view.visibleTo(actor) ? r.view.publicBytes() : Buffer.from(redactedJson(childType, r.id, r.view, t.decl.statusField))));
+    const items = slice.map((r) => (r.view.visibleTo(actor) ? r.view.publicBytes() : Buffer.from(redactedJson(childType, r.view, t.decl.statusField))));
     const next = offset + limit < ordered.length ? cursorOf(Buffer.from(String(offset + limit))) : null;
     return { items, nextCursor: next, version: parentView.version };
   }
@@ -355,7 +363,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     type: T,
     parent: Ref | null,
     data: DataOf<S, T>,
-    options: { id?: string } = {},
+    options: CreateOptions = {},
   ): Promise<Envelope<DataOf<S, T>>> {
     const t = this.schema.type(type);
     const id = options.id ?? this.#newId();
@@ -363,30 +371,36 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     const ref = childRef(this.schema, parent, type, id);
     const l = locate(this.schema, ref);
     const clean = this.schema.validate(t, data);
-    const permissions: Permissions = Object.fromEntries(t.intents.all.map((i) => [i, actor.system ? [] : [actor.id]]));
+    const defaults: Permissions = Object.fromEntries(t.intents.all.map((i) => [i, actor.system ? [] : [actor.id]]));
+    const decide = async (tx: Tx, parentView: RecordView | null): Promise<Permissions> => {
+      const parentState = parentView ? { envelope: parentView.envelope(), permissions: parentView.private().permissions } : null;
+      await options.guard?.(parentState, tx);
+      return options.initialPermissions ? options.initialPermissions(defaults, parentState) : defaults;
+    };
 
     if (t.decl.parent === null) {
       await this.global.assert(actor, t.intents.create);
       return this.writer.run(l.partition, actor, async (tx) => {
         if ((await tx.get(["m", "head"])) || (await tx.get(stateKey(l)))) throw new ConflictError(`${type} ${id} already exists (or existed)`, "id");
-        return this.#put(tx, l, clean, permissions, null);
+        return this.#put(tx, l, clean, await decide(tx, null), null);
       }) as Promise<Envelope<DataOf<S, T>>>;
     }
 
     const pl = locate(this.schema, parent!);
     if (t.decl.idStyle === "nested") {
       return this.writer.run(l.partition, actor, async (tx) => {
-        await this.#requireParent(tx, pl, actor, t.intents.create);
+        const parentView = await this.#requireParent(tx, pl, actor, t.intents.create);
         if (await tx.get(stateKey(l))) throw new ConflictError(`${type} ${id} already exists`, "id");
-        return this.#put(tx, l, clean, permissions, null);
+        return this.#put(tx, l, clean, await decide(tx, parentView), null);
       }) as Promise<Envelope<DataOf<S, T>>>;
     }
 
     // Flat child: index entry in the parent's partition first (so a crash never leaves a child the
     // parent's cascade cannot find), then the child's own partition.
     if (await this.kv.get(l.partition, ["m", "head"])) throw new ConflictError(`${type} ${id} already exists (or existed)`, "id");
+    let permissions: Permissions = defaults;
     await this.writer.run(pl.partition, actor, async (tx) => {
-      await this.#requireParent(tx, pl, actor, t.intents.create);
+      permissions = await decide(tx, await this.#requireParent(tx, pl, actor, t.intents.create));
       if (await tx.get(flatChildKey(pl, type, id))) throw new ConflictError(`${type} ${id} already exists`, "id");
       tx.put(flatChildKey(pl, type, id), Buffer.from(JSON.stringify({ createdAt: tx.now })));
       tx.append(`${pl.type.name}.child_added`, pathOf(pl), { childType: type, id }, (seq) => historyKey(pl, seq));
@@ -504,7 +518,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
    * Replaces the ordering of a parent's ordered children, all or nothing. Last writer wins unless
    * `ifVersion` (the parent's version) is given: then a stale write is a ConflictError.
    */
-  async setOrdering(actor: Actor, parent: Ref, ordering: readonly string[], options: { ifVersion?: number } = {}): Promise<Envelope> {
+  async setOrdering(actor: Actor, parent: Ref, ordering: readonly string[], options: { ifVersion?: number; guard?: (parent: Envelope) => void } = {}): Promise<Envelope> {
     const t = this.schema.type(parent.type);
     const childType = t.decl.orderedChildren;
     if (!childType || !t.intents.reorder) throw new ValidationError(`${parent.type} has no ordered children`, "parent");
@@ -512,9 +526,10 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
       intent: t.intents.reorder,
       verb: "ordering_set",
       ifVersion: options.ifVersion,
-      change: async (_current, tx, l) => {
+      change: async (current, tx, l) => {
+        options.guard?.(current);
         const children = await tx.scanPrefix(childrenPrefix(l, childType));
-        const ids = new Set(children.map((c) => decode(c.keyBytes).at(-1) as string));
+        const ids = new Set(children.map((c) => new RecordView(c.value).id));
         const valid = validateOrdering(ordering, ids);
         tx.put(orderingKey(l, childType), Buffer.from(JSON.stringify(valid)));
         return { record: { childType, ordering: valid } };
