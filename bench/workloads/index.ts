@@ -1,5 +1,6 @@
 /** Every benchmark workload, in the order `npm run bench` runs them. Add yours here. */
 import type { Workload } from "../harness.js";
+import { archive } from "./archive.js";
 import { kv } from "./kv.js";
 
-export const workloads: Workload[] = [kv];
+export const workloads: Workload[] = [kv, archive];
