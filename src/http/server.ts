@@ -89,11 +89,24 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   // JSON only: a text/plain body is a 415, not a string that fails validation later.
   app.removeContentTypeParser(["text/plain"]);
 
-  app.addHook("onRequest", async (request, reply) => {
+  // Per-request hooks are callback-style: no promise per request on the hot path.
+  app.addHook("onRequest", (request, reply, done) => {
     reply.header("x-request-id", request.id);
+    done();
   });
-  app.addHook("onResponse", async (request, reply) => {
+  // While closing, answers to in-flight requests end their connection, so that close() does not wait
+  // for idle keep-alive connections to time out.
+  let closing = false;
+  app.addHook("preClose", async () => {
+    closing = true;
+  });
+  app.addHook("onSend", (_request, reply, payload, done) => {
+    if (closing) reply.header("connection", "close");
+    done(null, payload);
+  });
+  app.addHook("onResponse", (request, reply, done) => {
     metrics.observeRequest(request.method, request.routeOptions.url ?? "unmatched", reply.statusCode, reply.elapsedTime / 1000);
+    done();
   });
 
   app.setErrorHandler(async (error, request, reply) => {
