@@ -1,6 +1,7 @@
 /** The flowstore command tree (main.ts runs it; tests build it in-process). */
 import { Command } from "commander";
 import { identityCommands } from "./identity.js";
+import { operationCommands } from "./operations.js";
 import { serveCommand } from "./serve.js";
 
 export function buildProgram(): Command {
@@ -11,5 +12,6 @@ export function buildProgram(): Command {
     .exitOverride();
   serveCommand(program);
   identityCommands(program);
+  operationCommands(program);
   return program;
 }
