@@ -1,0 +1,54 @@
+/**
+ * The key layout of the Redis backend. Everything a store writes starts with `<namespace>:`.
+ *
+ * Partition P (id = base64url of encodeNested(P), a string with no braces), hash tag `{p:<id>}`:
+ *   <ns>:{p:<id>}:k   sorted set, score 0, members = encoded keys (raw tuple bytes)
+ *   <ns>:{p:<id>}:v   hash, encoded key -> "<version>:<value bytes>"
+ *   <ns>:{p:<id>}:m   hash, "s" -> commit sequence, "i" -> 1 once the partition is indexed
+ * Partition index of kind K, bucket b in [0, INDEX_BUCKETS), hash tag `{i:<base64url K>:<b>}`:
+ *   <ns>:{i:<kind>:<b>}  sorted set, score 0, members = encodeNested(P) of every partition of that kind
+ *                        whose bucket is b (b = first byte of sha1(encodeNested(P)) mod INDEX_BUCKETS)
+ * The bucket function and INDEX_BUCKETS are part of the stored format: changing them orphans index
+ * entries.
+ */
+import { createHash } from "node:crypto";
+import { ValidationError } from "../../errors.js";
+import { encodeNested } from "../tuple.js";
+import type { Partition } from "../contract.js";
+
+export const INDEX_BUCKETS = 16;
+
+export interface PartitionKeys {
+  /** encodeNested(partition): the member of the partition index. */
+  readonly member: Buffer;
+  readonly keys: string;
+  readonly values: string;
+  readonly meta: string;
+  readonly index: string;
+}
+
+export function assertNamespace(namespace: string): void {
+  if (typeof namespace !== "string" || !/^[A-Za-z0-9_.:-]{1,100}$/.test(namespace)) {
+    throw new ValidationError(
+      "a redis namespace is 1-100 characters of letters, digits, '_', '.', ':' or '-'",
+      "namespace",
+    );
+  }
+}
+
+export function partitionKeys(namespace: string, partition: Partition): PartitionKeys {
+  const member = encodeNested(partition);
+  const tag = `${namespace}:{p:${member.toString("base64url")}}`;
+  const bucket = createHash("sha1").update(member).digest()[0]! % INDEX_BUCKETS;
+  return {
+    member,
+    keys: `${tag}:k`,
+    values: `${tag}:v`,
+    meta: `${tag}:m`,
+    index: indexKey(namespace, partition[0] as string, bucket),
+  };
+}
+
+export function indexKey(namespace: string, kind: string, bucket: number): string {
+  return `${namespace}:{i:${Buffer.from(kind, "utf8").toString("base64url")}:${bucket}}`;
+}

@@ -1,0 +1,332 @@
+/**
+ * The Redis backend: the storage contract on one Redis server or a Redis Cluster, through the same code
+ * (an ioredis `Redis` or `Cluster` client). See layout.ts for the keys and scripts.ts for the scripts.
+ *
+ * - get / getMany are one HGET / HMGET; scan is one script call returning keys and values together.
+ * - commit is one script call (checks, then writes, with the partition's commit sequence); when the
+ *   batch puts into a partition not yet indexed, a second call adds it to its kind's index bucket (the
+ *   index lives in another slot, so it cannot be in the same script). If that second call is lost, the
+ *   next commit with a put adds it again.
+ * - `waitReplicas: n` sends WAIT n on the connection that ran the commit; the commit is acknowledged only
+ *   when n replicas have it, otherwise it fails with UnavailableError (the write may still be applied).
+ * - Every call is bounded by `timeoutMs`; connection failures become UnavailableError.
+ */
+import type { Cluster, Redis } from "ioredis";
+import { ConflictError, FlowstoreError, UnavailableError, ValidationError } from "../../errors.js";
+import {
+  assertPartition,
+  cursorBytes,
+  cursorOf,
+  DEFAULT_SCAN_LIMIT,
+  Entry,
+  type CommitResult,
+  type Key,
+  type KvStore,
+  type Op,
+  type Partition,
+  type PartitionPage,
+  type ScanOptions,
+  type ScanPage,
+} from "../contract.js";
+import { resolveRange } from "../range.js";
+import { decode, encode, prefixRange, TupleError } from "../tuple.js";
+import { assertNamespace, INDEX_BUCKETS, indexKey, partitionKeys } from "./layout.js";
+import { COMMIT_LUA, SCAN_LUA } from "./scripts.js";
+
+export interface RedisKvOptions {
+  /** Prefix of every key this store writes (default "flowstore"). */
+  readonly namespace?: string;
+  /** Acknowledge a commit only once this many replicas have it (Redis WAIT). Default 0. */
+  readonly waitReplicas?: number;
+  /** How long WAIT may block, in ms (default 2000). */
+  readonly waitTimeoutMs?: number;
+  /** Upper bound of any one store call, in ms, after which it fails with UnavailableError (default 10000). */
+  readonly timeoutMs?: number;
+}
+
+type Client = Redis | Cluster;
+type Reply = Buffer | number | null | Reply[];
+
+interface ScriptedClient {
+  fsCommitBuffer(...args: (string | Buffer)[]): Promise<Reply[]>;
+  fsScanBuffer(...args: (string | Buffer)[]): Promise<Reply[]>;
+}
+
+const COLON = 0x3a;
+
+/** Splits a stored "<version>:<value>" into an Entry. */
+function entryOf(keyBytes: Buffer, stored: Buffer): Entry {
+  const colon = stored.indexOf(COLON);
+  return new Entry(keyBytes, stored.subarray(colon + 1), Number(stored.toString("latin1", 0, colon)));
+}
+
+const inclusive = (b: Buffer): Buffer => Buffer.concat([Buffer.from("["), b]);
+const exclusive = (b: Buffer): Buffer => Buffer.concat([Buffer.from("("), b]);
+
+export class RedisKv implements KvStore {
+  readonly namespace: string;
+  readonly #client: Client;
+  readonly #scripts: ScriptedClient;
+  readonly #waitReplicas: number;
+  readonly #waitTimeoutMs: number;
+  readonly #timeoutMs: number;
+  #closed = false;
+  /** The last connection error ioredis reported (for messages); never thrown by itself. */
+  lastConnectionError: Error | undefined;
+
+  constructor(
+    client: Client,
+    readonly backend: "redis" | "redis-cluster",
+    options: RedisKvOptions = {},
+  ) {
+    const o = resolveRedisKvOptions(options);
+    this.namespace = o.namespace;
+    this.#waitReplicas = o.waitReplicas;
+    this.#waitTimeoutMs = o.waitTimeoutMs;
+    this.#timeoutMs = o.timeoutMs;
+    this.#client = client;
+    client.defineCommand("fsCommit", { numberOfKeys: 3, lua: COMMIT_LUA });
+    client.defineCommand("fsScan", { numberOfKeys: 2, lua: SCAN_LUA });
+    this.#scripts = client as unknown as ScriptedClient;
+    // ioredis reports connection trouble as events; without a listener it would only print them. The
+    // calls that hit the trouble fail with UnavailableError, so recording the last one is enough.
+    const record = (err: Error): void => {
+      this.lastConnectionError = err;
+    };
+    client.on("error", record);
+    client.on("node error", record);
+  }
+
+  /** Runs one I/O step, bounded in time, with connection failures mapped to UnavailableError. */
+  async #io<T>(what: string, step: () => Promise<T>): Promise<T> {
+    if (this.#closed) throw new UnavailableError("the store is closed");
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new UnavailableError(`redis did not answer ${what} within ${this.#timeoutMs} ms`)),
+        this.#timeoutMs,
+      );
+    });
+    try {
+      return await Promise.race([step(), deadline]);
+    } catch (err) {
+      if (err instanceof FlowstoreError || err instanceof TupleError) throw err;
+      const message = err instanceof Error ? err.message : String(err);
+      throw new UnavailableError(`redis ${what} failed: ${message}`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async get(partition: Partition, key: Key): Promise<Entry | undefined> {
+    assertPartition(partition);
+    const { values } = partitionKeys(this.namespace, partition);
+    const kb = encode(key);
+    const stored = await this.#io("get", () => this.#client.hgetBuffer(values, kb));
+    return stored ? entryOf(kb, stored) : undefined;
+  }
+
+  async getMany(partition: Partition, keys: readonly Key[]): Promise<(Entry | undefined)[]> {
+    assertPartition(partition);
+    if (!Array.isArray(keys)) throw new ValidationError("keys must be an array of tuples", "keys");
+    const { values } = partitionKeys(this.namespace, partition);
+    const encoded = keys.map((k) => encode(k));
+    if (encoded.length === 0) {
+      if (this.#closed) throw new UnavailableError("the store is closed");
+      return [];
+    }
+    const stored = await this.#io("getMany", () => this.#client.hmgetBuffer(values, ...encoded));
+    return encoded.map((kb, i) => {
+      const s = stored[i];
+      return s ? entryOf(kb, s) : undefined;
+    });
+  }
+
+  async scan(partition: Partition, options: ScanOptions = {}): Promise<ScanPage> {
+    assertPartition(partition);
+    const { start, end, limit, reverse } = resolveRange(options);
+    const pk = partitionKeys(this.namespace, partition);
+    if (Buffer.compare(start, end) >= 0) {
+      if (this.#closed) throw new UnavailableError("the store is closed");
+      return { entries: [], cursor: null };
+    }
+    const reply = await this.#io("scan", () =>
+      this.#scripts.fsScanBuffer(
+        pk.keys,
+        pk.values,
+        inclusive(start),
+        exclusive(end),
+        String(limit),
+        reverse ? "1" : "0",
+      ),
+    );
+    const entries: Entry[] = [];
+    for (let i = 1; i + 1 < reply.length; i += 2) {
+      entries.push(entryOf(reply[i] as Buffer, reply[i + 1] as Buffer));
+    }
+    const more = reply[0] === 1 && entries.length > 0;
+    return { entries, cursor: more ? cursorOf(entries[entries.length - 1]!.keyBytes) : null };
+  }
+
+  async commit(partition: Partition, ops: readonly Op[]): Promise<CommitResult> {
+    assertPartition(partition);
+    if (!Array.isArray(ops)) throw new ValidationError("ops must be an array", "ops");
+    const pk = partitionKeys(this.namespace, partition);
+    // Encode everything before any I/O, so a bad key fails the whole batch with nothing sent.
+    const args: (string | Buffer)[] = [];
+    const checks: Key[] = [];
+    for (const op of ops) {
+      switch (op?.type) {
+        case "put":
+          if (!(op.value instanceof Uint8Array)) throw new ValidationError("a put's value must be bytes", "value");
+          args.push("p", encode(op.key), Buffer.from(op.value.buffer, op.value.byteOffset, op.value.byteLength));
+          break;
+        case "delete":
+          args.push("d", encode(op.key));
+          break;
+        case "deletePrefix": {
+          const r = prefixRange(op.prefix);
+          args.push("r", inclusive(r.start), exclusive(r.end));
+          break;
+        }
+        case "deleteRange":
+          args.push("r", inclusive(encode(op.start)), exclusive(encode(op.end)));
+          break;
+        case "check":
+          checks.push(op.key);
+          args.push("c", encode(op.key), checkVersion(op.version));
+          break;
+        default:
+          throw new ValidationError(`unknown op type ${JSON.stringify((op as { type?: unknown })?.type)}`, "type");
+      }
+    }
+    const reply = await this.#io("commit", () => this.#scripts.fsCommitBuffer(pk.keys, pk.values, pk.meta, ...args));
+    if (reply[0] !== 1) {
+      const failed = checks[(reply[1] as number) - 1];
+      const have = reply[2] instanceof Buffer && reply[2].length > 0 ? reply[2].toString() : null;
+      const expected = ops.filter((o) => o.type === "check")[(reply[1] as number) - 1] as { version: number | null };
+      throw new ConflictError(
+        expected.version === null
+          ? `precondition failed: key ${describeKey(failed)} exists (version ${have})`
+          : `precondition failed: key ${describeKey(failed)} is not at version ${expected.version}` +
+              (have === null ? " (it is absent)" : ` (it is at version ${have})`),
+      );
+    }
+    const version = reply[1] as number;
+    if (reply[2] === 1) {
+      await this.#io("commit (partition index)", async () => {
+        await this.#client.zadd(pk.index, 0, pk.member);
+        await this.#client.hset(pk.meta, "i", "1");
+      });
+    }
+    if (this.#waitReplicas > 0) await this.#waitForReplicas(pk.meta);
+    return { version };
+  }
+
+  /**
+   * WAIT counts the writes made on one connection. A pipeline whose only keyed command names the
+   * partition goes to the connection of the node that ran the commit (standalone: the one connection).
+   */
+  async #waitForReplicas(routingKey: string): Promise<void> {
+    const results = await this.#io("commit (waiting for replicas)", async () => {
+      const r = await this.#client.pipeline().exists(routingKey).wait(this.#waitReplicas, this.#waitTimeoutMs).exec();
+      return r ?? [];
+    });
+    const [routed, waited] = results;
+    if (!routed || routed[0] || !waited || waited[0]) {
+      const err = routed?.[0] ?? waited?.[0];
+      throw new UnavailableError(
+        `the commit was applied but its replication could not be confirmed: ${err ? err.message : "no reply"}`,
+      );
+    }
+    const acked = waited[1] as number;
+    if (acked < this.#waitReplicas) {
+      throw new UnavailableError(
+        `the commit was applied but only ${acked} of ${this.#waitReplicas} replicas acknowledged it within ` +
+          `${this.#waitTimeoutMs} ms`,
+      );
+    }
+  }
+
+  async listPartitions(kind: string, options: { limit?: number; after?: string | null } = {}): Promise<PartitionPage> {
+    if (typeof kind !== "string" || kind === "") throw new ValidationError("kind must be a non-empty string", "kind");
+    const limit = options.limit ?? DEFAULT_SCAN_LIMIT;
+    if (!Number.isSafeInteger(limit) || limit < 1) throw new ValidationError("limit must be a positive integer", "limit");
+    const min = options.after ? exclusive(cursorBytes(options.after)) : "-";
+    const pages = await this.#io("listPartitions", () =>
+      Promise.all(
+        Array.from({ length: INDEX_BUCKETS }, (_, b) =>
+          this.#client.zrangebylexBuffer(indexKey(this.namespace, kind, b), min, "+", "LIMIT", 0, limit + 1),
+        ),
+      ),
+    );
+    const members = pages.flat().sort(Buffer.compare);
+    const page = members.slice(0, limit);
+    return {
+      partitions: page.map((m) => decode(m)[0] as Partition),
+      cursor: members.length > limit ? cursorOf(page[page.length - 1]!) : null,
+    };
+  }
+
+  async dropPartition(partition: Partition): Promise<void> {
+    assertPartition(partition);
+    const pk = partitionKeys(this.namespace, partition);
+    // Unlist first: a commit racing with the drop either lands before the UNLINK (and is dropped with
+    // the partition) or after it (and lists the partition again, as its first put).
+    await this.#io("dropPartition", async () => {
+      await this.#client.zrem(pk.index, pk.member);
+      await this.#client.unlink(pk.keys, pk.values, pk.meta);
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await closeClient(this.#client);
+  }
+}
+
+/** Closes a client politely when it is connected, and at once when it is not; never hangs. */
+export async function closeClient(client: Client): Promise<void> {
+  if (client.status === "ready") {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      client.quit().catch(() => undefined),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, 1000))),
+    ]);
+    clearTimeout(timer);
+  }
+  client.disconnect();
+}
+
+/** Validates the options and fills in the defaults (throws ValidationError naming the option). */
+export function resolveRedisKvOptions(options: RedisKvOptions): Required<RedisKvOptions> {
+  const namespace = options.namespace ?? "flowstore";
+  assertNamespace(namespace);
+  const waitReplicas = options.waitReplicas ?? 0;
+  if (!Number.isSafeInteger(waitReplicas) || waitReplicas < 0) {
+    throw new ValidationError("waitReplicas must be a non-negative integer", "waitReplicas");
+  }
+  return {
+    namespace,
+    waitReplicas,
+    waitTimeoutMs: positive(options.waitTimeoutMs ?? 2000, "waitTimeoutMs"),
+    timeoutMs: positive(options.timeoutMs ?? 10_000, "timeoutMs"),
+  };
+}
+
+function positive(v: number, field: string): number {
+  if (!Number.isSafeInteger(v) || v < 1) throw new ValidationError(`${field} must be a positive integer`, field);
+  return v;
+}
+
+/** The version a check compares with, as the script stores it; "" means "absent". */
+function checkVersion(version: number | null): string {
+  if (version === null) return "";
+  // A version that cannot exist never matches, as in the memory backend.
+  return Number.isSafeInteger(version) && version > 0 ? String(version) : "never";
+}
+
+function describeKey(key: Key | undefined): string {
+  return JSON.stringify(key ?? null, (_, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString("hex") : v));
+}
