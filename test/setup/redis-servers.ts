@@ -222,13 +222,13 @@ export class RedisClusterHandle {
   async waitHealthy(masters: number, timeoutMs = 30_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      if (await this.#healthy(masters)) return;
+      if (await this.isHealthy(masters)) return;
       if (Date.now() > deadline) throw new Error("the redis cluster did not become healthy in time");
       await sleep(200);
     }
   }
 
-  async #healthy(masters: number): Promise<boolean> {
+  async isHealthy(masters: number): Promise<boolean> {
     const running = this.nodes.filter((n) => n.running);
     const oks = await Promise.all(
       running.map(async (n) => {

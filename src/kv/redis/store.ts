@@ -71,6 +71,7 @@ export class RedisKv implements KvStore {
   readonly #waitTimeoutMs: number;
   readonly #timeoutMs: number;
   #closed = false;
+  #connecting: Promise<void> | undefined;
   /** The last connection error ioredis reported (for messages); never thrown by itself. */
   lastConnectionError: Error | undefined;
 
@@ -97,6 +98,43 @@ export class RedisKv implements KvStore {
     client.on("node error", record);
   }
 
+  /**
+   * Resolves when the client is connected. While it is between reconnection attempts (or gave up), a
+   * call fails at once instead of queueing: a write queued now could be applied long after its caller
+   * was told it failed. While it is connecting, calls wait for the outcome (bounded by the timeout).
+   */
+  #whenReady(what: string): Promise<void> | undefined {
+    const status = this.#client.status;
+    if (status === "ready") return undefined;
+    if (status === "reconnecting" || status === "end" || status === "close") {
+      return Promise.reject(this.#unreachable(what));
+    }
+    return (this.#connecting ??= new Promise<void>((resolve, reject) => {
+      const done = (): void => {
+        this.#client.off("ready", onReady);
+        this.#client.off("reconnecting", onFail);
+        this.#client.off("end", onFail);
+        this.#connecting = undefined;
+      };
+      const onReady = (): void => {
+        done();
+        resolve();
+      };
+      const onFail = (): void => {
+        done();
+        reject(this.#unreachable(what));
+      };
+      this.#client.on("ready", onReady);
+      this.#client.on("reconnecting", onFail);
+      this.#client.on("end", onFail);
+    }));
+  }
+
+  #unreachable(what: string): UnavailableError {
+    const cause = this.lastConnectionError ? `: ${this.lastConnectionError.message}` : "";
+    return new UnavailableError(`redis is unreachable (${what})${cause}`);
+  }
+
   /** Runs one I/O step, bounded in time, with connection failures mapped to UnavailableError. */
   async #io<T>(what: string, step: () => Promise<T>): Promise<T> {
     if (this.#closed) throw new UnavailableError("the store is closed");
@@ -108,6 +146,8 @@ export class RedisKv implements KvStore {
       );
     });
     try {
+      const ready = this.#whenReady(what);
+      if (ready) await Promise.race([ready, deadline]);
       return await Promise.race([step(), deadline]);
     } catch (err) {
       if (err instanceof FlowstoreError || err instanceof TupleError) throw err;
