@@ -22,19 +22,27 @@ const PARTITION = ["global"] as const;
 const KEY = ["permissions"] as const;
 
 export class GlobalPermissions {
-  constructor(private readonly kv: KvStore) {}
+  /** Every grantable global intent: the built-in ones and the create intents of a schema's root types. */
+  readonly intents: readonly string[];
+
+  constructor(
+    private readonly kv: KvStore,
+    extraIntents: readonly string[] = [],
+  ) {
+    this.intents = [...new Set([...GLOBAL_INTENTS, ...extraIntents])];
+  }
 
   async #read(): Promise<{ permissions: Permissions; version: number | null }> {
     const e = await this.kv.get(PARTITION, KEY);
     return e ? { permissions: JSON.parse(e.value.toString("utf8")) as Permissions, version: e.version } : { permissions: {}, version: null };
   }
 
-  async has(actor: Actor, intent: GlobalIntent): Promise<boolean> {
+  async has(actor: Actor, intent: GlobalIntent | (string & {})): Promise<boolean> {
     if (actor.system) return true;
     return allows((await this.#read()).permissions, actor, intent);
   }
 
-  async assert(actor: Actor, intent: GlobalIntent): Promise<void> {
+  async assert(actor: Actor, intent: GlobalIntent | (string & {})): Promise<void> {
     if (!(await this.has(actor, intent))) throw new ForbiddenError(`${actor.id} lacks the intent ${intent}`);
   }
 
@@ -54,7 +62,7 @@ export class GlobalPermissions {
   }
 
   async #update(intent: string, identity: string, add: boolean): Promise<void> {
-    if (!(GLOBAL_INTENTS as readonly string[]).includes(intent)) {
+    if (!this.intents.includes(intent)) {
       throw new ValidationError(`unknown global intent ${JSON.stringify(intent)}`, "intent");
     }
     if (typeof identity !== "string" || identity.length === 0) throw new ValidationError("identity is required", "identity");

@@ -1,0 +1,122 @@
+/**
+ * How a resource is stored: its public JSON as bytes, ready to be served or joined into a list, behind a
+ * small binary header that holds what filtering and ordering need without parsing the JSON.
+ *
+ *   u8   format (1)
+ *   f64  createdAt (epoch ms)
+ *   u32  version (meta.version, for ETags)
+ *   u16  status length, status (utf8)     — shown in redacted listings
+ *   u32  viewers length, "\n"-delimited identities holding the type's list or view intent ("\nalice\nteam\n")
+ *   u32  private length, private JSON     — {permissions, parent}
+ *   ...  public JSON                      — {"id","type","data","meta"}
+ */
+import type { Actor, Permissions } from "./actor.js";
+import type { Ref } from "./keys.js";
+
+export interface Meta {
+  createdAt: string;
+  createdBy: string;
+  updatedAt: string;
+  version: number;
+}
+
+export interface Envelope<D = Record<string, unknown>> {
+  id: string;
+  type: string;
+  data: D;
+  meta: Meta;
+}
+
+export interface Private {
+  permissions: Permissions;
+  /** The parent of a partition owner (it lives in another partition), for flat children. */
+  parent?: Ref | null;
+}
+
+const FORMAT = 1;
+
+export function encodeRecord(envelope: Envelope, priv: Private, status: string, viewers: readonly string[]): Buffer {
+  const statusBuf = Buffer.from(status, "utf8");
+  const viewersBuf = Buffer.from(viewers.length ? `\n${viewers.join("\n")}\n` : "", "utf8");
+  const privBuf = Buffer.from(JSON.stringify(priv), "utf8");
+  const pubBuf = Buffer.from(JSON.stringify(envelope), "utf8");
+  const out = Buffer.allocUnsafe(1 + 8 + 4 + 2 + statusBuf.length + 4 + viewersBuf.length + 4 + privBuf.length + pubBuf.length);
+  let o = 0;
+  out.writeUInt8(FORMAT, o);
+  o += 1;
+  out.writeDoubleBE(Date.parse(envelope.meta.createdAt), o);
+  o += 8;
+  out.writeUInt32BE(envelope.meta.version, o);
+  o += 4;
+  out.writeUInt16BE(statusBuf.length, o);
+  o += 2;
+  o += statusBuf.copy(out, o);
+  out.writeUInt32BE(viewersBuf.length, o);
+  o += 4;
+  o += viewersBuf.copy(out, o);
+  out.writeUInt32BE(privBuf.length, o);
+  o += 4;
+  o += privBuf.copy(out, o);
+  pubBuf.copy(out, o);
+  return out;
+}
+
+/** A read-only view of a stored record; each part is decoded only when asked for. */
+export class RecordView {
+  readonly createdAtMs: number;
+  readonly version: number;
+  readonly #statusEnd: number;
+  readonly #viewersStart: number;
+  readonly #viewersEnd: number;
+  readonly #privEnd: number;
+
+  constructor(readonly bytes: Buffer) {
+    if (bytes[0] !== FORMAT) throw new Error(`unknown resource record format ${bytes[0]}`);
+    this.createdAtMs = bytes.readDoubleBE(1);
+    this.version = bytes.readUInt32BE(9);
+    const statusLen = bytes.readUInt16BE(13);
+    this.#statusEnd = 15 + statusLen;
+    const viewersLen = bytes.readUInt32BE(this.#statusEnd);
+    this.#viewersStart = this.#statusEnd + 4;
+    this.#viewersEnd = this.#viewersStart + viewersLen;
+    const privLen = bytes.readUInt32BE(this.#viewersEnd);
+    this.#privEnd = this.#viewersEnd + 4 + privLen;
+  }
+
+  get status(): string {
+    return this.bytes.toString("utf8", 15, this.#statusEnd);
+  }
+
+  /** True when the actor (or one of its groups) may see this resource in a list. */
+  visibleTo(actor: Actor): boolean {
+    if (actor.system) return true;
+    if (this.#viewersEnd === this.#viewersStart) return false;
+    if (this.#holds(actor.id)) return true;
+    for (const g of actor.groups) if (this.#holds(g)) return true;
+    return false;
+  }
+
+  #holds(identity: string): boolean {
+    const i = this.bytes.indexOf(`\n${identity}\n`, this.#viewersStart, "utf8");
+    return i >= 0 && i < this.#viewersEnd;
+  }
+
+  private(): Private {
+    return JSON.parse(this.bytes.toString("utf8", this.#viewersEnd + 4, this.#privEnd)) as Private;
+  }
+
+  /** The public JSON bytes (a view into the record, not a copy). */
+  publicBytes(): Buffer {
+    return this.bytes.subarray(this.#privEnd);
+  }
+
+  envelope<D = Record<string, unknown>>(): Envelope<D> {
+    return JSON.parse(this.bytes.toString("utf8", this.#privEnd)) as Envelope<D>;
+  }
+}
+
+/** The public JSON of a resource the caller may not view: id, status and createdAt only. */
+export function redactedJson(type: string, id: string, view: RecordView, statusField: string | undefined): string {
+  const data = statusField ? { [statusField]: view.status } : {};
+  return JSON.stringify({ id, type, redacted: true, data, meta: { createdAt: new Date(view.createdAtMs).toISOString() } });
+}

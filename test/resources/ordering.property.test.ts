@@ -1,0 +1,125 @@
+import fc from "fast-check";
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { ConflictError } from "../../src/errors.js";
+import { ResourceStore } from "../../src/resources/store.js";
+import { effectiveOrder } from "../../src/resources/ordering.js";
+import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
+import { alice, SYSTEM, testSchema } from "./fixture.js";
+
+const F = { type: "folder", ids: ["f"] } as const;
+const L = { type: "list", ids: ["f", "l"] } as const;
+
+it("effectiveOrder: ordering ids first in order, then by creation time, ties by id", () => {
+  fc.assert(
+    fc.property(
+      fc.uniqueArray(fc.record({ id: fc.string({ minLength: 1, maxLength: 4 }), createdAtMs: fc.integer({ min: 0, max: 20 }) }), { selector: (c) => c.id, maxLength: 30 }),
+      fc.array(fc.string({ minLength: 1, maxLength: 4 }), { maxLength: 30 }),
+      (children, ordering) => {
+        const out = effectiveOrder(ordering, children);
+        expect(out).toHaveLength(children.length);
+        expect(new Set(out.map((c) => c.id)).size).toBe(children.length);
+        const existing = new Set(children.map((c) => c.id));
+        const listed = [...new Set(ordering.filter((id) => existing.has(id)))];
+        expect(out.slice(0, listed.length).map((c) => c.id)).toEqual(listed);
+        const rest = out.slice(listed.length);
+        for (let i = 1; i < rest.length; i++) {
+          const a = rest[i - 1]!;
+          const b = rest[i]!;
+          expect(a.createdAtMs < b.createdAtMs || (a.createdAtMs === b.createdAtMs && a.id < b.id)).toBe(true);
+        }
+      },
+    ),
+    { numRuns: 2000 },
+  );
+});
+
+type Op = { kind: "create"; id: string } | { kind: "reorder"; pick: number[] };
+
+forEachBackend((backend) => {
+  let h: BackendHandle;
+  beforeEach(async () => {
+    h = await backend.create();
+  });
+  afterEach(async () => h.destroy());
+
+  it("keeps seed 002's properties under interleaved concurrent creates and reorders", async () => {
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.array(
+            fc.oneof(
+              fc.constant<Op>({ kind: "create", id: "" }),
+              fc.array(fc.nat(50), { maxLength: 8 }).map((pick): Op => ({ kind: "reorder", pick })),
+            ),
+            { minLength: 1, maxLength: 8 },
+          ),
+          { minLength: 1, maxLength: 6 },
+        ),
+        async (waves) => {
+          run++;
+          let t = 0;
+          const store = new ResourceStore(h.kv, testSchema, { clock: () => ++t });
+          const folder = { type: "folder", ids: [`f${run}`] } as const;
+          const list = { type: "list", ids: [`f${run}`, "l"] } as const;
+          await store.create(SYSTEM, "folder", null, { title: "f" }, { id: `f${run}` });
+          await store.grant(SYSTEM, folder, "folder.createList", "alice");
+          await store.create(alice, "list", folder, { title: "l" }, { id: "l" });
+          const created: string[] = [];
+          const orderings: string[][] = [];
+          let next = 0;
+          for (const wave of waves) {
+            const known = [...created];
+            // Every op of a wave is in flight at once: creates and reorders interleave.
+            await Promise.all(
+              wave.map(async (op) => {
+                if (op.kind === "create") {
+                  const id = `w${String(next++).padStart(3, "0")}`;
+                  await store.create(alice, "item", list, { title: id, status: "open" }, { id });
+                  created.push(id);
+                } else {
+                  const ids = [...new Set(op.pick.filter((i) => i < known.length).map((i) => known[i]!))];
+                  orderings.push(ids);
+                  await store.setOrdering(alice, list, ids);
+                }
+              }),
+            );
+          }
+          const listed = (await store.listOrdered(alice, list, { limit: 1000 })).items;
+          const ids = listed.map((i) => i.id);
+          // No child lost or duplicated.
+          expect([...ids].sort()).toEqual([...created].sort());
+          // The stored ordering is one of the submitted ones, whole (all or nothing, last writer wins).
+          const { ordering } = await store.getOrdering(alice, list);
+          if (orderings.length === 0) expect(ordering).toEqual([]);
+          else expect(orderings.some((o) => JSON.stringify(o) === JSON.stringify(ordering))).toBe(true);
+          // Listed ids first, in the ordering's relative order; the rest by creation time after them.
+          expect(ids.slice(0, ordering.length)).toEqual(ordering);
+          const rest = listed.slice(ordering.length);
+          for (let i = 1; i < rest.length; i++) {
+            expect(Date.parse(rest[i - 1]!.meta.createdAt)).toBeLessThanOrEqual(Date.parse(rest[i]!.meta.createdAt));
+          }
+          // A child created while the winning reorder was in flight, and not named by it, is after every named one.
+          for (const id of created) if (!ordering.includes(id)) expect(ids.indexOf(id)).toBeGreaterThanOrEqual(ordering.length);
+          expect((await store.verify(store.partitionOf(folder))).ok).toBe(true);
+        },
+      ),
+      { numRuns: backend.name === "memory" ? 150 : 40 },
+    );
+  });
+
+  it("with ifVersion, exactly one of concurrent reorders from the same version wins", async () => {
+    const store = new ResourceStore(h.kv, testSchema);
+    await store.create(SYSTEM, "folder", null, { title: "f" }, { id: "f" });
+    await store.grant(SYSTEM, F, "folder.createList", "alice");
+    await store.create(alice, "list", F, { title: "l" }, { id: "l" });
+    for (const id of ["a", "b", "c"]) await store.create(alice, "item", L, { title: id, status: "open" }, { id });
+    const v = (await store.get(alice, L)).meta.version;
+    const attempts = [["a", "b"], ["b", "a"], ["c"], ["c", "a", "b"], ["b"]];
+    const results = await Promise.allSettled(attempts.map((o) => store.setOrdering(alice, L, o, { ifVersion: v })));
+    const won = results.flatMap((r, i) => (r.status === "fulfilled" ? [attempts[i]!] : []));
+    expect(won).toHaveLength(1);
+    for (const r of results) if (r.status === "rejected") expect(r.reason).toBeInstanceOf(ConflictError);
+    expect((await store.getOrdering(alice, L)).ordering).toEqual(won[0]);
+  });
+});

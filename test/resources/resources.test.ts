@@ -1,0 +1,259 @@
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from "../../src/errors.js";
+import type { KvStore } from "../../src/kv/contract.js";
+import { ResourceStore } from "../../src/resources/store.js";
+import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
+import { alice, bob, carol, clock, storeWithRoot, SYSTEM, testSchema } from "./fixture.js";
+
+const F = { type: "folder", ids: ["f1"] } as const;
+const L = (id: string) => ({ type: "list", ids: ["f1", id] }) as const;
+const I = (list: string, id: string) => ({ type: "item", ids: ["f1", list, id] }) as const;
+
+forEachBackend((backend) => {
+  let h: BackendHandle;
+  let kv: KvStore;
+  let store: ResourceStore<typeof testSchema.decl>;
+  let c: ReturnType<typeof clock>;
+
+  beforeEach(async () => {
+    h = await backend.create();
+    kv = h.kv;
+    c = clock();
+    ({ store } = await storeWithRoot(kv, { now: c.now }));
+  });
+  afterEach(async () => h.destroy());
+
+  it("creates, gets and refuses a duplicate id", async () => {
+    const list = await store.create(alice, "list", F, { title: "L" }, { id: "l1" });
+    expect(list).toMatchObject({ id: "l1", type: "list", data: { title: "L" }, meta: { createdBy: "alice", version: 1 } });
+    expect(await store.get(alice, L("l1"))).toEqual(list);
+    await expect(store.create(alice, "list", F, { title: "again" }, { id: "l1" })).rejects.toBeInstanceOf(ConflictError);
+    expect((await store.get(alice, L("l1"))).data.title).toBe("L");
+  });
+
+  it("generates ids and names the offending field of invalid data", async () => {
+    const list = await store.create(alice, "list", F, { title: "L" });
+    expect(list.id).toMatch(/^[0-9a-f]{32}$/);
+    const bad = store.create(alice, "item", L(list.id), { title: "x", status: "pending" } as never);
+    await expect(bad).rejects.toMatchObject({ field: "data.status" });
+    await expect(store.create(alice, "item", L(list.id), { title: "x", status: "open", colour: "red" } as never)).rejects.toMatchObject({ field: "data.colour" });
+    await expect(store.create(alice, "item", L(list.id), { title: "", status: "open" })).rejects.toMatchObject({ field: "data.title" });
+    await expect(store.create(alice, "item", L(list.id), { title: "x", status: "closed", note: "forbidden" })).rejects.toMatchObject({ field: "data.note" });
+    for (const id of ["", "a/b", "x\u0000", " pad", "q?", "%41", "x".repeat(129)]) {
+      await expect(store.create(alice, "item", L(list.id), { title: "x", status: "open" }, { id })).rejects.toBeInstanceOf(ValidationError);
+    }
+    expect((await store.listChildren(alice, L(list.id), "item")).items).toHaveLength(0);
+  });
+
+  it("accepts ids with awkward characters without collisions", async () => {
+    await store.create(alice, "list", F, { title: "L" }, { id: "l" });
+    const ids = ["a", "ab", "a:b", "a_workflows", "é", "🙂", "a\u00ff", "a b", "A"];
+    for (const id of ids) await store.create(alice, "item", L("l"), { title: id, status: "open" }, { id });
+    const listed = (await store.listChildren(alice, L("l"), "item")).items.map((i) => i.id);
+    expect(new Set(listed)).toEqual(new Set(ids));
+    for (const id of ids) expect((await store.get(alice, I("l", id))).data.title).toBe(id);
+  });
+
+  it("updates partially, bumps the version and refuses a stale ifVersion", async () => {
+    await store.create(alice, "list", F, { title: "L" }, { id: "l" });
+    await store.create(alice, "item", L("l"), { title: "t", status: "open", note: "n" }, { id: "i" });
+    c.tick(1000);
+    const u = await store.update(alice, I("l", "i"), { title: "t2" }, { ifVersion: 1 });
+    expect(u.data).toEqual({ title: "t2", status: "open", note: "n" });
+    expect(u.meta.version).toBe(2);
+    expect(u.meta.updatedAt).not.toBe(u.meta.createdAt);
+    await expect(store.update(alice, I("l", "i"), { title: "t3" }, { ifVersion: 1 })).rejects.toBeInstanceOf(ConflictError);
+    const removed = await store.update(alice, I("l", "i"), { note: null });
+    expect(removed.data).toEqual({ title: "t2", status: "open" });
+    await expect(store.update(alice, I("l", "i"), { title: 5 })).rejects.toMatchObject({ field: "data.title" });
+    expect((await store.get(alice, I("l", "i"))).meta.version).toBe(3);
+    await expect(store.update(alice, I("l", "nope"), { title: "x" })).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  it("checks intents in the store, honours groups and lets the system actor through", async () => {
+    await store.create(alice, "list", F, { title: "L" }, { id: "l" });
+    await expect(store.get(bob, L("l"))).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(store.update(bob, L("l"), { title: "x" })).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(store.create(bob, "item", L("l"), { title: "x", status: "open" })).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(store.grant(bob, L("l"), "list.viewDetails", "bob")).rejects.toBeInstanceOf(ForbiddenError);
+    await store.grant(alice, L("l"), "list.viewDetails", "team");
+    expect((await store.get(carol, L("l"))).id).toBe("l");
+    await expect(store.get(bob, L("l"))).rejects.toBeInstanceOf(ForbiddenError);
+    expect((await store.listPermissions(alice, L("l")))["list.viewDetails"]).toEqual(["alice", "team"]);
+    await store.revoke(alice, L("l"), "list.viewDetails", "team");
+    await expect(store.get(carol, L("l"))).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(store.grant(alice, L("l"), "list.fly", "bob")).rejects.toMatchObject({ field: "intent" });
+    expect((await store.get(SYSTEM, L("l"))).id).toBe("l");
+  });
+
+  it("lists children one page at a time and redacts those the caller may not view, keeping positions", async () => {
+    await store.create(alice, "list", F, { title: "L" }, { id: "l" });
+    await store.grant(alice, L("l"), "list.viewDetails", "bob");
+    for (let i = 0; i < 25; i++) {
+      c.tick();
+      await store.create(alice, "item", L("l"), { title: `t${i}`, status: "open" }, { id: `i${String(i).padStart(2, "0")}` });
+    }
+    await store.grant(alice, I("l", "i03"), "item.viewDetails", "bob");
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: Awaited<ReturnType<typeof store.listChildren>> = await store.listChildren(bob, L("l"), "item", { cursor, limit: 10 });
+      for (const item of page.items) seen.push(item.redacted ? `(${item.id})` : item.id);
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(seen).toHaveLength(25);
+    expect(seen[3]).toBe("i03");
+    expect(seen[4]).toBe("(i04)");
+    const redacted = (await store.listChildren(bob, L("l"), "item", { limit: 1 })).items[0]!;
+    expect(redacted).toEqual({ id: "i00", type: "item", redacted: true, data: { status: "open" }, meta: { createdAt: redacted.meta.createdAt } });
+    await expect(store.listChildren(bob, L("l"), "item", { cursor: "!!" })).rejects.toBeInstanceOf(ValidationError);
+    await expect(store.listChildren(bob, L("l"), "item", { limit: 0 })).rejects.toMatchObject({ field: "limit" });
+  });
+
+  it("keeps a per-resource history, oldest or newest first, paginated, and a verifiable chain", async () => {
+    await store.create(alice, "list", F, { title: "L" }, { id: "l" });
+    await store.create(alice, "item", L("l"), { title: "v1", status: "open" }, { id: "i" });
+    for (let v = 2; v <= 6; v++) {
+      c.tick(10);
+      await store.update(alice, I("l", "i"), { title: `v${v}` });
+    }
+    const oldest = await store.history(alice, I("l", "i"), { limit: 4 });
+    expect(oldest.items.map((e) => e.type)).toEqual(["item.created", "item.updated", "item.updated", "item.updated"]);
+    const rest = await store.history(alice, I("l", "i"), { cursor: oldest.nextCursor, limit: 4 });
+    expect(rest.items).toHaveLength(2);
+    expect(rest.nextCursor).toBeNull();
+    const newest = await store.history(alice, I("l", "i"), { reverse: true, limit: 1 });
+    expect(newest.items[0]!.payload.data).toEqual({ title: "v6" });
+    await expect(store.history(bob, I("l", "i"))).rejects.toBeInstanceOf(ForbiddenError);
+    const verified = await store.verify(store.partitionOf(F));
+    expect(verified).toEqual({ ok: true, checked: expect.any(Number) });
+    expect(verified.checked).toBeGreaterThanOrEqual(8);
+  });
+
+  it("verify names the first tampered event (changed through the raw backend)", async () => {
+    await store.create(alice, "list", F, { title: "L" }, { id: "l" });
+    await store.update(alice, L("l"), { title: "L2" });
+    await store.update(alice, L("l"), { title: "L3" });
+    const partition = store.partitionOf(F);
+    const page = await kv.scan(partition, { prefix: ["l"] });
+    const victim = page.entries[page.entries.length - 2]!;
+    const event = JSON.parse(victim.value.toString("utf8"));
+    event.payload.data = { title: "forged" };
+    await kv.commit(partition, [{ type: "put", key: victim.key, value: Buffer.from(JSON.stringify(event)) }]);
+    const result = await store.verify(partition);
+    expect(result.ok).toBe(false);
+    expect(result.firstBad).toEqual({ seq: event.seq, reason: expect.stringMatching(/hash/) });
+  });
+
+  it("reads a resource as of a past time", async () => {
+    await store.create(alice, "list", F, { title: "L" }, { id: "l" });
+    const t0 = new Date(c.now()).toISOString();
+    c.tick(1000);
+    await store.update(alice, L("l"), { title: "L2" });
+    const t1 = new Date(c.now()).toISOString();
+    c.tick(1000);
+    await store.update(alice, L("l"), { title: "L3" });
+    expect((await store.asOf(alice, L("l"), t0))!.data).toEqual({ title: "L" });
+    expect((await store.asOf(alice, L("l"), t1))!.data).toEqual({ title: "L2" });
+    expect((await store.asOf(alice, L("l"), new Date(c.now())))!.meta.version).toBe(3);
+    expect(await store.asOf(alice, L("l"), "2000-01-01T00:00:00Z")).toBeNull();
+  });
+
+  it("orders children: the ordering first, the rest by creation time; refuses bad orderings", async () => {
+    await store.create(alice, "list", F, { title: "L" }, { id: "l" });
+    for (const id of ["c", "a", "d", "b"]) {
+      c.tick();
+      await store.create(alice, "item", L("l"), { title: id, status: "open" }, { id });
+    }
+    const ids = async () => (await store.listOrdered(alice, L("l"))).items.map((i) => i.id);
+    expect(await ids()).toEqual(["c", "a", "d", "b"]);
+    const v = (await store.get(alice, L("l"))).meta.version;
+    await store.setOrdering(alice, L("l"), ["b", "a"], { ifVersion: v });
+    expect(await ids()).toEqual(["b", "a", "c", "d"]);
+    await expect(store.setOrdering(alice, L("l"), ["a"], { ifVersion: v })).rejects.toBeInstanceOf(ConflictError);
+    await expect(store.setOrdering(alice, L("l"), ["a", "a"])).rejects.toMatchObject({ field: "ordering[1]" });
+    await expect(store.setOrdering(alice, L("l"), ["a", "zz"])).rejects.toMatchObject({ field: "ordering[1]" });
+    await expect(store.setOrdering(bob, L("l"), ["a"])).rejects.toBeInstanceOf(ForbiddenError);
+    expect(await ids()).toEqual(["b", "a", "c", "d"]);
+    await store.delete(alice, I("l", "b"));
+    expect(await ids()).toEqual(["a", "c", "d"]);
+    expect((await store.getOrdering(alice, L("l"))).ordering).toEqual(["b", "a"]);
+    const page1 = await store.listOrdered(alice, L("l"), { limit: 2 });
+    const page2 = await store.listOrdered(alice, L("l"), { limit: 2, cursor: page1.nextCursor });
+    expect([...page1.items, ...page2.items].map((i) => i.id)).toEqual(["a", "c", "d"]);
+    expect(page2.nextCursor).toBeNull();
+  });
+
+  it("deletes a resource with its nested subtree in one commit and keeps the log", async () => {
+    await store.create(alice, "list", F, { title: "L" }, { id: "l" });
+    await store.create(alice, "list", F, { title: "L" }, { id: "l2" });
+    for (let i = 0; i < 30; i++) await store.create(alice, "item", L("l"), { title: `${i}`, status: "open" }, { id: `i${i}` });
+    await store.create(alice, "item", L("l2"), { title: "other", status: "open" }, { id: "i1" });
+    await store.setOrdering(alice, L("l"), ["i3", "i1"]);
+    await expect(store.delete(bob, L("l"))).rejects.toBeInstanceOf(ForbiddenError);
+    await store.delete(alice, L("l"));
+    await expect(store.get(alice, L("l"))).rejects.toBeInstanceOf(NotFoundError);
+    await expect(store.get(alice, I("l", "i1"))).rejects.toBeInstanceOf(NotFoundError);
+    expect((await store.get(alice, I("l2", "i1"))).data.title).toBe("other");
+    const partition = store.partitionOf(F);
+    const state = await kv.scan(partition, { prefix: ["s"], limit: 1000 });
+    expect(state.entries.map((e) => e.key)).toEqual([["s", 0], ["s", 1, "list", "l2"], ["s", 2, "list", "l2", "item", "i1"]]);
+    expect((await kv.scan(partition, { prefix: ["o"] })).entries).toHaveLength(0);
+    const last = (await store.history(SYSTEM, L("l"), { reverse: true, limit: 1 })).items[0]!;
+    expect(last.type).toBe("list.deleted");
+    expect((await store.verify(partition)).ok).toBe(true);
+    // The same id can be used again under the parent after the delete.
+    await store.create(alice, "list", F, { title: "new" }, { id: "l" });
+    expect((await store.listChildren(alice, L("l"), "item")).items).toHaveLength(0);
+  });
+
+  it("refuses to delete a guarded resource while it has children", async () => {
+    await store.create(alice, "guarded", F, {}, { id: "g" });
+    await store.create(alice, "leaf", { type: "guarded", ids: ["f1", "g"] }, {}, { id: "x" });
+    await expect(store.delete(alice, { type: "guarded", ids: ["f1", "g"] })).rejects.toMatchObject({ field: "children" });
+    await store.delete(alice, { type: "leaf", ids: ["f1", "g", "x"] });
+    await store.delete(alice, { type: "guarded", ids: ["f1", "g"] });
+    await expect(store.get(alice, { type: "guarded", ids: ["f1", "g"] })).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  it("deleting a root leaves a tombstone with its log; purge drops it; the id cannot be reused silently", async () => {
+    await store.create(alice, "list", F, { title: "L" }, { id: "l" });
+    await expect(store.delete(alice, F)).rejects.toBeInstanceOf(ForbiddenError);
+    await store.delete(SYSTEM, F);
+    await expect(store.get(SYSTEM, F)).rejects.toBeInstanceOf(NotFoundError);
+    expect((await store.listChildren(SYSTEM, null, "folder")).items).toHaveLength(0);
+    expect((await store.verify(store.partitionOf(F))).ok).toBe(true);
+    await expect(store.create(SYSTEM, "folder", null, { title: "again" }, { id: "f1" })).rejects.toBeInstanceOf(ConflictError);
+    await store.purge(SYSTEM, F);
+    await store.create(SYSTEM, "folder", null, { title: "again" }, { id: "f1" });
+  });
+
+  it("groups concurrent writes to one partition without losing or duplicating any", async () => {
+    await store.create(alice, "list", F, { title: "L" }, { id: "l" });
+    const n = 120;
+    const results = await Promise.allSettled(
+      Array.from({ length: n }, (_, i) =>
+        i % 10 === 9
+          ? store.create(alice, "item", L("l"), { title: "dup", status: "open" }, { id: "same" })
+          : store.create(alice, "item", L("l"), { title: `${i}`, status: "open" }, { id: `n${i}` }),
+      ),
+    );
+    const ok = results.filter((r) => r.status === "fulfilled").length;
+    expect(ok).toBe(n - 12 + 1 - 0); // 108 unique + exactly one "same"
+    const dups = results.filter((r) => r.status === "rejected");
+    expect(dups.every((r) => (r as PromiseRejectedResult).reason instanceof ConflictError)).toBe(true);
+    expect((await store.listChildren(alice, L("l"), "item", { limit: 1000 })).items).toHaveLength(n - 12 + 1);
+    expect((await store.verify(store.partitionOf(F))).ok).toBe(true);
+  });
+
+  it("reopens with everything intact and the chain continuing", async () => {
+    await store.create(alice, "list", F, { title: "L" }, { id: "l" });
+    await kv.close();
+    const kv2 = await h.reopen();
+    const store2 = new ResourceStore(kv2, testSchema);
+    expect((await store2.get(alice, L("l"))).data.title).toBe("L");
+    await store2.update(alice, L("l"), { title: "after" });
+    expect((await store2.verify(store2.partitionOf(F))).ok).toBe(true);
+    await kv2.close();
+  });
+});
