@@ -88,6 +88,32 @@ describe.runIf(bin)("redis faults", () => {
     }
   });
 
+  it("refuses a whole batch when Redis is out of memory, never a part of it", async () => {
+    const server = await startStandalone(b, dir, { appendonly: false });
+    const kv = openRedisKv(server.url, { namespace: "oom", timeoutMs: 5000 });
+    const admin = server.client();
+    try {
+      await kv.commit(["doc", "d"], [{ type: "put", key: ["first"], value: Buffer.from("1") }]);
+      const used = Number(/used_memory:(\d+)/.exec(await admin.info("memory"))?.[1]);
+      await admin.config("SET", "maxmemory-policy", "noeviction");
+      await admin.config("SET", "maxmemory", String(used + 256 * 1024));
+      const ops = Array.from({ length: 20 }, (_, i) => ({
+        type: "put" as const,
+        key: ["big", i],
+        value: Buffer.alloc(100 * 1024, i),
+      }));
+      await expect(kv.commit(["doc", "d"], ops)).rejects.toThrow(/OOM/);
+      expect((await kv.scan(["doc", "d"])).entries.map((e) => e.key)).toEqual([["first"]]);
+      await admin.config("SET", "maxmemory", "0");
+      expect((await kv.commit(["doc", "d"], ops)).version).toBe(2);
+      expect((await kv.scan(["doc", "d"], { prefix: ["big"] })).entries).toHaveLength(20);
+    } finally {
+      admin.disconnect();
+      await kv.close();
+      await server.stop();
+    }
+  });
+
   it("serves again after a cluster master is SIGKILLed under load: no acknowledged write lost, no half batch", async () => {
     const cluster = await startCluster(b, dir, { clusterNodeTimeoutMs: 1000, appendfsync: "everysec" });
     const kv = openRedisKv(cluster.url, {

@@ -7,6 +7,11 @@
  * ZRANGEBYLEX orders members by memcmp, which is the byte order of the tuple encoding), KEYS[2] the hash
  * encoded key -> "<version>:<value bytes>", KEYS[3] the meta hash (field "s": commit sequence, field "i":
  * present once the partition is in its kind's index).
+ *
+ * The `#!lua` line (Redis >= 7) declares the scripts' flags: Redis then checks memory once, before the
+ * commit script runs, and refuses it whole when maxmemory is reached (a script that failed half-way would
+ * keep the writes it made: Redis does not roll a script back). The scan script is flagged no-writes, so
+ * it still runs then. test/kv/redis-faults.test.ts checks the refusal.
  */
 
 /**
@@ -18,7 +23,7 @@
  * Checks are evaluated before any write. Returns {0, check index (1-based), current version or ""} when a
  * check fails (nothing written), else {1, new sequence, 1 if the partition still needs an index entry}.
  */
-export const COMMIT_LUA = `
+export const COMMIT_LUA = `#!lua
 local z, d, m = KEYS[1], KEYS[2], KEYS[3]
 local n = #ARGV
 local i = 1
@@ -75,7 +80,7 @@ return {1, seq, needIndex}
  * KEYS[1] sorted set, KEYS[2] value hash. ARGV: min, max (ZRANGEBYLEX bounds, ascending meaning),
  * limit, "1" for descending. Returns {more (0/1), key1, value1, key2, value2, ...}.
  */
-export const SCAN_LUA = `
+export const SCAN_LUA = `#!lua flags=no-writes
 local limit = tonumber(ARGV[3])
 local ks
 if ARGV[4] == '1' then
