@@ -128,6 +128,31 @@ forEachBackend((backend) => {
     expect((await kv.listPartitions("proj", { limit: 4 })).partitions[3]).toEqual(["proj", "p03"]);
   });
 
+  it("reads every scan page, small or large, as one consistent state while commits run", async () => {
+    // One "token" key moves atomically from ["t", i] to ["t", i + 1]; filler keys make large pages.
+    const fill: Op[] = Array.from({ length: 600 }, (_, i) => ({ type: "put", key: ["f", i], value: bytes("f") }));
+    await kv.commit(P, [...fill, { type: "put", key: ["t", 0], value: bytes("token") }]);
+    let stop = false;
+    const mover = (async () => {
+      for (let i = 0; !stop && i < 5000; i++) {
+        await kv.commit(P, [{ type: "delete", key: ["t", i] }, { type: "put", key: ["t", i + 1], value: bytes("token") }]);
+      }
+    })();
+    try {
+      for (let round = 0; round < 30; round++) {
+        for (const limit of [5, 2000]) {
+          const page = await kv.scan(P, { limit, reverse: round % 2 === 1 });
+          const tokens = page.entries.filter((e) => e.key[0] === "t");
+          if (limit === 2000) expect(tokens).toHaveLength(1);
+          else expect(tokens.length).toBeLessThanOrEqual(1);
+        }
+      }
+    } finally {
+      stop = true;
+      await mover;
+    }
+  });
+
   it("keeps values byte-exact, empty and large", async () => {
     const big = Buffer.alloc(3 * 1024 * 1024, 7);
     big[0] = 0x3a;

@@ -66,6 +66,7 @@ export function openRedisKv(url: string, options: RedisKvOptions = {}): RedisKv 
   const kvOptions = resolveRedisKvOptions({ ...target.options, ...options });
   const common: RedisOptions = {
     connectTimeout: 2000,
+    commandTimeout: kvOptions.timeoutMs,
     // A command waiting for a connection fails after one reconnection attempt instead of queueing
     // for long; reconnection itself goes on forever, so the store serves again once Redis is back.
     maxRetriesPerRequest: 1,

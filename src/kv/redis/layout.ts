@@ -18,13 +18,33 @@ import type { Partition } from "../contract.js";
 
 export const INDEX_BUCKETS = 16;
 
-export interface PartitionKeys {
+export class PartitionKeys {
   /** encodeNested(partition): the member of the partition index. */
   readonly member: Buffer;
   readonly keys: string;
   readonly values: string;
   readonly meta: string;
-  readonly index: string;
+  #index: string | undefined;
+
+  constructor(
+    readonly namespace: string,
+    readonly partition: Partition,
+  ) {
+    this.member = encodeNested(partition);
+    const tag = `${namespace}:{p:${this.member.toString("base64url")}}`;
+    this.keys = `${tag}:k`;
+    this.values = `${tag}:v`;
+    this.meta = `${tag}:m`;
+  }
+
+  /** The index bucket key (computed on demand: only commits that index and drops need it). */
+  get index(): string {
+    if (this.#index === undefined) {
+      const bucket = createHash("sha1").update(this.member).digest()[0]! % INDEX_BUCKETS;
+      this.#index = indexKey(this.namespace, this.partition[0] as string, bucket);
+    }
+    return this.#index;
+  }
 }
 
 export function assertNamespace(namespace: string): void {
@@ -37,16 +57,7 @@ export function assertNamespace(namespace: string): void {
 }
 
 export function partitionKeys(namespace: string, partition: Partition): PartitionKeys {
-  const member = encodeNested(partition);
-  const tag = `${namespace}:{p:${member.toString("base64url")}}`;
-  const bucket = createHash("sha1").update(member).digest()[0]! % INDEX_BUCKETS;
-  return {
-    member,
-    keys: `${tag}:k`,
-    values: `${tag}:v`,
-    meta: `${tag}:m`,
-    index: indexKey(namespace, partition[0] as string, bucket),
-  };
+  return new PartitionKeys(namespace, partition);
 }
 
 export function indexKey(namespace: string, kind: string, bucket: number): string {

@@ -78,7 +78,7 @@ return {1, seq, needIndex}
 
 /**
  * KEYS[1] sorted set, KEYS[2] value hash. ARGV: min, max (ZRANGEBYLEX bounds, ascending meaning),
- * limit, "1" for descending. Returns {more (0/1), key1, value1, key2, value2, ...}.
+ * limit, "1" for descending. Returns {more (0/1), keys, values} (a missing value is nil).
  */
 export const SCAN_LUA = `#!lua flags=no-writes
 local limit = tonumber(ARGV[3])
@@ -88,23 +88,19 @@ if ARGV[4] == '1' then
 else
   ks = redis.call('ZRANGEBYLEX', KEYS[1], ARGV[1], ARGV[2], 'LIMIT', 0, limit + 1)
 end
-local out = {0}
+local more = 0
 if #ks > limit then
-  out[1] = 1
+  more = 1
   ks[#ks] = nil
 end
+if #ks == 0 then return {more, {}, {}} end
+local vs = {}
 local j = 1
 while j <= #ks do
   local last = math.min(j + 3999, #ks)
-  local vs = redis.call('HMGET', KEYS[2], unpack(ks, j, last))
-  for x = j, last do
-    local v = vs[x - j + 1]
-    if v then
-      out[#out + 1] = ks[x]
-      out[#out + 1] = v
-    end
-  end
+  local part = redis.call('HMGET', KEYS[2], unpack(ks, j, last))
+  for x = 1, #part do vs[j + x - 1] = part[x] end
   j = last + 1
 end
-return out
+return {more, ks, vs}
 `;

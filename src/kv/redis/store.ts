@@ -30,7 +30,7 @@ import {
 } from "../contract.js";
 import { resolveRange } from "../range.js";
 import { decode, encode, prefixRange, TupleError } from "../tuple.js";
-import { assertNamespace, INDEX_BUCKETS, indexKey, partitionKeys } from "./layout.js";
+import { assertNamespace, INDEX_BUCKETS, indexKey, partitionKeys, type PartitionKeys } from "./layout.js";
 import { COMMIT_LUA, SCAN_LUA } from "./scripts.js";
 
 export interface RedisKvOptions {
@@ -53,6 +53,16 @@ interface ScriptedClient {
 }
 
 const COLON = 0x3a;
+/** Pages up to this size are read by the scan script (one round trip), larger ones in two steps. */
+const SCRIPT_SCAN_MAX = 256;
+
+function execResults(results: [Error | null, unknown][] | null): unknown[] {
+  if (!results) throw new UnavailableError("redis discarded a transaction");
+  return results.map(([err, value]) => {
+    if (err) throw err;
+    return value;
+  });
+}
 
 /** Splits a stored "<version>:<value>" into an Entry. */
 function entryOf(keyBytes: Buffer, stored: Buffer): Entry {
@@ -72,6 +82,7 @@ export class RedisKv implements KvStore {
   readonly #timeoutMs: number;
   #closed = false;
   #connecting: Promise<void> | undefined;
+  readonly #boundedByClient: boolean;
   /** The last connection error ioredis reported (for messages); never thrown by itself. */
   lastConnectionError: Error | undefined;
 
@@ -86,6 +97,14 @@ export class RedisKv implements KvStore {
     this.#waitTimeoutMs = o.waitTimeoutMs;
     this.#timeoutMs = o.timeoutMs;
     this.#client = client;
+    // A standalone client whose commands time out (and give up while disconnected) bounds every call
+    // itself; a cluster client can hold commands back while it refreshes its slot map, so it gets ours.
+    const own = (client as Redis).options as { commandTimeout?: number; maxRetriesPerRequest?: number | null } | undefined;
+    this.#boundedByClient =
+      !("isCluster" in client && client.isCluster) &&
+      typeof own?.commandTimeout === "number" &&
+      own.commandTimeout <= this.#timeoutMs &&
+      typeof own.maxRetriesPerRequest === "number";
     client.defineCommand("fsCommit", { numberOfKeys: 3, lua: COMMIT_LUA });
     client.defineCommand("fsScan", { numberOfKeys: 2, lua: SCAN_LUA });
     this.#scripts = client as unknown as ScriptedClient;
@@ -138,6 +157,14 @@ export class RedisKv implements KvStore {
   /** Runs one I/O step, bounded in time, with connection failures mapped to UnavailableError. */
   async #io<T>(what: string, step: () => Promise<T>): Promise<T> {
     if (this.#closed) throw new UnavailableError("the store is closed");
+    if (this.#boundedByClient && this.#client.status === "ready") {
+      // Fast path: the client's own command timeout bounds the call, no timer of ours needed.
+      try {
+        return await step();
+      } catch (err) {
+        throw this.#mapError(what, err);
+      }
+    }
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -150,12 +177,16 @@ export class RedisKv implements KvStore {
       if (ready) await Promise.race([ready, deadline]);
       return await Promise.race([step(), deadline]);
     } catch (err) {
-      if (err instanceof FlowstoreError || err instanceof TupleError) throw err;
-      const message = err instanceof Error ? err.message : String(err);
-      throw new UnavailableError(`redis ${what} failed: ${message}`);
+      throw this.#mapError(what, err);
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  #mapError(what: string, err: unknown): Error {
+    if (err instanceof FlowstoreError || err instanceof TupleError) return err;
+    const message = err instanceof Error ? err.message : String(err);
+    return new UnavailableError(`redis ${what} failed: ${message}`);
   }
 
   async get(partition: Partition, key: Key): Promise<Entry | undefined> {
@@ -190,22 +221,50 @@ export class RedisKv implements KvStore {
       if (this.#closed) throw new UnavailableError("the store is closed");
       return { entries: [], cursor: null };
     }
-    const reply = await this.#io("scan", () =>
-      this.#scripts.fsScanBuffer(
-        pk.keys,
-        pk.values,
-        inclusive(start),
-        exclusive(end),
-        String(limit),
-        reverse ? "1" : "0",
-      ),
-    );
-    const entries: Entry[] = [];
-    for (let i = 1; i + 1 < reply.length; i += 2) {
-      entries.push(entryOf(reply[i] as Buffer, reply[i + 1] as Buffer));
+    const min = inclusive(start);
+    const max = exclusive(end);
+    let page: { keys: Buffer[]; values: (Buffer | null)[]; more: boolean } | undefined;
+    if (limit > SCRIPT_SCAN_MAX) {
+      for (let attempt = 0; attempt < 3 && !page; attempt++) page = await this.#scanInTwoSteps(pk, min, max, limit, reverse);
     }
-    const more = reply[0] === 1 && entries.length > 0;
+    page ??= await this.#scanByScript(pk, min, max, limit, reverse);
+    const entries: Entry[] = [];
+    for (let i = 0; i < page.keys.length; i++) {
+      const v = page.values[i];
+      if (v) entries.push(entryOf(page.keys[i]!, v));
+    }
+    const more = page.more && entries.length > 0;
     return { entries, cursor: more ? cursorOf(entries[entries.length - 1]!.keyBytes) : null };
+  }
+
+  /** One round trip: the scan script reads keys and values together. */
+  async #scanByScript(pk: PartitionKeys, min: Buffer, max: Buffer, limit: number, reverse: boolean) {
+    const reply = await this.#io("scan", () =>
+      this.#scripts.fsScanBuffer(pk.keys, pk.values, min, max, String(limit), reverse ? "1" : "0"),
+    );
+    return { more: reply[0] === 1, keys: (reply[1] ?? []) as Buffer[], values: (reply[2] ?? []) as (Buffer | null)[] };
+  }
+
+  /**
+   * Large pages: copying thousands of values through Lua costs Redis several times what the plain
+   * commands cost, so read the keys, then the values, each step in MULTI with the partition's commit
+   * sequence. Equal sequences mean no commit ran in between: the page is one consistent state.
+   * Returns undefined when a commit did run in between (the caller retries, then uses the script).
+   */
+  async #scanInTwoSteps(pk: PartitionKeys, min: Buffer, max: Buffer, limit: number, reverse: boolean) {
+    return this.#io("scan", async () => {
+      const range = this.#client.multi().hget(pk.meta, "s");
+      if (reverse) range.zrevrangebylexBuffer(pk.keys, max, min, "LIMIT", 0, limit + 1);
+      else range.zrangebylexBuffer(pk.keys, min, max, "LIMIT", 0, limit + 1);
+      const [seq1, keys] = execResults(await range.exec()) as [string | null, Buffer[]];
+      const more = keys.length > limit;
+      if (more) keys.length = limit;
+      if (keys.length === 0) return { more: false, keys, values: [] };
+      const [values, seq2] = execResults(
+        await this.#client.multi().hmgetBuffer(pk.values, ...keys).hget(pk.meta, "s").exec(),
+      ) as [(Buffer | null)[], string | null];
+      return seq1 === seq2 ? { more, keys, values } : undefined;
+    });
   }
 
   async commit(partition: Partition, ops: readonly Op[]): Promise<CommitResult> {
@@ -347,12 +406,12 @@ export function resolveRedisKvOptions(options: RedisKvOptions): Required<RedisKv
   if (!Number.isSafeInteger(waitReplicas) || waitReplicas < 0) {
     throw new ValidationError("waitReplicas must be a non-negative integer", "waitReplicas");
   }
-  return {
-    namespace,
-    waitReplicas,
-    waitTimeoutMs: positive(options.waitTimeoutMs ?? 2000, "waitTimeoutMs"),
-    timeoutMs: positive(options.timeoutMs ?? 10_000, "timeoutMs"),
-  };
+  const timeoutMs = positive(options.timeoutMs ?? 10_000, "timeoutMs");
+  const waitTimeoutMs = positive(options.waitTimeoutMs ?? Math.min(2000, Math.floor(timeoutMs / 2)), "waitTimeoutMs");
+  if (waitTimeoutMs >= timeoutMs) {
+    throw new ValidationError("waitTimeoutMs must be less than timeoutMs", "waitTimeoutMs");
+  }
+  return { namespace, waitReplicas, waitTimeoutMs, timeoutMs };
 }
 
 function positive(v: number, field: string): number {
