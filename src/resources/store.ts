@@ -35,6 +35,15 @@ export interface Page<T> {
   nextCursor: string | null;
 }
 
+export interface CreateOptions {
+  /** The id; generated when absent. */
+  id?: string;
+  /** Refuse the create (throw) given the parent's current state; runs inside the write. */
+  guard?: (parent: { envelope: Envelope; permissions: Permissions } | null, tx: Tx) => void | Promise<void>;
+  /** The new resource's permissions, from the creator's defaults (every intent) and the parent's state. */
+  initialPermissions?: (defaults: Permissions, parent: { envelope: Envelope; permissions: Permissions } | null) => Permissions;
+}
+
 export interface ResourceStoreOptions {
   clock?: Clock;
   newId?: () => string;
@@ -355,7 +364,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     type: T,
     parent: Ref | null,
     data: DataOf<S, T>,
-    options: { id?: string } = {},
+    options: CreateOptions = {},
   ): Promise<Envelope<DataOf<S, T>>> {
     const t = this.schema.type(type);
     const id = options.id ?? this.#newId();
@@ -363,30 +372,36 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     const ref = childRef(this.schema, parent, type, id);
     const l = locate(this.schema, ref);
     const clean = this.schema.validate(t, data);
-    const permissions: Permissions = Object.fromEntries(t.intents.all.map((i) => [i, actor.system ? [] : [actor.id]]));
+    const defaults: Permissions = Object.fromEntries(t.intents.all.map((i) => [i, actor.system ? [] : [actor.id]]));
+    const decide = async (tx: Tx, parentView: RecordView | null): Promise<Permissions> => {
+      const parentState = parentView ? { envelope: parentView.envelope(), permissions: parentView.private().permissions } : null;
+      await options.guard?.(parentState, tx);
+      return options.initialPermissions ? options.initialPermissions(defaults, parentState) : defaults;
+    };
 
     if (t.decl.parent === null) {
       await this.global.assert(actor, t.intents.create);
       return this.writer.run(l.partition, actor, async (tx) => {
         if ((await tx.get(["m", "head"])) || (await tx.get(stateKey(l)))) throw new ConflictError(`${type} ${id} already exists (or existed)`, "id");
-        return this.#put(tx, l, clean, permissions, null);
+        return this.#put(tx, l, clean, await decide(tx, null), null);
       }) as Promise<Envelope<DataOf<S, T>>>;
     }
 
     const pl = locate(this.schema, parent!);
     if (t.decl.idStyle === "nested") {
       return this.writer.run(l.partition, actor, async (tx) => {
-        await this.#requireParent(tx, pl, actor, t.intents.create);
+        const parentView = await this.#requireParent(tx, pl, actor, t.intents.create);
         if (await tx.get(stateKey(l))) throw new ConflictError(`${type} ${id} already exists`, "id");
-        return this.#put(tx, l, clean, permissions, null);
+        return this.#put(tx, l, clean, await decide(tx, parentView), null);
       }) as Promise<Envelope<DataOf<S, T>>>;
     }
 
     // Flat child: index entry in the parent's partition first (so a crash never leaves a child the
     // parent's cascade cannot find), then the child's own partition.
     if (await this.kv.get(l.partition, ["m", "head"])) throw new ConflictError(`${type} ${id} already exists (or existed)`, "id");
+    let permissions: Permissions = defaults;
     await this.writer.run(pl.partition, actor, async (tx) => {
-      await this.#requireParent(tx, pl, actor, t.intents.create);
+      permissions = await decide(tx, await this.#requireParent(tx, pl, actor, t.intents.create));
       if (await tx.get(flatChildKey(pl, type, id))) throw new ConflictError(`${type} ${id} already exists`, "id");
       tx.put(flatChildKey(pl, type, id), Buffer.from(JSON.stringify({ createdAt: tx.now })));
       tx.append(`${pl.type.name}.child_added`, pathOf(pl), { childType: type, id }, (seq) => historyKey(pl, seq));
@@ -504,7 +519,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
    * Replaces the ordering of a parent's ordered children, all or nothing. Last writer wins unless
    * `ifVersion` (the parent's version) is given: then a stale write is a ConflictError.
    */
-  async setOrdering(actor: Actor, parent: Ref, ordering: readonly string[], options: { ifVersion?: number } = {}): Promise<Envelope> {
+  async setOrdering(actor: Actor, parent: Ref, ordering: readonly string[], options: { ifVersion?: number; guard?: (parent: Envelope) => void } = {}): Promise<Envelope> {
     const t = this.schema.type(parent.type);
     const childType = t.decl.orderedChildren;
     if (!childType || !t.intents.reorder) throw new ValidationError(`${parent.type} has no ordered children`, "parent");
@@ -512,7 +527,8 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
       intent: t.intents.reorder,
       verb: "ordering_set",
       ifVersion: options.ifVersion,
-      change: async (_current, tx, l) => {
+      change: async (current, tx, l) => {
+        options.guard?.(current);
         const children = await tx.scanPrefix(childrenPrefix(l, childType));
         const ids = new Set(children.map((c) => decode(c.keyBytes).at(-1) as string));
         const valid = validateOrdering(ordering, ids);
