@@ -10,7 +10,7 @@
  * version also tells which commit wrote the key.
  */
 import { ValidationError } from "../errors.js";
-import { decode, type Tuple, type TupleItem } from "./tuple.js";
+import { decode, encode, encodeNested, encodeNestedThen, encodeWithPrefix, TupleError, type Tuple, type TupleItem } from "./tuple.js";
 
 export type Partition = Tuple;
 export type Key = Tuple;
@@ -94,12 +94,93 @@ export class Entry {
 
 export const DEFAULT_SCAN_LIMIT = 1000;
 
+/**
+ * The largest encoded key any backend accepts: the partition's nested encoding plus the key's encoding.
+ * LMDB refuses keys above 1978 bytes (its default page size); the headroom is for a backend's own
+ * bytes around a key (reserved prefixes, range ends, hash tags). Larger keys are a ValidationError on
+ * field "key" in every backend, so a huge id is a clear 400, never a crash.
+ */
+export const MAX_KEY_BYTES = 1900;
+
+/** Validates and encodes a partition name (ValidationError on field "partition"). */
+export function encodePartition(partition: Partition): Buffer {
+  assertPartition(partition);
+  let bytes: Buffer;
+  try {
+    bytes = encodeNested(partition);
+  } catch (e) {
+    if (e instanceof TupleError) throw new ValidationError(`invalid partition: ${e.message}`, "partition");
+    throw e;
+  }
+  if (bytes.length > MAX_KEY_BYTES) {
+    throw new ValidationError(`partition name too long: ${bytes.length} encoded bytes, at most ${MAX_KEY_BYTES}`, "partition");
+  }
+  return bytes;
+}
+
+/**
+ * Encodes a key of a partition whose encoding is `partitionLength` bytes long and enforces
+ * MAX_KEY_BYTES (ValidationError on `field`, "key" unless told).
+ */
+export function encodeKey(partitionLength: number, key: Key, field = "key"): Buffer {
+  let bytes: Buffer;
+  try {
+    bytes = encode(key);
+  } catch (e) {
+    if (e instanceof TupleError) throw new ValidationError(e.message, field);
+    throw e;
+  }
+  assertKeySize(partitionLength, bytes.length, field);
+  return bytes;
+}
+
+/**
+ * The full key of a record, encodeNested(partition) ++ encode(key), validated like encodePartition and
+ * encodeKey; the key's own bytes are `full.subarray(partitionLength)`.
+ */
+export function encodeRecordKey(partition: Partition, key: Key): { full: Buffer; partitionLength: number } {
+  assertPartition(partition);
+  let r: { full: Buffer; partitionLength: number };
+  try {
+    r = encodeNestedThen(partition, key);
+  } catch (e) {
+    if (!(e instanceof TupleError)) throw e;
+    encodePartition(partition); // throws on field "partition" when the partition is the bad part
+    throw new ValidationError(e.message, "key");
+  }
+  if (r.partitionLength > MAX_KEY_BYTES) encodePartition(partition);
+  assertKeySize(r.partitionLength, r.full.length - r.partitionLength);
+  return r;
+}
+
+/** prefix ++ encode(key), where prefix is an encoded partition; validated like encodeKey. */
+export function encodeKeyAfter(prefix: Buffer, key: Key, field = "key"): Buffer {
+  let full: Buffer;
+  try {
+    full = encodeWithPrefix(prefix, key);
+  } catch (e) {
+    if (e instanceof TupleError) throw new ValidationError(e.message, field);
+    throw e;
+  }
+  assertKeySize(prefix.length, full.length - prefix.length, field);
+  return full;
+}
+
+export function assertKeySize(partitionLength: number, keyLength: number, field = "key"): void {
+  if (partitionLength + keyLength > MAX_KEY_BYTES) {
+    throw new ValidationError(
+      `key too long: ${partitionLength + keyLength} encoded bytes with its partition, at most ${MAX_KEY_BYTES}`,
+      field,
+    );
+  }
+}
+
 export function cursorOf(keyBytes: Uint8Array): string {
   return Buffer.from(keyBytes).toString("base64url");
 }
 
 export function cursorBytes(cursor: string): Buffer {
-  if (typeof cursor !== "string" || !/^[A-Za-z0-9_-]*$/.test(cursor)) {
+  if (typeof cursor !== "string" || cursor.length > 4 * MAX_KEY_BYTES || !/^[A-Za-z0-9_-]*$/.test(cursor)) {
     throw new CursorError();
   }
   return Buffer.from(cursor, "base64url");

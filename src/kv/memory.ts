@@ -3,12 +3,13 @@
  * JavaScript maps; keys are kept as latin1 strings of their encoded bytes, whose string order is the
  * byte order of the encoding.
  */
-import { ConflictError, UnavailableError } from "../errors.js";
+import { ConflictError, UnavailableError, ValidationError } from "../errors.js";
 import {
-  assertPartition,
   cursorBytes,
   cursorOf,
   DEFAULT_SCAN_LIMIT,
+  encodeKey,
+  encodePartition,
   Entry,
   kindOf,
   type CommitResult,
@@ -20,8 +21,9 @@ import {
   type ScanOptions,
   type ScanPage,
 } from "./contract.js";
-import { decode, encode, encodeNested, prefixRange } from "./tuple.js";
+import { decode } from "./tuple.js";
 import { resolveRange } from "./range.js";
+import { prepareBatch, type PreparedOp } from "./batch.js";
 
 interface Rec {
   value: Buffer;
@@ -79,9 +81,8 @@ export class MemoryKv implements KvStore {
     if (this.#closed) throw new UnavailableError("the store is closed");
   }
 
-  #partition(partition: Partition, create: boolean): PartitionData | undefined {
-    assertPartition(partition);
-    const id = latin1(encodeNested(partition));
+  #partition(partition: Partition | Buffer, create: boolean): PartitionData | undefined {
+    const id = latin1(Buffer.isBuffer(partition) ? partition : encodePartition(partition));
     let data = this.#partitions.get(id);
     if (!data && create) {
       data = new PartitionData();
@@ -92,16 +93,18 @@ export class MemoryKv implements KvStore {
 
   async get(partition: Partition, key: Key): Promise<Entry | undefined> {
     this.#check();
-    const kb = encode(key);
-    const rec = this.#partition(partition, false)?.records.get(latin1(kb));
+    const p = encodePartition(partition);
+    const kb = encodeKey(p.length, key);
+    const rec = this.#partition(p, false)?.records.get(latin1(kb));
     return rec ? new Entry(kb, rec.value, rec.version) : undefined;
   }
 
   async getMany(partition: Partition, keys: readonly Key[]): Promise<(Entry | undefined)[]> {
     this.#check();
-    const data = this.#partition(partition, false);
+    const p = encodePartition(partition);
+    const data = this.#partition(p, false);
     return keys.map((key) => {
-      const kb = encode(key);
+      const kb = encodeKey(p.length, key);
       const rec = data?.records.get(latin1(kb));
       return rec ? new Entry(kb, rec.value, rec.version) : undefined;
     });
@@ -109,8 +112,9 @@ export class MemoryKv implements KvStore {
 
   async scan(partition: Partition, options: ScanOptions = {}): Promise<ScanPage> {
     this.#check();
-    const { start, end, limit, reverse } = resolveRange(options);
-    const data = this.#partition(partition, false);
+    const p = encodePartition(partition);
+    const { start, end, limit, reverse } = resolveRange(options, p.length);
+    const data = this.#partition(p, false);
     if (!data) return { entries: [], cursor: null };
     const sorted = data.sorted();
     const lo = lowerBound(sorted, latin1(start));
@@ -131,10 +135,10 @@ export class MemoryKv implements KvStore {
   async commit(partition: Partition, ops: readonly Op[]): Promise<CommitResult> {
     this.#check();
     // Validate and encode everything before touching state, so a bad key fails the whole batch.
-    const encoded = ops.map((op) => encodeOp(op));
-    const data = this.#partition(partition, false);
-    for (const op of encoded) {
-      if (op.type !== "check") continue;
+    const batch = prepareBatch(partition, ops);
+    const data = this.#partition(batch.partition, false);
+    for (const check of batch.checks) {
+      const op = { k: latin1(check.key), version: check.version };
       const rec = data?.records.get(op.k);
       if (op.version === null ? rec !== undefined : rec?.version !== op.version) {
         throw new ConflictError(
@@ -144,10 +148,10 @@ export class MemoryKv implements KvStore {
         );
       }
     }
-    const target = this.#partition(partition, true)!;
+    const target = this.#partition(batch.partition, true)!;
     const version = ++target.seq;
     let wrote = false;
-    for (const op of encoded) {
+    for (const op of batch.writes.map(toMemoryOp)) {
       switch (op.type) {
         case "put":
           target.set(op.k, { value: op.value, version });
@@ -162,22 +166,22 @@ export class MemoryKv implements KvStore {
           for (const k of doomed) target.delete(k);
           break;
         }
-        case "check":
-          break;
       }
     }
     if (wrote) {
       const kind = kindOf(partition);
       let idx = this.#index.get(kind);
       if (!idx) this.#index.set(kind, (idx = new Map()));
-      idx.set(latin1(encodeNested(partition)), partition.slice());
+      idx.set(latin1(batch.partition), partition.slice());
     }
     return { version };
   }
 
   async listPartitions(kind: string, options: { limit?: number; after?: string | null } = {}): Promise<PartitionPage> {
     this.#check();
+    if (typeof kind !== "string" || kind === "") throw new ValidationError("kind must be a non-empty string", "kind");
     const limit = options.limit ?? DEFAULT_SCAN_LIMIT;
+    if (!Number.isSafeInteger(limit) || limit < 1) throw new ValidationError("limit must be a positive integer", "limit");
     const idx = this.#index.get(kind);
     if (!idx) return { partitions: [], cursor: null };
     const sorted = [...idx.keys()].sort();
@@ -193,8 +197,7 @@ export class MemoryKv implements KvStore {
 
   async dropPartition(partition: Partition): Promise<void> {
     this.#check();
-    assertPartition(partition);
-    const id = latin1(encodeNested(partition));
+    const id = latin1(encodePartition(partition));
     this.#partitions.delete(id);
     this.#index.get(kindOf(partition))?.delete(id);
   }
@@ -204,28 +207,16 @@ export class MemoryKv implements KvStore {
   }
 }
 
-type EncodedOp =
-  | { type: "put"; k: string; value: Buffer }
-  | { type: "delete"; k: string }
-  | { type: "range"; start: string; end: string }
-  | { type: "check"; k: string; version: number | null };
+type MemoryOp = { type: "put"; k: string; value: Buffer } | { type: "delete"; k: string } | { type: "range"; start: string; end: string };
 
-function encodeOp(op: Op): EncodedOp {
+function toMemoryOp(op: Exclude<PreparedOp, { type: "check" }>): MemoryOp {
   switch (op.type) {
     case "put":
-      return { type: "put", k: latin1(encode(op.key)), value: Buffer.from(op.value) };
+      return { type: "put", k: latin1(op.key), value: Buffer.from(op.value) };
     case "delete":
-      return { type: "delete", k: latin1(encode(op.key)) };
-    case "deletePrefix": {
-      const r = prefixRange(op.prefix);
-      return { type: "range", start: latin1(r.start), end: latin1(r.end) };
-    }
-    case "deleteRange":
-      return { type: "range", start: latin1(encode(op.start)), end: latin1(encode(op.end)) };
-    case "check":
-      return { type: "check", k: latin1(encode(op.key)), version: op.version };
-    default:
-      throw new TypeError(`unknown op ${(op as { type: string }).type}`);
+      return { type: "delete", k: latin1(op.key) };
+    case "range":
+      return { type: "range", start: latin1(op.start), end: latin1(op.end) };
   }
 }
 

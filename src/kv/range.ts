@@ -1,12 +1,11 @@
 /** Resolves ScanOptions to a byte range, shared by every backend so they agree on its meaning. */
 import { ValidationError } from "../errors.js";
-import { cursorBytes, DEFAULT_SCAN_LIMIT, type ScanOptions } from "./contract.js";
-import { encode, prefixRange } from "./tuple.js";
+import { assertKeySize, CursorError, cursorBytes, DEFAULT_SCAN_LIMIT, encodeKey, type ScanOptions } from "./contract.js";
 
 export interface ResolvedRange {
-  /** Inclusive. */
+  /** Inclusive, relative to the partition. */
   start: Buffer;
-  /** Exclusive. */
+  /** Exclusive, relative to the partition. */
   end: Buffer;
   limit: number;
   reverse: boolean;
@@ -15,7 +14,11 @@ export interface ResolvedRange {
 const EMPTY = Buffer.alloc(0);
 const TOP = Buffer.from([0xff]);
 
-export function resolveRange(options: ScanOptions): ResolvedRange {
+/**
+ * `partitionLength` (the partition's encoded size) lets the key size limit (MAX_KEY_BYTES) apply to
+ * prefix/start/end and cursors too, so a huge bound is a ValidationError rather than a backend failure.
+ */
+export function resolveRange(options: ScanOptions, partitionLength = 0): ResolvedRange {
   const limit = options.limit ?? DEFAULT_SCAN_LIMIT;
   if (!Number.isSafeInteger(limit) || limit < 1) throw new ValidationError("limit must be a positive integer", "limit");
   if (options.prefix && (options.start || options.end)) {
@@ -23,14 +26,21 @@ export function resolveRange(options: ScanOptions): ResolvedRange {
   }
   let start: Buffer;
   let end: Buffer;
-  if (options.prefix) ({ start, end } = prefixRange(options.prefix));
-  else {
-    start = options.start ? encode(options.start) : EMPTY;
-    end = options.end ? encode(options.end) : TOP;
+  if (options.prefix) {
+    start = encodeKey(partitionLength, options.prefix);
+    end = Buffer.concat([start, TOP]);
+  } else {
+    start = options.start ? encodeKey(partitionLength, options.start) : EMPTY;
+    end = options.end ? encodeKey(partitionLength, options.end) : TOP;
   }
   const reverse = options.reverse === true;
   if (options.after) {
     const after = cursorBytes(options.after);
+    try {
+      assertKeySize(partitionLength, after.length);
+    } catch {
+      throw new CursorError();
+    }
     if (reverse) {
       if (Buffer.compare(after, end) < 0) end = after;
     } else {

@@ -8,15 +8,22 @@
  *
  * Type codes (they also order values of different types):
  *   0x00 null · 0x01 bytes · 0x02 string · 0x05 nested tuple · 0x0c–0x1c integer · 0x26 false · 0x27 true
- * Strings and bytes are terminated by 0x00; a 0x00 inside them is escaped as 0x00 0xff. Inside a nested
- * tuple, null is 0x00 0xff so that the nested tuple's own 0x00 terminator stays unambiguous.
+ * Strings, bytes and nested tuples end with the two bytes 0x00 0x00; a 0x00 inside a string or bytes is
+ * escaped as 0x00 0xff, and inside a nested tuple null is 0x00 0xff. No item's encoding is therefore a
+ * proper prefix of another item's encoding (FoundationDB's single 0x00 terminator is a prefix of its
+ * 0x00 0xff escape, which made encode(["a"]) a byte prefix of encode(["a\0"])), so a byte prefix at an
+ * item boundary is exactly a tuple prefix.
  */
+import { ValidationError } from "../errors.js";
 
 export type TupleItem = null | boolean | number | string | Uint8Array | Tuple;
 export type Tuple = readonly TupleItem[];
 
-export class TupleError extends Error {
-  override name = "TupleError";
+/** A value the codec cannot hold, or malformed bytes. A ValidationError (field "key" unless told). */
+export class TupleError extends ValidationError {
+  constructor(message: string, field = "key") {
+    super(message, field);
+  }
 }
 
 const NULL = 0x00;
@@ -27,12 +34,19 @@ const INT_ZERO = 0x14;
 const FALSE = 0x26;
 const TRUE = 0x27;
 const ESCAPE = 0xff;
+/** Ends a string, bytes or nested tuple: 0x00 0x00 (a 0x00 inside is always followed by 0xff). */
+const END = 0x00;
 
+/**
+ * Encoding goes into one module-level scratch buffer (encoding is synchronous and never re-entered), and
+ * the result is copied out once: one allocation per encoded tuple.
+ */
 class Writer {
-  buf: Buffer;
+  buf = Buffer.allocUnsafe(256);
   len = 0;
-  constructor(size = 64) {
-    this.buf = Buffer.allocUnsafe(size);
+  reset(): this {
+    this.len = 0;
+    return this;
   }
   ensure(n: number): void {
     if (this.len + n <= this.buf.length) return;
@@ -46,6 +60,11 @@ class Writer {
     this.ensure(1);
     this.buf[this.len++] = b;
   }
+  raw(bytes: Uint8Array): void {
+    this.ensure(bytes.length);
+    this.buf.set(bytes, this.len);
+    this.len += bytes.length;
+  }
   /** Writes bytes, escaping 0x00 as 0x00 0xff. */
   escaped(bytes: Uint8Array): void {
     this.ensure(bytes.length * 2);
@@ -55,10 +74,45 @@ class Writer {
       if (b === 0) this.buf[this.len++] = ESCAPE;
     }
   }
+  /** Writes a string as UTF-8, escaping 0x00 as 0x00 0xff. */
+  string(s: string): void {
+    const n = s.length;
+    // short ASCII without NUL (most ids): byte by byte, no native call
+    if (n <= 32) {
+      this.ensure(n);
+      const buf = this.buf;
+      let pos = this.len;
+      let i = 0;
+      for (; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c === 0 || c > 0x7f) break;
+        buf[pos++] = c;
+      }
+      if (i === n) {
+        this.len = pos;
+        return;
+      }
+    }
+    this.ensure(n * 3);
+    const start = this.len;
+    const written = this.buf.write(s, start, "utf8");
+    const zero = this.buf.indexOf(0, start);
+    if (zero === -1 || zero >= start + written) {
+      this.len = start + written;
+      return;
+    }
+    const utf8 = Buffer.from(this.buf.subarray(start, start + written));
+    this.len = start;
+    this.escaped(utf8);
+  }
   result(): Buffer {
-    return Buffer.from(this.buf.subarray(0, this.len));
+    const out = Buffer.from(this.buf.subarray(0, this.len));
+    if (this.buf.length > 65536) this.buf = Buffer.allocUnsafe(256); // do not keep a huge scratch alive
+    return out;
   }
 }
+
+const writer = new Writer();
 
 function writeItem(w: Writer, item: TupleItem, nested: boolean): void {
   if (item === null) {
@@ -69,8 +123,9 @@ function writeItem(w: Writer, item: TupleItem, nested: boolean): void {
       throw new TupleError("tuple string holds an unpaired surrogate (not valid Unicode)");
     }
     w.byte(STRING);
-    w.escaped(Buffer.from(item, "utf8"));
+    w.string(item);
     w.byte(0x00);
+    w.byte(END);
   } else if (typeof item === "number") {
     writeInt(w, item);
   } else if (typeof item === "boolean") {
@@ -79,10 +134,12 @@ function writeItem(w: Writer, item: TupleItem, nested: boolean): void {
     w.byte(BYTES);
     w.escaped(item);
     w.byte(0x00);
+    w.byte(END);
   } else if (Array.isArray(item)) {
     w.byte(NESTED);
     for (const inner of item) writeItem(w, inner, true);
     w.byte(0x00);
+    w.byte(END);
   } else {
     throw new TupleError(`cannot encode a tuple item of type ${typeof item}`);
   }
@@ -97,34 +154,66 @@ function writeInt(w: Writer, v: number): void {
     return;
   }
   let abs = Math.abs(v);
-  const bytes: number[] = [];
-  while (abs > 0) {
-    bytes.push(abs % 256);
+  let n = 0;
+  for (let x = abs; x > 0; x = Math.floor(x / 256)) n++;
+  w.ensure(n + 1);
+  const buf = w.buf;
+  const at = w.len;
+  buf[at] = v > 0 ? INT_ZERO + n : INT_ZERO - n;
+  // big-endian magnitude; negatives as its complement so that they sort below smaller magnitudes
+  for (let i = n; i >= 1; i--) {
+    const b = abs % 256;
+    buf[at + i] = v > 0 ? b : 255 - b;
     abs = Math.floor(abs / 256);
   }
-  const n = bytes.length;
-  w.ensure(n + 1);
-  if (v > 0) {
-    w.byte(INT_ZERO + n);
-    for (let i = n - 1; i >= 0; i--) w.byte(bytes[i]!);
-  } else {
-    w.byte(INT_ZERO - n);
-    for (let i = n - 1; i >= 0; i--) w.byte(255 - bytes[i]!);
-  }
+  w.len = at + n + 1;
 }
 
 /** Encodes a tuple to bytes. Throws TupleError for values the codec cannot hold. */
 export function encode(tuple: Tuple): Buffer {
   if (!Array.isArray(tuple)) throw new TupleError("a key must be a tuple (an array)");
-  const w = new Writer();
+  const w = writer.reset();
   for (const item of tuple) writeItem(w, item, false);
   return w.result();
 }
 
 /** Encodes a tuple as one nested item (self-delimited even when the tuple is empty). */
 export function encodeNested(tuple: Tuple): Buffer {
-  const w = new Writer();
+  const w = writer.reset();
   writeItem(w, tuple, false);
+  return w.result();
+}
+
+/** prefix ++ encode(tuple) in one buffer. */
+export function encodeWithPrefix(prefix: Uint8Array, tuple: Tuple): Buffer {
+  if (!Array.isArray(tuple)) throw new TupleError("a key must be a tuple (an array)");
+  const w = writer.reset();
+  w.raw(prefix);
+  for (const item of tuple) writeItem(w, item, false);
+  return w.result();
+}
+
+/**
+ * encodeNested(partition) ++ encode(key) in one buffer, and the length of its first part: the full key
+ * of a record in a store (the key's own encoding is `full.subarray(partitionLength)`).
+ */
+export function encodeNestedThen(partition: Tuple, key: Tuple): { full: Buffer; partitionLength: number } {
+  if (!Array.isArray(key)) throw new TupleError("a key must be a tuple (an array)");
+  const w = writer.reset();
+  writeItem(w, partition, false);
+  const partitionLength = w.len;
+  for (const item of key) writeItem(w, item, false);
+  return { full: w.result(), partitionLength };
+}
+
+/**
+ * The nested encoding of `tuple` without its terminator: a byte prefix of `encodeNested(t)` exactly for
+ * the tuples t that extend `tuple`; those lie in [prefix, prefix ++ 0xff).
+ */
+export function encodeNestedPrefix(tuple: Tuple): Buffer {
+  const w = writer.reset();
+  w.byte(NESTED);
+  for (const inner of tuple) writeItem(w, inner, true);
   return w.result();
 }
 
@@ -151,8 +240,9 @@ function readTerminated(bytes: Uint8Array, pos: number): [Buffer, number] {
       start = i + 1;
       continue;
     }
+    if (bytes[i + 1] !== END) throw new TupleError("malformed tuple: bad terminator");
     const tail = Buffer.from(bytes.subarray(start, i));
-    return [chunks ? Buffer.concat([...chunks, tail]) : tail, i + 1];
+    return [chunks ? Buffer.concat([...chunks, tail]) : tail, i + 2];
   }
   throw new TupleError("malformed tuple: unterminated string or bytes");
 }
@@ -179,7 +269,7 @@ function readItem(bytes: Uint8Array, pos: number, nested: boolean): [TupleItem, 
     let p = pos + 1;
     for (;;) {
       if (p >= bytes.length) throw new TupleError("malformed tuple: unterminated nested tuple");
-      if (bytes[p] === 0x00 && bytes[p + 1] !== ESCAPE) return [items, p + 1];
+      if (bytes[p] === 0x00 && bytes[p + 1] === END) return [items, p + 2];
       const [item, next] = readItem(bytes, p, true);
       items.push(item);
       p = next;

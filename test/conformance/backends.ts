@@ -1,9 +1,13 @@
 /**
  * The backends every conformance and domain suite runs against. Adding a backend is adding one entry.
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { describe, inject } from "vitest";
 import type { KvStore } from "../../src/kv/contract.js";
+import { LmdbKv } from "../../src/kv/lmdb.js";
 import { MemoryData, MemoryKv } from "../../src/kv/memory.js";
 import { openRedisKv } from "../../src/kv/redis/connect.js";
 import { deleteNamespace } from "../setup/redis-keys.js";
@@ -29,6 +33,26 @@ const memory: BackendFactory = {
       kv: new MemoryKv(data),
       reopen: async () => new MemoryKv(data),
       destroy: async () => {},
+    };
+  },
+};
+
+const lmdb: BackendFactory = {
+  name: "lmdb",
+  async create() {
+    const dir = mkdtempSync(join(tmpdir(), "flowstore-lmdb-"));
+    const handles: KvStore[] = [LmdbKv.open(dir)];
+    return {
+      kv: handles[0]!,
+      reopen: async () => {
+        const kv = LmdbKv.open(dir);
+        handles.push(kv);
+        return kv;
+      },
+      destroy: async () => {
+        for (const kv of handles) await kv.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
     };
   },
 };
@@ -64,7 +88,7 @@ function redisBackends(): BackendFactory[] {
   return [redisBackend("redis", redis.standalone), redisBackend("redis-cluster", redis.cluster)];
 }
 
-export const backends: BackendFactory[] = [memory, ...redisBackends()];
+export const backends: BackendFactory[] = [memory, lmdb, ...redisBackends()];
 
 /** Runs `suite` once per backend, inside a describe named after it. */
 export function forEachBackend(suite: (backend: BackendFactory) => void): void {

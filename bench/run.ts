@@ -1,0 +1,42 @@
+/**
+ * Runs benchmark workloads and regenerates BENCHMARKS.md.
+ *
+ *   npm run bench                      every workload
+ *   npm run bench -- kv                one (or several) by name
+ *   npm run bench -- kv --scale large  op counts ×5 (small = ×1, or a number)
+ *   npm run bench -- kv --store lmdb:/tmp/x   the store under test (default: a fresh LMDB directory)
+ */
+import { parseArgs } from "node:util";
+import { runWorkload } from "./harness.js";
+import { writeReport } from "./report.js";
+import { workloads } from "./workloads/index.js";
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { scale: { type: "string", default: "small" }, store: { type: "string" }, help: { type: "boolean", short: "h" } },
+});
+
+if (values.help) {
+  process.stdout.write(`usage: npm run bench -- [workload...] [--scale small|large|<number>] [--store <url>]\nworkloads: ${workloads.map((w) => w.name).join(", ")}\n`);
+  process.exit(0);
+}
+
+const scaleArg = values.scale ?? "small";
+const scale = scaleArg === "small" ? 1 : scaleArg === "large" ? 5 : Number(scaleArg);
+if (!Number.isFinite(scale) || scale <= 0) {
+  process.stderr.write(`--scale must be small, large or a positive number, not ${scaleArg}\n`);
+  process.exit(2);
+}
+const unknown = positionals.filter((p) => !workloads.some((w) => w.name === p));
+if (unknown.length > 0) {
+  process.stderr.write(`unknown workload(s) ${unknown.join(", ")}; known: ${workloads.map((w) => w.name).join(", ")}\n`);
+  process.exit(2);
+}
+const chosen = positionals.length > 0 ? workloads.filter((w) => positionals.includes(w.name)) : workloads;
+
+for (const w of chosen) {
+  const command = ["npm run bench --", w.name, "--scale", scaleArg, ...(values.store ? ["--store", values.store] : [])].join(" ");
+  await runWorkload(w, { scale, storeUrl: values.store, command });
+}
+const file = writeReport();
+process.stdout.write(`\nwrote ${file}\n`);

@@ -1,0 +1,5 @@
+/** Every benchmark workload, in the order `npm run bench` runs them. Add yours here. */
+import type { Workload } from "../harness.js";
+import { kv } from "./kv.js";
+
+export const workloads: Workload[] = [kv];

@@ -1,0 +1,42 @@
+/** Operational routes, public: /health (the process), /ready (the store answers), /metrics. */
+import { Type } from "@sinclair/typebox";
+import type { FastifyPluginAsync } from "fastify";
+import { UnavailableError } from "../../errors.js";
+import { METRICS_CONTENT_TYPE } from "../metrics.js";
+import { problems } from "../problem.js";
+
+const Status = Type.Object({ status: Type.String() });
+
+export const systemRoutes: FastifyPluginAsync = async (app) => {
+  const { kv, metrics } = app.flowstore;
+
+  app.get("/health", { schema: { tags: ["system"], summary: "The process is up", response: { 200: Status } } }, async () => ({
+    status: "ok",
+  }));
+
+  app.get(
+    "/ready",
+    { schema: { tags: ["system"], summary: "The store answers", response: { 200: Status, ...problems(503) } } },
+    async () => {
+      try {
+        await kv.get(["global"], ["permissions"]);
+      } catch (e) {
+        app.log.warn({ err: e }, "readiness check failed");
+        throw new UnavailableError("the store does not answer");
+      }
+      return { status: "ready" };
+    },
+  );
+
+  app.get(
+    "/metrics",
+    {
+      schema: {
+        tags: ["system"],
+        summary: "Prometheus metrics (text format 0.0.4)",
+        response: { 200: { description: "metrics", content: { "text/plain": { schema: Type.String() } } } },
+      },
+    },
+    async (_request, reply) => reply.type(METRICS_CONTENT_TYPE).send(metrics.render()),
+  );
+};

@@ -1,0 +1,120 @@
+/**
+ * buildServer: the Fastify instance with error mapping, validation, auth, OpenAPI, metrics and logs,
+ * and one plugin per domain. A domain adds its routes as one Fastify plugin in `routes` (registered
+ * under /api/v1 behind authentication, with `request.actor` set and `app.flowstore` at hand).
+ */
+import swagger from "@fastify/swagger";
+import swaggerUi from "@fastify/swagger-ui";
+import fastify, { LogController, type FastifyInstance, type FastifyPluginAsync } from "fastify";
+import type { Logger } from "pino";
+import { Identity, Tokens } from "../identity/index.js";
+import type { KvStore } from "../kv/contract.js";
+import { requireAuthentication } from "./auth.js";
+import type { ServerContext } from "./context.js";
+import { createLogger, requestId } from "./logging.js";
+import { Metrics } from "./metrics.js";
+import { problem, sendProblem, toProblem } from "./problem.js";
+import { authRoutes } from "./routes/auth.js";
+import { globalRoutes } from "./routes/global.js";
+import { groupRoutes } from "./routes/groups.js";
+import { systemRoutes } from "./routes/system.js";
+import { userRoutes } from "./routes/users.js";
+import { eventRoutes } from "./routes/events.js";
+import { workflowRoutes } from "./routes/workflow.js";
+import { ResourceStore } from "../resources/store.js";
+import { Workflow } from "../workflow/commands.js";
+import { workflowSchema } from "../workflow/schema.js";
+import { validatorCompiler } from "./validation.js";
+
+export const API_PREFIX = "/api/v1";
+export const DEFAULT_HOST = "127.0.0.1";
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+export interface ServerOptions {
+  readonly kv: KvStore;
+  /** The token signing secret (at least 32 bytes), e.g. from loadTokenSecret. */
+  readonly tokenSecret: Uint8Array;
+  readonly tokenTtlSeconds?: number;
+  /** A pino logger (createLogger gives one with credentials redacted); false for none. */
+  readonly logger?: Logger | false;
+  /** Largest accepted request body in bytes (default 1 MiB); larger answers 413. */
+  readonly bodyLimit?: number;
+  /** Log one line per request (default true). */
+  readonly requestLogging?: boolean;
+  /** Domain route plugins, registered under /api/v1 behind authentication. */
+  readonly routes?: readonly FastifyPluginAsync[];
+  /** A clock for tokens (tests). */
+  readonly now?: () => Date;
+}
+
+/** The built-in authenticated route plugins, one per domain. */
+export const CORE_ROUTES: readonly FastifyPluginAsync[] = [userRoutes, groupRoutes, globalRoutes, workflowRoutes, eventRoutes];
+
+export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
+  const metrics = new Metrics();
+  const kv = metrics.wrap(options.kv);
+  const identity = new Identity(kv, { now: options.now });
+  const tokens = new Tokens(identity, { secret: options.tokenSecret, ttlSeconds: options.tokenTtlSeconds, now: options.now });
+  const workflow = new Workflow(new ResourceStore(kv, workflowSchema, { clock: options.now ? () => options.now!().getTime() : undefined }));
+  const context: ServerContext = { kv, identity, tokens, metrics, workflow };
+
+  const logger = options.logger === undefined ? createLogger() : options.logger;
+  const app = fastify({
+    ...(logger ? { loggerInstance: logger } : { logger: false }),
+    bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    genReqId: requestId,
+    logController: new LogController({ disableRequestLogging: options.requestLogging === false }),
+    return503OnClosing: true,
+    forceCloseConnections: "idle",
+    routerOptions: { maxParamLength: 512 },
+    // Bad URLs and overlong path parameters are answered before routing: as problems too.
+    frameworkErrors: (error, request, reply) => {
+      void sendProblem(reply, toProblem(error, request));
+    },
+  }) as unknown as FastifyInstance;
+
+  app.decorate("flowstore", context);
+  app.decorateRequest("actor", null as never);
+  app.setValidatorCompiler(validatorCompiler());
+  // JSON only: a text/plain body is a 415, not a string that fails validation later.
+  app.removeContentTypeParser(["text/plain"]);
+
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header("x-request-id", request.id);
+  });
+  app.addHook("onResponse", async (request, reply) => {
+    metrics.observeRequest(request.method, request.routeOptions.url ?? "unmatched", reply.statusCode, reply.elapsedTime / 1000);
+  });
+
+  app.setErrorHandler(async (error, request, reply) => {
+    const p = toProblem(error, request);
+    if (p.status >= 500) request.log.error({ err: error }, "request failed");
+    return sendProblem(reply, p);
+  });
+  app.setNotFoundHandler(async (request, reply) =>
+    sendProblem(reply, problem(404, `no route ${request.method} ${request.url.split("?")[0]}`)),
+  );
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.0.3",
+      info: { title: "flowstore", version: "1", description: "An auditable, hierarchical data store for workflows" },
+      components: { securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } } },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: "/docs" });
+
+  await app.register(systemRoutes);
+  app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+  await app.register(
+    async (api) => {
+      await api.register(authRoutes);
+      await api.register(async (secured) => {
+        requireAuthentication(secured);
+        for (const routes of [...CORE_ROUTES, ...(options.routes ?? [])]) await secured.register(routes);
+      });
+    },
+    { prefix: API_PREFIX },
+  );
+  return app;
+}

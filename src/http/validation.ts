@@ -1,0 +1,26 @@
+/**
+ * Request validation. Bodies are validated strictly: no type coercion (a number where a string is
+ * declared is a 400, not "123") and no silent removal of unknown properties (a schema with
+ * `additionalProperties: false` refuses them). Query strings, params and headers arrive as text, so
+ * there scalar types are coerced ("?limit=10" → 10).
+ */
+import { Ajv, type Options } from "ajv";
+import addFormatsImport from "ajv-formats";
+import type { FastifySchemaCompiler } from "fastify";
+
+// ajv-formats is CommonJS; its default export arrives wrapped under NodeNext.
+const addFormats = ((addFormatsImport as unknown as { default?: unknown }).default ?? addFormatsImport) as (ajv: Ajv) => Ajv;
+
+const common: Options = { removeAdditional: false, useDefaults: true, allErrors: false, strict: false };
+
+function makeAjv(coerceTypes: boolean): Ajv {
+  const ajv = new Ajv({ ...common, coerceTypes });
+  addFormats(ajv);
+  return ajv;
+}
+
+export function validatorCompiler(): FastifySchemaCompiler<unknown> {
+  const strict = makeAjv(false);
+  const coercing = makeAjv(true);
+  return ({ schema, httpPart }) => (httpPart === "body" ? strict : coercing).compile(schema as object);
+}

@@ -1,0 +1,42 @@
+/**
+ * Input rules for identities. User and group ids share one namespace (a permission names an identity
+ * without saying whether it is a user or a group), so both follow the same rule.
+ */
+import { ValidationError } from "../errors.js";
+
+export const ID_PATTERN = "^[A-Za-z0-9._@-]{1,64}$";
+const ID_RE = new RegExp(ID_PATTERN);
+/** Ids no user or group may take: `system` is the name of the system actor. */
+const RESERVED = new Set(["system"]);
+
+export const PASSWORD_MIN = 8;
+export const PASSWORD_MAX = 1024;
+export const DISPLAY_NAME_MAX = 200;
+export const MAX_GROUP_MEMBERS = 1000;
+
+export function checkId(value: unknown, field: string): string {
+  if (typeof value !== "string" || !ID_RE.test(value)) {
+    throw new ValidationError(`${field} must be 1-64 characters of A-Z a-z 0-9 . _ @ -`, field);
+  }
+  return value;
+}
+
+export function checkNewId(value: unknown, field: string): string {
+  const id = checkId(value, field);
+  if (RESERVED.has(id)) throw new ValidationError(`${field} ${JSON.stringify(id)} is reserved`, field);
+  return id;
+}
+
+export function checkDisplayName(value: unknown, field = "displayName"): string {
+  if (typeof value !== "string" || value.trim().length === 0 || value.length > DISPLAY_NAME_MAX) {
+    throw new ValidationError(`${field} must be a non-blank string of at most ${DISPLAY_NAME_MAX} characters`, field);
+  }
+  return value;
+}
+
+export function checkPassword(value: unknown, field = "password"): string {
+  if (typeof value !== "string" || value.length < PASSWORD_MIN || value.length > PASSWORD_MAX) {
+    throw new ValidationError(`${field} must be a string of ${PASSWORD_MIN}-${PASSWORD_MAX} characters`, field);
+  }
+  return value;
+}

@@ -1,0 +1,362 @@
+/**
+ * The storage contract's conformance suite: the same cases on every backend (see backends.ts).
+ */
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { ConflictError, ValidationError } from "../../src/errors.js";
+import {
+  allPartitions,
+  MAX_KEY_BYTES,
+  scanAll,
+  type Entry,
+  type Key,
+  type KvStore,
+  type Op,
+  type Partition,
+  type ScanOptions,
+} from "../../src/kv/contract.js";
+import { compareTuples } from "../../src/kv/tuple.js";
+import { forEachBackend, type BackendHandle } from "./backends.js";
+
+const b = (s: string) => Buffer.from(s);
+const put = (key: Key, value: string | Uint8Array): Op => ({
+  type: "put",
+  key,
+  value: typeof value === "string" ? b(value) : value,
+});
+const keysOf = (entries: Entry[]) => entries.map((e) => e.key);
+const P: Partition = ["project", "p1"];
+
+/** Reads a whole range page by page, checking that pages are non-empty and cursors behave. */
+async function pages(kv: KvStore, partition: Partition, options: Omit<ScanOptions, "after">): Promise<Key[]> {
+  const out: Key[] = [];
+  let after: string | null = null;
+  let n = 0;
+  do {
+    const page = await kv.scan(partition, { ...options, after });
+    expect(page.entries.length).toBeLessThanOrEqual(options.limit ?? 1000);
+    if (page.cursor !== null) expect(page.entries.length).toBe(options.limit ?? 1000);
+    out.push(...keysOf(page.entries));
+    after = page.cursor;
+    if (++n > 100_000) throw new Error("runaway pagination");
+  } while (after !== null);
+  return out;
+}
+
+async function rejection(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (e) {
+    return e;
+  }
+  throw new Error("expected a rejection");
+}
+
+/** Ids that must never collide or break ordering. */
+const AWKWARD = ["a", "ab", "a\u0000", "a\u0000b", "\u0000", "\u00ff", "\u00ffx", "\u00fe", "a:b", "a/b", "p_workflows", "p", "_workflows", "😀", "\uffff", "\u{10ffff}", ""];
+
+forEachBackend((backend) => {
+  let h: BackendHandle;
+  let kv: KvStore;
+  beforeEach(async () => {
+    h = await backend.create();
+    kv = h.kv;
+  });
+  afterEach(async () => {
+    await h.destroy();
+  });
+
+  it("puts, gets and orders keys of mixed types as tuples", async () => {
+    const keys: Key[] = [["b"], ["a", 2], ["a", 10], ["a", -1], ["a"], [null], [true], [false], [5], [-5], ["a", ["x"]], ["a", "z"], [Uint8Array.from([0, 0xff, 1])]];
+    await kv.commit(P, keys.map((k, i) => put(k, `v${i}`)));
+    const { entries, cursor } = await kv.scan(P);
+    expect(cursor).toBeNull();
+    expect(keysOf(entries)).toEqual([...keys].sort(compareTuples));
+    const got = await kv.get(P, ["a", 10]);
+    expect(got?.value.toString()).toBe("v2");
+    expect(await kv.get(P, ["a", 11])).toBeUndefined();
+    expect(await kv.get(["project", "other"], ["a", 10])).toBeUndefined();
+  });
+
+  it("paginates thousands of keys by cursor, forward and reverse, by prefix and by start/end", async () => {
+    const ops: Op[] = [];
+    for (let i = 0; i < 3000; i++) ops.push(put(["item", i], `${i}`));
+    ops.push(put(["itek"], "before"), put(["iten"], "after"), put(["item"], "self"));
+    await kv.commit(P, ops);
+    const ints = (keys: Key[]) => keys.map((k) => k[1]);
+    const all = Array.from({ length: 3000 }, (_, i) => i);
+
+    const fwd = await pages(kv, P, { prefix: ["item"], limit: 128 });
+    expect(fwd[0]).toEqual(["item"]);
+    expect(ints(fwd.slice(1))).toEqual(all);
+
+    const rev = await pages(kv, P, { prefix: ["item"], limit: 97, reverse: true });
+    expect(rev[rev.length - 1]).toEqual(["item"]);
+    expect(ints(rev.slice(0, -1))).toEqual([...all].reverse());
+
+    const mid = await pages(kv, P, { start: ["item", 1000], end: ["item", 2500], limit: 100 });
+    expect(ints(mid)).toEqual(all.slice(1000, 2500));
+    const midRev = await pages(kv, P, { start: ["item", 1000], end: ["item", 2500], limit: 333, reverse: true });
+    expect(ints(midRev)).toEqual(all.slice(1000, 2500).reverse());
+
+    // an exact page boundary ends with a null cursor, not an empty extra page
+    const exact = await kv.scan(P, { start: ["item", 0], end: ["item", 10], limit: 10 });
+    expect(exact.entries).toHaveLength(10);
+    expect(exact.cursor).toBeNull();
+
+    const whole = await pages(kv, P, { limit: 1000 });
+    expect(whole).toHaveLength(3003);
+    expect(whole[0]).toEqual(["itek"]);
+    expect(whole[whole.length - 1]).toEqual(["iten"]);
+    let n = 0;
+    for await (const _ of scanAll(kv, P, { limit: 7, reverse: true })) n++;
+    expect(n).toBe(3003);
+  });
+
+  it("reverse scans honour start (inclusive) and end (exclusive)", async () => {
+    await kv.commit(P, ["a", "b", "c", "d", "e"].map((k) => put([k], k)));
+    const rev = await kv.scan(P, { start: ["b"], end: ["d"], reverse: true });
+    expect(keysOf(rev.entries)).toEqual([["c"], ["b"]]);
+    const fwd = await kv.scan(P, { start: ["b"], end: ["d"] });
+    expect(keysOf(fwd.entries)).toEqual([["b"], ["c"]]);
+    const top = await kv.scan(P, { reverse: true, limit: 2 });
+    expect(keysOf(top.entries)).toEqual([["e"], ["d"]]);
+    const next = await kv.scan(P, { reverse: true, limit: 2, after: top.cursor });
+    expect(keysOf(next.entries)).toEqual([["c"], ["b"]]);
+    expect((await kv.scan(P, { start: ["d"], end: ["b"] })).entries).toEqual([]);
+  });
+
+  it("a batch with a failing check changes nothing", async () => {
+    const { version } = await kv.commit(P, [put(["x"], "1"), put(["y"], "1")]);
+    const before = await kv.scan(P);
+    const err = await rejection(
+      kv.commit(P, [put(["x"], "2"), { type: "delete", key: ["y"] }, { type: "deletePrefix", prefix: [] }, put(["z"], "2"), { type: "check", key: ["x"], version: version + 1 }]),
+    );
+    expect(err).toBeInstanceOf(ConflictError);
+    expect((err as ConflictError).status).toBe(409);
+    expect(await kv.scan(P)).toEqual(before);
+    const absent = await rejection(kv.commit(P, [put(["q"], "1"), { type: "check", key: ["y"], version: null }]));
+    expect(absent).toBeInstanceOf(ConflictError);
+    expect(await kv.get(P, ["q"])).toBeUndefined();
+    // the failed commits did not consume a version
+    expect((await kv.commit(P, [put(["w"], "1")])).version).toBe(version + 1);
+    // checks that hold let the batch through
+    const ok = await kv.commit(P, [{ type: "check", key: ["x"], version }, { type: "check", key: ["nope"], version: null }, put(["x"], "3")]);
+    expect((await kv.get(P, ["x"]))?.version).toBe(ok.version);
+  });
+
+  it("a batch with a bad key, value or op changes nothing and names the field", async () => {
+    await kv.commit(P, [put(["x"], "1")]);
+    const before = await kv.scan(P);
+    const cases: [Op[], string][] = [
+      [[put(["y"], "1"), put(["bad", 1.5], "1")], "key"],
+      [[put(["y"], "1"), put(["bad\ud800"], "1")], "key"],
+      [[put(["y"], "1"), put(["x".repeat(MAX_KEY_BYTES)], "1")], "key"],
+      [[put(["y"], "1"), { type: "delete", key: [undefined as unknown as null] }], "key"],
+      [[put(["y"], "1"), { type: "put", key: ["z"], value: "text" as unknown as Uint8Array }], "value"],
+      [[put(["y"], "1"), { type: "check", key: ["x"], version: -1 }], "version"],
+      [[put(["y"], "1"), { type: "frobnicate" } as unknown as Op], "ops"],
+    ];
+    for (const [ops, field] of cases) {
+      const err = await rejection(kv.commit(P, ops));
+      expect(err).toBeInstanceOf(ValidationError);
+      expect((err as ValidationError).field).toBe(field);
+    }
+    expect(await kv.scan(P)).toEqual(before);
+    for (const bad of [[], [1], [""], "project" as unknown as Partition, [["x"]]] as Partition[]) {
+      const err = await rejection(kv.commit(bad, [put(["y"], "1")]));
+      expect(err).toBeInstanceOf(ValidationError);
+      expect((err as ValidationError).field).toBe("partition");
+    }
+  });
+
+  it("enforces MAX_KEY_BYTES (partition + key) on every path with a ValidationError on field key", async () => {
+    const big = ["k", "x".repeat(MAX_KEY_BYTES)];
+    const fits = ["k", "x".repeat(MAX_KEY_BYTES - 100)];
+    for (const p of [kv.get(P, big), kv.getMany(P, [big]), kv.scan(P, { prefix: big }), kv.scan(P, { start: big }), kv.commit(P, [{ type: "check", key: big, version: null }])]) {
+      const err = await rejection(p);
+      expect(err).toBeInstanceOf(ValidationError);
+      expect((err as ValidationError).field).toBe("key");
+    }
+    await kv.commit(P, [put(fits, "ok")]);
+    expect((await kv.get(P, fits))?.value.toString()).toBe("ok");
+    const longPartition: Partition = ["project", "p".repeat(MAX_KEY_BYTES - 60)];
+    const err = await rejection(kv.commit(longPartition, [put(fits, "no")]));
+    expect((err as ValidationError).field).toBe("key");
+  });
+
+  it("prefix delete removes exactly the prefix; siblings sharing a string prefix survive", async () => {
+    const keys: Key[] = [["a"], ["a", 1], ["a", "x", 2], ["ab"], ["ab", 1], ["a\u0000"], ["a\u0000", 1], ["a", null], ["b"], ["`"]];
+    await kv.commit(P, keys.map((k) => put(k, "v")));
+    await kv.commit(P, [{ type: "deletePrefix", prefix: ["a"] }]);
+    expect(keysOf((await kv.scan(P)).entries)).toEqual([["`"], ["a\u0000"], ["a\u0000", 1], ["ab"], ["ab", 1], ["b"]]);
+    await kv.commit(P, [{ type: "deletePrefix", prefix: ["a\u0000"] }]);
+    expect(keysOf((await kv.scan(P)).entries)).toEqual([["`"], ["ab"], ["ab", 1], ["b"]]);
+  });
+
+  it("deleteRange removes [start, end)", async () => {
+    await kv.commit(P, Array.from({ length: 10 }, (_, i) => put(["n", i], `${i}`)));
+    await kv.commit(P, [{ type: "deleteRange", start: ["n", 3], end: ["n", 7] }]);
+    expect(keysOf((await kv.scan(P)).entries).map((k) => k[1])).toEqual([0, 1, 2, 7, 8, 9]);
+    await kv.commit(P, [{ type: "deleteRange", start: ["n", 9], end: ["n", 1] }]); // empty range: no-op
+    expect((await kv.scan(P)).entries).toHaveLength(6);
+  });
+
+  it("applies ops in order within a batch", async () => {
+    await kv.commit(P, [put(["k"], "1"), { type: "delete", key: ["k"] }, put(["k"], "2"), put(["j", 1], "x"), { type: "deletePrefix", prefix: ["j"] }, put(["j", 2], "y")]);
+    expect((await kv.get(P, ["k"]))?.value.toString()).toBe("2");
+    expect(keysOf((await kv.scan(P, { prefix: ["j"] })).entries)).toEqual([["j", 2]]);
+    await kv.commit(P, [put(["m"], "1"), put(["m"], "2")]);
+    expect((await kv.get(P, ["m"]))?.value.toString()).toBe("2");
+  });
+
+  it("versions grow with every commit of a partition, and all puts of a commit share one", async () => {
+    const c1 = await kv.commit(P, [put(["a"], "1"), put(["b"], "1")]);
+    const c2 = await kv.commit(P, [put(["a"], "2")]);
+    const c3 = await kv.commit(P, [{ type: "delete", key: ["zz"] }]);
+    expect(c1.version).toBeGreaterThan(0);
+    expect(c2.version).toBeGreaterThan(c1.version);
+    expect(c3.version).toBeGreaterThan(c2.version);
+    expect((await kv.get(P, ["a"]))?.version).toBe(c2.version);
+    expect((await kv.get(P, ["b"]))?.version).toBe(c1.version);
+    const other = await kv.commit(["project", "p2"], [put(["a"], "x")]);
+    expect(other.version).toBe(1);
+  });
+
+  it("getMany returns entries in the order asked, undefined for absent keys", async () => {
+    await kv.commit(P, [put(["a"], "A"), put(["c"], "C")]);
+    const got = await kv.getMany(P, [["c"], ["b"], ["a"], ["c"]]);
+    expect(got.map((e) => e?.value.toString())).toEqual(["C", undefined, "A", "C"]);
+    expect(got[0]?.key).toEqual(["c"]);
+    expect(await kv.getMany(P, [])).toEqual([]);
+  });
+
+  it("stores 1 MiB values byte for byte", async () => {
+    const big = Buffer.alloc(1024 * 1024);
+    for (let i = 0; i < big.length; i++) big[i] = (i * 7919) & 0xff;
+    await kv.commit(P, [put(["big"], big), put(["big2"], big.subarray(1))]);
+    expect((await kv.get(P, ["big"]))!.value.equals(big)).toBe(true);
+    const [e] = (await kv.scan(P, { prefix: ["big2"] })).entries;
+    expect(e!.value.equals(big.subarray(1))).toBe(true);
+  });
+
+  it("takes 200 concurrent commits across partitions and into one partition", async () => {
+    const across = await Promise.all(Array.from({ length: 200 }, (_, i) => kv.commit(["shard", i % 20], [put(["k", i], `${i}`)])));
+    expect(across.every((r) => r.version >= 1)).toBe(true);
+    const same = await Promise.all(Array.from({ length: 200 }, (_, i) => kv.commit(P, [put(["k", i], `${i}`)])));
+    // one partition: every commit got its own version, 1..200
+    expect(same.map((r) => r.version).sort((x, y) => x - y)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+    expect((await kv.scan(P)).entries).toHaveLength(200);
+    let total = 0;
+    for await (const part of allPartitions(kv, "shard", 7)) total += (await kv.scan(part)).entries.length;
+    expect(total).toBe(200);
+  });
+
+  it("of 200 concurrent creates of one key with an absent check, exactly one wins", async () => {
+    const results = await Promise.allSettled(
+      Array.from({ length: 200 }, (_, i) => kv.commit(P, [{ type: "check", key: ["only"], version: null }, put(["only"], `${i}`)])),
+    );
+    const won = results.filter((r) => r.status === "fulfilled");
+    const lost = results.filter((r): r is PromiseRejectedResult => r.status === "rejected");
+    expect(won).toHaveLength(1);
+    expect(lost).toHaveLength(199);
+    expect(lost.every((r) => r.reason instanceof ConflictError)).toBe(true);
+    const winner = (won[0] as PromiseFulfilledResult<{ version: number }>).value;
+    expect((await kv.get(P, ["only"]))?.version).toBe(winner.version);
+  });
+
+  it("keeps everything after close and reopen", async () => {
+    await kv.commit(P, [put(["a"], "1"), put(["b"], "2")]);
+    const { version } = await kv.commit(["tenant", "t"], [put(["x"], "3")]);
+    await kv.close();
+    const again = await h.reopen();
+    expect(keysOf((await again.scan(P)).entries)).toEqual([["a"], ["b"]]);
+    expect((await again.get(["tenant", "t"], ["x"]))?.version).toBe(version);
+    expect((await again.listPartitions("project")).partitions).toEqual([P]);
+    expect((await again.commit(["tenant", "t"], [put(["y"], "4")])).version).toBe(version + 1);
+    await again.close();
+  });
+
+  it("a closed store refuses calls", async () => {
+    await kv.close();
+    await expect(kv.get(P, ["a"])).rejects.toMatchObject({ status: 503 });
+    await expect(kv.commit(P, [put(["a"], "1")])).rejects.toMatchObject({ status: 503 });
+  });
+
+  it("lists partitions by kind, paginated, with awkward ids, and only once they hold a put", async () => {
+    const ids = AWKWARD;
+    for (const id of ids) await kv.commit(["project", id], [put(["k"], id)]);
+    await kv.commit(["project", "deep", 1, [null]], [put(["k"], "x")]);
+    await kv.commit(["projects", "x"], [put(["k"], "x")]); // another kind sharing a string prefix
+    await kv.commit(["project\u0000", "x"], [put(["k"], "x")]);
+    await kv.commit(["project"], [put(["k"], "root")]); // a partition that is just its kind
+    await kv.commit(["project", "checks-only"], [{ type: "check", key: ["k"], version: null }]);
+    const expected = [["project"], ...ids.map((id) => ["project", id]), ["project", "deep", 1, [null]]].sort(compareTuples);
+    const listed: Partition[] = [];
+    let after: string | null = null;
+    do {
+      const page: Awaited<ReturnType<KvStore["listPartitions"]>> = await kv.listPartitions("project", { limit: 4, after });
+      expect(page.partitions.length).toBeLessThanOrEqual(4);
+      listed.push(...page.partitions);
+      after = page.cursor;
+    } while (after);
+    expect(listed).toEqual(expected);
+    expect((await kv.listPartitions("projects")).partitions).toEqual([["projects", "x"]]);
+    expect((await kv.listPartitions("project\u0000")).partitions).toEqual([["project\u0000", "x"]]);
+    expect((await kv.listPartitions("nothing")).partitions).toEqual([]);
+    await expect(kv.listPartitions("")).rejects.toBeInstanceOf(ValidationError);
+    await expect(kv.listPartitions("project", { limit: 0 })).rejects.toBeInstanceOf(ValidationError);
+  });
+
+  it("dropPartition removes exactly one partition and its index entry", async () => {
+    for (const id of ["a", "ab", "a\u0000"]) await kv.commit(["project", id], [put(["k"], id), put(["k", 1], id)]);
+    await kv.commit(["project", "a", "sub"], [put(["k"], "sub")]);
+    await kv.dropPartition(["project", "a"]);
+    expect((await kv.scan(["project", "a"])).entries).toEqual([]);
+    expect((await kv.listPartitions("project")).partitions).toEqual([
+      ["project", "a", "sub"],
+      ["project", "a\u0000"],
+      ["project", "ab"],
+    ]);
+    for (const id of ["ab", "a\u0000"]) expect((await kv.scan(["project", id])).entries).toHaveLength(2);
+    expect((await kv.scan(["project", "a", "sub"])).entries).toHaveLength(1);
+    await kv.dropPartition(["project", "never"]); // dropping an unknown partition is a no-op
+    // the partition can be written again and reappears in the index
+    await kv.commit(["project", "a"], [put(["k"], "again")]);
+    expect((await kv.get(["project", "a"], ["k"]))?.value.toString()).toBe("again");
+    expect((await kv.listPartitions("project")).partitions).toHaveLength(4);
+  });
+
+  it("an invalid cursor is a ValidationError on field cursor", async () => {
+    await kv.commit(P, [put(["a"], "1")]);
+    for (const after of ["not a cursor!", "%%%", "a".repeat(20_000)]) {
+      const err = await rejection(kv.scan(P, { after }));
+      expect(err).toBeInstanceOf(ValidationError);
+      expect((err as ValidationError).field).toBe("cursor");
+      const err2 = await rejection(kv.listPartitions("project", { after }));
+      expect((err2 as ValidationError).field).toBe("cursor");
+    }
+    await expect(kv.scan(P, { limit: 0 })).rejects.toBeInstanceOf(ValidationError);
+    await expect(kv.scan(P, { prefix: ["a"], start: ["a"] })).rejects.toBeInstanceOf(ValidationError);
+  });
+
+  it("ids holding NUL, 0xff-ish chars, separators, _workflows and emoji never collide", async () => {
+    const ops: Op[] = [];
+    for (const a of AWKWARD) {
+      ops.push(put([a], `1:${a}`));
+      for (const c of ["", "_workflows", "\u0000", ":"]) ops.push(put([a, c], `2:${a}|${c}`));
+      ops.push(put([a + "_workflows"], `1:${a}_workflows`));
+    }
+    const distinct = new Map(ops.map((o) => [JSON.stringify((o as { key: Key }).key), o]));
+    await kv.commit(P, [...distinct.values()]);
+    const { entries } = await kv.scan(P, { limit: 10_000 });
+    expect(entries).toHaveLength(distinct.size);
+    for (const e of entries) expect(e.value.toString()).toBe(Buffer.from((distinct.get(JSON.stringify(e.key)) as { value: Uint8Array }).value).toString());
+    expect(keysOf(entries)).toEqual(keysOf(entries).slice().sort(compareTuples));
+    // the same ids as partitions stay apart too
+    for (const a of AWKWARD) await kv.commit(["tenant", a], [put(["id"], a)]);
+    for (const a of AWKWARD) {
+      const { entries: es } = await kv.scan(["tenant", a]);
+      expect(es.map((e) => e.value.toString())).toEqual([a]);
+    }
+  });
+});

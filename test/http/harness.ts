@@ -1,0 +1,63 @@
+/** Starts a real server on 127.0.0.1 (port 0) over a backend, with root created, for the HTTP suites. */
+import type { AddressInfo } from "node:net";
+import type { FastifyInstance } from "fastify";
+import type { Logger } from "pino";
+import { FlowstoreClient } from "../../src/client/index.js";
+import { buildServer, type ServerOptions } from "../../src/http/server.js";
+import type { KvStore } from "../../src/kv/contract.js";
+
+export const ROOT_PASSWORD = "root password 123";
+export const SECRET = new TextEncoder().encode("test secret that is long enough 0123456789");
+
+export interface Running {
+  readonly app: FastifyInstance;
+  readonly base: string;
+  /** A client logged in as root. */
+  readonly root: FlowstoreClient;
+  client(token?: string): FlowstoreClient;
+  /** A client logged in as a new user with the given password. */
+  userClient(id: string, password?: string): Promise<FlowstoreClient>;
+  close(): Promise<void>;
+}
+
+export async function startServer(
+  kv: KvStore,
+  options: { logger?: Logger | false } & Partial<Omit<ServerOptions, "kv" | "logger">> = {},
+): Promise<Running> {
+  const app = await buildServer({ tokenSecret: SECRET, logger: false, ...options, kv });
+  await app.flowstore.identity.ensureRoot(ROOT_PASSWORD);
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  const { port } = app.server.address() as AddressInfo;
+  const base = `http://127.0.0.1:${port}`;
+  const client = (token?: string) => new FlowstoreClient({ baseUrl: base, token });
+  const root = client();
+  await root.login("root", ROOT_PASSWORD);
+  return {
+    app,
+    base,
+    root,
+    client,
+    async userClient(id, password = `${id} password`) {
+      await root.users.create({ id, displayName: id, password });
+      const c = client();
+      await c.login(id, password);
+      return c;
+    },
+    close: () => app.close(),
+  };
+}
+
+/** Fetch and read: status, content type and the parsed body (or text). */
+export async function raw(
+  base: string,
+  method: string,
+  path: string,
+  init: { headers?: Record<string, string>; body?: string | Uint8Array } = {},
+): Promise<{ status: number; type: string; body: any; headers: Headers }> {
+  const res = await fetch(base + path, { method, headers: init.headers, body: init.body });
+  const text = await res.text();
+  const type = res.headers.get("content-type") ?? "";
+  let body: unknown = text;
+  if (type.includes("json") && text !== "") body = JSON.parse(text);
+  return { status: res.status, type, body, headers: res.headers };
+}

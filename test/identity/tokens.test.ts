@@ -1,0 +1,94 @@
+import { mkdtemp, readFile, rm, stat, writeFile, chmod } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SignJWT } from "jose";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { UnauthorizedError, ValidationError } from "../../src/errors.js";
+import { Identity, loadTokenSecret, Tokens } from "../../src/identity/index.js";
+import { SYSTEM } from "../../src/resources/actor.js";
+import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
+
+const pw = "correct horse battery";
+const secret = new TextEncoder().encode("s".repeat(40));
+
+forEachBackend((backend) => {
+  let h: BackendHandle;
+  let id: Identity;
+  let clock: Date;
+  let tokens: Tokens;
+  beforeEach(async () => {
+    h = await backend.create();
+    id = new Identity(h.kv);
+    clock = new Date("2030-01-01T00:00:00Z");
+    tokens = new Tokens(id, { secret, ttlSeconds: 60, now: () => clock });
+    await id.createUser(SYSTEM, { id: "alice", displayName: "Alice", password: pw });
+    await id.createGroup(SYSTEM, { id: "team", displayName: "Team", members: ["alice"] });
+  });
+  afterEach(async () => {
+    await h.destroy();
+  });
+
+  it("logs in and verifies to the user's actor", async () => {
+    const { token, expiresAt } = await tokens.login("alice", pw);
+    expect(expiresAt).toBe(clock.getTime() / 1000 + 60);
+    expect(await tokens.verify(token)).toEqual({ id: "alice", groups: ["team"] });
+    await expect(tokens.login("alice", "nope nope")).rejects.toBeInstanceOf(UnauthorizedError);
+  });
+
+  it("rejects expired, forged, tampered and malformed tokens", async () => {
+    const { token } = await tokens.login("alice", pw);
+    clock = new Date(clock.getTime() + 61_000);
+    await expect(tokens.verify(token)).rejects.toThrow(/expired/);
+    clock = new Date("2030-01-01T00:00:00Z");
+    const other = new Tokens(id, { secret: new TextEncoder().encode("x".repeat(40)), now: () => clock });
+    await expect(tokens.verify((await other.issue("alice")).token)).rejects.toBeInstanceOf(UnauthorizedError);
+    const [head, body, sig] = token.split(".");
+    const evil = Buffer.from(JSON.stringify({ sub: "root", iss: "flowstore", exp: 2e9 })).toString("base64url");
+    await expect(tokens.verify(`${head}.${evil}.${sig}`)).rejects.toBeInstanceOf(UnauthorizedError);
+    const none = Buffer.from(JSON.stringify({ alg: "none" })).toString("base64url");
+    await expect(tokens.verify(`${none}.${body}.`)).rejects.toBeInstanceOf(UnauthorizedError);
+    for (const bad of ["", "a.b.c", "x".repeat(5000), "é.é.é"]) {
+      await expect(tokens.verify(bad)).rejects.toBeInstanceOf(UnauthorizedError);
+    }
+    // signed with the right secret but without an expiry: refused
+    const noExp = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("alice").setIssuer("flowstore").sign(secret);
+    await expect(tokens.verify(noExp)).rejects.toBeInstanceOf(UnauthorizedError);
+  });
+
+  it("stops a disabled user's token", async () => {
+    const { token } = await tokens.login("alice", pw);
+    await id.disableUser(SYSTEM, "alice");
+    await expect(tokens.verify(token)).rejects.toBeInstanceOf(UnauthorizedError);
+  });
+});
+
+describe("token secret", () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "flowstore-secret-"));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("is generated once into the data directory with mode 0600 and read back", async () => {
+    const data = join(dir, "data");
+    const a = await loadTokenSecret({ dataDir: data });
+    expect(a.length).toBeGreaterThanOrEqual(32);
+    expect((await stat(join(data, "jwt-secret"))).mode & 0o777).toBe(0o600);
+    const b = await loadTokenSecret({ dataDir: data });
+    expect(Buffer.from(b).equals(Buffer.from(a))).toBe(true);
+    expect((await readFile(join(data, "jwt-secret"), "utf8")).trim()).toBe(Buffer.from(a).toString());
+  });
+
+  it("tightens a loose file, prefers the environment, refuses short secrets", async () => {
+    await writeFile(join(dir, "jwt-secret"), "k".repeat(40));
+    await chmod(join(dir, "jwt-secret"), 0o644);
+    await loadTokenSecret({ dataDir: dir });
+    expect((await stat(join(dir, "jwt-secret"))).mode & 0o777).toBe(0o600);
+    const env = await loadTokenSecret({ dataDir: dir, env: "e".repeat(32) });
+    expect(Buffer.from(env).toString()).toBe("e".repeat(32));
+    await expect(loadTokenSecret({ env: "short" })).rejects.toBeInstanceOf(ValidationError);
+    expect((await loadTokenSecret({})).length).toBe(32);
+  });
+});
