@@ -14,7 +14,7 @@
 import { createHash } from "node:crypto";
 import { ValidationError } from "../../errors.js";
 import { encodeNested } from "../tuple.js";
-import type { Partition } from "../contract.js";
+import { encodePartition, type Partition } from "../contract.js";
 
 export const INDEX_BUCKETS = 16;
 
@@ -29,8 +29,10 @@ export class PartitionKeys {
   constructor(
     readonly namespace: string,
     readonly partition: Partition,
+    /** encodeNested(partition), when the caller has it already (validated by encodePartition). */
+    member?: Buffer,
   ) {
-    this.member = encodeNested(partition);
+    this.member = member ?? encodeNested(partition);
     const tag = `${namespace}:{p:${this.member.toString("base64url")}}`;
     this.keys = `${tag}:k`;
     this.values = `${tag}:v`;
@@ -56,8 +58,9 @@ export function assertNamespace(namespace: string): void {
   }
 }
 
+/** The keys of a partition; validates it (ValidationError on field "partition"). */
 export function partitionKeys(namespace: string, partition: Partition): PartitionKeys {
-  return new PartitionKeys(namespace, partition);
+  return new PartitionKeys(namespace, partition, encodePartition(partition));
 }
 
 export function indexKey(namespace: string, kind: string, bucket: number): string {

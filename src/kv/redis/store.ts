@@ -14,10 +14,10 @@
 import type { Cluster, Redis } from "ioredis";
 import { ConflictError, FlowstoreError, UnavailableError, ValidationError } from "../../errors.js";
 import {
-  assertPartition,
   cursorBytes,
   cursorOf,
   DEFAULT_SCAN_LIMIT,
+  encodeKey,
   Entry,
   type CommitResult,
   type Key,
@@ -29,8 +29,9 @@ import {
   type ScanPage,
 } from "../contract.js";
 import { resolveRange } from "../range.js";
-import { decode, encode, prefixRange, TupleError } from "../tuple.js";
-import { assertNamespace, INDEX_BUCKETS, indexKey, partitionKeys, type PartitionKeys } from "./layout.js";
+import { decode, TupleError } from "../tuple.js";
+import { prepareBatch } from "../batch.js";
+import { assertNamespace, INDEX_BUCKETS, indexKey, PartitionKeys, partitionKeys } from "./layout.js";
 import { COMMIT_LUA, SCAN_LUA } from "./scripts.js";
 
 export interface RedisKvOptions {
@@ -53,6 +54,11 @@ interface ScriptedClient {
 }
 
 const COLON = 0x3a;
+const EMPTY = Buffer.alloc(0);
+const OP_CHECK = Buffer.from("c");
+const OP_PUT = Buffer.from("p");
+const OP_DELETE = Buffer.from("d");
+const OP_RANGE = Buffer.from("r");
 /** Pages up to this size are read by the scan script (one round trip), larger ones in two steps. */
 const SCRIPT_SCAN_MAX = 256;
 
@@ -190,18 +196,16 @@ export class RedisKv implements KvStore {
   }
 
   async get(partition: Partition, key: Key): Promise<Entry | undefined> {
-    assertPartition(partition);
-    const { values } = partitionKeys(this.namespace, partition);
-    const kb = encode(key);
+    const { values, member } = partitionKeys(this.namespace, partition);
+    const kb = encodeKey(member.length, key);
     const stored = await this.#io("get", () => this.#client.hgetBuffer(values, kb));
     return stored ? entryOf(kb, stored) : undefined;
   }
 
   async getMany(partition: Partition, keys: readonly Key[]): Promise<(Entry | undefined)[]> {
-    assertPartition(partition);
+    const { values, member } = partitionKeys(this.namespace, partition);
     if (!Array.isArray(keys)) throw new ValidationError("keys must be an array of tuples", "keys");
-    const { values } = partitionKeys(this.namespace, partition);
-    const encoded = keys.map((k) => encode(k));
+    const encoded = keys.map((k) => encodeKey(member.length, k));
     if (encoded.length === 0) {
       if (this.#closed) throw new UnavailableError("the store is closed");
       return [];
@@ -214,9 +218,8 @@ export class RedisKv implements KvStore {
   }
 
   async scan(partition: Partition, options: ScanOptions = {}): Promise<ScanPage> {
-    assertPartition(partition);
-    const { start, end, limit, reverse } = resolveRange(options);
     const pk = partitionKeys(this.namespace, partition);
+    const { start, end, limit, reverse } = resolveRange(options, pk.member.length);
     if (Buffer.compare(start, end) >= 0) {
       if (this.#closed) throw new UnavailableError("the store is closed");
       return { entries: [], cursor: null };
@@ -268,46 +271,26 @@ export class RedisKv implements KvStore {
   }
 
   async commit(partition: Partition, ops: readonly Op[]): Promise<CommitResult> {
-    assertPartition(partition);
-    if (!Array.isArray(ops)) throw new ValidationError("ops must be an array", "ops");
-    const pk = partitionKeys(this.namespace, partition);
-    // Encode everything before any I/O, so a bad key fails the whole batch with nothing sent.
-    const args: (string | Buffer)[] = [];
-    const checks: Key[] = [];
-    for (const op of ops) {
-      switch (op?.type) {
-        case "put":
-          if (!(op.value instanceof Uint8Array)) throw new ValidationError("a put's value must be bytes", "value");
-          args.push("p", encode(op.key), Buffer.from(op.value.buffer, op.value.byteOffset, op.value.byteLength));
-          break;
-        case "delete":
-          args.push("d", encode(op.key));
-          break;
-        case "deletePrefix": {
-          const r = prefixRange(op.prefix);
-          args.push("r", inclusive(r.start), exclusive(r.end));
-          break;
-        }
-        case "deleteRange":
-          args.push("r", inclusive(encode(op.start)), exclusive(encode(op.end)));
-          break;
-        case "check":
-          checks.push(op.key);
-          args.push("c", encode(op.key), checkVersion(op.version));
-          break;
-        default:
-          throw new ValidationError(`unknown op type ${JSON.stringify((op as { type?: unknown })?.type)}`, "type");
-      }
+    // Validate and encode everything before any I/O, so a bad batch fails whole with nothing sent.
+    const batch = prepareBatch(partition, ops);
+    const pk = new PartitionKeys(this.namespace, partition, batch.partition);
+    const args: Buffer[] = [];
+    for (const check of batch.checks) {
+      args.push(OP_CHECK, check.key, check.version === null ? EMPTY : Buffer.from(String(check.version)));
+    }
+    for (const w of batch.writes) {
+      if (w.type === "put") args.push(OP_PUT, w.key, w.value);
+      else if (w.type === "delete") args.push(OP_DELETE, w.key);
+      else args.push(OP_RANGE, inclusive(w.start), exclusive(w.end));
     }
     const reply = await this.#io("commit", () => this.#scripts.fsCommitBuffer(pk.keys, pk.values, pk.meta, ...args));
     if (reply[0] !== 1) {
-      const failed = checks[(reply[1] as number) - 1];
+      const failed = batch.checks[(reply[1] as number) - 1]!;
       const have = reply[2] instanceof Buffer && reply[2].length > 0 ? reply[2].toString() : null;
-      const expected = ops.filter((o) => o.type === "check")[(reply[1] as number) - 1] as { version: number | null };
       throw new ConflictError(
-        expected.version === null
-          ? `precondition failed: key ${describeKey(failed)} exists (version ${have})`
-          : `precondition failed: key ${describeKey(failed)} is not at version ${expected.version}` +
+        failed.version === null
+          ? `precondition failed: key ${describeKey(failed.key)} exists (at version ${have})`
+          : `precondition failed: key ${describeKey(failed.key)} is not at version ${failed.version}` +
               (have === null ? " (it is absent)" : ` (it is at version ${have})`),
       );
     }
@@ -368,7 +351,6 @@ export class RedisKv implements KvStore {
   }
 
   async dropPartition(partition: Partition): Promise<void> {
-    assertPartition(partition);
     const pk = partitionKeys(this.namespace, partition);
     // Unlist first: a commit racing with the drop either lands before the UNLINK (and is dropped with
     // the partition) or after it (and lists the partition again, as its first put).
@@ -419,13 +401,6 @@ function positive(v: number, field: string): number {
   return v;
 }
 
-/** The version a check compares with, as the script stores it; "" means "absent". */
-function checkVersion(version: number | null): string {
-  if (version === null) return "";
-  // A version that cannot exist never matches, as in the memory backend.
-  return Number.isSafeInteger(version) && version > 0 ? String(version) : "never";
-}
-
-function describeKey(key: Key | undefined): string {
-  return JSON.stringify(key ?? null, (_, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString("hex") : v));
+function describeKey(key: Buffer): string {
+  return JSON.stringify(decode(key), (_, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString("hex") : v));
 }
