@@ -6,6 +6,7 @@
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { ConflictError, UnavailableError, ValidationError } from "../../src/errors.js";
 import { allPartitions, scanAll, type KvStore, type Op } from "../../src/kv/contract.js";
+import { openKv } from "../../src/kv/open.js";
 import { openRedisKv, parseRedisUrl } from "../../src/kv/redis/connect.js";
 import { compareTuples, type Tuple } from "../../src/kv/tuple.js";
 import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
@@ -203,6 +204,26 @@ describe("redis URLs", () => {
 });
 
 const redis = inject("redis");
+describe.runIf(redis)("openKv with redis URLs", () => {
+  it("opens redis:// and redis-cluster:// stores that see the same data as openRedisKv", async () => {
+    for (const [url, backend] of [[redis!.standalone, "redis"], [redis!.cluster, "redis-cluster"]] as const) {
+      const namespace = `open-${process.pid}-${Date.now()}`;
+      const kv = await openKv(`${url}?namespace=${namespace}`);
+      const direct = openRedisKv(url, { namespace });
+      try {
+        expect(kv.backend).toBe(backend);
+        await kv.commit(["p", 1], [{ type: "put", key: ["k"], value: bytes("v") }]);
+        expect((await direct.get(["p", 1], ["k"]))?.value.toString()).toBe("v");
+      } finally {
+        await Promise.all([kv.close(), direct.close()]);
+        await deleteNamespace(url, namespace);
+      }
+    }
+    const err = await openKv("redis://h:1?waitReplicas=-1").catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ValidationError);
+  });
+});
+
 describe.runIf(redis)("redis-cluster with waitReplicas", () => {
   it("acknowledges commits once a replica has them", async () => {
     const url = redis!.cluster;
