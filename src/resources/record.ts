@@ -5,6 +5,7 @@
  *   u8   format (1)
  *   f64  createdAt (epoch ms)
  *   u32  version (meta.version, for ETags)
+ *   u16  id length, id (utf8)             — so lists need not decode keys
  *   u16  status length, status (utf8)     — shown in redacted listings
  *   u32  viewers length, "\n"-delimited identities holding the type's list or view intent ("\nalice\nteam\n")
  *   u32  private length, private JSON     — {permissions, parent}
@@ -36,11 +37,12 @@ export interface Private {
 const FORMAT = 1;
 
 export function encodeRecord(envelope: Envelope, priv: Private, status: string, viewers: readonly string[]): Buffer {
+  const idBuf = Buffer.from(envelope.id, "utf8");
   const statusBuf = Buffer.from(status, "utf8");
   const viewersBuf = Buffer.from(viewers.length ? `\n${viewers.join("\n")}\n` : "", "utf8");
   const privBuf = Buffer.from(JSON.stringify(priv), "utf8");
   const pubBuf = Buffer.from(JSON.stringify(envelope), "utf8");
-  const out = Buffer.allocUnsafe(1 + 8 + 4 + 2 + statusBuf.length + 4 + viewersBuf.length + 4 + privBuf.length + pubBuf.length);
+  const out = Buffer.allocUnsafe(1 + 8 + 4 + 2 + idBuf.length + 2 + statusBuf.length + 4 + viewersBuf.length + 4 + privBuf.length + pubBuf.length);
   let o = 0;
   out.writeUInt8(FORMAT, o);
   o += 1;
@@ -48,6 +50,9 @@ export function encodeRecord(envelope: Envelope, priv: Private, status: string, 
   o += 8;
   out.writeUInt32BE(envelope.meta.version, o);
   o += 4;
+  out.writeUInt16BE(idBuf.length, o);
+  o += 2;
+  o += idBuf.copy(out, o);
   out.writeUInt16BE(statusBuf.length, o);
   o += 2;
   o += statusBuf.copy(out, o);
@@ -65,6 +70,7 @@ export function encodeRecord(envelope: Envelope, priv: Private, status: string, 
 export class RecordView {
   readonly createdAtMs: number;
   readonly version: number;
+  readonly #idEnd: number;
   readonly #statusEnd: number;
   readonly #viewersStart: number;
   readonly #viewersEnd: number;
@@ -74,8 +80,9 @@ export class RecordView {
     if (bytes[0] !== FORMAT) throw new Error(`unknown resource record format ${bytes[0]}`);
     this.createdAtMs = bytes.readDoubleBE(1);
     this.version = bytes.readUInt32BE(9);
-    const statusLen = bytes.readUInt16BE(13);
-    this.#statusEnd = 15 + statusLen;
+    this.#idEnd = 15 + bytes.readUInt16BE(13);
+    const statusLen = bytes.readUInt16BE(this.#idEnd);
+    this.#statusEnd = this.#idEnd + 2 + statusLen;
     const viewersLen = bytes.readUInt32BE(this.#statusEnd);
     this.#viewersStart = this.#statusEnd + 4;
     this.#viewersEnd = this.#viewersStart + viewersLen;
@@ -83,8 +90,12 @@ export class RecordView {
     this.#privEnd = this.#viewersEnd + 4 + privLen;
   }
 
+  get id(): string {
+    return this.bytes.toString("utf8", 15, this.#idEnd);
+  }
+
   get status(): string {
-    return this.bytes.toString("utf8", 15, this.#statusEnd);
+    return this.bytes.toString("utf8", this.#idEnd + 2, this.#statusEnd);
   }
 
   /** True when the actor (or one of its groups) may see this resource in a list. */
@@ -116,7 +127,7 @@ export class RecordView {
 }
 
 /** The public JSON of a resource the caller may not view: id, status and createdAt only. */
-export function redactedJson(type: string, id: string, view: RecordView, statusField: string | undefined): string {
+export function redactedJson(type: string, view: RecordView, statusField: string | undefined): string {
   const data = statusField ? { [statusField]: view.status } : {};
-  return JSON.stringify({ id, type, redacted: true, data, meta: { createdAt: new Date(view.createdAtMs).toISOString() } });
+  return JSON.stringify({ id: view.id, type, redacted: true, data, meta: { createdAt: new Date(view.createdAtMs).toISOString() } });
 }

@@ -6,7 +6,6 @@
 import { randomUUID } from "node:crypto";
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from "../errors.js";
 import { cursorBytes, cursorOf, type Key, type KvStore, type Partition } from "../kv/contract.js";
-import { decode } from "../kv/tuple.js";
 import { allows, type Actor, type Permissions } from "./actor.js";
 import { checkLink, fold, type EventPayload, type PathItem, type ResourceEvent, type VerifyResult } from "./events.js";
 import { GlobalPermissions } from "./global.js";
@@ -180,7 +179,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     const items = page.entries.map((e) => {
       const view = new RecordView(e.value);
       if (view.visibleTo(actor)) return view.publicBytes();
-      return Buffer.from(redactedJson(childType, e.key.at(-1) as string, view, t.decl.statusField));
+      return Buffer.from(redactedJson(childType, view, t.decl.statusField));
     });
     return { items, nextCursor: page.cursor };
   }
@@ -215,12 +214,12 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     const ids = page.entries.map((e) => e.key.at(-1) as string);
     const records = await Promise.all(ids.map((id) => this.kv.get([t.name, id], ["s", 0])));
     const items: Buffer[] = [];
-    records.forEach((e, i) => {
+    records.forEach((e) => {
       if (!e) return; // created-then-failed or swept child: the index entry is stale
       const view = new RecordView(e.value);
       const priv = view.private();
       if (priv.parent?.type !== parent.ref.type || priv.parent.ids.join("\u0000") !== parent.ref.ids.join("\u0000")) return;
-      items.push(view.visibleTo(actor) ? view.publicBytes() : Buffer.from(redactedJson(t.name, ids[i]!, view, t.decl.statusField)));
+      items.push(view.visibleTo(actor) ? view.publicBytes() : Buffer.from(redactedJson(t.name, view, t.decl.statusField)));
     });
     return { items, nextCursor: page.cursor };
   }
@@ -248,11 +247,11 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     const ordering = orderingEntry ? (JSON.parse(orderingEntry.value.toString("utf8")) as string[]) : [];
     const rows = children.map((e) => {
       const view = new RecordView(e.value);
-      return { id: decode(e.keyBytes).at(-1) as string, createdAtMs: view.createdAtMs, view };
+      return { id: view.id, createdAtMs: view.createdAtMs, view };
     });
     const ordered = effectiveOrder(ordering, rows);
     const slice = ordered.slice(offset, offset + limit);
-    const items = slice.map((r) => (r.view.visibleTo(actor) ? r.view.publicBytes() : Buffer.from(redactedJson(childType, r.id, r.view, t.decl.statusField))));
+    const items = slice.map((r) => (r.view.visibleTo(actor) ? r.view.publicBytes() : Buffer.from(redactedJson(childType, r.view, t.decl.statusField))));
     const next = offset + limit < ordered.length ? cursorOf(Buffer.from(String(offset + limit))) : null;
     return { items, nextCursor: next, version: parentView.version };
   }
@@ -530,7 +529,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
       change: async (current, tx, l) => {
         options.guard?.(current);
         const children = await tx.scanPrefix(childrenPrefix(l, childType));
-        const ids = new Set(children.map((c) => decode(c.keyBytes).at(-1) as string));
+        const ids = new Set(children.map((c) => new RecordView(c.value).id));
         const valid = validateOrdering(ordering, ids);
         tx.put(orderingKey(l, childType), Buffer.from(JSON.stringify(valid)));
         return { record: { childType, ordering: valid } };

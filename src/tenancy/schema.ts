@@ -42,4 +42,4 @@ export const tenancySchema = defineSchema({
   },
 });
 
-export type TenancySchema = typeof tenancySchema;
+export type TenancySchema = typeof tenancySchema.decl;

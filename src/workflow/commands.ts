@@ -10,7 +10,6 @@ import type { ResourceEvent } from "../resources/events.js";
 import { childrenPrefix, locate, orderingKey, stateKey, type Ref } from "../resources/keys.js";
 import { RecordView, type Envelope } from "../resources/record.js";
 import type { Page, ResourceStore } from "../resources/store.js";
-import { decode } from "../kv/tuple.js";
 import type { ProjectData, ProjectedBudget, SubprojectData, WorkflowitemData, WorkflowSchema } from "./schema.js";
 import {
   assertChildrenClosed,
@@ -179,7 +178,7 @@ export class Workflow {
       change: async (current, tx, l) => {
         assertOpen(current);
         const children = await tx.scanPrefix(childrenPrefix(l, childType));
-        assertChildrenClosed(current, children.map((c) => ({ id: decode(c.keyBytes).at(-1) as string, status: new RecordView(c.value).status })), childType);
+        assertChildrenClosed(current, children.map((c) => new RecordView(c.value)), childType);
         return { patch: { status: "closed" } };
       },
     });
@@ -202,7 +201,7 @@ export class Workflow {
           const rows = await tx.scanPrefix(childrenPrefix(sl, "workflowitem"));
           siblings = rows.map((r) => {
             const v = new RecordView(r.value);
-            return { id: decode(r.keyBytes).at(-1) as string, createdAtMs: v.createdAtMs, status: v.status };
+            return { id: v.id, createdAtMs: v.createdAtMs, status: v.status };
           });
           const raw = await tx.get(orderingKey(sl, "workflowitem"));
           ordering = raw ? (JSON.parse(raw.toString("utf8")) as string[]) : [];

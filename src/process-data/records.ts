@@ -1,0 +1,225 @@
+/**
+ * The records of the four keyspaces: their fields (exactly those of seed 004), validation, and the
+ * stored encoding.
+ *
+ * Stored value of a record: the UTF-8 JSON `{"v":1,"f":{public fields},"t":<sealed token>?,"e":<expiresAt
+ * ms>|null,"u":<updatedAt ms>}`. The access token is never in `f`; `t` holds it sealed (crypto.ts).
+ * A pointer (an instance-owned record's entry in its keyspace bucket) is the single byte `P`.
+ */
+import { TooLargeError, ValidationError } from "../errors.js";
+import type { Keyspace, ParsedKey } from "./keys.js";
+
+export interface FormSubmissionFields {
+  id: string;
+  accessToken?: string;
+  data?: unknown;
+  signature?: string;
+}
+export interface MessagePayloadFields {
+  id: string;
+  data?: unknown;
+}
+export interface FormSchemaFields {
+  id: string;
+  formData: { components: unknown[]; [k: string]: unknown };
+}
+export interface FormScriptFields {
+  id: string;
+  formScript: string;
+}
+export type RecordFields = FormSubmissionFields | MessagePayloadFields | FormSchemaFields | FormScriptFields;
+/** The fields of a record of any keyspace, as readers see them (which are present depends on the keyspace). */
+export interface AnyRecordFields {
+  id: string;
+  accessToken?: string;
+  data?: unknown;
+  signature?: string;
+  formData?: FormSchemaFields["formData"];
+  formScript?: string;
+}
+
+export const FIELDS: Record<Keyspace, readonly string[]> = {
+  "bpm-form-submissions": ["id", "accessToken", "data", "signature"],
+  "bpm-message-payloads": ["id", "data"],
+  "bpm-form-schemas": ["id", "formData"],
+  "bpm-form-scripts": ["id", "formScript"],
+};
+
+export interface Limits {
+  /** The largest stored record (JSON bytes of its fields). Default 1 MiB. */
+  maxRecordBytes: number;
+  /** The largest form script (UTF-8 bytes). Default 256 KiB. */
+  maxScriptBytes: number;
+  /** The longest access token (characters). Default 16 KiB. */
+  maxTokenLength: number;
+}
+
+export const DEFAULT_LIMITS: Limits = {
+  maxRecordBytes: 1024 * 1024,
+  maxScriptBytes: 256 * 1024,
+  maxTokenLength: 16 * 1024,
+};
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Serializes a JSON value or refuses it naming the field (undefined, bigint, cycles, functions). */
+function jsonOf(field: string, value: unknown): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    text = undefined;
+  }
+  if (text === undefined) throw new ValidationError(`${field} must be a JSON value`, field);
+  return text;
+}
+
+function optionalString(field: string, v: unknown, max: number): string | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v !== "string") throw new ValidationError(`${field} must be a string`, field);
+  if (v.length > max) throw new ValidationError(`${field} must be at most ${max} characters`, field);
+  if (!v.isWellFormed()) throw new ValidationError(`${field} is not valid Unicode`, field);
+  return v;
+}
+
+/** The id a record gets when the caller gives none: the key part that names it. */
+function defaultId(p: ParsedKey): string {
+  switch (p.kind) {
+    case "start-form":
+    case "start-message":
+      return p.uuid;
+    case "form-schema":
+      return p.formKey;
+    case "form-script":
+      return p.scriptName;
+    default:
+      return p.key;
+  }
+}
+
+/**
+ * Validates the fields given for the record at `p` and returns them normalized (id filled in).
+ * Unknown fields, wrong types, a formData that is not a Form.io form and oversized values are refused
+ * with an error naming the field.
+ */
+export function validateFields(p: ParsedKey, input: unknown, limits: Limits = DEFAULT_LIMITS): RecordFields {
+  if (!isPlainObject(input)) throw new ValidationError("the record's fields must be a JSON object", "fields");
+  const allowed = FIELDS[p.keyspace];
+  for (const name of Object.keys(input)) {
+    if (!allowed.includes(name)) {
+      throw new ValidationError(
+        `unknown field ${JSON.stringify(name)}: ${p.keyspace} records have the fields ${allowed.join(", ")}`,
+        name,
+      );
+    }
+  }
+  const given = optionalString("id", input["id"], 255);
+  if (given === "") throw new ValidationError("id must not be empty", "id");
+  const id = given ?? defaultId(p);
+  if ((p.kind === "form-schema" || p.kind === "form-script") && id !== defaultId(p)) {
+    throw new ValidationError(`id must equal the record's key (${p.key})`, "id");
+  }
+
+  let fields: RecordFields;
+  switch (p.keyspace) {
+    case "bpm-form-submissions": {
+      const f: FormSubmissionFields = { id };
+      const token = optionalString("accessToken", input["accessToken"], limits.maxTokenLength);
+      if (token !== undefined) {
+        if (token === "") throw new ValidationError("accessToken must not be empty", "accessToken");
+        f.accessToken = token;
+      }
+      if (input["data"] !== undefined) f.data = JSON.parse(jsonOf("data", input["data"]));
+      const signature = optionalString("signature", input["signature"], limits.maxRecordBytes);
+      if (signature !== undefined) f.signature = signature;
+      fields = f;
+      break;
+    }
+    case "bpm-message-payloads": {
+      const f: MessagePayloadFields = { id };
+      if (input["data"] !== undefined) f.data = JSON.parse(jsonOf("data", input["data"]));
+      fields = f;
+      break;
+    }
+    case "bpm-form-schemas": {
+      const formData = input["formData"];
+      if (formData === undefined) throw new ValidationError("formData is required", "formData");
+      if (!isPlainObject(formData)) {
+        throw new ValidationError("formData must be a Form.io form: a JSON object with a components array", "formData");
+      }
+      const components = formData["components"];
+      if (!Array.isArray(components)) {
+        throw new ValidationError("formData.components must be an array (a Form.io form)", "formData.components");
+      }
+      components.forEach((c, i) => {
+        if (!isPlainObject(c)) {
+          throw new ValidationError(`formData.components[${i}] must be an object`, `formData.components[${i}]`);
+        }
+      });
+      fields = { id, formData: JSON.parse(jsonOf("formData", formData)) as FormSchemaFields["formData"] };
+      break;
+    }
+    case "bpm-form-scripts": {
+      const script = input["formScript"];
+      if (script === undefined) throw new ValidationError("formScript is required", "formScript");
+      if (typeof script !== "string") throw new ValidationError("formScript must be a string", "formScript");
+      if (!script.isWellFormed()) throw new ValidationError("formScript is not valid Unicode", "formScript");
+      const bytes = Buffer.byteLength(script, "utf8");
+      if (bytes > limits.maxScriptBytes) {
+        throw new TooLargeError(`formScript is ${bytes} bytes, more than the limit of ${limits.maxScriptBytes}`, limits.maxScriptBytes);
+      }
+      fields = { id, formScript: script };
+      break;
+    }
+  }
+  const size = Buffer.byteLength(JSON.stringify(fields), "utf8");
+  if (size > limits.maxRecordBytes) {
+    throw new TooLargeError(`the record is ${size} bytes, more than the limit of ${limits.maxRecordBytes}`, limits.maxRecordBytes);
+  }
+  return fields;
+}
+
+// ---- stored encoding -------------------------------------------------------------------------------
+
+export interface StoredRecord {
+  /** Public fields (never the access token). */
+  f: Omit<RecordFields, "accessToken">;
+  /** The sealed access token, if any. */
+  t?: string;
+  /** Expiry, epoch ms, or null. */
+  e: number | null;
+  /** Last write, epoch ms. */
+  u: number;
+}
+
+export const POINTER = Buffer.from("P");
+
+export function isPointer(value: Uint8Array): boolean {
+  return value.length === 1 && value[0] === POINTER[0];
+}
+
+export function encodeRecord(r: StoredRecord): Buffer {
+  return Buffer.from(JSON.stringify({ v: 1, ...r }), "utf8");
+}
+
+export function decodeRecord(value: Uint8Array): StoredRecord {
+  const parsed = JSON.parse(Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("utf8")) as StoredRecord & {
+    v: number;
+  };
+  return { f: parsed.f, ...(parsed.t === undefined ? {} : { t: parsed.t }), e: parsed.e ?? null, u: parsed.u };
+}
+
+export function isExpired(r: StoredRecord, now: number): boolean {
+  return r.e !== null && r.e <= now;
+}
+
+/** Validates a time-to-live option (ms, positive, at most ten years). */
+export function validateTtl(ttlMs: unknown): number | null {
+  if (ttlMs === undefined || ttlMs === null) return null;
+  if (typeof ttlMs !== "number" || !Number.isSafeInteger(ttlMs) || ttlMs <= 0 || ttlMs > 10 * 365 * 86_400_000) {
+    throw new ValidationError("ttlMs must be a positive integer number of milliseconds (at most ten years)", "ttlMs");
+  }
+  return ttlMs;
+}

@@ -1,0 +1,427 @@
+/**
+ * Process data (seed 004): the BPM interim storage over the storage contract. Every method is what an
+ * HTTP route calls with its path and body; see keys.ts for where each record lives.
+ *
+ * Writes of one record, in order (each a separate commit, so a crash leaves only harmless leftovers):
+ *   1. instance-owned records: a pointer `[key] → "P"` in the keyspace bucket (a pointer without its
+ *      record is skipped by list); records with a TTL: the expiry entry (expiry.ts);
+ *   2. the record itself in its home partition.
+ * A delete removes the record first, then the pointer. A put racing a delete or the sweep of the same key
+ * may leave the record without its pointer (unlisted until its next write; get still finds it).
+ */
+import { randomUUID } from "node:crypto";
+import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
+import { scanAll, type Entry, type KvStore, type Partition } from "../kv/contract.js";
+import { TokenCipher, type KeyConfig } from "./crypto.js";
+import { expiryEntry, expiryPartition, sweepExpiryIndex, type SweepResult } from "./expiry.js";
+import {
+  bucketKind,
+  bucketOf,
+  INSTANCE_KIND,
+  keys,
+  KEYSPACES,
+  ownedPrefixes,
+  ownerOf,
+  parseKey,
+  parseKeyspace,
+  prefixBounds,
+  validatePart,
+  validateProcessInstanceId,
+  type Keyspace,
+  type ParsedKey,
+} from "./keys.js";
+import {
+  DEFAULT_LIMITS,
+  decodeRecord,
+  encodeRecord,
+  isExpired,
+  isPointer,
+  POINTER,
+  validateFields,
+  validateTtl,
+  type AnyRecordFields,
+  type Limits,
+  type RecordFields,
+  type StoredRecord,
+} from "./records.js";
+
+export interface ProcessDataOptions extends KeyConfig {
+  /** Epoch milliseconds; injectable for tests. Default Date.now. */
+  clock?: () => number;
+  limits?: Partial<Limits>;
+}
+
+export interface ProcessRecord<F = AnyRecordFields> {
+  keyspace: Keyspace;
+  key: string;
+  /** The record's fields; `accessToken` only on a single-record get (or an export that asks for it). */
+  fields: F;
+  /** Epoch ms, or null when the record does not expire. */
+  expiresAt: number | null;
+  updatedAt: number;
+  /** The store's version of the record (grows with every write). */
+  version: number;
+}
+
+export interface ListOptions {
+  cursor?: string | null;
+  /** 1..1000, default 100. */
+  limit?: number;
+}
+
+export interface ListPage {
+  items: ProcessRecord[];
+  /** Pass back as `cursor` for the next page; null at the end. */
+  nextCursor: string | null;
+}
+
+export interface PutOptions {
+  /** Time to live in milliseconds; the record is gone from reads once it passes. */
+  ttlMs?: number;
+}
+
+const DEFAULT_LIST_LIMIT = 100;
+const MAX_LIST_LIMIT = 1000;
+/** A keyspace page visits at most this many buckets before answering with what it has and a cursor. */
+const MAX_BUCKETS_PER_PAGE = 64;
+
+export async function openProcessData(kv: KvStore, options: ProcessDataOptions = {}): Promise<ProcessData> {
+  return new ProcessData(kv, await TokenCipher.fromConfig(options), options);
+}
+
+export class ProcessData {
+  readonly #kv: KvStore;
+  readonly #cipher: TokenCipher;
+  readonly #clock: () => number;
+  readonly #limits: Limits;
+
+  constructor(kv: KvStore, cipher: TokenCipher, options: ProcessDataOptions = {}) {
+    this.#kv = kv;
+    this.#cipher = cipher;
+    this.#clock = options.clock ?? Date.now;
+    this.#limits = { ...DEFAULT_LIMITS, ...options.limits };
+  }
+
+  // ---- single records ------------------------------------------------------------------------------
+
+  /** Writes (replaces) the record at `key`. The answer carries no access token. */
+  async put(keyspace: string, key: string, fields: unknown, options: PutOptions = {}): Promise<ProcessRecord> {
+    const p = parseKey(keyspace, key);
+    const valid = validateFields(p, fields, this.#limits);
+    const ttl = validateTtl(options.ttlMs);
+    const now = this.#clock();
+    const expiresAt = ttl === null ? null : now + ttl;
+    const { accessToken, ...publicFields } = valid as RecordFields & { accessToken?: string };
+    const stored: StoredRecord = { f: publicFields, e: expiresAt, u: now };
+    if (accessToken !== undefined) stored.t = this.#cipher.seal(accessToken, aad(p));
+
+    const owner = ownerOf(p);
+    const before: Promise<unknown>[] = [];
+    if (owner !== null) before.push(this.#kv.commit(bucketPartition(p), [{ type: "put", key: [p.key], value: POINTER }]));
+    if (expiresAt !== null) before.push(this.#kv.commit(expiryPartition(expiresAt), [expiryEntry(expiresAt, p.keyspace, p.key)]));
+    await Promise.all(before);
+    const { version } = await this.#kv.commit(homeOf(p), [{ type: "put", key: [p.key], value: encodeRecord(stored) }]);
+    return { keyspace: p.keyspace, key: p.key, fields: publicFields as AnyRecordFields, expiresAt, updatedAt: now, version };
+  }
+
+  /** Reads one record, its access token decrypted. NotFoundError when absent or expired. */
+  async get(keyspace: string, key: string): Promise<ProcessRecord> {
+    const p = parseKey(keyspace, key);
+    const entry = await this.#kv.get(homeOf(p), [p.key]);
+    const record = entry && this.#visible(p, entry, true);
+    if (!record) throw new NotFoundError(`no record ${p.key} in ${p.keyspace}`);
+    return record;
+  }
+
+  /** Deletes one record; false when there was none (or it had expired). */
+  async delete(keyspace: string, key: string): Promise<boolean> {
+    const p = parseKey(keyspace, key);
+    const home = homeOf(p);
+    const entry = await this.#kv.get(home, [p.key]);
+    const existed = entry !== undefined && this.#visible(p, entry, false) !== undefined;
+    if (entry) await this.#kv.commit(home, [{ type: "delete", key: [p.key] }]);
+    if (ownerOf(p) !== null) await this.#kv.commit(bucketPartition(p), [{ type: "delete", key: [p.key] }]);
+    return existed;
+  }
+
+  /** Writes a start-form submission under a generated uuid; answers its key. */
+  async createStartForm(processDefinitionKey: string, fields: unknown, options: PutOptions = {}) {
+    const uuid = randomUUID();
+    const record = await this.put("bpm-form-submissions", keys.startForm(processDefinitionKey, uuid), fields, options);
+    return { key: record.key, uuid, record };
+  }
+
+  /** Writes a start-message payload under a generated uuid; answers its key. */
+  async createStartMessage(processDefinitionKey: string, fields: unknown, options: PutOptions = {}) {
+    const uuid = randomUUID();
+    const record = await this.put("bpm-message-payloads", keys.startMessage(processDefinitionKey, uuid), fields, options);
+    return { key: record.key, uuid, record };
+  }
+
+  // ---- lists -------------------------------------------------------------------------------------------
+
+  /** Lists a keyspace in key order, without access tokens. */
+  async list(keyspace: string, options: ListOptions = {}): Promise<ListPage> {
+    return this.#listKeyspace(parseKeyspace(keyspace), options, false);
+  }
+
+  /** The form submissions and signature records a process instance owns, in key order. */
+  async listByProcessInstance(processInstanceId: string, options: ListOptions = {}): Promise<ListPage> {
+    const pid = validateProcessInstanceId(processInstanceId);
+    return this.#scanPage([INSTANCE_KIND, pid], {}, options);
+  }
+
+  /**
+   * The signature records a process instance owns: `lowcode_{pid}_{child}_…` for each child process and
+   * its batch signatures `lowcode_{pid}_…_{index}`.
+   */
+  async listSignatures(processInstanceId: string, options: ListOptions = {}): Promise<ListPage> {
+    const pid = validateProcessInstanceId(processInstanceId);
+    const { start, end } = prefixBounds(`lowcode_${pid}_`);
+    return this.#scanPage([INSTANCE_KIND, pid], { start: [start], end: [end] }, options);
+  }
+
+  /** The start-form submissions of a process definition, in key order. */
+  async listStartForms(processDefinitionKey: string, options: ListOptions = {}): Promise<ListPage> {
+    const d = validatePart("processDefinitionKey", processDefinitionKey);
+    return this.#scanPage([bucketKind("bpm-form-submissions"), `process-definition/${d}/start-form/`], {}, options);
+  }
+
+  /** The start-message payloads of a process definition, in key order. */
+  async listStartMessages(processDefinitionKey: string, options: ListOptions = {}): Promise<ListPage> {
+    const d = validatePart("processDefinitionKey", processDefinitionKey);
+    return this.#scanPage([bucketKind("bpm-message-payloads"), `process-definition/${d}/start-message/`], {}, options);
+  }
+
+  // ---- lifecycle --------------------------------------------------------------------------------------
+
+  /**
+   * Deletes every form submission and signature record a process instance owns: one dropPartition of
+   * the instance's partition (atomic), then its pointers by one range delete per key family. Cost is
+   * proportional to the instance's records. Answers how many records it held.
+   */
+  async deleteProcessInstance(processInstanceId: string): Promise<{ deleted: number }> {
+    const pid = validateProcessInstanceId(processInstanceId);
+    const home: Partition = [INSTANCE_KIND, pid];
+    let deleted = 0;
+    const families = ownedPrefixes(pid).map((f) => ({ ...f, seen: false }));
+    for await (const entry of scanAll(this.#kv, home, { limit: 500 })) {
+      deleted++;
+      const key = entry.key[0] as string;
+      for (const f of families) if (key.startsWith(f.prefix)) f.seen = true;
+    }
+    await this.#kv.dropPartition(home);
+    await Promise.all(
+      families
+        .filter((f) => f.seen)
+        .map(({ prefix, bucket }) => {
+          const { start, end } = prefixBounds(prefix);
+          return this.#kv.commit([bucketKind("bpm-form-submissions"), bucket], [
+            { type: "deleteRange", start: [start], end: [end] },
+          ]);
+        }),
+    );
+    return { deleted };
+  }
+
+  /** Reclaims the storage of records expired at `now` (default: the clock), at most `limit` entries a call. */
+  async sweepExpired(now: number = this.#clock(), options: { limit?: number } = {}): Promise<SweepResult> {
+    const limit = options.limit ?? 10_000;
+    return sweepExpiryIndex(this.#kv, now, limit, async (keyspace, key, expiresAt) => {
+      let p: ParsedKey;
+      try {
+        p = parseKey(keyspace, key);
+      } catch {
+        return false;
+      }
+      const home = homeOf(p);
+      const entry = await this.#kv.get(home, [p.key]);
+      if (!entry || isPointer(entry.value)) return false;
+      const stored = decodeRecord(entry.value);
+      if (stored.e !== expiresAt || expiresAt > now) return false;
+      try {
+        await this.#kv.commit(home, [
+          { type: "check", key: [p.key], version: entry.version },
+          { type: "delete", key: [p.key] },
+        ]);
+      } catch (e) {
+        if (e instanceof ConflictError) return false; // rewritten meanwhile: its new expiry rules
+        throw e;
+      }
+      if (ownerOf(p) !== null) await this.#kv.commit(bucketPartition(p), [{ type: "delete", key: [p.key] }]);
+      return true;
+    });
+  }
+
+  /**
+   * Every live record of every keyspace (or of the given ones), in key order, page by page. Access
+   * tokens are left out unless `includeAccessTokens` is set.
+   */
+  async *export(
+    options: { keyspaces?: readonly string[]; includeAccessTokens?: boolean } = {},
+  ): AsyncGenerator<ProcessRecord> {
+    const spaces = (options.keyspaces ?? KEYSPACES).map(parseKeyspace);
+    for (const keyspace of spaces) {
+      let cursor: string | null = null;
+      do {
+        const page: ListPage = await this.#listKeyspace(keyspace, { cursor, limit: 500 }, options.includeAccessTokens === true);
+        yield* page.items;
+        cursor = page.nextCursor;
+      } while (cursor !== null);
+    }
+  }
+
+  // ---- internals -------------------------------------------------------------------------------------
+
+  #visible(p: ParsedKey, entry: Entry, withToken: boolean): ProcessRecord | undefined {
+    if (isPointer(entry.value)) return undefined;
+    const stored = decodeRecord(entry.value);
+    if (isExpired(stored, this.#clock())) return undefined;
+    const fields = { ...stored.f } as AnyRecordFields;
+    if (withToken && stored.t !== undefined) fields.accessToken = this.#cipher.open(stored.t, aad(p));
+    return { keyspace: p.keyspace, key: p.key, fields, expiresAt: stored.e, updatedAt: stored.u, version: entry.version };
+  }
+
+  /** Turns bucket or instance entries into visible records, following pointers (one getMany per owner). */
+  async #resolve(keyspace: Keyspace, entries: readonly Entry[], withToken: boolean): Promise<ProcessRecord[]> {
+    const parsed = entries.map((e) => parseKey(keyspace, e.key[0] as string));
+    const resolved: (Entry | undefined)[] = entries.slice();
+    const byOwner = new Map<string, number[]>();
+    entries.forEach((e, i) => {
+      if (!isPointer(e.value)) return;
+      const owner = ownerOf(parsed[i]!)!;
+      let list = byOwner.get(owner);
+      if (!list) byOwner.set(owner, (list = []));
+      list.push(i);
+    });
+    await Promise.all(
+      [...byOwner].map(async ([owner, idx]) => {
+        const got = await this.#kv.getMany(
+          [INSTANCE_KIND, owner],
+          idx.map((i) => [parsed[i]!.key]),
+        );
+        idx.forEach((i, j) => (resolved[i] = got[j]));
+      }),
+    );
+    const out: ProcessRecord[] = [];
+    resolved.forEach((entry, i) => {
+      const record = entry && this.#visible(parsed[i]!, entry, withToken);
+      if (record) out.push(record);
+    });
+    return out;
+  }
+
+  async #scanPage(
+    partition: Partition,
+    range: { start?: [string]; end?: [string] },
+    options: ListOptions,
+  ): Promise<ListPage> {
+    const limit = listLimit(options.limit);
+    const keyspace: Keyspace =
+      partition[0] === INSTANCE_KIND ? "bpm-form-submissions" : (String(partition[0]).slice("pd-keyspace:".length) as Keyspace);
+    const items: ProcessRecord[] = [];
+    let after = options.cursor ?? null;
+    let scanned = 0;
+    do {
+      const page = await this.#kv.scan(partition, { ...range, limit: limit - items.length, after });
+      items.push(...(await this.#resolve(keyspace, page.entries, false)));
+      scanned += page.entries.length;
+      after = page.cursor;
+    } while (after !== null && items.length < limit && scanned < 4 * limit + 1000);
+    return { items, nextCursor: after };
+  }
+
+  async #listKeyspace(keyspace: Keyspace, options: ListOptions, withToken: boolean): Promise<ListPage> {
+    const limit = listLimit(options.limit);
+    const kind = bucketKind(keyspace);
+    const items: ProcessRecord[] = [];
+    let state: KeyspaceCursor | null = options.cursor ? decodeCursor(options.cursor, keyspace) : null;
+    const nextBucket = async (after: string | null): Promise<KeyspaceCursor | null> => {
+      const page = await this.#kv.listPartitions(kind, { limit: 1, after });
+      const partition = page.partitions[0];
+      return partition ? { s: keyspace, b: partition[1] as string, k: null, n: page.cursor } : null;
+    };
+    if (state === null) state = await nextBucket(null);
+    let buckets = 0;
+    let scanned = 0;
+    while (state !== null) {
+      const page = await this.#kv.scan([kind, state.b], {
+        ...(state.k === null ? {} : { start: [state.k, null] }),
+        limit: limit - items.length,
+      });
+      if (page.entries.length > 0) {
+        items.push(...(await this.#resolve(keyspace, page.entries, withToken)));
+        state = { ...state, k: page.entries[page.entries.length - 1]!.key[0] as string };
+        scanned += page.entries.length;
+      }
+      if (page.cursor === null) {
+        state = state.n === null ? null : await nextBucket(state.n);
+        buckets++;
+      }
+      if (items.length >= limit || buckets >= MAX_BUCKETS_PER_PAGE || scanned >= 4 * limit + 1000) break;
+    }
+    return { items, nextCursor: state === null ? null : encodeCursor(state) };
+  }
+}
+
+// ---- placement helpers -------------------------------------------------------------------------------
+
+function bucketPartition(p: ParsedKey): Partition {
+  return [bucketKind(p.keyspace), bucketOf(p)];
+}
+
+function homeOf(p: ParsedKey): Partition {
+  const owner = ownerOf(p);
+  return owner === null ? bucketPartition(p) : [INSTANCE_KIND, owner];
+}
+
+/** The additional authenticated data binding a sealed token to its record. */
+function aad(p: ParsedKey): string {
+  return `${p.keyspace}\u0000${p.key}`;
+}
+
+function listLimit(limit: unknown): number {
+  if (limit === undefined) return DEFAULT_LIST_LIMIT;
+  if (typeof limit !== "number" || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
+    throw new ValidationError(`limit must be an integer from 1 to ${MAX_LIST_LIMIT}`, "limit");
+  }
+  return limit;
+}
+
+// ---- keyspace cursor ---------------------------------------------------------------------------------
+
+/** Where a keyspace listing stands: keyspace, bucket, last key read in it, the kv cursor after it. */
+interface KeyspaceCursor {
+  s: Keyspace;
+  b: string;
+  k: string | null;
+  n: string | null;
+}
+
+function encodeCursor(c: KeyspaceCursor): string {
+  return Buffer.from(JSON.stringify(c), "utf8").toString("base64url");
+}
+
+function decodeCursor(cursor: unknown, keyspace: Keyspace): KeyspaceCursor {
+  const bad = () => new ValidationError("invalid cursor", "cursor");
+  if (typeof cursor !== "string" || cursor.length > 16_384 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw bad();
+  let c: Partial<KeyspaceCursor>;
+  try {
+    c = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as Partial<KeyspaceCursor>;
+  } catch {
+    throw bad();
+  }
+  if (
+    typeof c !== "object" ||
+    c === null ||
+    c.s !== keyspace ||
+    typeof c.b !== "string" ||
+    !(c.k === null || typeof c.k === "string") ||
+    !(c.n === null || typeof c.n === "string") ||
+    !c.b.isWellFormed() ||
+    (c.k !== null && !c.k.isWellFormed())
+  ) {
+    throw bad();
+  }
+  return c as KeyspaceCursor;
+}
