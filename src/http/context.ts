@@ -6,6 +6,7 @@ import type { Identity, Tokens } from "../identity/index.js";
 import type { KvStore } from "../kv/contract.js";
 import type { Actor } from "../resources/actor.js";
 import type { Workflow } from "../workflow/commands.js";
+import type { ProcessData } from "../process-data/service.js";
 import type { Metrics } from "./metrics.js";
 
 export interface ServerContext {
@@ -16,6 +17,8 @@ export interface ServerContext {
   readonly metrics: Metrics;
   /** Projects, subprojects and workflowitems over the counted store. */
   readonly workflow: Workflow;
+  /** Interim data of running business processes (seed 004). */
+  readonly processData: ProcessData;
 }
 
 declare module "fastify" {

@@ -21,6 +21,10 @@ import { systemRoutes } from "./routes/system.js";
 import { userRoutes } from "./routes/users.js";
 import { eventRoutes } from "./routes/events.js";
 import { workflowRoutes } from "./routes/workflow.js";
+import { processDataRoutes } from "./routes/process-data.js";
+import { openProcessData } from "../process-data/service.js";
+import type { KeyConfig } from "../process-data/crypto.js";
+import { randomBytes } from "node:crypto";
 import { ResourceStore } from "../resources/store.js";
 import { Workflow } from "../workflow/commands.js";
 import { workflowSchema } from "../workflow/schema.js";
@@ -43,12 +47,17 @@ export interface ServerOptions {
   readonly requestLogging?: boolean;
   /** Domain route plugins, registered under /api/v1 behind authentication. */
   readonly routes?: readonly FastifyPluginAsync[];
+  /**
+   * Where the key that encrypts process-data access tokens comes from: a 32-byte key, or a data directory
+   * holding the key file. Without one a random key is used, and stored tokens are unreadable after a restart.
+   */
+  readonly processDataKey?: KeyConfig;
   /** A clock for tokens (tests). */
   readonly now?: () => Date;
 }
 
 /** The built-in authenticated route plugins, one per domain. */
-export const CORE_ROUTES: readonly FastifyPluginAsync[] = [userRoutes, groupRoutes, globalRoutes, workflowRoutes, eventRoutes];
+export const CORE_ROUTES: readonly FastifyPluginAsync[] = [userRoutes, groupRoutes, globalRoutes, workflowRoutes, eventRoutes, processDataRoutes];
 
 export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
   const metrics = new Metrics();
@@ -56,7 +65,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   const identity = new Identity(kv, { now: options.now });
   const tokens = new Tokens(identity, { secret: options.tokenSecret, ttlSeconds: options.tokenTtlSeconds, now: options.now });
   const workflow = new Workflow(new ResourceStore(kv, workflowSchema, { clock: options.now ? () => options.now!().getTime() : undefined }));
-  const context: ServerContext = { kv, identity, tokens, metrics, workflow };
+  const processData = await openProcessData(kv, options.processDataKey ?? { encryptionKey: randomBytes(32) });
+  const context: ServerContext = { kv, identity, tokens, metrics, workflow, processData };
 
   const logger = options.logger === undefined ? createLogger() : options.logger;
   const app = fastify({
@@ -79,11 +89,24 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   // JSON only: a text/plain body is a 415, not a string that fails validation later.
   app.removeContentTypeParser(["text/plain"]);
 
-  app.addHook("onRequest", async (request, reply) => {
+  // Per-request hooks are callback-style: no promise per request on the hot path.
+  app.addHook("onRequest", (request, reply, done) => {
     reply.header("x-request-id", request.id);
+    done();
   });
-  app.addHook("onResponse", async (request, reply) => {
+  // While closing, answers to in-flight requests end their connection, so that close() does not wait
+  // for idle keep-alive connections to time out.
+  let closing = false;
+  app.addHook("preClose", async () => {
+    closing = true;
+  });
+  app.addHook("onSend", (_request, reply, payload, done) => {
+    if (closing) reply.header("connection", "close");
+    done(null, payload);
+  });
+  app.addHook("onResponse", (request, reply, done) => {
     metrics.observeRequest(request.method, request.routeOptions.url ?? "unmatched", reply.statusCode, reply.elapsedTime / 1000);
+    done();
   });
 
   app.setErrorHandler(async (error, request, reply) => {

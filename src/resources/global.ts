@@ -15,6 +15,10 @@ export const GLOBAL_INTENTS = [
   "global.listPermissions",
   "global.grantPermission",
   "global.revokePermission",
+  "global.readProcessData",
+  "global.writeProcessData",
+  "global.readArchive",
+  "global.writeArchive",
 ] as const;
 export type GlobalIntent = (typeof GLOBAL_INTENTS)[number];
 

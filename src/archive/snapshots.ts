@@ -1,0 +1,147 @@
+/**
+ * Snapshots and their indexes.
+ *
+ * One partition per unique id, snapshots in time order (seed 003: one partition per process instance):
+ *   ["archive", uniqueId]   ["snap", millis]        SnapshotHeader (JSON)
+ *                           ["doc", millis, i]      document JSON bytes, in 1 MiB pieces
+ *                           ["upload", uploadId]    millis — ties a write's upload id to its snapshot
+ * The date index, one partition per UTC day (no single hot partition):
+ *   ["archive-date", "YYYY-MM-DD"]   [millis, uniqueId]   SnapshotSummary (JSON)
+ */
+import { NotFoundError, ValidationError } from "../errors.js";
+import { scanAll, type KvStore, type Op, type Partition } from "../kv/contract.js";
+import { decodeDocument, type ArchiveDocument } from "./document.js";
+import { dayOf, parseSnapshotId, snapshotIdOf, validateDay, validateUniqueId } from "./ids.js";
+import { fromJson, toJson } from "./journal.js";
+import { MiB } from "./limits.js";
+
+export const DOC_PIECE = MiB;
+export const DEFAULT_PAGE = 100;
+export const MAX_PAGE = 1000;
+
+export const snapshotPartition = (uniqueId: string): Partition => ["archive", uniqueId];
+export const datePartition = (day: string): Partition => ["archive-date", day];
+export const snapKey = (millis: number) => ["snap", millis] as const;
+export const uploadKey = (upload: string) => ["upload", upload] as const;
+
+export interface ArchivedFile {
+  readonly name: string;
+  readonly size: number;
+  readonly sha256: string;
+}
+
+/** What is stored under ["snap", millis]. File i of `files` is referenced as (upload, i). */
+export interface SnapshotHeader {
+  readonly id: string;
+  readonly uniqueId: string;
+  readonly millis: number;
+  /** Document bytes plus file bytes. */
+  readonly size: number;
+  readonly upload: string;
+  readonly files: readonly ArchivedFile[];
+}
+
+export interface SnapshotSummary {
+  readonly id: string;
+  readonly uniqueId: string;
+  /** ISO 8601, UTC. */
+  readonly modified: string;
+  readonly size: number;
+}
+
+export interface Snapshot extends SnapshotSummary {
+  readonly document: ArchiveDocument;
+  readonly files: readonly ArchivedFile[];
+}
+
+export interface Page<T> {
+  readonly items: T[];
+  readonly nextCursor: string | null;
+}
+
+export interface PageOptions {
+  readonly cursor?: string | null;
+  readonly limit?: number;
+}
+
+export function summaryOf(h: SnapshotHeader): SnapshotSummary {
+  return { id: h.id, uniqueId: h.uniqueId, modified: new Date(h.millis).toISOString(), size: h.size };
+}
+
+function pageLimit(limit: unknown): number {
+  if (limit === undefined) return DEFAULT_PAGE;
+  if (typeof limit !== "number" || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE) {
+    throw new ValidationError(`limit is an integer from 1 to ${MAX_PAGE}`, "limit");
+  }
+  return limit;
+}
+
+/** The ops that store a snapshot (header, document pieces, upload link), guarded by "id not taken". */
+export function snapshotOps(header: SnapshotHeader, document: Buffer): Op[] {
+  const ops: Op[] = [
+    { type: "check", key: snapKey(header.millis), version: null },
+    { type: "put", key: snapKey(header.millis), value: toJson(header) },
+    { type: "put", key: uploadKey(header.upload), value: toJson(header.millis) },
+  ];
+  for (let i = 0, off = 0; off < document.length || i === 0; i++, off += DOC_PIECE) {
+    ops.push({ type: "put", key: ["doc", header.millis, i], value: document.subarray(off, off + DOC_PIECE) });
+  }
+  return ops;
+}
+
+export async function getHeader(kv: KvStore, uniqueId: string, millis: number) {
+  const e = await kv.get(snapshotPartition(uniqueId), snapKey(millis));
+  return e && { header: fromJson<SnapshotHeader>(e.value), version: e.version };
+}
+
+export async function requireHeader(kv: KvStore, snapshotId: unknown) {
+  const { uniqueId, millis } = parseSnapshotId(snapshotId);
+  const found = await getHeader(kv, uniqueId, millis);
+  if (!found) throw new NotFoundError(`snapshot ${snapshotId as string} does not exist`);
+  return found;
+}
+
+/** The newest snapshot time of a unique id, if any. */
+export async function latestMillis(kv: KvStore, uniqueId: string): Promise<number | undefined> {
+  const page = await kv.scan(snapshotPartition(uniqueId), { prefix: ["snap"], reverse: true, limit: 1 });
+  return page.entries[0]?.key[1] as number | undefined;
+}
+
+export async function readSnapshot(kv: KvStore, snapshotId: unknown): Promise<Snapshot> {
+  const { header } = await requireHeader(kv, snapshotId);
+  const pieces: Buffer[] = [];
+  for await (const e of scanAll(kv, snapshotPartition(header.uniqueId), { prefix: ["doc", header.millis], limit: 16 })) {
+    pieces.push(e.value);
+  }
+  return { ...summaryOf(header), document: decodeDocument(Buffer.concat(pieces)), files: header.files };
+}
+
+export async function putDateIndex(kv: KvStore, header: SnapshotHeader): Promise<void> {
+  await kv.commit(datePartition(dayOf(header.millis)), [
+    { type: "put", key: [header.millis, header.uniqueId], value: toJson(summaryOf(header)) },
+  ]);
+}
+
+export async function deleteDateIndex(kv: KvStore, uniqueId: string, millis: number): Promise<void> {
+  await kv.commit(datePartition(dayOf(millis)), [{ type: "delete", key: [millis, uniqueId] }]);
+}
+
+/** Snapshot summaries of a unique id, oldest first, paginated. */
+export async function findByUniqueId(kv: KvStore, uniqueId: unknown, options: PageOptions = {}): Promise<Page<SnapshotSummary>> {
+  validateUniqueId(uniqueId);
+  const page = await kv.scan(snapshotPartition(uniqueId), {
+    prefix: ["snap"],
+    limit: pageLimit(options.limit),
+    after: options.cursor ?? null,
+  });
+  return { items: page.entries.map((e) => summaryOf(fromJson<SnapshotHeader>(e.value))), nextCursor: page.cursor };
+}
+
+/** Snapshot summaries of one UTC day, in time order, paginated. */
+export async function findByDate(kv: KvStore, date: unknown, options: PageOptions = {}): Promise<Page<SnapshotSummary>> {
+  validateDay(date);
+  const page = await kv.scan(datePartition(date), { limit: pageLimit(options.limit), after: options.cursor ?? null });
+  return { items: page.entries.map((e) => fromJson<SnapshotSummary>(e.value)), nextCursor: page.cursor };
+}
+
+export { snapshotIdOf };

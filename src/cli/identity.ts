@@ -1,0 +1,66 @@
+/**
+ * `flowstore user add|disable|enable|passwd` and `flowstore group add|member add`: operator commands
+ * working directly on the store as the system actor (stop the server first for an embedded store).
+ */
+import { Option, type Command } from "commander";
+import { Identity } from "../identity/index.js";
+import type { KvStore } from "../kv/contract.js";
+import { SYSTEM } from "../resources/actor.js";
+import { storeOptions, type StoreOptions } from "./options.js";
+import { readPassword } from "./password.js";
+import { defaultStoreUrl, isPersistent, openStore } from "./store.js";
+
+async function withIdentity<T>(options: StoreOptions, run: (identity: Identity) => Promise<T>): Promise<T> {
+  const url = options.store || defaultStoreUrl(options.data);
+  if (!isPersistent(url)) process.stderr.write(`warning: ${url} keeps nothing after this command exits\n`);
+  const kv: KvStore = await openStore(url);
+  try {
+    return await run(new Identity(kv));
+  } finally {
+    await kv.close();
+  }
+}
+
+function print(value: unknown): void {
+  process.stdout.write(JSON.stringify(value) + "\n");
+}
+
+export function identityCommands(program: Command): void {
+  const user = program.command("user").description("manage users (as the system actor)");
+  storeOptions(user.command("add <id>").description("create a user; the password is read from FLOWSTORE_PASSWORD, stdin or a prompt"))
+    .addOption(new Option("--display-name <name>", "display name (default: the id)"))
+    .action(async (id: string, options: StoreOptions & { displayName?: string }) => {
+      const password = await readPassword();
+      print(await withIdentity(options, (identity) => identity.createUser(SYSTEM, { id, displayName: options.displayName ?? id, password })));
+    });
+  storeOptions(user.command("disable <id>").description("disable a user: it can no longer log in and its tokens stop working")).action(
+    async (id: string, options: StoreOptions) => print(await withIdentity(options, (identity) => identity.disableUser(SYSTEM, id))),
+  );
+  storeOptions(user.command("enable <id>").description("enable a disabled user")).action(async (id: string, options: StoreOptions) =>
+    print(await withIdentity(options, (identity) => identity.enableUser(SYSTEM, id))),
+  );
+  storeOptions(user.command("passwd <id>").description("set a user's password (read from FLOWSTORE_PASSWORD, stdin or a prompt)")).action(
+    async (id: string, options: StoreOptions) => {
+      const password = await readPassword("new password: ");
+      await withIdentity(options, (identity) => identity.setPassword(SYSTEM, id, password));
+      print({ id, passwordChanged: true });
+    },
+  );
+
+  const group = program.command("group").description("manage groups (as the system actor)");
+  storeOptions(group.command("add <id>").description("create a group"))
+    .addOption(new Option("--display-name <name>", "display name (default: the id)"))
+    .addOption(new Option("--member <userId...>", "initial members"))
+    .action(async (id: string, options: StoreOptions & { displayName?: string; member?: string[] }) =>
+      print(
+        await withIdentity(options, (identity) =>
+          identity.createGroup(SYSTEM, { id, displayName: options.displayName ?? id, members: options.member ?? [] }),
+        ),
+      ),
+    );
+  const member = group.command("member").description("manage group members");
+  storeOptions(member.command("add <groupId> <userId>").description("add a user to a group")).action(
+    async (groupId: string, userId: string, options: StoreOptions) =>
+      print(await withIdentity(options, (identity) => identity.addMember(SYSTEM, groupId, userId))),
+  );
+}

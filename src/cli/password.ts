@@ -1,0 +1,29 @@
+/**
+ * Reads a password for `user add` and `user passwd` without putting it on the command line (where
+ * `ps` would show it): from FLOWSTORE_PASSWORD, else the first line of stdin when it is not a
+ * terminal, else a prompt that does not echo.
+ */
+import { createInterface } from "node:readline";
+import { Writable } from "node:stream";
+
+export async function readPassword(prompt = "password: "): Promise<string> {
+  const env = process.env.FLOWSTORE_PASSWORD;
+  if (env !== undefined && env !== "") return env;
+  if (!process.stdin.isTTY) {
+    let text = "";
+    for await (const chunk of process.stdin) {
+      text += chunk;
+      if (text.includes("\n")) break;
+    }
+    return text.split(/\r?\n/)[0] ?? "";
+  }
+  process.stderr.write(prompt);
+  const muted = new Writable({ write: (_chunk, _enc, done) => done() });
+  const rl = createInterface({ input: process.stdin, output: muted, terminal: true });
+  try {
+    return await new Promise<string>((resolve) => rl.question("", resolve));
+  } finally {
+    rl.close();
+    process.stderr.write("\n");
+  }
+}

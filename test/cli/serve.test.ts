@@ -1,0 +1,199 @@
+/** The real `flowstore` process: serve, graceful shutdown, refusal without root, operator commands, --help. */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm, stat } from "node:fs/promises";
+import { request } from "node:http";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Command, CommanderError } from "commander";
+import { buildProgram } from "../../src/cli/program.js";
+import { FlowstoreClient } from "../../src/client/index.js";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+const MAIN = join(ROOT, "src/cli/main.ts");
+
+interface Run {
+  readonly child: ChildProcess;
+  readonly out: () => string;
+  readonly err: () => string;
+  readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+function run(args: string[], env: Record<string, string> = {}, input?: string): Run {
+  const child = spawn(process.execPath, ["--import", "tsx", MAIN, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, FLOWSTORE_ROOT_PASSWORD: "", FLOWSTORE_JWT_SECRET: "", FLOWSTORE_STORE: "", ...env },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => (err += d));
+  if (input !== undefined) child.stdin!.end(input);
+  else child.stdin!.end();
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.on("exit", (code, signal) => res({ code, signal })));
+  return { child, out: () => out, err: () => err, exit };
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.once("error", rej);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => res(port));
+    });
+  });
+}
+
+async function waitHealthy(base: string, r: Run): Promise<void> {
+  for (;;) {
+    const exited = await Promise.race([r.exit.then(() => true), new Promise<false>((res) => setTimeout(() => res(false), 100))]);
+    if (exited) throw new Error(`serve exited early: ${r.err()} ${r.out()}`);
+    try {
+      if ((await fetch(`${base}/health`)).ok) return;
+    } catch {
+      // not listening yet
+    }
+  }
+}
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "flowstore-cli-"));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("flowstore serve", () => {
+  it("serves the LMDB store in --data, shuts down cleanly, and operator commands work on it between runs", async () => {
+    const data = join(dir, "data");
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    let token: string;
+    const first = run(["serve", "--port", String(port)], { FLOWSTORE_DATA: data, FLOWSTORE_ROOT_PASSWORD: "root password 1" });
+    try {
+      await waitHealthy(base, first);
+      const c = new FlowstoreClient({ baseUrl: base });
+      token = (await c.login("root", "root password 1")).token;
+      expect((await c.users.list()).items.map((u) => u.id)).toEqual(["root"]);
+      expect((await stat(join(data, "jwt-secret"))).mode & 0o777).toBe(0o600);
+      first.child.kill("SIGTERM");
+      expect(await first.exit).toEqual({ code: 0, signal: null });
+      expect(first.out()).toMatch(/shutting down/);
+      expect(first.out()).toMatch(/"msg":"stopped"/);
+      expect(first.out()).toContain(`http://127.0.0.1:${port}`);
+      expect(first.out()).not.toContain("root password 1");
+    } finally {
+      first.child.kill("SIGKILL");
+    }
+
+    // operator commands on the stopped server's store, as the system actor
+    const add = run(["user", "add", "bob", "--display-name", "Bob", "--data", data], {}, "bob password 1\n");
+    expect((await add.exit).code).toBe(0);
+    expect(JSON.parse(add.out())).toMatchObject({ id: "bob", displayName: "Bob", enabled: true });
+    expect(add.out()).not.toContain("bob password 1");
+    const group = run(["group", "add", "team", "--member", "bob", "--data", data]);
+    expect((await group.exit).code).toBe(0);
+    expect(JSON.parse(group.out())).toMatchObject({ id: "team", members: ["bob"] });
+    const passwd = run(["user", "passwd", "bob", "--data", data], { FLOWSTORE_PASSWORD: "bob password 2" });
+    expect((await passwd.exit).code).toBe(0);
+
+    // second start: the store is not empty, so no root password is needed; the secret persisted
+    const second = run(["serve", "--port", String(port)], { FLOWSTORE_DATA: data });
+    try {
+      await waitHealthy(base, second);
+      const asRoot = new FlowstoreClient({ baseUrl: base, token });
+      expect((await asRoot.users.get("bob")).groups).toEqual(["team"]);
+      const bob = new FlowstoreClient({ baseUrl: base });
+      await expect(bob.login("bob", "bob password 1")).rejects.toMatchObject({ status: 401 });
+      await bob.login("bob", "bob password 2");
+      expect((await bob.groups.get("team")).members).toEqual(["bob"]);
+      second.child.kill("SIGTERM");
+      expect((await second.exit).code).toBe(0);
+    } finally {
+      second.child.kill("SIGKILL");
+    }
+  });
+
+  it("finishes an in-flight request after SIGTERM before exiting", async () => {
+    const port = await freePort();
+    const r = run(["serve", "--port", String(port), "--store", "memory:"], { FLOWSTORE_DATA: join(dir, "d"), FLOWSTORE_ROOT_PASSWORD: "root password 1" });
+    try {
+      await waitHealthy(`http://127.0.0.1:${port}`, r);
+      const body = JSON.stringify({ username: "root", password: "root password 1" });
+      const req = request({
+        host: "127.0.0.1",
+        port,
+        method: "POST",
+        path: "/api/v1/auth/token",
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), "x-request-id": "inflight-1" },
+      });
+      const response = new Promise<{ status: number; text: string }>((res, rej) => {
+        req.on("response", (m) => {
+          let text = "";
+          m.on("data", (d) => (text += d));
+          m.on("end", () => res({ status: m.statusCode ?? 0, text }));
+        });
+        req.on("error", rej);
+      });
+      req.write(body.slice(0, 5)); // headers and part of the body: the request is in flight
+      while (!r.out().includes('"reqId":"inflight-1"')) await new Promise((res) => setTimeout(res, 20));
+      r.child.kill("SIGTERM");
+      while (!r.out().includes("shutting down")) await new Promise((res) => setTimeout(res, 20));
+      req.end(body.slice(5));
+      const answer = await response;
+      expect(answer.status).toBe(200);
+      expect(JSON.parse(answer.text).token).toEqual(expect.any(String));
+      expect(await r.exit).toEqual({ code: 0, signal: null });
+      await expect(fetch(`http://127.0.0.1:${port}/health`)).rejects.toThrow();
+    } finally {
+      r.child.kill("SIGKILL");
+    }
+  });
+
+  it("refuses to start on an empty store without FLOWSTORE_ROOT_PASSWORD", async () => {
+    const port = await freePort();
+    const r = run(["serve", "--port", String(port), "--store", "memory:", "--data", join(dir, "d")]);
+    const { code } = await r.exit;
+    expect(code).toBe(2);
+    expect(r.err()).toMatch(/FLOWSTORE_ROOT_PASSWORD/);
+  });
+
+  it("takes its settings from the environment and refuses bad ones", async () => {
+    const r = run(["serve", "--store", "memory:"], { FLOWSTORE_PORT: "99999", FLOWSTORE_DATA: join(dir, "d"), FLOWSTORE_ROOT_PASSWORD: "root password 1" });
+    expect((await r.exit).code).not.toBe(0);
+    expect(r.err()).toMatch(/invalid port "99999"/);
+  });
+});
+
+describe("operator commands", () => {
+  it("user add refuses a bad id, naming the field", async () => {
+    const bad = run(["user", "add", "bad/id", "--store", "memory:"], { FLOWSTORE_PASSWORD: "some password" });
+    expect((await bad.exit).code).toBe(2);
+    expect(bad.err()).toMatch(/\(id\)/);
+  });
+
+  it("--help works on every command", async () => {
+    const real = run(["--help"]);
+    expect((await real.exit).code).toBe(0);
+    expect(real.out()).toMatch(/^Usage: flowstore/);
+    const commands = [["serve"], ["user"], ["user", "add"], ["user", "disable"], ["user", "enable"], ["user", "passwd"], ["group"], ["group", "add"], ["group", "member"], ["group", "member", "add"]];
+    for (const args of commands) {
+      let out = "";
+      const program = buildProgram();
+      const capture = (cmd: Command): void => {
+        cmd.configureOutput({ writeOut: (s) => void (out += s), writeErr: (s) => void (out += s) });
+        cmd.exitOverride();
+        cmd.commands.forEach(capture);
+      };
+      capture(program);
+      const err = await program.parseAsync(["node", "flowstore", ...args, "--help"]).catch((e: unknown) => e);
+      expect(err, args.join(" ")).toBeInstanceOf(CommanderError);
+      expect((err as CommanderError).exitCode).toBe(0);
+      expect(out, args.join(" ")).toMatch(new RegExp(`^Usage: flowstore ${args.join(" ")}`));
+    }
+  });
+});
