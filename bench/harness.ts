@@ -15,7 +15,18 @@ export const RESULTS_DIR = join(dirname(fileURLToPath(import.meta.url)), "result
 export interface Workload {
   readonly name: string;
   readonly description: string;
+  /** The description when the store under test is `storeUrl`, if it differs (e.g. another raw peer). */
+  describe?(storeUrl: string | undefined): string;
   run(ctx: BenchContext): Promise<void>;
+}
+
+/**
+ * The results of a workload run on a Redis store are kept beside the default (LMDB) ones:
+ * bench/results/kv.json, kv-redis.json, kv-redis-cluster.json.
+ */
+export function resultName(workload: string, storeUrl: string | undefined): string {
+  const scheme = /^(redis|redis-cluster):\/\//.exec(storeUrl ?? "")?.[1];
+  return scheme ? `${workload}-${scheme}` : workload;
 }
 
 export interface Row {
@@ -226,8 +237,8 @@ export async function runWorkload(
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   }
   const result: WorkloadResult = {
-    workload: workload.name,
-    description: workload.description,
+    workload: resultName(workload.name, settings.storeUrl),
+    description: workload.describe?.(settings.storeUrl) ?? workload.description,
     command: settings.command,
     date: new Date().toISOString(),
     scale: settings.scale,
@@ -239,7 +250,7 @@ export async function runWorkload(
   };
   process.stdout.write("\n" + table(result) + "\n");
   mkdirSync(RESULTS_DIR, { recursive: true });
-  writeFileSync(join(RESULTS_DIR, `${workload.name}.json`), JSON.stringify(result, null, 2) + "\n");
+  writeFileSync(join(RESULTS_DIR, `${result.workload}.json`), JSON.stringify(result, null, 2) + "\n");
   return result;
 }
 
