@@ -1,5 +1,6 @@
 /** Every benchmark workload, in the order `npm run bench` runs them. Add yours here. */
 import type { Workload } from "../harness.js";
 import { kv } from "./kv.js";
+import { workflow } from "./workflow.js";
 
-export const workloads: Workload[] = [kv];
+export const workloads: Workload[] = [kv, workflow];
