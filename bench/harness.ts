@@ -115,6 +115,8 @@ export interface BenchContext {
    * side; subjects carry the median of their per-round cost ratios against the reference.
    */
   compareAll(options: CompareAllOptions): Promise<Row[]>;
+  /** Records a row measured by other means (e.g. a load generator in another process). */
+  record(row: Row): Row;
   /** Records a row that could not be measured, with the reason. */
   skip(name: string, reason: string, reference?: string): void;
   /** Records free text shown under the table (findings, settings). */
@@ -291,6 +293,13 @@ export async function runWorkload(
         out.push(row);
         process.stdout.write(`  ${row.name}: ${fmt(row.opsPerSec)} ops/s (cost ${row.costRatio!.toFixed(2)}× ${ref.name})\n`);
       });
+      return out;
+    },
+    record(row) {
+      const ref = row.reference ? rows.find((r) => r.name === row.reference) : undefined;
+      const out: Row = ref && row.costRatio === undefined ? { ...row, costRatio: ref.opsPerSec / row.opsPerSec } : row;
+      rows.push(out);
+      process.stdout.write(`  ${out.name}: ${fmt(out.opsPerSec)} ops/s${out.costRatio ? ` (cost ${out.costRatio.toFixed(2)}× ${out.reference})` : ""}${out.note ? ` — ${out.note}` : ""}\n`);
       return out;
     },
     skip(name, reason, reference) {

@@ -1,6 +1,7 @@
 /** Every benchmark workload, in the order `npm run bench` runs them. Add yours here. */
 import type { Workload } from "../harness.js";
+import { http } from "./http.js";
 import { kv } from "./kv.js";
 import { workflow } from "./workflow.js";
 
-export const workloads: Workload[] = [kv, workflow];
+export const workloads: Workload[] = [kv, workflow, http];
