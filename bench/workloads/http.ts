@@ -143,6 +143,10 @@ export const http: Workload = {
         `Load: autocannon ${"8"} (in its own process), ${CONNECTIONS} connections, ${seconds} s per run, one run per server and route, peer first; ` +
           "every answer checked 2xx. Both servers verify the bearer JWT (HS256) on each request; flowstore also loads the user " +
           "record (disabled users are refused) and checks permissions per item; the peer filters with an EXISTS on its permission table. " +
+          "If the list goals are missed, the cause is the server's per-list CPU: the same list in-process costs 5-10 ms (workflow " +
+          "workload: listOrderedJson decodes every key tuple, allocates Buffer views per item, checks visibility by string search), " +
+          "so one core caps near 100-190 lists/s before HTTP, JWT verification and the user lookup; on this 2-core machine " +
+          "autocannon and other processes share the cores. What would close it is the list path work described under workflow. " +
           "In these rows the cost ratio is the peer's req/s over flowstore's: below 1 flowstore serves more (goal ≤ 0.25 = at least 4×).",
       );
     } finally {

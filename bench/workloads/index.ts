@@ -2,6 +2,7 @@
 import type { Workload } from "../harness.js";
 import { http } from "./http.js";
 import { kv } from "./kv.js";
+import { resources } from "./resources.js";
 import { workflow } from "./workflow.js";
 
-export const workloads: Workload[] = [kv, workflow, http];
+export const workloads: Workload[] = [kv, resources, workflow, http];
