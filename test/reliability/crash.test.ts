@@ -127,7 +127,7 @@ async function check(kv: KvStore, model: Model): Promise<string[]> {
       }
       const upd = model.updates.get(`${sub.p}/${sub.s}/${w}`);
       if (upd) {
-        const env = await store.get(SYSTEM, wref);
+        const env = await store.get(SYSTEM, { ...wref, type: "workflowitem" });
         if (env.meta.version < upd.v) problems.push(`acknowledged update ${upd.d} of ${w} is lost (version ${env.meta.version} < ${upd.v})`);
         else if (env.meta.version === upd.v && env.data.description !== upd.d) problems.push(`acknowledged update of ${w} at version ${upd.v} reads ${String(env.data.description)}, not ${upd.d}`);
       }
