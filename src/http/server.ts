@@ -13,7 +13,7 @@ import { requireAuthentication } from "./auth.js";
 import type { ServerContext } from "./context.js";
 import { createLogger, requestId } from "./logging.js";
 import { Metrics } from "./metrics.js";
-import { problem, sendProblem, toProblem } from "./problem.js";
+import { clientErrorHandler, problem, sendProblem, toProblem } from "./problem.js";
 import { authRoutes } from "./routes/auth.js";
 import { globalRoutes } from "./routes/global.js";
 import { groupRoutes } from "./routes/groups.js";
@@ -71,6 +71,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     frameworkErrors: (error, request, reply) => {
       void sendProblem(reply, toProblem(error, request));
     },
+    // Requests Node's parser refuses (oversized headers, malformed HTTP) are problems as well.
+    clientErrorHandler,
   }) as unknown as FastifyInstance;
 
   app.decorate("flowstore", context);
