@@ -7,6 +7,7 @@ import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import fastify, { LogController, type FastifyInstance, type FastifyPluginAsync } from "fastify";
 import type { Logger } from "pino";
+import { ValidationError } from "../errors.js";
 import { Identity, Tokens } from "../identity/index.js";
 import type { KvStore } from "../kv/contract.js";
 import { requireAuthentication } from "./auth.js";
@@ -73,6 +74,9 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     },
     // Requests Node's parser refuses (oversized headers, malformed HTTP) are problems as well.
     clientErrorHandler,
+    // Node would answer a Host-less HTTP/1.1 request with a bare 400 itself; the onRequest hook below
+    // refuses it as a problem instead.
+    http: { requireHostHeader: false },
   }) as unknown as FastifyInstance;
 
   app.decorate("flowstore", context);
@@ -83,6 +87,9 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
 
   app.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
+    if (request.raw.httpVersion === "1.1" && request.headers.host === undefined) {
+      throw new ValidationError("an HTTP/1.1 request needs a Host header", "headers.host");
+    }
   });
   app.addHook("onResponse", async (request, reply) => {
     metrics.observeRequest(request.method, request.routeOptions.url ?? "unmatched", reply.statusCode, reply.elapsedTime / 1000);

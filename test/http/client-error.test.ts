@@ -77,6 +77,16 @@ it("a body sent without framing after a GET: the stray bytes get a problem", asy
   expect(all.slice(0, -1).map((r) => r.status)).toEqual(all.length === 2 ? [200] : []);
 });
 
+it("an HTTP/1.1 request without Host answers a 400 problem naming the header", async () => {
+  const [r] = responses(await exchange("GET /health HTTP/1.1\r\nConnection: close\r\n\r\n"));
+  expect(r!.status).toBe(400);
+  expect(r!.headers["content-type"]).toMatch(/^application\/problem\+json/);
+  expect(JSON.parse(r!.body)).toMatchObject({ status: 400, field: "headers.host" });
+  // HTTP/1.0 has no Host requirement
+  const [ok] = responses(await exchange("GET /health HTTP/1.0\r\n\r\n").then((t) => t.replace("HTTP/1.0", "HTTP/1.1")));
+  expect(ok!.status).toBe(200);
+});
+
 it("the server keeps serving after refused requests", async () => {
   await exchange("HELLO\r\n\r\n");
   expect((await s.root.health()).status).toBe("ok");
