@@ -7,13 +7,14 @@ import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import fastify, { LogController, type FastifyInstance, type FastifyPluginAsync } from "fastify";
 import type { Logger } from "pino";
+import { ValidationError } from "../errors.js";
 import { Identity, Tokens } from "../identity/index.js";
 import type { KvStore } from "../kv/contract.js";
 import { requireAuthentication } from "./auth.js";
 import type { ServerContext } from "./context.js";
 import { createLogger, requestId } from "./logging.js";
 import { Metrics } from "./metrics.js";
-import { problem, sendProblem, toProblem } from "./problem.js";
+import { clientErrorHandler, problem, sendProblem, toProblem } from "./problem.js";
 import { authRoutes } from "./routes/auth.js";
 import { globalRoutes } from "./routes/global.js";
 import { groupRoutes } from "./routes/groups.js";
@@ -81,6 +82,11 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     frameworkErrors: (error, request, reply) => {
       void sendProblem(reply, toProblem(error, request));
     },
+    // Requests Node's parser refuses (oversized headers, malformed HTTP) are problems as well.
+    clientErrorHandler,
+    // Node would answer a Host-less HTTP/1.1 request with a bare 400 itself; the onRequest hook below
+    // refuses it as a problem instead.
+    http: { requireHostHeader: false },
   }) as unknown as FastifyInstance;
 
   app.decorate("flowstore", context);
@@ -92,6 +98,10 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   // Per-request hooks are callback-style: no promise per request on the hot path.
   app.addHook("onRequest", (request, reply, done) => {
     reply.header("x-request-id", request.id);
+    if (request.raw.httpVersion === "1.1" && request.headers.host === undefined) {
+      done(new ValidationError("an HTTP/1.1 request needs a Host header", "headers.host"));
+      return;
+    }
     done();
   });
   // While closing, answers to in-flight requests end their connection, so that close() does not wait
