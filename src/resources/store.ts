@@ -148,6 +148,11 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     return { json: view.publicBytes(), version: view.version };
   }
 
+  /** True when the resource exists (no permission check: for operators and tests). */
+  async exists(ref: Ref): Promise<boolean> {
+    return (await this.#record(locate(this.schema, ref))) !== undefined;
+  }
+
   /** True when the actor may view the resource (for filtering change feeds). */
   async canView(actor: Actor, ref: Ref): Promise<boolean> {
     try {
