@@ -5,6 +5,7 @@
  *
  * Families (the first tuple item):
  *   s  state:          ["s", depth, ...pairs]                 → record (see record.ts)
+ *   a  access:         ["a", depth, ...pairs]                 → {permissions, parent} JSON (kept out of lists)
  *   c  flat children:  ["c", depth, ...pairs]                 → index entry of a child in another partition
  *   o  ordering:       ["o", depth, ...pairs, childType]      → JSON array of child ids
  *   h  history index:  ["h", depth, ...pairs, seq]            → empty (the event is in the log)
@@ -62,6 +63,7 @@ export function childRef(schema: Schema, parent: Ref | null, childType: string, 
 }
 
 export const stateKey = (l: Located): Key => ["s", l.depth, ...l.pairs];
+export const accessKey = (l: Located): Key => ["a", l.depth, ...l.pairs];
 export const orderingKey = (l: Located, childType: string): Key => ["o", l.depth, ...l.pairs, childType];
 export const historyPrefix = (l: Located): Key => ["h", l.depth, ...l.pairs];
 export const historyKey = (l: Located, seq: number): Key => ["h", l.depth, ...l.pairs, seq];

@@ -9,7 +9,6 @@
  *   u16  status length, status (utf8)     — shown in redacted listings
  *   u32  listers length, "\n"-delimited identities holding the type's list or view intent ("\nalice\nteam\n")
  *   u32  viewers length, the same for the view intent alone (a get checks it without parsing JSON)
- *   u32  private length, private JSON     — {permissions, parent}
  *   ...  public JSON                      — {"id","type","data","meta"}
  */
 import type { Actor, Permissions } from "./actor.js";
@@ -47,14 +46,13 @@ function needlesOf(actor: Actor): Buffer[] {
 
 const identities = (ids: readonly string[]): Buffer => Buffer.from(ids.length ? `\n${ids.join("\n")}\n` : "", "utf8");
 
-export function encodeRecord(envelope: Envelope, priv: Private, status: string, listers: readonly string[], viewers: readonly string[]): Buffer {
+export function encodeRecord(envelope: Envelope, status: string, listers: readonly string[], viewers: readonly string[]): Buffer {
   const idBuf = Buffer.from(envelope.id, "utf8");
   const statusBuf = Buffer.from(status, "utf8");
   const listersBuf = identities(listers);
   const viewersBuf = identities(viewers);
-  const privBuf = Buffer.from(JSON.stringify(priv), "utf8");
   const pubBuf = Buffer.from(JSON.stringify(envelope), "utf8");
-  const out = Buffer.allocUnsafe(1 + 8 + 4 + 2 + idBuf.length + 2 + statusBuf.length + 4 + listersBuf.length + 4 + viewersBuf.length + 4 + privBuf.length + pubBuf.length);
+  const out = Buffer.allocUnsafe(1 + 8 + 4 + 2 + idBuf.length + 2 + statusBuf.length + 4 + listersBuf.length + 4 + viewersBuf.length + pubBuf.length);
   let o = 0;
   out.writeUInt8(FORMAT, o);
   o += 1;
@@ -74,9 +72,6 @@ export function encodeRecord(envelope: Envelope, priv: Private, status: string, 
   out.writeUInt32BE(viewersBuf.length, o);
   o += 4;
   o += viewersBuf.copy(out, o);
-  out.writeUInt32BE(privBuf.length, o);
-  o += 4;
-  o += privBuf.copy(out, o);
   pubBuf.copy(out, o);
   return out;
 }
@@ -91,7 +86,7 @@ export class RecordView {
   readonly #listersEnd: number;
   readonly #viewersStart: number;
   readonly #viewersEnd: number;
-  readonly #privEnd: number;
+  readonly #publicStart: number;
 
   constructor(readonly bytes: Buffer) {
     if (bytes[0] !== FORMAT) throw new Error(`unknown resource record format ${bytes[0]}`);
@@ -104,8 +99,7 @@ export class RecordView {
     this.#listersEnd = this.#listersStart + bytes.readUInt32BE(this.#statusEnd);
     this.#viewersStart = this.#listersEnd + 4;
     this.#viewersEnd = this.#viewersStart + bytes.readUInt32BE(this.#listersEnd);
-    const privLen = bytes.readUInt32BE(this.#viewersEnd);
-    this.#privEnd = this.#viewersEnd + 4 + privLen;
+    this.#publicStart = this.#viewersEnd;
   }
 
   get id(): string {
@@ -136,17 +130,13 @@ export class RecordView {
     return false;
   }
 
-  private(): Private {
-    return JSON.parse(this.bytes.toString("utf8", this.#viewersEnd + 4, this.#privEnd)) as Private;
-  }
-
   /** The public JSON bytes (a view into the record, not a copy). */
   publicBytes(): Buffer {
-    return this.bytes.subarray(this.#privEnd);
+    return this.bytes.subarray(this.#publicStart);
   }
 
   envelope<D = Record<string, unknown>>(): Envelope<D> {
-    return JSON.parse(this.bytes.toString("utf8", this.#privEnd)) as Envelope<D>;
+    return JSON.parse(this.bytes.toString("utf8", this.#publicStart)) as Envelope<D>;
   }
 }
 
