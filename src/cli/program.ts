@@ -1,5 +1,6 @@
 /** The flowstore command tree (main.ts runs it; tests build it in-process). */
 import { Command } from "commander";
+import { archiveCommands } from "./archive.js";
 import { identityCommands } from "./identity.js";
 import { serveCommand } from "./serve.js";
 
@@ -11,5 +12,6 @@ export function buildProgram(): Command {
     .exitOverride();
   serveCommand(program);
   identityCommands(program);
+  archiveCommands(program);
   return program;
 }
