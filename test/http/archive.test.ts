@@ -166,6 +166,8 @@ forEachBackend((backend) => {
     }
     expect((await call(root, "POST", "/archive/snapshots", { uniqueId: "u", document: [] })).status).toBe(400);
     expect((await call(root, "POST", "/archive/snapshots", { uniqueId: "", document: {} })).status).toBe(400);
+    const empty = await raw(s.base, "POST", `${API}/archive/snapshots`, { headers: { authorization: `Bearer ${root}` } });
+    expect(empty).toMatchObject({ status: 400, body: { field: "body" } });
     const text = await raw(s.base, "POST", `${API}/archive/snapshots`, { headers: { authorization: `Bearer ${root}`, "content-type": "text/plain" }, body: "hi" });
     expect(text.status).toBe(415);
     const broken = await raw(s.base, "POST", `${API}/archive/snapshots`, {

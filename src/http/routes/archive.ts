@@ -115,7 +115,11 @@ export const archiveRoutes: FastifyPluginAsync = async (app) => {
     async (request, reply) => {
       await can(request, "write");
       if (!request.isMultipart()) {
-        const body = request.body!;
+        const body = request.body;
+        // Without a content type no schema applies: say what is expected rather than fail later.
+        if (body === undefined || body === null || typeof body !== "object") {
+          throw new ValidationError("send application/json {uniqueId, document} or multipart/form-data", "body");
+        }
         return reply.code(201).send(await archive.write(body.uniqueId, body.document));
       }
       try {
