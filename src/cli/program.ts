@@ -2,6 +2,7 @@
 import { Command } from "commander";
 import { archiveCommands } from "./archive.js";
 import { identityCommands } from "./identity.js";
+import { operationCommands } from "./operations.js";
 import { serveCommand } from "./serve.js";
 
 export function buildProgram(): Command {
@@ -12,6 +13,7 @@ export function buildProgram(): Command {
     .exitOverride();
   serveCommand(program);
   identityCommands(program);
+  operationCommands(program);
   archiveCommands(program);
   return program;
 }

@@ -28,7 +28,8 @@ export function serveCommand(program: Command): void {
     .addHelpText(
       "after",
       "\nEnvironment: FLOWSTORE_ROOT_PASSWORD creates the root user on an empty store (required then);\n" +
-        "FLOWSTORE_JWT_SECRET signs tokens (default: a secret generated into <data>/jwt-secret).",
+        "FLOWSTORE_JWT_SECRET signs tokens (default: a secret generated into <data>/jwt-secret);\n" +
+        "FLOWSTORE_PROCESS_DATA_KEY (base64, 32 bytes) encrypts process-data access tokens (default: <data>/process-data.key).",
     )
     .action(async (options: ServeOptions) => {
       const port = parsePort(options.port);
@@ -40,7 +41,8 @@ export function serveCommand(program: Command): void {
       let app;
       try {
         const tokenSecret = await loadTokenSecret({ dataDir: options.data, env: process.env.FLOWSTORE_JWT_SECRET });
-        app = await buildServer({ kv, tokenSecret, logger, bodyLimit });
+        const pdKey = process.env.FLOWSTORE_PROCESS_DATA_KEY;
+        app = await buildServer({ kv, tokenSecret, logger, bodyLimit, processDataKey: pdKey ? { encryptionKey: pdKey } : { dataDir: options.data } });
         const root = await app.flowstore.identity.ensureRoot(process.env.FLOWSTORE_ROOT_PASSWORD);
         if (root.created) logger.info("created the root user");
         if (!isPersistent(url)) logger.warn({ store: url }, "the store is in memory: nothing persists after exit");
