@@ -23,6 +23,8 @@ import { userRoutes } from "./routes/users.js";
 import { eventRoutes } from "./routes/events.js";
 import { workflowRoutes } from "./routes/workflow.js";
 import { processDataRoutes } from "./routes/process-data.js";
+import { archiveRoutes } from "./routes/archive.js";
+import { Archive, type ArchiveOptions } from "../archive/index.js";
 import { openProcessData } from "../process-data/service.js";
 import type { KeyConfig } from "../process-data/crypto.js";
 import { randomBytes } from "node:crypto";
@@ -53,12 +55,23 @@ export interface ServerOptions {
    * holding the key file. Without one a random key is used, and stored tokens are unreadable after a restart.
    */
   readonly processDataKey?: KeyConfig;
+  /** The archive's limits and retention (default: 100 MiB per snapshot, keep all). */
+  readonly archive?: ArchiveOptions & {
+    /**
+     * At start and then periodically, half-done archive operations older than this are finished or
+     * undone (a killed upload). Keep it above the longest upload when other processes share the store.
+     * Default 10 minutes.
+     */
+    readonly recoverOlderThanMs?: number;
+  };
   /** A clock for tokens (tests). */
   readonly now?: () => Date;
 }
 
+export const DEFAULT_ARCHIVE_RECOVERY_AGE_MS = 10 * 60 * 1000;
+
 /** The built-in authenticated route plugins, one per domain. */
-export const CORE_ROUTES: readonly FastifyPluginAsync[] = [userRoutes, groupRoutes, globalRoutes, workflowRoutes, eventRoutes, processDataRoutes];
+export const CORE_ROUTES: readonly FastifyPluginAsync[] = [userRoutes, groupRoutes, globalRoutes, workflowRoutes, eventRoutes, processDataRoutes, archiveRoutes];
 
 export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
   const metrics = new Metrics();
@@ -67,7 +80,10 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   const tokens = new Tokens(identity, { secret: options.tokenSecret, ttlSeconds: options.tokenTtlSeconds, now: options.now });
   const workflow = new Workflow(new ResourceStore(kv, workflowSchema, { clock: options.now ? () => options.now!().getTime() : undefined }));
   const processData = await openProcessData(kv, options.processDataKey ?? { encryptionKey: randomBytes(32) });
-  const context: ServerContext = { kv, identity, tokens, metrics, workflow, processData };
+  const archive = new Archive(kv, options.archive);
+  const recoverOlderThanMs = options.archive?.recoverOlderThanMs ?? DEFAULT_ARCHIVE_RECOVERY_AGE_MS;
+  await archive.recover({ olderThanMs: recoverOlderThanMs });
+  const context: ServerContext = { kv, identity, tokens, metrics, workflow, processData, archive };
 
   const logger = options.logger === undefined ? createLogger() : options.logger;
   const app = fastify({
@@ -110,6 +126,12 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   app.addHook("preClose", async () => {
     closing = true;
   });
+  // Uploads killed after the start (by another process sharing the store) are swept up later on.
+  const sweep = setInterval(() => {
+    archive.recover({ olderThanMs: recoverOlderThanMs }).catch((err: unknown) => app.log.error({ err }, "archive recovery failed"));
+  }, Math.max(recoverOlderThanMs, 60_000));
+  sweep.unref();
+  app.addHook("onClose", async () => clearInterval(sweep));
   app.addHook("onSend", (_request, reply, payload, done) => {
     if (closing) reply.header("connection", "close");
     done(null, payload);

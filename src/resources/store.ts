@@ -555,9 +555,10 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
    * Deletes a resource. Its nested descendants go in the same atomic commit (one prefix delete per
    * level). Flat descendants live in partitions of their own: they are recorded for a sweep before the
    * commit and swept after it; `resumeSweeps` finishes sweeps a crash interrupted. The log stays: a
-   * deleted partition owner keeps its log (a tombstone) until it is purged.
+   * deleted partition owner keeps its log (a tombstone) until it is purged. `guard` runs inside the
+   * write, after the permission and version checks; it may throw to refuse the delete.
    */
-  async delete(actor: Actor, ref: Ref, options: { ifVersion?: number } = {}): Promise<void> {
+  async delete(actor: Actor, ref: Ref, options: { ifVersion?: number; guard?: (tx: Tx) => void | Promise<void> } = {}): Promise<void> {
     const l = locate(this.schema, ref);
     const t = l.type;
     const sweepKey: Key = [...l.partition, l.depth, ...l.pairs];
@@ -576,6 +577,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
         if (options.ifVersion !== undefined && options.ifVersion !== env.meta.version) {
           throw new ConflictError(`${ref.type} ${ref.ids.join("/")} is at version ${env.meta.version}, not ${options.ifVersion}`, "version");
         }
+        await options.guard?.(tx);
         if (t.decl.onDelete === "refuse") {
           for (const c of t.children) {
             const ct = this.schema.type(c);
