@@ -187,7 +187,7 @@ export async function archiveProject(
   const raw = await kv.get(l.partition, stateKey(l));
   if (!raw) throw new NotFoundError(`project ${projectId} not found`);
   const view = new RecordView(raw.value);
-  const permissions: Permissions = view.private().permissions;
+  const permissions: Permissions = await store.listPermissions(SYSTEM, ref);
   if (!allows(permissions, actor, ARCHIVE_PROJECT_INTENT)) throw new ForbiddenError(`${actor.id} lacks the intent ${ARCHIVE_PROJECT_INTENT}`);
   if (view.status !== "closed") throw new ConflictError(`project ${projectId} is open: only a closed project can be archived`, "status");
 
