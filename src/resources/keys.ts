@@ -61,12 +61,6 @@ export function childRef(schema: Schema, parent: Ref | null, childType: string, 
   return t.decl.idStyle === "flat" ? { type: childType, ids: [id] } : { type: childType, ids: [...parent.ids, id] };
 }
 
-export function parentRef(schema: Schema, ref: Ref): Ref | null {
-  const t = schema.type(ref.type);
-  if (t.depth === 0) return null; // the parent of an owner lives in another partition (see record meta)
-  return { type: t.chain[t.chain.length - 2]!, ids: ref.ids.slice(0, -1) };
-}
-
 export const stateKey = (l: Located): Key => ["s", l.depth, ...l.pairs];
 export const orderingKey = (l: Located, childType: string): Key => ["o", l.depth, ...l.pairs, childType];
 export const historyPrefix = (l: Located): Key => ["h", l.depth, ...l.pairs];

@@ -19,7 +19,6 @@ import {
   locate,
   logKey,
   orderingKey,
-  parentRef,
   stateKey,
   type Located,
   type Ref,
@@ -157,10 +156,6 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     } catch {
       return false;
     }
-  }
-
-  async exists(ref: Ref): Promise<boolean> {
-    return (await this.#record(locate(this.schema, ref))) !== undefined;
   }
 
   /**
@@ -660,10 +655,5 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     if (await this.#record(l)) throw new ConflictError(`${ref.type} ${ref.ids[0]} is not deleted`, "id");
     await this.kv.dropPartition(l.partition);
     this.writer.forget(l.partition);
-  }
-
-  /** The children of a resource whose permissions the actor lacks are still counted here (system use). */
-  parentOf(ref: Ref): Ref | null {
-    return parentRef(this.schema, ref);
   }
 }
