@@ -5,7 +5,7 @@
  */
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
-import fastify, { LogController, type FastifyInstance, type FastifyPluginAsync } from "fastify";
+import fastify, { LogController, type FastifyInstance, type FastifyPluginAsync, type RouteOptions } from "fastify";
 import type { Logger } from "pino";
 import { Identity, Tokens } from "../identity/index.js";
 import type { KvStore } from "../kv/contract.js";
@@ -54,6 +54,8 @@ export interface ServerOptions {
   readonly processDataKey?: KeyConfig;
   /** A clock for tokens (tests). */
   readonly now?: () => Date;
+  /** Called for every route as it is registered, before any plugin's (e.g. to enumerate the routes). */
+  readonly onRoute?: (route: RouteOptions) => void;
 }
 
 /** The built-in authenticated route plugins, one per domain. */
@@ -83,6 +85,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     },
   }) as unknown as FastifyInstance;
 
+  if (options.onRoute) app.addHook("onRoute", options.onRoute);
   app.decorate("flowstore", context);
   app.decorateRequest("actor", null as never);
   app.setValidatorCompiler(validatorCompiler());
