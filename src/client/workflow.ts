@@ -131,7 +131,7 @@ export class SubprojectHandle extends BudgetedHandle<Subproject, SubprojectUpdat
 export class WorkflowitemHandle extends ResourceHandle<Workflowitem, WorkflowitemUpdate> {
   /** Closes the workflowitem, or rejects it when a reason is given. */
   close(options: CloseOptions = {}): Promise<Workflowitem> {
-    return this.core.request<Workflowitem>("POST", `${this.path}/close`, { body: options });
+    return this.core.request<Workflowitem>("POST", `${this.path}/close`, options.rejectReason === undefined ? {} : { body: options });
   }
 }
 
