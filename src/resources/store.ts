@@ -70,9 +70,12 @@ function pathOf(l: Located): PathItem[] {
   return l.type.chain.map((type, i) => ({ type, id: l.ref.ids[i]! }));
 }
 
-function viewersOf(t: CompiledType, permissions: Permissions): string[] {
-  const set = new Set<string>([...(permissions[t.intents.list] ?? []), ...(permissions[t.intents.view] ?? [])]);
-  return [...set];
+function listersOf(t: CompiledType, permissions: Permissions): string[] {
+  return [...new Set<string>([...(permissions[t.intents.list] ?? []), ...(permissions[t.intents.view] ?? [])])];
+}
+
+function encodeResource(t: CompiledType, envelope: Envelope, priv: Private): Buffer {
+  return encodeRecord(envelope, priv, statusOf(t, envelope.data), listersOf(t, priv.permissions), priv.permissions[t.intents.view] ?? []);
 }
 
 function statusOf(t: CompiledType, data: Record<string, unknown>): string {
@@ -127,14 +130,15 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     return e ? new RecordView(e.value) : undefined;
   }
 
-  async #readable(actor: Actor, ref: Ref, intentOf: (t: CompiledType) => string): Promise<{ l: Located; view: RecordView; priv: Private }> {
+  async #readable(actor: Actor, ref: Ref, intentOf: (t: CompiledType) => string): Promise<{ l: Located; view: RecordView }> {
     const l = locate(this.schema, ref);
     const view = await this.#record(l);
     if (!view) throw new NotFoundError(`${ref.type} ${ref.ids.join("/")} not found`);
-    const priv = view.private();
     const intent = intentOf(l.type);
-    if (!allows(priv.permissions, actor, intent)) throw new ForbiddenError(`${actor.id} lacks the intent ${intent}`);
-    return { l, view, priv };
+    // The view intent's holders are in the record's header: the common read needs no JSON parse.
+    const allowed = intent === l.type.intents.view ? view.viewableBy(actor) : allows(view.private().permissions, actor, intent);
+    if (!allowed) throw new ForbiddenError(`${actor.id} lacks the intent ${intent}`);
+    return { l, view };
   }
 
   async get<T extends keyof S & string>(actor: Actor, ref: Ref & { type: T }): Promise<Envelope<DataOf<S, T>>> {
@@ -146,6 +150,11 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
   async getJson(actor: Actor, ref: Ref): Promise<{ json: Buffer; version: number }> {
     const { view } = await this.#readable(actor, ref, (t) => t.intents.view);
     return { json: view.publicBytes(), version: view.version };
+  }
+
+  /** True when the resource exists (no permission check: for operators and tests). */
+  async exists(ref: Ref): Promise<boolean> {
+    return (await this.#record(locate(this.schema, ref))) !== undefined;
   }
 
   /** True when the actor may view the resource (for filtering change feeds). */
@@ -426,7 +435,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
       data,
       meta: { createdAt: tx.now, createdBy: tx.actor.id, updatedAt: tx.now, version: 1 },
     };
-    tx.put(stateKey(l), encodeRecord(envelope, { permissions, parent }, statusOf(l.type, data), viewersOf(l.type, permissions)));
+    tx.put(stateKey(l), encodeResource(l.type, envelope, { permissions, parent }));
     if (parent) tx.put(PARENT_KEY, Buffer.from(JSON.stringify(parent)));
     tx.append(`${l.type.name}.created`, pathOf(l), { data, permissions }, (seq) => historyKey(l, seq));
     return envelope;
@@ -461,7 +470,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
       const data = patch ? this.schema.validate(l.type, applyPatch(current.data, patch)) : current.data;
       const perms = permissions ?? priv.permissions;
       const next: Envelope = { ...current, data, meta: { ...current.meta, updatedAt: tx.now, version: current.meta.version + 1 } };
-      tx.put(stateKey(l), encodeRecord(next, { ...priv, permissions: perms }, statusOf(l.type, data), viewersOf(l.type, perms)));
+      tx.put(stateKey(l), encodeResource(l.type, next, { ...priv, permissions: perms }));
       tx.append(`${l.type.name}.${spec.verb}`, pathOf(l), { ...(patch ? { data: patch } : {}), ...(record ?? {}) }, (seq) => historyKey(l, seq));
       return next;
     });
@@ -476,8 +485,8 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
   // ---------------------------------------------------------------- permissions
 
   async listPermissions(actor: Actor, ref: Ref): Promise<Permissions> {
-    const { priv } = await this.#readable(actor, ref, (t) => t.intents.listPermissions);
-    return priv.permissions;
+    const { view } = await this.#readable(actor, ref, (t) => t.intents.listPermissions);
+    return view.private().permissions;
   }
 
   async grant(actor: Actor, ref: Ref, intent: string, identity: string): Promise<Envelope> {
@@ -538,9 +547,10 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
    * Deletes a resource. Its nested descendants go in the same atomic commit (one prefix delete per
    * level). Flat descendants live in partitions of their own: they are recorded for a sweep before the
    * commit and swept after it; `resumeSweeps` finishes sweeps a crash interrupted. The log stays: a
-   * deleted partition owner keeps its log (a tombstone) until it is purged.
+   * deleted partition owner keeps its log (a tombstone) until it is purged. `guard` runs inside the
+   * write, after the permission and version checks; it may throw to refuse the delete.
    */
-  async delete(actor: Actor, ref: Ref, options: { ifVersion?: number } = {}): Promise<void> {
+  async delete(actor: Actor, ref: Ref, options: { ifVersion?: number; guard?: (tx: Tx) => void | Promise<void> } = {}): Promise<void> {
     const l = locate(this.schema, ref);
     const t = l.type;
     const sweepKey: Key = [...l.partition, l.depth, ...l.pairs];
@@ -559,6 +569,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
         if (options.ifVersion !== undefined && options.ifVersion !== env.meta.version) {
           throw new ConflictError(`${ref.type} ${ref.ids.join("/")} is at version ${env.meta.version}, not ${options.ifVersion}`, "version");
         }
+        await options.guard?.(tx);
         if (t.decl.onDelete === "refuse") {
           for (const c of t.children) {
             const ct = this.schema.type(c);
