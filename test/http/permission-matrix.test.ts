@@ -35,27 +35,33 @@ interface Req {
   readonly body?: unknown;
 }
 
-/** A fresh project tree, made by root, for one route. `depth` says how far down it goes. */
+/** A fresh project tree, made by root, for one route; `extra` holds what the entry's setup made. */
 interface Fixture {
   readonly p: string;
   /** /api/v1/projects/{p}, …/subprojects/s, …/workflowitems/w */
   readonly paths: Record<Level, string>;
+  extra: Record<string, string>;
 }
 
 interface Entry {
   readonly need: Need;
+  /** Further intents the route needs as well: each one is proven necessary on its own. */
+  readonly alsoNeeds?: readonly Need[];
   /** The request to make; `setup` runs first (as root) for what the route needs to exist. */
   readonly request: (f: Fixture) => Req;
   /** What the fixture holds: a project only, a project with an empty subproject, or down to one workflowitem. */
   readonly tree?: "project" | "subproject" | "workflowitem";
-  readonly setup?: (root: FlowstoreClient, f: Fixture) => Promise<void>;
+  readonly setup?: (root: FlowstoreClient, f: Fixture) => Promise<void | Record<string, string>>;
   /** The HEAD twin of this GET cannot be requested usefully (a stream): check only its 401. */
   readonly streamed?: true;
 }
 
 const pub = (path: string): Entry => ({ need: { kind: "public" }, request: () => ({ path }) });
 const token = (path: string, extra: Partial<Entry> = {}): Entry => ({ need: { kind: "token" }, request: () => ({ path }), ...extra });
-const global = (intent: GlobalIntent, request: (f: Fixture) => Req, setup?: Entry["setup"]): Entry => ({ need: { kind: "global", intent }, request, setup });
+const global = (intent: GlobalIntent, request: (f: Fixture) => Req, setup?: Entry["setup"]): Entry => ({ need: { kind: "global", intent }, request, ...(setup ? { setup } : {}) });
+
+let serverBase = "";
+const base = (): string => serverBase;
 
 let seq = 0;
 const unique = (prefix: string): string => `${prefix}${++seq}`;
@@ -93,6 +99,23 @@ function levelEntries(level: Level, collection: string, item: string): Record<st
     entries[`DELETE ${item}/projected-budgets/:organization/:currencyCode`] = res(`${level}.budget.deleteProjected`, (f) => ({ path: at(f, "/projected-budgets/Org/EUR") }));
   }
   return entries;
+}
+
+/** As root: a JSON or multipart snapshot request. */
+async function rootSnapshot(base: string, root: FlowstoreClient, uniqueId: string, file?: { name: string; text: string }): Promise<string> {
+  let init: RequestInit;
+  if (file) {
+    const form = new FormData();
+    form.set("uniqueId", uniqueId);
+    form.set("document", JSON.stringify({ items: [1] }));
+    form.set("file", new Blob([file.text]), file.name);
+    init = { method: "POST", body: form, headers: { authorization: `Bearer ${root.token}` } };
+  } else {
+    init = { method: "POST", body: JSON.stringify({ uniqueId, document: { items: [1] } }), headers: { authorization: `Bearer ${root.token}`, "content-type": "application/json" } };
+  }
+  const res = await fetch(`${base}${API}/archive/snapshots`, init);
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { id: string }).id;
 }
 
 const P = `${API}/projects/:p`;
@@ -147,6 +170,40 @@ const MATRIX: Record<string, Entry> = {
     async (root) => void (await root.processData.put("form-scripts", "doomed", { id: "doomed", formScript: "x" })),
   ),
 
+  // the archive (seed 003)
+  [`POST ${API}/archive/snapshots`]: global("global.writeArchive", () => ({ path: `${API}/archive/snapshots`, body: { uniqueId: unique("u-"), document: { items: [1] } } })),
+  [`GET ${API}/archive/snapshots`]: global("global.readArchive", () => ({ path: `${API}/archive/snapshots?uniqueId=kept` })),
+  [`GET ${API}/archive/snapshots/:id`]: {
+    ...global("global.readArchive", (f) => ({ path: `${API}/archive/snapshots/${encodeURIComponent(f.extra.id!)}` })),
+    setup: async (root) => ({ id: await rootSnapshot(base(), root, unique("read-")) }),
+  },
+  [`GET ${API}/archive/snapshots/:id/files/:name`]: {
+    ...global("global.readArchive", (f) => ({ path: `${API}/archive/snapshots/${encodeURIComponent(f.extra.id!)}/files/notes.txt` })),
+    setup: async (root) => ({ id: await rootSnapshot(base(), root, unique("file-"), { name: "notes.txt", text: "hello" }) }),
+  },
+  [`DELETE ${API}/archive/snapshots/:id`]: {
+    ...global("global.writeArchive", (f) => ({ path: `${API}/archive/snapshots/${encodeURIComponent(f.extra.id!)}` })),
+    setup: async (root) => ({ id: await rootSnapshot(base(), root, unique("doomed-")) }),
+  },
+  [`POST ${P}/archive`]: {
+    need: { kind: "global", intent: "global.writeArchive" },
+    alsoNeeds: [{ kind: "resource", intent: "project.close", on: "project" }],
+    tree: "project",
+    setup: async (root, f) => void (await root.project(f.p).close()),
+    request: (f) => ({ path: `${f.paths.project}/archive` }),
+  },
+  [`POST ${API}/archive/restore`]: {
+    need: { kind: "global", intent: "global.writeArchive" },
+    alsoNeeds: [{ kind: "global", intent: "global.createProject" }],
+    tree: "project",
+    setup: async (root, f) => {
+      await root.project(f.p).close();
+      const archived = await root.request<{ snapshot: { id: string } }>("POST", `${f.paths.project}/archive`, { body: { drop: true } });
+      return { id: archived.snapshot.id };
+    },
+    request: (f) => ({ path: `${API}/archive/restore`, body: { snapshotId: f.extra.id } }),
+  },
+
   // resource intents, per level
   ...levelEntries("project", `${API}/projects`, P),
   ...levelEntries("subproject", `${P}/subprojects`, S),
@@ -196,7 +253,7 @@ describe("permission matrix", () => {
     await s.root.projects.create({ id: p, displayName: p, projectedBudgets: budgets });
     if (tree !== "project") await s.root.project(p).subprojects.create({ id: "s", displayName: "s", currency: "EUR", projectedBudgets: budgets });
     if (tree === "workflowitem") await s.root.project(p).subproject("s").workflowitems.create({ id: "w", displayName: "w", amountType: "N/A" });
-    return { p, paths };
+    return { p, paths, extra: {} };
   }
 
   /** Gives eve every intent of the scope but `intent` (as root, through the API). */
@@ -220,11 +277,13 @@ describe("permission matrix", () => {
     dir = mkdtempSync(join(tmpdir(), "flowstore-matrix-"));
     kv = LmdbKv.open(dir);
     s = await startServer(kv, { onRoute: (r) => registered.push(...[r.method].flat().map((m) => `${m} ${r.url}`)) });
+    serverBase = s.base;
     eve = await s.userClient("eve", "eve password");
     await s.root.users.create({ id: "victim", displayName: "V", password: "victim password" });
     await s.root.groups.create({ id: "watchers", displayName: "W" });
     await s.root.processData.put("form-submissions", "process/pi-1/task/t", { id: "t", data: {} });
     await s.root.processData.put("form-scripts", "kept", { id: "kept", formScript: "x" });
+    await rootSnapshot(s.base, s.root, "kept");
     const f = await fixture();
     const keys = async (path: string) => Object.keys((await call(s.root.token, "GET", { path: `${path}/permissions` })).body as object);
     typeIntents = { project: await keys(f.paths.project), subproject: await keys(f.paths.subproject), workflowitem: await keys(f.paths.workflowitem) };
@@ -289,32 +348,40 @@ describe("permission matrix", () => {
       continue;
     }
 
-    const what = need.kind === "global" ? `the global intent ${need.intent}` : `${need.intent} on the ${need.on}`;
+    const needs = [need, ...(entry.alsoNeeds ?? [])];
+    const what = needs.map((n) => (n.kind === "global" ? `the global intent ${n.intent}` : n.kind === "resource" ? `${n.intent} on the ${n.on}` : n.kind)).join(" and ");
     it(`${route} refuses a caller with every other intent, changing nothing, and serves it with ${what}`, async () => {
-      const f = need.kind === "resource" || entry.tree ? await fixture(entry.tree) : undefined;
-      await entry.setup?.(s.root, f!);
-      const req = entry.request(f!);
-      try {
-        expect((await call(undefined, method, req)).status, "without a token").toBe(401);
-        await grantAllBut(need, f);
-        const before = await dump(kv);
-        expect(before.size).toBeGreaterThan(0);
-        const denied = await call(eve.token, method, req);
-        expect([403, 404], `${route} without ${need.intent}: ${JSON.stringify(denied.body)}`).toContain(denied.status);
-        expect(denied.type).toContain("application/problem+json");
-        if (head) expect([403, 404]).toContain((await call(eve.token, "HEAD", req)).status);
-        expect(await dump(kv), "the refused request changed the store").toEqual(before);
+      // Each needed intent is proven necessary on its own: the caller holds all the others (and every
+      // other intent of its scope) and is refused; given it too, the caller is served.
+      for (const missing of needs) {
+        const f = needs.some((n) => n.kind === "resource") || entry.tree ? await fixture(entry.tree) : undefined;
+        const extra = await entry.setup?.(s.root, f!);
+        if (f && extra) f.extra = extra;
+        const req = entry.request(f ?? { p: "", paths: {} as Fixture["paths"], extra: extra ?? {} });
+        try {
+          expect((await call(undefined, method, req)).status, "without a token").toBe(401);
+          for (const other of needs) if (other !== missing) await grant(other, f, other.kind === "global" || other.kind === "resource" ? other.intent : "");
+          await grantAllBut(missing, f);
+          const before = await dump(kv);
+          expect(before.size).toBeGreaterThan(0);
+          const denied = await call(eve.token, method, req);
+          const label = missing.kind === "global" || missing.kind === "resource" ? missing.intent : "";
+          expect([403, 404], `${route} without ${label}: ${JSON.stringify(denied.body)}`).toContain(denied.status);
+          expect(denied.type).toContain("application/problem+json");
+          if (head) expect([403, 404]).toContain((await call(eve.token, "HEAD", req)).status);
+          expect(await dump(kv), "the refused request changed the store").toEqual(before);
 
-        await grant(need, f, need.intent);
-        const granted = method === "GET" ? undefined : await dump(kv);
-        const served = await call(eve.token, method, req);
-        expect(served.status, `${route} with ${need.intent}: ${JSON.stringify(served.body)}`).toBeGreaterThanOrEqual(200);
-        expect(served.status).toBeLessThan(300);
-        if (head) expect((await call(eve.token, "HEAD", req)).status).toBe(served.status);
-        // The same comparison sees the write once it is allowed: "unchanged" above is a real check.
-        if (granted) expect(await dump(kv), "the served write changed nothing").not.toEqual(granted);
-      } finally {
-        if (need.kind === "global") for (const i of GLOBAL_INTENTS) await s.root.globalPermissions.revoke(i, "eve");
+          await grant(missing, f, label);
+          const granted = method === "GET" ? undefined : await dump(kv);
+          const served = await call(eve.token, method, req);
+          expect(served.status, `${route} with ${label}: ${JSON.stringify(served.body)}`).toBeGreaterThanOrEqual(200);
+          expect(served.status).toBeLessThan(300);
+          if (head) expect((await call(eve.token, "HEAD", req)).status).toBe(served.status);
+          // The same comparison sees the write once it is allowed: "unchanged" above is a real check.
+          if (granted) expect(await dump(kv), "the served write changed nothing").not.toEqual(granted);
+        } finally {
+          if (needs.some((n) => n.kind === "global")) for (const i of GLOBAL_INTENTS) await s.root.globalPermissions.revoke(i, "eve");
+        }
       }
     });
   }
