@@ -5,7 +5,7 @@
  */
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
-import fastify, { LogController, type FastifyInstance, type FastifyPluginAsync } from "fastify";
+import fastify, { LogController, type FastifyInstance, type FastifyPluginAsync, type RouteOptions } from "fastify";
 import type { Logger } from "pino";
 import { ValidationError } from "../errors.js";
 import { Identity, Tokens } from "../identity/index.js";
@@ -66,6 +66,8 @@ export interface ServerOptions {
   };
   /** A clock for tokens (tests). */
   readonly now?: () => Date;
+  /** Called for every route as it is registered, before any plugin's (e.g. to enumerate the routes). */
+  readonly onRoute?: (route: RouteOptions) => void;
 }
 
 export const DEFAULT_ARCHIVE_RECOVERY_AGE_MS = 10 * 60 * 1000;
@@ -105,6 +107,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     http: { requireHostHeader: false },
   }) as unknown as FastifyInstance;
 
+  if (options.onRoute) app.addHook("onRoute", options.onRoute);
   app.decorate("flowstore", context);
   app.decorateRequest("actor", null as never);
   app.setValidatorCompiler(validatorCompiler());
