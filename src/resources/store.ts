@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from "../errors.js";
 import { cursorBytes, cursorOf, type Key, type KvStore, type Partition } from "../kv/contract.js";
+import { encodeNested } from "../kv/tuple.js";
 import { allows, type Actor, type Permissions } from "./actor.js";
 import { checkLink, fold, type EventPayload, type PathItem, type ResourceEvent, type VerifyResult } from "./events.js";
 import { GlobalPermissions } from "./global.js";
@@ -17,6 +18,7 @@ import {
   historyKey,
   historyPrefix,
   accessKey,
+  HEAD_KEY,
   locate,
   logKey,
   orderingKey,
@@ -27,6 +29,7 @@ import {
 import { effectiveOrder, validateOrdering } from "./ordering.js";
 import { encodeRecord, RecordView, redactedJson, type Envelope, type Private } from "./record.js";
 import { assertId, type CompiledType, type DataOf, type Schema, type SchemaDecl } from "./schema.js";
+import { PageCache } from "./page-cache.js";
 import { PartitionWriter, type Clock, type Tx } from "./writer.js";
 
 export interface Page<T> {
@@ -64,6 +67,8 @@ export interface MutateSpec {
 }
 
 const SWEEPS: Partition = ["sweeps"];
+const PAGE_OPEN = Buffer.from('{"items":[');
+const COMMA = Buffer.from(",");
 const PARENT_KEY: Key = ["m", "parent"];
 const MAX_PAGE = 10_000;
 
@@ -107,6 +112,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
   readonly global: GlobalPermissions;
   readonly #newId: () => string;
   readonly #clock: Clock;
+  readonly #pages = new PageCache();
 
   constructor(
     readonly kv: KvStore,
@@ -266,6 +272,42 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     const items = slice.map((r) => (r.view.visibleTo(actor) ? r.view.publicBytes() : Buffer.from(redactedJson(childType, r.view, t.decl.statusField))));
     const next = offset + limit < ordered.length ? cursorOf(Buffer.from(String(offset + limit))) : null;
     return { items, nextCursor: next, version: parentView.version };
+  }
+
+  /**
+   * The same list as `listOrderedJson`, rendered as one JSON page (`{"items":[…],"nextCursor":…}`),
+   * ready to send. Pages are cached per partition head version and per caller (identity and groups):
+   * a repeated read of an unchanged collection costs two point reads.
+   */
+  async listOrderedPage(actor: Actor, parent: Ref, options: { cursor?: string | null; limit?: number } = {}): Promise<{ json: Buffer; version: number }> {
+    const l = locate(this.schema, parent);
+    const [state, head] = await this.kv.getMany(l.partition, [stateKey(l), HEAD_KEY]);
+    if (!state) throw new NotFoundError(`${parent.type} ${parent.ids.join("/")} not found`);
+    const view = new RecordView(state.value);
+    if (!view.viewableBy(actor)) throw new ForbiddenError(`${actor.id} lacks the intent ${l.type.intents.view}`);
+    const key = head
+      ? [
+          encodeNested(l.partition).toString("latin1"),
+          l.pairs.join("\u0000"),
+          head.version,
+          actor.system ? "\u0001" : actor.id,
+          [...actor.groups].sort().join("\u0000"),
+          options.cursor ?? "",
+          options.limit ?? "",
+        ].join("\u0002")
+      : null;
+    const cached = key ? this.#pages.get(key) : undefined;
+    if (cached) return { json: cached, version: view.version };
+    const page = await this.listOrderedJson(actor, parent, options);
+    const parts: Buffer[] = [PAGE_OPEN];
+    page.items.forEach((item, i) => {
+      if (i > 0) parts.push(COMMA);
+      parts.push(item);
+    });
+    parts.push(Buffer.from(`],"nextCursor":${JSON.stringify(page.nextCursor)}}`));
+    const json = Buffer.concat(parts);
+    if (key) this.#pages.set(key, json);
+    return { json, version: page.version };
   }
 
   async listOrdered<T extends keyof S & string>(actor: Actor, parent: Ref, options: { cursor?: string | null; limit?: number } = {}): Promise<Page<Envelope<DataOf<S, T>> & { redacted?: true }>> {

@@ -87,6 +87,11 @@ export class Workflow {
     return { subproject, workflowitems };
   }
 
+  /** Workflowitems of a subproject in effective order, as one JSON page ready to send (cached per version). */
+  listWorkflowitemsPage(actor: Actor, p: string, s: string, options: { cursor?: string | null; limit?: number } = {}) {
+    return this.store.listOrderedPage(actor, subprojectRef(p, s), options);
+  }
+
   /** Workflowitems of a subproject in effective order, as JSON bytes (for serving). */
   listWorkflowitemsJson(actor: Actor, p: string, s: string, options: { cursor?: string | null; limit?: number } = {}) {
     return this.store.listOrderedJson(actor, subprojectRef(p, s), options);

@@ -3,11 +3,27 @@ import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from ".
 import type { KvStore } from "../../src/kv/contract.js";
 import { ResourceStore } from "../../src/resources/store.js";
 import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
+import { userActor } from "../../src/resources/actor.js";
+import { PageCache } from "../../src/resources/page-cache.js";
 import { alice, bob, carol, clock, storeWithRoot, SYSTEM, testSchema } from "./fixture.js";
 
 const F = { type: "folder", ids: ["f1"] } as const;
 const L = (id: string) => ({ type: "list", ids: ["f1", id] }) as const;
 const I = (list: string, id: string) => ({ type: "item", ids: ["f1", list, id] }) as const;
+
+it("the page cache evicts the oldest entries past its count or byte budget", () => {
+  const cache = new PageCache(3, 100);
+  for (const k of ["a", "b", "c"]) cache.set(k, Buffer.alloc(10));
+  cache.get("a");
+  cache.set("d", Buffer.alloc(10));
+  expect([cache.get("a"), cache.get("b")].map(Boolean)).toEqual([true, false]);
+  cache.set("e", Buffer.alloc(20));
+  cache.set("f", Buffer.alloc(20));
+  cache.set("g", Buffer.alloc(20));
+  expect(cache.size).toBeLessThanOrEqual(3);
+  cache.set("huge", Buffer.alloc(60));
+  expect(cache.get("huge")).toBeUndefined();
+});
 
 forEachBackend((backend) => {
   let h: BackendHandle;
@@ -187,6 +203,28 @@ forEachBackend((backend) => {
     const page2 = await store.listOrdered(alice, L("l"), { limit: 2, cursor: page1.nextCursor });
     expect([...page1.items, ...page2.items].map((i) => i.id)).toEqual(["a", "c", "d"]);
     expect(page2.nextCursor).toBeNull();
+  });
+
+  it("serves ordered pages from a cache that every write to the partition invalidates, per caller", async () => {
+    await store.create(alice, "list", F, { title: "L" }, { id: "l" });
+    await store.grant(alice, L("l"), "list.viewDetails", "bob");
+    for (const id of ["a", "b", "c"]) await store.create(alice, "item", L("l"), { title: id, status: "open" }, { id });
+    const page = async (who: typeof alice, opts = {}) => JSON.parse((await store.listOrderedPage(who, L("l"), opts)).json.toString("utf8"));
+    const first = await page(alice);
+    expect(first).toEqual({ items: (await store.listOrdered(alice, L("l"))).items, nextCursor: null });
+    expect(await page(alice)).toEqual(first);
+    expect((await page(bob)).items.every((i: { redacted?: boolean }) => i.redacted)).toBe(true);
+    await store.update(alice, I("l", "b"), { title: "changed" });
+    expect((await page(alice)).items[1].data.title).toBe("changed");
+    await store.grant(alice, I("l", "c"), "item.viewDetails", "bob");
+    expect((await page(bob)).items.map((i: { redacted?: boolean }) => i.redacted ?? false)).toEqual([true, true, false]);
+    await store.setOrdering(alice, L("l"), ["c"]);
+    expect((await page(alice)).items.map((i: { id: string }) => i.id)).toEqual(["c", "a", "b"]);
+    expect((await page(alice, { limit: 2 })).nextCursor).not.toBeNull();
+    // Another process writing (a second store over the same backend) moves the head too.
+    await new ResourceStore(kv, testSchema).update(alice, I("l", "a"), { title: "elsewhere" });
+    expect((await page(alice)).items[1].data.title).toBe("elsewhere");
+    await expect(store.listOrderedPage(userActor("nobody"), L("l"))).rejects.toBeInstanceOf(ForbiddenError);
   });
 
   it("deletes a resource with its nested subtree in one commit and keeps the log", async () => {

@@ -192,12 +192,14 @@ export const workflowRoutes: FastifyPluginAsync = async (app: FastifyInstance) =
       },
       async (request, reply) => {
         const p = request.params;
+        if (T === "workflowitem") {
+          const { json } = await workflow.listWorkflowitemsPage(request.actor, p.p!, p.s!, request.query);
+          return reply.type("application/json; charset=utf-8").send(json);
+        }
         const page =
           T === "project"
             ? await workflow.listProjects(request.actor, request.query)
-            : T === "subproject"
-              ? await store.listChildrenJson(request.actor, refOf(0, p), "subproject", request.query)
-              : await workflow.listWorkflowitemsJson(request.actor, p.p!, p.s!, request.query);
+            : await store.listChildrenJson(request.actor, refOf(0, p), "subproject", request.query);
         return sendJsonPage(reply, page.items, page.nextCursor);
       },
     );
