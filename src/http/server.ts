@@ -64,6 +64,8 @@ export interface ServerOptions {
      */
     readonly recoverOlderThanMs?: number;
   };
+  /** Cache rendered workflowitem list pages per project version (default true). */
+  readonly listPageCache?: boolean;
   /** A clock for tokens (tests). */
   readonly now?: () => Date;
   /** Called for every route as it is registered, before any plugin's (e.g. to enumerate the routes). */
@@ -80,7 +82,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   const kv = metrics.wrap(options.kv);
   const identity = new Identity(kv, { now: options.now });
   const tokens = new Tokens(identity, { secret: options.tokenSecret, ttlSeconds: options.tokenTtlSeconds, now: options.now });
-  const workflow = new Workflow(new ResourceStore(kv, workflowSchema, { clock: options.now ? () => options.now!().getTime() : undefined }));
+  const workflow = new Workflow(new ResourceStore(kv, workflowSchema, { clock: options.now ? () => options.now!().getTime() : undefined, pageCache: options.listPageCache }));
   const processData = await openProcessData(kv, options.processDataKey ?? { encryptionKey: randomBytes(32) });
   const archive = new Archive(kv, options.archive);
   const recoverOlderThanMs = options.archive?.recoverOlderThanMs ?? DEFAULT_ARCHIVE_RECOVERY_AGE_MS;

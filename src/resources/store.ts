@@ -48,6 +48,8 @@ export interface CreateOptions {
 
 export interface ResourceStoreOptions {
   clock?: Clock;
+  /** Cache rendered ordered-list pages per partition head version (default on; false turns it off). */
+  pageCache?: boolean;
   newId?: () => string;
 }
 
@@ -112,7 +114,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
   readonly global: GlobalPermissions;
   readonly #newId: () => string;
   readonly #clock: Clock;
-  readonly #pages = new PageCache();
+  readonly #pages: PageCache | null;
 
   constructor(
     readonly kv: KvStore,
@@ -120,6 +122,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     options: ResourceStoreOptions = {},
   ) {
     this.#clock = options.clock ?? Date.now;
+    this.#pages = options.pageCache === false ? null : new PageCache();
     this.writer = new PartitionWriter(kv, this.#clock);
     this.global = new GlobalPermissions(
       kv,
@@ -285,7 +288,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     if (!state) throw new NotFoundError(`${parent.type} ${parent.ids.join("/")} not found`);
     const view = new RecordView(state.value);
     if (!view.viewableBy(actor)) throw new ForbiddenError(`${actor.id} lacks the intent ${l.type.intents.view}`);
-    const key = head
+    const key = head && this.#pages
       ? [
           encodeNested(l.partition).toString("latin1"),
           l.pairs.join("\u0000"),
@@ -296,7 +299,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
           options.limit ?? "",
         ].join("\u0002")
       : null;
-    const cached = key ? this.#pages.get(key) : undefined;
+    const cached = key ? this.#pages!.get(key) : undefined;
     if (cached) return { json: cached, version: view.version };
     const page = await this.listOrderedJson(actor, parent, options);
     const parts: Buffer[] = [PAGE_OPEN];
@@ -306,7 +309,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     });
     parts.push(Buffer.from(`],"nextCursor":${JSON.stringify(page.nextCursor)}}`));
     const json = Buffer.concat(parts);
-    if (key) this.#pages.set(key, json);
+    if (key) this.#pages!.set(key, json);
     return { json, version: page.version };
   }
 
