@@ -29,6 +29,7 @@ import { ResourceStore } from "../resources/store.js";
 import { Workflow } from "../workflow/commands.js";
 import { workflowSchema } from "../workflow/schema.js";
 import { validatorCompiler } from "./validation.js";
+import { defaultWebRoot, registerWeb } from "./web.js";
 
 export const API_PREFIX = "/api/v1";
 export const DEFAULT_HOST = "127.0.0.1";
@@ -52,6 +53,8 @@ export interface ServerOptions {
    * holding the key file. Without one a random key is used, and stored tokens are unreadable after a restart.
    */
   readonly processDataKey?: KeyConfig;
+  /** Where the web explorer's bundle is (default: dist/web); false serves no UI. */
+  readonly webRoot?: string | false;
   /** A clock for tokens (tests). */
   readonly now?: () => Date;
 }
@@ -128,6 +131,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   await app.register(swaggerUi, { routePrefix: "/docs" });
 
   await app.register(systemRoutes);
+  if (options.webRoot !== false) registerWeb(app, options.webRoot ?? defaultWebRoot());
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   await app.register(
     async (api) => {
