@@ -76,6 +76,9 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
 
   afterAll(async () => {
     await browser?.close();
+    // This process's own fetch() keeps idle keep-alive connections that app.close() would otherwise wait
+    // out (up to Fastify's 72 s keep-alive timeout, seen here): the browser is gone, drop them.
+    server?.app.server.closeAllConnections();
     await server?.close();
     await kv?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });

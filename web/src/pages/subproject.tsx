@@ -54,7 +54,7 @@ export function SubprojectPage({ p, s, w }: { p: string; s: string; w?: string }
       } else {
         setNotice({ kind: "error", text: e instanceof ApiError ? e.detail : String(e) });
       }
-      await list.reload();
+      await Promise.all([list.reload(), loaded.reload()]);
     }
   }
 
