@@ -178,6 +178,7 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
     await page.reload();
     await page.locator('.wi[data-id="survey"]').waitFor();
     expect(await shownOrder(page)).toEqual(["contract", "tender", "survey"]);
+    await page.locator(".feed.live").waitFor();
     await shot(page, "subproject");
     // The README's picture: refreshed only when asked (FLOWSTORE_DOCS_SCREENSHOT=1), so runs leave the tree clean.
     if (process.env.FLOWSTORE_DOCS_SCREENSHOT === "1") await page.screenshot({ path: resolve(HERE, "../../docs/subproject.png") });
