@@ -26,6 +26,12 @@ export class Observable<T> {
 
 export function useValue<T>(o: Observable<T>): T {
   const [, setTick] = useState(0);
-  useEffect(() => o.subscribe(() => setTick((t) => t + 1)), [o]);
-  return o.value;
+  const value = o.value;
+  useEffect(() => {
+    const off = o.subscribe(() => setTick((t) => t + 1));
+    // A change between this render and the subscription (effects run after paint) is not lost.
+    if (o.value !== value) setTick((t) => t + 1);
+    return off;
+  }, [o]);
+  return value;
 }
