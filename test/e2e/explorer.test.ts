@@ -13,6 +13,10 @@ import { buildWeb } from "../../web/build.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { ROOT_PASSWORD, startServer, type Running } from "../http/harness.js";
 
+// Browser globals used inside page.evaluate callbacks (this file is type-checked without the DOM lib).
+declare const sessionStorage: { getItem(key: string): string | null };
+declare function requestAnimationFrame(callback: () => void): number;
+
 const CHROMIUM = "/usr/bin/chromium";
 const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium && process.env.CI) throw new Error(`${CHROMIUM} is missing: the e2e suite needs Debian's chromium (apt-get install -y chromium)`);
