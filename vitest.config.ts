@@ -7,5 +7,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     reporters: ["default"],
+    // Starts the shared redis-server processes (standalone and cluster) the redis backends run on.
+    globalSetup: ["test/setup/redis.ts"],
   },
 });

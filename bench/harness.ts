@@ -15,7 +15,18 @@ export const RESULTS_DIR = join(dirname(fileURLToPath(import.meta.url)), "result
 export interface Workload {
   readonly name: string;
   readonly description: string;
+  /** The description when the store under test is `storeUrl`, if it differs (e.g. another raw peer). */
+  describe?(storeUrl: string | undefined): string;
   run(ctx: BenchContext): Promise<void>;
+}
+
+/**
+ * The results of a workload run on a Redis store are kept beside the default (LMDB) ones:
+ * bench/results/kv.json, kv-redis.json, kv-redis-cluster.json.
+ */
+export function resultName(workload: string, storeUrl: string | undefined): string {
+  const scheme = /^(redis|redis-cluster):\/\//.exec(storeUrl ?? "")?.[1];
+  return scheme ? `${workload}-${scheme}` : workload;
 }
 
 export interface Row {
@@ -35,6 +46,8 @@ export interface Row {
   /** Each round's ops/s, for the record. */
   readonly rounds: readonly number[];
   readonly note?: string;
+  /** Why the row was not measured (e.g. its server is not reachable); opsPerSec is then 0. */
+  readonly skipped?: string;
 }
 
 export interface MeasureOptions {
@@ -71,6 +84,26 @@ export interface CompareOptions {
   readonly note?: string;
 }
 
+/** One side of a many-way comparison: performs `n` operations (n is calibrated per side). */
+export interface Runner {
+  readonly name: string;
+  run(n: number): Promise<void> | void;
+  /** Upper bound for n (default 100,000). */
+  readonly maxOps?: number;
+}
+
+export interface CompareAllOptions {
+  /** The reference (e.g. flowstore); each subject's cost ratio is the reference's ops/s over its own. */
+  readonly reference: Runner;
+  readonly subjects: readonly Runner[];
+  /** Measured rounds (round-robin, the order rotating each round); default 5. */
+  readonly rounds?: number;
+  /** Wall time one round of one side should take; ops per side are calibrated to it. Default 150 ms. */
+  readonly targetMs?: number;
+  readonly goal?: number;
+  readonly note?: string;
+}
+
 export interface BenchContext {
   /** Multiplier of the op counts: small = 1, large = 5, or a number given with --scale. */
   readonly scale: number;
@@ -87,6 +120,16 @@ export interface BenchContext {
    * see the same machine load; records two rows. The cost ratio is the median of the per-pair ratios.
    */
   compare(options: CompareOptions): Promise<Row>;
+  /**
+   * Measures several sides round-robin (the order rotates each round, so all see the same machine
+   * load). Each side's op count is calibrated so a round takes about `targetMs`. Records one row per
+   * side; subjects carry the median of their per-round cost ratios against the reference.
+   */
+  compareAll(options: CompareAllOptions): Promise<Row[]>;
+  /** Records a row measured by other means (e.g. a load generator in another process). */
+  record(row: Row): Row;
+  /** Records a row that could not be measured, with the reason. */
+  skip(name: string, reason: string, reference?: string): void;
   /** Records free text shown under the table (findings, settings). */
   note(text: string): void;
 }
@@ -213,6 +256,67 @@ export async function runWorkload(
       process.stdout.write(`  ${row.name}: ${fmt(row.opsPerSec)} ops/s (cost ${row.costRatio!.toFixed(2)}× ${refRow.name})\n`);
       return row;
     },
+    async compareAll(o) {
+      const sides = [o.reference, ...o.subjects];
+      const target = o.targetMs ?? 150;
+      const counts: number[] = [];
+      for (const side of sides) {
+        // calibrate: time growing batches until one takes a tenth of the target, then scale up
+        let n = 1;
+        for (;;) {
+          const t0 = performance.now();
+          await side.run(n);
+          const ms = performance.now() - t0;
+          const cap = side.maxOps ?? 100_000;
+          if (ms >= target / 10 || n >= cap) {
+            counts.push(Math.max(1, Math.min(cap, Math.round((n * target) / Math.max(ms, 0.001)))));
+            break;
+          }
+          n = Math.min(cap, n * 10);
+        }
+      }
+      const samples: number[][] = sides.map(() => []);
+      const rounds = o.rounds ?? 5;
+      for (let r = 0; r < rounds; r++) {
+        for (let k = 0; k < sides.length; k++) {
+          const i = (k + r) % sides.length;
+          const t0 = performance.now();
+          await sides[i]!.run(counts[i]!);
+          samples[i]!.push((counts[i]! / (performance.now() - t0)) * 1000);
+        }
+      }
+      const ref: Row = { name: o.reference.name, opsPerSec: median(samples[0]!), rounds: samples[0]! };
+      rows.push(ref);
+      process.stdout.write(`  ${ref.name}: ${fmt(ref.opsPerSec)} ops/s\n`);
+      const out: Row[] = [ref];
+      o.subjects.forEach((side, j) => {
+        const mine = samples[j + 1]!;
+        const row: Row = {
+          name: side.name,
+          opsPerSec: median(mine),
+          rounds: mine,
+          reference: ref.name,
+          costRatio: median(samples[0]!.map((x, r) => x / mine[r]!)),
+          ...(o.goal ? { goal: o.goal } : {}),
+          ...(o.note ? { note: o.note } : {}),
+        };
+        rows.push(row);
+        out.push(row);
+        process.stdout.write(`  ${row.name}: ${fmt(row.opsPerSec)} ops/s (cost ${row.costRatio!.toFixed(2)}× ${ref.name})\n`);
+      });
+      return out;
+    },
+    record(row) {
+      const ref = row.reference ? rows.find((r) => r.name === row.reference) : undefined;
+      const out: Row = ref && row.costRatio === undefined ? { ...row, costRatio: ref.opsPerSec / row.opsPerSec } : row;
+      rows.push(out);
+      process.stdout.write(`  ${out.name}: ${fmt(out.opsPerSec)} ops/s${out.costRatio ? ` (cost ${out.costRatio.toFixed(2)}× ${out.reference})` : ""}${out.note ? ` — ${out.note}` : ""}\n`);
+      return out;
+    },
+    skip(name, reason, reference) {
+      rows.push({ name, opsPerSec: 0, rounds: [], skipped: reason, ...(reference ? { reference } : {}) });
+      process.stdout.write(`  ${name}: skipped (${reason})\n`);
+    },
     note(text) {
       notes.push(text);
     },
@@ -226,8 +330,8 @@ export async function runWorkload(
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   }
   const result: WorkloadResult = {
-    workload: workload.name,
-    description: workload.description,
+    workload: resultName(workload.name, settings.storeUrl),
+    description: workload.describe?.(settings.storeUrl) ?? workload.description,
     command: settings.command,
     date: new Date().toISOString(),
     scale: settings.scale,
@@ -239,7 +343,7 @@ export async function runWorkload(
   };
   process.stdout.write("\n" + table(result) + "\n");
   mkdirSync(RESULTS_DIR, { recursive: true });
-  writeFileSync(join(RESULTS_DIR, `${workload.name}.json`), JSON.stringify(result, null, 2) + "\n");
+  writeFileSync(join(RESULTS_DIR, `${result.workload}.json`), JSON.stringify(result, null, 2) + "\n");
   return result;
 }
 
@@ -255,6 +359,10 @@ export function table(result: WorkloadResult): string {
     "|---|---:|---|---:|---:|",
   ];
   for (const r of result.rows) {
+    if (r.skipped) {
+      lines.push(`| ${r.name} | skipped: ${r.skipped} | ${r.reference ?? ""} |  | |`);
+      continue;
+    }
     const ratio = r.costRatio === undefined ? "" : `${r.costRatio.toFixed(2)}×`;
     const verdict = r.goal === undefined || r.costRatio === undefined ? "" : r.costRatio <= r.goal ? ` ≤ ${r.goal}× ✓` : ` ≤ ${r.goal}× ✗`;
     lines.push(`| ${r.name}${r.note ? ` (${r.note})` : ""} | ${fmt(r.opsPerSec)} | ${r.reference ?? ""} | ${ratio} |${verdict} |`);

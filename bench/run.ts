@@ -5,9 +5,12 @@
  *   npm run bench -- kv                one (or several) by name
  *   npm run bench -- kv --scale large  op counts ×5 (small = ×1, or a number)
  *   npm run bench -- kv --store lmdb:/tmp/x   the store under test (default: a fresh LMDB directory)
+ *   npm run bench -- kv --store redis          start a redis-server for the run (or redis://host:port)
+ *   npm run bench -- kv --store redis-cluster  start a 3+3 cluster for the run (or redis-cluster://h:p,…)
  */
 import { parseArgs } from "node:util";
 import { runWorkload } from "./harness.js";
+import { startBenchRedis } from "./redis-servers.js";
 import { writeReport } from "./report.js";
 import { workloads } from "./workloads/index.js";
 
@@ -34,9 +37,14 @@ if (unknown.length > 0) {
 }
 const chosen = positionals.length > 0 ? workloads.filter((w) => positionals.includes(w.name)) : workloads;
 
-for (const w of chosen) {
-  const command = ["npm run bench --", w.name, "--scale", scaleArg, ...(values.store ? ["--store", values.store] : [])].join(" ");
-  await runWorkload(w, { scale, storeUrl: values.store, command });
+const servers = await startBenchRedis(values.store);
+try {
+  for (const w of chosen) {
+    const command = ["npm run bench --", w.name, "--scale", scaleArg, ...(values.store ? ["--store", values.store] : [])].join(" ");
+    await runWorkload(w, { scale, storeUrl: servers?.url ?? values.store, command });
+  }
+} finally {
+  await servers?.stop();
 }
 const file = writeReport();
 process.stdout.write(`\nwrote ${file}\n`);

@@ -8,6 +8,9 @@ import type { Workload } from "../harness.js";
 import type { KvStore, Op } from "../../src/kv/contract.js";
 import { lmdbOpenOptions } from "../../src/kv/lmdb.js";
 import { encode, encodeNested } from "../../src/kv/tuple.js";
+import { REDIS_DESCRIPTION, runKvRedis } from "./kv-redis.js";
+
+const isRedisUrl = (url: string | undefined): boolean => /^redis(-cluster)?:\/\//.test(url ?? "");
 
 const VALUE_BYTES = 256;
 const SCAN_KEYS = 10_000;
@@ -16,7 +19,9 @@ const WRITERS = 50;
 export const kv: Workload = {
   name: "kv",
   description: "storage contract vs raw lmdb-js: durable put (1 and 50 writers), get, getMany, 10,000-key scan",
+  describe: (storeUrl) => (isRedisUrl(storeUrl) ? REDIS_DESCRIPTION : kv.description),
   async run(ctx) {
+    if (isRedisUrl(ctx.storeUrl)) return runKvRedis(ctx);
     const store: KvStore = await ctx.openStore();
     const raw = open<Buffer, Buffer>(lmdbOpenOptions(ctx.tmpDir()));
     const value = Buffer.alloc(VALUE_BYTES, 0x61);

@@ -7,3 +7,14 @@ export { DEFAULT_MAX_SNAPSHOT_BYTES } from "./limits.js";
 export type { RecoveryReport } from "./recovery.js";
 export type { ArchivedFile, Page, PageOptions, Snapshot, SnapshotSummary } from "./snapshots.js";
 export type { FileInput, WriteOptions } from "./write.js";
+export {
+  archiveProject,
+  restoreProject,
+  projectUniqueId,
+  ARCHIVE_PROJECT_INTENT,
+  PROJECT_ARCHIVE_FILE,
+  PROJECT_ARCHIVE_KIND,
+  type ArchivedProject,
+  type ProjectArchiveDeps,
+  type RestoredProject,
+} from "./project.js";

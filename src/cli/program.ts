@@ -1,5 +1,6 @@
 /** The flowstore command tree (main.ts runs it; tests build it in-process). */
 import { Command } from "commander";
+import { archiveCommands } from "./archive.js";
 import { identityCommands } from "./identity.js";
 import { operationCommands } from "./operations.js";
 import { serveCommand } from "./serve.js";
@@ -13,5 +14,6 @@ export function buildProgram(): Command {
   serveCommand(program);
   identityCommands(program);
   operationCommands(program);
+  archiveCommands(program);
   return program;
 }

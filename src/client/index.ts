@@ -1,89 +1,27 @@
 /**
- * A small typed client for the flowstore server, over fetch. `request` is the generic helper; a
+ * A typed client for the flowstore server, over fetch. `request` is the generic helper; a
  * problem+json answer becomes a thrown ProblemError carrying the problem. Domain methods sit in
- * namespaces (`users`, `groups`, `globalPermissions`); more domains add theirs the same way.
+ * namespaces: `users`, `groups`, `globalPermissions`, `projects` / `project(p)` (workflow),
+ * `processData`, and `events()` (the change feed). Types are the server's route schemas.
  */
-import type { Problem } from "../http/problem.js";
 import type { TokenResponse } from "../http/routes/auth.js";
 import type { PermissionChange, PermissionMap } from "../http/routes/global.js";
 import type { Group, GroupPage, NewGroup } from "../http/routes/groups.js";
 import type { NewUser, User, UserPage } from "../http/routes/users.js";
+import { API, HttpCore, seg, type ClientOptions, type PageParams } from "./core.js";
+import { changeFeed, type FeedMessage, type FeedOptions } from "./events.js";
+import { ProcessDataApi } from "./process-data.js";
+import { Collection, ProjectHandle, projectPath, projectsPath, type NewProject, type Project, type ProjectPage } from "./workflow.js";
 
-export type { Problem, TokenResponse, PermissionMap, Group, GroupPage, NewGroup, NewUser, User, UserPage };
+export { ProblemError, type ClientOptions, type Page, type PageParams, type Problem, type RequestOptions, type WriteOptions } from "./core.js";
+export type { FeedMessage, FeedOptions } from "./events.js";
+export type { ProcessFields, ProcessRecord, ProcessRecordCreated, TtlOptions } from "./process-data.js";
+export type * from "./workflow.js";
+export type { TokenResponse, PermissionMap, Group, GroupPage, NewGroup, NewUser, User, UserPage };
 
-/** An error answer from the server: `status` and the problem+json body. */
-export class ProblemError extends Error {
-  constructor(readonly problem: Problem) {
-    super(`${problem.status} ${problem.title}: ${problem.detail}`);
-    this.name = "ProblemError";
-  }
-  get status(): number {
-    return this.problem.status;
-  }
-  get field(): string | undefined {
-    return this.problem.field;
-  }
-}
-
-export interface RequestOptions {
-  readonly body?: unknown;
-  readonly query?: Record<string, string | number | boolean | null | undefined>;
-  readonly headers?: Record<string, string>;
-  readonly signal?: AbortSignal;
-}
-
-export interface PageParams {
-  readonly cursor?: string | null;
-  readonly limit?: number;
-}
-
-export interface ClientOptions {
-  /** e.g. http://127.0.0.1:8080 */
-  readonly baseUrl: string;
-  readonly token?: string;
-  readonly fetch?: typeof fetch;
-}
-
-const API = "/api/v1";
-const seg = (s: string) => encodeURIComponent(s);
-
-export class FlowstoreClient {
-  readonly baseUrl: string;
-  token: string | undefined;
-  readonly #fetch: typeof fetch;
-
+export class FlowstoreClient extends HttpCore {
   constructor(options: ClientOptions) {
-    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
-    this.token = options.token;
-    this.#fetch = options.fetch ?? fetch;
-  }
-
-  /** Sends a request; answers the parsed JSON (undefined for 204), throws ProblemError for an error answer. */
-  async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
-    const url = new URL(this.baseUrl + path);
-    for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined && v !== null) url.searchParams.set(k, String(v));
-    const headers: Record<string, string> = { accept: "application/json", ...options.headers };
-    if (this.token !== undefined) headers.authorization = `Bearer ${this.token}`;
-    let body: string | undefined;
-    if (options.body !== undefined) {
-      headers["content-type"] = "application/json";
-      body = JSON.stringify(options.body);
-    }
-    const res = await this.#fetch(url, { method, headers, body, signal: options.signal });
-    const text = await res.text();
-    const type = res.headers.get("content-type") ?? "";
-    if (!res.ok) {
-      let problem: Problem;
-      try {
-        problem = JSON.parse(text) as Problem;
-        if (typeof problem?.status !== "number") throw new Error("not a problem");
-      } catch {
-        problem = { type: "about:blank", title: res.statusText, status: res.status, detail: text.slice(0, 500) };
-      }
-      throw new ProblemError(problem);
-    }
-    if (res.status === 204 || text === "") return undefined as T;
-    return (type.includes("json") ? JSON.parse(text) : text) as T;
+    super(options);
   }
 
   /** Logs in and keeps the token for later calls. */
@@ -123,6 +61,21 @@ export class FlowstoreClient {
     revoke: (intent: PermissionChange["intent"], identity: string) =>
       this.request<void>("POST", `${API}/global/permissions/revoke`, { body: { intent, identity } }),
   };
+
+  /** Create and list projects. */
+  readonly projects = new Collection<Project, NewProject, ProjectPage>(this, projectsPath);
+
+  /** One project, and through it its subprojects and their workflowitems. */
+  project(p: string): ProjectHandle {
+    return new ProjectHandle(this, projectPath(p));
+  }
+
+  readonly processData = new ProcessDataApi(this);
+
+  /** The change feed, filtered by the server to what this caller may view; runs until the loop ends or the signal aborts. */
+  events(options: FeedOptions = {}): AsyncGenerator<FeedMessage, void, undefined> {
+    return changeFeed(this, options);
+  }
 
   /** Every item of a paginated list, page by page. */
   async *all<T>(list: (page: PageParams) => Promise<{ items: T[]; nextCursor: string | null }>, limit = 100): AsyncGenerator<T> {

@@ -2,6 +2,7 @@
  * What every route plugin can reach: `app.flowstore` (the store as the server sees it, counted for
  * metrics; identity; tokens; metrics) and, inside the authenticated scope, `request.actor`.
  */
+import type { Archive } from "../archive/index.js";
 import type { Identity, Tokens } from "../identity/index.js";
 import type { KvStore } from "../kv/contract.js";
 import type { Actor } from "../resources/actor.js";
@@ -19,6 +20,8 @@ export interface ServerContext {
   readonly workflow: Workflow;
   /** Interim data of running business processes (seed 004). */
   readonly processData: ProcessData;
+  /** Immutable snapshots with files (seed 003), over the counted store. */
+  readonly archive: Archive;
 }
 
 declare module "fastify" {

@@ -5,6 +5,7 @@
  * other error is a 500 whose body says nothing about internals.
  */
 import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
 import { Type, type Static } from "@sinclair/typebox";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { FlowstoreError, TooLargeError } from "../errors.js";
@@ -40,10 +41,13 @@ const CODES: Record<number, string> = {
   404: "not_found",
   405: "method_not_allowed",
   406: "not_acceptable",
+  408: "request_timeout",
   409: "conflict",
   413: "too_large",
+  414: "uri_too_long",
   415: "unsupported_media_type",
   429: "too_many_requests",
+  431: "headers_too_large",
   500: "internal",
   503: "unavailable",
 };
@@ -132,4 +136,23 @@ export function toProblem(error: unknown, request: FastifyRequest): Problem {
   if (fe instanceof SyntaxError && status === 400) return problem(400, "the body is not valid JSON", { field: "body" });
   if (status >= 400 && status < 500) return problem(status, typeof fe.message === "string" ? fe.message : "bad request");
   return problem(500, `internal error (request ${request.id})`);
+}
+
+/**
+ * Fastify's `clientErrorHandler`: a request Node's HTTP parser refuses before Fastify sees it (headers
+ * too large, bytes that are not HTTP, a body that is not framed, a timeout) answers a problem too, and
+ * says `Connection: close`, so a keep-alive client does not send its next request on the dead socket.
+ */
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === "ECONNRESET" || socket.destroyed) return;
+  const status = error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : error.code === "HPE_HEADER_OVERFLOW" ? 431 : 400;
+  const detail =
+    status === 408 ? "the request did not arrive in time" : status === 431 ? "the request line and headers are too large" : "the request is not valid HTTP/1.1";
+  const body = JSON.stringify(problem(status, detail));
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }

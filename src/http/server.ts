@@ -5,15 +5,16 @@
  */
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
-import fastify, { LogController, type FastifyInstance, type FastifyPluginAsync } from "fastify";
+import fastify, { LogController, type FastifyInstance, type FastifyPluginAsync, type RouteOptions } from "fastify";
 import type { Logger } from "pino";
+import { ValidationError } from "../errors.js";
 import { Identity, Tokens } from "../identity/index.js";
 import type { KvStore } from "../kv/contract.js";
 import { requireAuthentication } from "./auth.js";
 import type { ServerContext } from "./context.js";
 import { createLogger, requestId } from "./logging.js";
 import { Metrics } from "./metrics.js";
-import { problem, sendProblem, toProblem } from "./problem.js";
+import { clientErrorHandler, problem, sendProblem, toProblem } from "./problem.js";
 import { authRoutes } from "./routes/auth.js";
 import { globalRoutes } from "./routes/global.js";
 import { groupRoutes } from "./routes/groups.js";
@@ -22,6 +23,8 @@ import { userRoutes } from "./routes/users.js";
 import { eventRoutes } from "./routes/events.js";
 import { workflowRoutes } from "./routes/workflow.js";
 import { processDataRoutes } from "./routes/process-data.js";
+import { archiveRoutes } from "./routes/archive.js";
+import { Archive, type ArchiveOptions } from "../archive/index.js";
 import { openProcessData } from "../process-data/service.js";
 import type { KeyConfig } from "../process-data/crypto.js";
 import { randomBytes } from "node:crypto";
@@ -55,12 +58,25 @@ export interface ServerOptions {
   readonly processDataKey?: KeyConfig;
   /** Where the web explorer's bundle is (default: dist/web); false serves no UI. */
   readonly webRoot?: string | false;
+  /** The archive's limits and retention (default: 100 MiB per snapshot, keep all). */
+  readonly archive?: ArchiveOptions & {
+    /**
+     * At start and then periodically, half-done archive operations older than this are finished or
+     * undone (a killed upload). Keep it above the longest upload when other processes share the store.
+     * Default 10 minutes.
+     */
+    readonly recoverOlderThanMs?: number;
+  };
   /** A clock for tokens (tests). */
   readonly now?: () => Date;
+  /** Called for every route as it is registered, before any plugin's (e.g. to enumerate the routes). */
+  readonly onRoute?: (route: RouteOptions) => void;
 }
 
+export const DEFAULT_ARCHIVE_RECOVERY_AGE_MS = 10 * 60 * 1000;
+
 /** The built-in authenticated route plugins, one per domain. */
-export const CORE_ROUTES: readonly FastifyPluginAsync[] = [userRoutes, groupRoutes, globalRoutes, workflowRoutes, eventRoutes, processDataRoutes];
+export const CORE_ROUTES: readonly FastifyPluginAsync[] = [userRoutes, groupRoutes, globalRoutes, workflowRoutes, eventRoutes, processDataRoutes, archiveRoutes];
 
 export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
   const metrics = new Metrics();
@@ -69,7 +85,10 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   const tokens = new Tokens(identity, { secret: options.tokenSecret, ttlSeconds: options.tokenTtlSeconds, now: options.now });
   const workflow = new Workflow(new ResourceStore(kv, workflowSchema, { clock: options.now ? () => options.now!().getTime() : undefined }));
   const processData = await openProcessData(kv, options.processDataKey ?? { encryptionKey: randomBytes(32) });
-  const context: ServerContext = { kv, identity, tokens, metrics, workflow, processData };
+  const archive = new Archive(kv, options.archive);
+  const recoverOlderThanMs = options.archive?.recoverOlderThanMs ?? DEFAULT_ARCHIVE_RECOVERY_AGE_MS;
+  await archive.recover({ olderThanMs: recoverOlderThanMs });
+  const context: ServerContext = { kv, identity, tokens, metrics, workflow, processData, archive };
 
   const logger = options.logger === undefined ? createLogger() : options.logger;
   const app = fastify({
@@ -84,8 +103,14 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     frameworkErrors: (error, request, reply) => {
       void sendProblem(reply, toProblem(error, request));
     },
+    // Requests Node's parser refuses (oversized headers, malformed HTTP) are problems as well.
+    clientErrorHandler,
+    // Node would answer a Host-less HTTP/1.1 request with a bare 400 itself; the onRequest hook below
+    // refuses it as a problem instead.
+    http: { requireHostHeader: false },
   }) as unknown as FastifyInstance;
 
+  if (options.onRoute) app.addHook("onRoute", options.onRoute);
   app.decorate("flowstore", context);
   app.decorateRequest("actor", null as never);
   app.setValidatorCompiler(validatorCompiler());
@@ -95,6 +120,10 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   // Per-request hooks are callback-style: no promise per request on the hot path.
   app.addHook("onRequest", (request, reply, done) => {
     reply.header("x-request-id", request.id);
+    if (request.raw.httpVersion === "1.1" && request.headers.host === undefined) {
+      done(new ValidationError("an HTTP/1.1 request needs a Host header", "headers.host"));
+      return;
+    }
     done();
   });
   // While closing, answers to in-flight requests end their connection, so that close() does not wait
@@ -103,6 +132,12 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   app.addHook("preClose", async () => {
     closing = true;
   });
+  // Uploads killed after the start (by another process sharing the store) are swept up later on.
+  const sweep = setInterval(() => {
+    archive.recover({ olderThanMs: recoverOlderThanMs }).catch((err: unknown) => app.log.error({ err }, "archive recovery failed"));
+  }, Math.max(recoverOlderThanMs, 60_000));
+  sweep.unref();
+  app.addHook("onClose", async () => clearInterval(sweep));
   app.addHook("onSend", (_request, reply, payload, done) => {
     if (closing) reply.header("connection", "close");
     done(null, payload);

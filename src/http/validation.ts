@@ -6,6 +6,7 @@
  */
 import { Ajv, type Options } from "ajv";
 import addFormatsImport from "ajv-formats";
+import { OptionalKind } from "@sinclair/typebox";
 import type { FastifySchemaCompiler } from "fastify";
 
 // ajv-formats is CommonJS; its default export arrives wrapped under NodeNext.
@@ -22,5 +23,14 @@ function makeAjv(coerceTypes: boolean): Ajv {
 export function validatorCompiler(): FastifySchemaCompiler<unknown> {
   const strict = makeAjv(false);
   const coercing = makeAjv(true);
-  return ({ schema, httpPart }) => (httpPart === "body" ? strict : coercing).compile(schema as object);
+  return ({ schema, httpPart }) => {
+    const validate = (httpPart === "body" ? strict : coercing).compile(schema as object);
+    // A body declared Type.Optional(…) may be absent (Fastify hands an absent body over as null): Ajv alone
+    // would refuse it as "must be object".
+    if (httpPart === "body" && (schema as Record<symbol, unknown>)[OptionalKind] === "Optional") {
+      const optional = (data: unknown): boolean => data === null || data === undefined || validate(data);
+      return Object.defineProperty(optional, "errors", { get: () => validate.errors });
+    }
+    return validate;
+  };
 }

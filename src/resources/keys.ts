@@ -5,6 +5,7 @@
  *
  * Families (the first tuple item):
  *   s  state:          ["s", depth, ...pairs]                 → record (see record.ts)
+ *   a  access:         ["a", depth, ...pairs]                 → {permissions, parent} JSON (kept out of lists)
  *   c  flat children:  ["c", depth, ...pairs]                 → index entry of a child in another partition
  *   o  ordering:       ["o", depth, ...pairs, childType]      → JSON array of child ids
  *   h  history index:  ["h", depth, ...pairs, seq]            → empty (the event is in the log)
@@ -61,13 +62,8 @@ export function childRef(schema: Schema, parent: Ref | null, childType: string, 
   return t.decl.idStyle === "flat" ? { type: childType, ids: [id] } : { type: childType, ids: [...parent.ids, id] };
 }
 
-export function parentRef(schema: Schema, ref: Ref): Ref | null {
-  const t = schema.type(ref.type);
-  if (t.depth === 0) return null; // the parent of an owner lives in another partition (see record meta)
-  return { type: t.chain[t.chain.length - 2]!, ids: ref.ids.slice(0, -1) };
-}
-
 export const stateKey = (l: Located): Key => ["s", l.depth, ...l.pairs];
+export const accessKey = (l: Located): Key => ["a", l.depth, ...l.pairs];
 export const orderingKey = (l: Located, childType: string): Key => ["o", l.depth, ...l.pairs, childType];
 export const historyPrefix = (l: Located): Key => ["h", l.depth, ...l.pairs];
 export const historyKey = (l: Located, seq: number): Key => ["h", l.depth, ...l.pairs, seq];

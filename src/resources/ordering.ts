@@ -22,8 +22,12 @@ export function effectiveOrder<C extends OrderedChild>(ordering: readonly string
       placed.add(id);
     }
   }
-  const rest = children.filter((c) => !placed.has(c.id));
-  rest.sort((a, b) => a.createdAtMs - b.createdAtMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const rest = placed.size === 0 ? children.slice() : children.filter((c) => !placed.has(c.id));
+  const before = (a: C, b: C): number => a.createdAtMs - b.createdAtMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  // Children usually come in creation order already (ids that grow with time): skip the sort then.
+  let sorted = true;
+  for (let i = 1; i < rest.length && sorted; i++) sorted = before(rest[i - 1]!, rest[i]!) <= 0;
+  if (!sorted) rest.sort(before);
   for (const c of rest) out.push(c);
   return out;
 }

@@ -7,8 +7,8 @@
  *   u32  version (meta.version, for ETags)
  *   u16  id length, id (utf8)             — so lists need not decode keys
  *   u16  status length, status (utf8)     — shown in redacted listings
- *   u32  viewers length, "\n"-delimited identities holding the type's list or view intent ("\nalice\nteam\n")
- *   u32  private length, private JSON     — {permissions, parent}
+ *   u32  listers length, "\n"-delimited identities holding the type's list or view intent ("\nalice\nteam\n")
+ *   u32  viewers length, the same for the view intent alone (a get checks it without parsing JSON)
  *   ...  public JSON                      — {"id","type","data","meta"}
  */
 import type { Actor, Permissions } from "./actor.js";
@@ -36,13 +36,23 @@ export interface Private {
 
 const FORMAT = 1;
 
-export function encodeRecord(envelope: Envelope, priv: Private, status: string, viewers: readonly string[]): Buffer {
+/** "\n<identity>\n" for the actor and each of its groups, encoded once per actor. */
+const needles = new WeakMap<Actor, Buffer[]>();
+function needlesOf(actor: Actor): Buffer[] {
+  let n = needles.get(actor);
+  if (!n) needles.set(actor, (n = [actor.id, ...actor.groups].map((id) => Buffer.from(`\n${id}\n`, "utf8"))));
+  return n;
+}
+
+const identities = (ids: readonly string[]): Buffer => Buffer.from(ids.length ? `\n${ids.join("\n")}\n` : "", "utf8");
+
+export function encodeRecord(envelope: Envelope, status: string, listers: readonly string[], viewers: readonly string[]): Buffer {
   const idBuf = Buffer.from(envelope.id, "utf8");
   const statusBuf = Buffer.from(status, "utf8");
-  const viewersBuf = Buffer.from(viewers.length ? `\n${viewers.join("\n")}\n` : "", "utf8");
-  const privBuf = Buffer.from(JSON.stringify(priv), "utf8");
+  const listersBuf = identities(listers);
+  const viewersBuf = identities(viewers);
   const pubBuf = Buffer.from(JSON.stringify(envelope), "utf8");
-  const out = Buffer.allocUnsafe(1 + 8 + 4 + 2 + idBuf.length + 2 + statusBuf.length + 4 + viewersBuf.length + 4 + privBuf.length + pubBuf.length);
+  const out = Buffer.allocUnsafe(1 + 8 + 4 + 2 + idBuf.length + 2 + statusBuf.length + 4 + listersBuf.length + 4 + viewersBuf.length + pubBuf.length);
   let o = 0;
   out.writeUInt8(FORMAT, o);
   o += 1;
@@ -56,12 +66,12 @@ export function encodeRecord(envelope: Envelope, priv: Private, status: string, 
   out.writeUInt16BE(statusBuf.length, o);
   o += 2;
   o += statusBuf.copy(out, o);
+  out.writeUInt32BE(listersBuf.length, o);
+  o += 4;
+  o += listersBuf.copy(out, o);
   out.writeUInt32BE(viewersBuf.length, o);
   o += 4;
   o += viewersBuf.copy(out, o);
-  out.writeUInt32BE(privBuf.length, o);
-  o += 4;
-  o += privBuf.copy(out, o);
   pubBuf.copy(out, o);
   return out;
 }
@@ -72,9 +82,11 @@ export class RecordView {
   readonly version: number;
   readonly #idEnd: number;
   readonly #statusEnd: number;
+  readonly #listersStart: number;
+  readonly #listersEnd: number;
   readonly #viewersStart: number;
   readonly #viewersEnd: number;
-  readonly #privEnd: number;
+  readonly #publicStart: number;
 
   constructor(readonly bytes: Buffer) {
     if (bytes[0] !== FORMAT) throw new Error(`unknown resource record format ${bytes[0]}`);
@@ -83,11 +95,11 @@ export class RecordView {
     this.#idEnd = 15 + bytes.readUInt16BE(13);
     const statusLen = bytes.readUInt16BE(this.#idEnd);
     this.#statusEnd = this.#idEnd + 2 + statusLen;
-    const viewersLen = bytes.readUInt32BE(this.#statusEnd);
-    this.#viewersStart = this.#statusEnd + 4;
-    this.#viewersEnd = this.#viewersStart + viewersLen;
-    const privLen = bytes.readUInt32BE(this.#viewersEnd);
-    this.#privEnd = this.#viewersEnd + 4 + privLen;
+    this.#listersStart = this.#statusEnd + 4;
+    this.#listersEnd = this.#listersStart + bytes.readUInt32BE(this.#statusEnd);
+    this.#viewersStart = this.#listersEnd + 4;
+    this.#viewersEnd = this.#viewersStart + bytes.readUInt32BE(this.#listersEnd);
+    this.#publicStart = this.#viewersEnd;
   }
 
   get id(): string {
@@ -98,31 +110,33 @@ export class RecordView {
     return this.bytes.toString("utf8", this.#idEnd + 2, this.#statusEnd);
   }
 
-  /** True when the actor (or one of its groups) may see this resource in a list. */
+  /** True when the actor (or one of its groups) may see this resource in a list (list or view intent). */
   visibleTo(actor: Actor): boolean {
+    return this.#holds(actor, this.#listersStart, this.#listersEnd);
+  }
+
+  /** True when the actor (or one of its groups) holds the type's view intent. */
+  viewableBy(actor: Actor): boolean {
+    return this.#holds(actor, this.#viewersStart, this.#viewersEnd);
+  }
+
+  #holds(actor: Actor, start: number, end: number): boolean {
     if (actor.system) return true;
-    if (this.#viewersEnd === this.#viewersStart) return false;
-    if (this.#holds(actor.id)) return true;
-    for (const g of actor.groups) if (this.#holds(g)) return true;
+    if (start === end) return false;
+    for (const needle of needlesOf(actor)) {
+      const i = this.bytes.indexOf(needle, start);
+      if (i >= 0 && i + needle.length <= end) return true;
+    }
     return false;
-  }
-
-  #holds(identity: string): boolean {
-    const i = this.bytes.indexOf(`\n${identity}\n`, this.#viewersStart, "utf8");
-    return i >= 0 && i < this.#viewersEnd;
-  }
-
-  private(): Private {
-    return JSON.parse(this.bytes.toString("utf8", this.#viewersEnd + 4, this.#privEnd)) as Private;
   }
 
   /** The public JSON bytes (a view into the record, not a copy). */
   publicBytes(): Buffer {
-    return this.bytes.subarray(this.#privEnd);
+    return this.bytes.subarray(this.#publicStart);
   }
 
   envelope<D = Record<string, unknown>>(): Envelope<D> {
-    return JSON.parse(this.bytes.toString("utf8", this.#privEnd)) as Envelope<D>;
+    return JSON.parse(this.bytes.toString("utf8", this.#publicStart)) as Envelope<D>;
   }
 }
 

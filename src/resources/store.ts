@@ -16,10 +16,10 @@ import {
   flatChildrenPrefix,
   historyKey,
   historyPrefix,
+  accessKey,
   locate,
   logKey,
   orderingKey,
-  parentRef,
   stateKey,
   type Located,
   type Ref,
@@ -60,7 +60,7 @@ export interface MutateSpec {
    * Decides the change from the current state (throw to refuse): a data patch (a field set to null is
    * removed) and anything else to record in the event.
    */
-  change: (current: Envelope, tx: Tx, located: Located) => Promise<{ patch?: Record<string, unknown>; record?: EventPayload; permissions?: Permissions }> | { patch?: Record<string, unknown>; record?: EventPayload; permissions?: Permissions };
+  change: (current: Envelope, tx: Tx, located: Located, permissions: Permissions) => Promise<{ patch?: Record<string, unknown>; record?: EventPayload; permissions?: Permissions }> | { patch?: Record<string, unknown>; record?: EventPayload; permissions?: Permissions };
 }
 
 const SWEEPS: Partition = ["sweeps"];
@@ -71,10 +71,16 @@ function pathOf(l: Located): PathItem[] {
   return l.type.chain.map((type, i) => ({ type, id: l.ref.ids[i]! }));
 }
 
-function viewersOf(t: CompiledType, permissions: Permissions): string[] {
-  const set = new Set<string>([...(permissions[t.intents.list] ?? []), ...(permissions[t.intents.view] ?? [])]);
-  return [...set];
+function listersOf(t: CompiledType, permissions: Permissions): string[] {
+  return [...new Set<string>([...(permissions[t.intents.list] ?? []), ...(permissions[t.intents.view] ?? [])])];
 }
+
+function encodeResource(t: CompiledType, envelope: Envelope, permissions: Permissions): Buffer {
+  return encodeRecord(envelope, statusOf(t, envelope.data), listersOf(t, permissions), permissions[t.intents.view] ?? []);
+}
+
+const encodeAccess = (priv: Private): Buffer => Buffer.from(JSON.stringify(priv), "utf8");
+const decodeAccess = (raw: Buffer | undefined): Private => (raw ? (JSON.parse(raw.toString("utf8")) as Private) : { permissions: {} });
 
 function statusOf(t: CompiledType, data: Record<string, unknown>): string {
   const v = t.decl.statusField ? data[t.decl.statusField] : undefined;
@@ -123,19 +129,24 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
 
   // ---------------------------------------------------------------- reads
 
+  async #access(l: Located): Promise<Private> {
+    return decodeAccess((await this.kv.get(l.partition, accessKey(l)))?.value);
+  }
+
   async #record(l: Located): Promise<RecordView | undefined> {
     const e = await this.kv.get(l.partition, stateKey(l));
     return e ? new RecordView(e.value) : undefined;
   }
 
-  async #readable(actor: Actor, ref: Ref, intentOf: (t: CompiledType) => string): Promise<{ l: Located; view: RecordView; priv: Private }> {
+  async #readable(actor: Actor, ref: Ref, intentOf: (t: CompiledType) => string): Promise<{ l: Located; view: RecordView }> {
     const l = locate(this.schema, ref);
     const view = await this.#record(l);
     if (!view) throw new NotFoundError(`${ref.type} ${ref.ids.join("/")} not found`);
-    const priv = view.private();
     const intent = intentOf(l.type);
-    if (!allows(priv.permissions, actor, intent)) throw new ForbiddenError(`${actor.id} lacks the intent ${intent}`);
-    return { l, view, priv };
+    // The view intent's holders are in the record's header: the common read needs no JSON parse.
+    const allowed = intent === l.type.intents.view ? view.viewableBy(actor) : allows((await this.#access(l)).permissions, actor, intent);
+    if (!allowed) throw new ForbiddenError(`${actor.id} lacks the intent ${intent}`);
+    return { l, view };
   }
 
   async get<T extends keyof S & string>(actor: Actor, ref: Ref & { type: T }): Promise<Envelope<DataOf<S, T>>> {
@@ -149,6 +160,11 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     return { json: view.publicBytes(), version: view.version };
   }
 
+  /** True when the resource exists (no permission check: for operators and tests). */
+  async exists(ref: Ref): Promise<boolean> {
+    return (await this.#record(locate(this.schema, ref))) !== undefined;
+  }
+
   /** True when the actor may view the resource (for filtering change feeds). */
   async canView(actor: Actor, ref: Ref): Promise<boolean> {
     try {
@@ -157,10 +173,6 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     } catch {
       return false;
     }
-  }
-
-  async exists(ref: Ref): Promise<boolean> {
-    return (await this.#record(locate(this.schema, ref))) !== undefined;
   }
 
   /**
@@ -212,13 +224,13 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
   async #listFlat(actor: Actor, parent: Located, t: CompiledType, cursor: string | null, limit: number): Promise<Page<Buffer>> {
     const page = await this.kv.scan(parent.partition, { prefix: flatChildrenPrefix(parent, t.name), after: cursor, limit });
     const ids = page.entries.map((e) => e.key.at(-1) as string);
-    const records = await Promise.all(ids.map((id) => this.kv.get([t.name, id], ["s", 0])));
+    const records = await Promise.all(ids.map((id) => this.kv.getMany([t.name, id], [["s", 0], PARENT_KEY])));
     const items: Buffer[] = [];
-    records.forEach((e) => {
-      if (!e) return; // created-then-failed or swept child: the index entry is stale
+    const mine = JSON.stringify(parent.ref);
+    records.forEach(([e, link]) => {
+      // A created-then-failed or swept child, or an id reused under another parent: a stale index entry.
+      if (!e || link?.value.toString("utf8") !== mine) return;
       const view = new RecordView(e.value);
-      const priv = view.private();
-      if (priv.parent?.type !== parent.ref.type || priv.parent.ids.join("\u0000") !== parent.ref.ids.join("\u0000")) return;
       items.push(view.visibleTo(actor) ? view.publicBytes() : Buffer.from(redactedJson(t.name, view, t.decl.statusField)));
     });
     return { items, nextCursor: page.cursor };
@@ -289,7 +301,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     const view = await this.#record(l);
     if (view) {
       const intent = l.type.intents.history;
-      if (!allows(view.private().permissions, actor, intent)) throw new ForbiddenError(`${actor.id} lacks the intent ${intent}`);
+      if (!allows((await this.#access(l)).permissions, actor, intent)) throw new ForbiddenError(`${actor.id} lacks the intent ${intent}`);
     } else if (!actor.system) {
       throw new NotFoundError(`${ref.type} ${ref.ids.join("/")} not found`);
     }
@@ -372,8 +384,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     const l = locate(this.schema, ref);
     const clean = this.schema.validate(t, data);
     const defaults: Permissions = Object.fromEntries(t.intents.all.map((i) => [i, actor.system ? [] : [actor.id]]));
-    const decide = async (tx: Tx, parentView: RecordView | null): Promise<Permissions> => {
-      const parentState = parentView ? { envelope: parentView.envelope(), permissions: parentView.private().permissions } : null;
+    const decide = async (tx: Tx, parentState: { envelope: Envelope; permissions: Permissions } | null): Promise<Permissions> => {
       await options.guard?.(parentState, tx);
       return options.initialPermissions ? options.initialPermissions(defaults, parentState) : defaults;
     };
@@ -389,9 +400,9 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     const pl = locate(this.schema, parent!);
     if (t.decl.idStyle === "nested") {
       return this.writer.run(l.partition, actor, async (tx) => {
-        const parentView = await this.#requireParent(tx, pl, actor, t.intents.create);
+        const parentState = await this.#requireParent(tx, pl, actor, t.intents.create);
         if (await tx.get(stateKey(l))) throw new ConflictError(`${type} ${id} already exists`, "id");
-        return this.#put(tx, l, clean, await decide(tx, parentView), null);
+        return this.#put(tx, l, clean, await decide(tx, parentState), null);
       }) as Promise<Envelope<DataOf<S, T>>>;
     }
 
@@ -416,12 +427,12 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     }
   }
 
-  async #requireParent(tx: Tx, pl: Located, actor: Actor, intent: string): Promise<RecordView> {
+  async #requireParent(tx: Tx, pl: Located, actor: Actor, intent: string): Promise<{ envelope: Envelope; permissions: Permissions }> {
     const raw = await tx.get(stateKey(pl));
     if (!raw) throw new NotFoundError(`${pl.ref.type} ${pl.ref.ids.join("/")} not found`);
-    const view = new RecordView(raw);
-    if (!allows(view.private().permissions, actor, intent)) throw new ForbiddenError(`${actor.id} lacks the intent ${intent}`);
-    return view;
+    const { permissions } = decodeAccess(await tx.get(accessKey(pl)));
+    if (!allows(permissions, actor, intent)) throw new ForbiddenError(`${actor.id} lacks the intent ${intent}`);
+    return { envelope: new RecordView(raw).envelope(), permissions };
   }
 
   #put(tx: Tx, l: Located, data: Record<string, unknown>, permissions: Permissions, parent: Ref | null): Envelope {
@@ -431,7 +442,8 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
       data,
       meta: { createdAt: tx.now, createdBy: tx.actor.id, updatedAt: tx.now, version: 1 },
     };
-    tx.put(stateKey(l), encodeRecord(envelope, { permissions, parent }, statusOf(l.type, data), viewersOf(l.type, permissions)));
+    tx.put(stateKey(l), encodeResource(l.type, envelope, permissions));
+    tx.put(accessKey(l), encodeAccess({ permissions, parent }));
     if (parent) tx.put(PARENT_KEY, Buffer.from(JSON.stringify(parent)));
     tx.append(`${l.type.name}.created`, pathOf(l), { data, permissions }, (seq) => historyKey(l, seq));
     return envelope;
@@ -456,17 +468,18 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
       const raw = await tx.get(stateKey(l));
       if (!raw) throw new NotFoundError(`${ref.type} ${ref.ids.join("/")} not found`);
       const view = new RecordView(raw);
-      const priv = view.private();
+      const priv = decodeAccess(await tx.get(accessKey(l)));
       if (!allows(priv.permissions, actor, spec.intent)) throw new ForbiddenError(`${actor.id} lacks the intent ${spec.intent}`);
       const current = view.envelope();
       if (spec.ifVersion !== undefined && spec.ifVersion !== current.meta.version) {
         throw new ConflictError(`${ref.type} ${ref.ids.join("/")} is at version ${current.meta.version}, not ${spec.ifVersion}`, "version");
       }
-      const { patch, record, permissions } = await spec.change(current, tx, l);
+      const { patch, record, permissions } = await spec.change(current, tx, l, priv.permissions);
       const data = patch ? this.schema.validate(l.type, applyPatch(current.data, patch)) : current.data;
       const perms = permissions ?? priv.permissions;
       const next: Envelope = { ...current, data, meta: { ...current.meta, updatedAt: tx.now, version: current.meta.version + 1 } };
-      tx.put(stateKey(l), encodeRecord(next, { ...priv, permissions: perms }, statusOf(l.type, data), viewersOf(l.type, perms)));
+      tx.put(stateKey(l), encodeResource(l.type, next, perms));
+      if (permissions) tx.put(accessKey(l), encodeAccess({ ...priv, permissions: perms }));
       tx.append(`${l.type.name}.${spec.verb}`, pathOf(l), { ...(patch ? { data: patch } : {}), ...(record ?? {}) }, (seq) => historyKey(l, seq));
       return next;
     });
@@ -481,8 +494,8 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
   // ---------------------------------------------------------------- permissions
 
   async listPermissions(actor: Actor, ref: Ref): Promise<Permissions> {
-    const { priv } = await this.#readable(actor, ref, (t) => t.intents.listPermissions);
-    return priv.permissions;
+    const { l } = await this.#readable(actor, ref, (t) => t.intents.listPermissions);
+    return (await this.#access(l)).permissions;
   }
 
   async grant(actor: Actor, ref: Ref, intent: string, identity: string): Promise<Envelope> {
@@ -502,12 +515,11 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     return this.mutate(actor, ref, {
       intent: add ? t.intents.grantPermission : t.intents.revokePermission,
       verb: add ? "permission_granted" : "permission_revoked",
-      change: async (_current, tx, l) => {
-        const priv = new RecordView((await tx.get(stateKey(l)))!).private();
-        const holders = new Set(priv.permissions[intent] ?? []);
+      change: (_current, _tx, _l, permissions) => {
+        const holders = new Set(permissions[intent] ?? []);
         if (add) holders.add(identity);
         else holders.delete(identity);
-        return { permissions: { ...priv.permissions, [intent]: [...holders] }, record: { intent, identity } };
+        return { permissions: { ...permissions, [intent]: [...holders] }, record: { intent, identity } };
       },
     });
   }
@@ -543,9 +555,10 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
    * Deletes a resource. Its nested descendants go in the same atomic commit (one prefix delete per
    * level). Flat descendants live in partitions of their own: they are recorded for a sweep before the
    * commit and swept after it; `resumeSweeps` finishes sweeps a crash interrupted. The log stays: a
-   * deleted partition owner keeps its log (a tombstone) until it is purged.
+   * deleted partition owner keeps its log (a tombstone) until it is purged. `guard` runs inside the
+   * write, after the permission and version checks; it may throw to refuse the delete.
    */
-  async delete(actor: Actor, ref: Ref, options: { ifVersion?: number } = {}): Promise<void> {
+  async delete(actor: Actor, ref: Ref, options: { ifVersion?: number; guard?: (tx: Tx) => void | Promise<void> } = {}): Promise<void> {
     const l = locate(this.schema, ref);
     const t = l.type;
     const sweepKey: Key = [...l.partition, l.depth, ...l.pairs];
@@ -559,11 +572,12 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
         const raw = await tx.get(stateKey(l));
         if (!raw) throw new NotFoundError(`${ref.type} ${ref.ids.join("/")} not found`);
         const view = new RecordView(raw);
-        if (!allows(view.private().permissions, actor, t.intents.delete)) throw new ForbiddenError(`${actor.id} lacks the intent ${t.intents.delete}`);
+        if (!allows(decodeAccess(await tx.get(accessKey(l))).permissions, actor, t.intents.delete)) throw new ForbiddenError(`${actor.id} lacks the intent ${t.intents.delete}`);
         const env = view.envelope();
         if (options.ifVersion !== undefined && options.ifVersion !== env.meta.version) {
           throw new ConflictError(`${ref.type} ${ref.ids.join("/")} is at version ${env.meta.version}, not ${options.ifVersion}`, "version");
         }
+        await options.guard?.(tx);
         if (t.decl.onDelete === "refuse") {
           for (const c of t.children) {
             const ct = this.schema.type(c);
@@ -572,7 +586,11 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
           }
         }
         tx.delete(stateKey(l));
-        for (let depth = l.depth + 1; depth <= this.schema.maxDepth; depth++) tx.deletePrefix(["s", depth, ...l.pairs]);
+        tx.delete(accessKey(l));
+        for (let depth = l.depth + 1; depth <= this.schema.maxDepth; depth++) {
+          tx.deletePrefix(["s", depth, ...l.pairs]);
+          tx.deletePrefix(["a", depth, ...l.pairs]);
+        }
         for (let depth = l.depth; depth <= this.schema.maxDepth; depth++) tx.deletePrefix(["o", depth, ...l.pairs]);
         tx.append(`${t.name}.deleted`, pathOf(l), {}, (seq) => historyKey(l, seq));
       });
@@ -660,10 +678,5 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     if (await this.#record(l)) throw new ConflictError(`${ref.type} ${ref.ids[0]} is not deleted`, "id");
     await this.kv.dropPartition(l.partition);
     this.writer.forget(l.partition);
-  }
-
-  /** The children of a resource whose permissions the actor lacks are still counted here (system use). */
-  parentOf(ref: Ref): Ref | null {
-    return parentRef(this.schema, ref);
   }
 }

@@ -119,13 +119,12 @@ export class Workflow {
       intent: `${ref.type}.assign`,
       verb: "assigned",
       ifVersion: options.ifVersion,
-      change: async (current, tx, l) => {
+      change: async (current, tx, _l, perms) => {
         assertOpen(current);
         if (ref.type !== "workflowitem") return { patch: { assignee } };
-        const view = new RecordView((await tx.get(stateKey(l)))!);
         const sub = new RecordView((await tx.get(stateKey(locate(this.store.schema, subprojectRef(ref.ids[0]!, ref.ids[1]!)))))!).envelope();
         const permissions: Permissions = reassignPermissions(
-          view.private().permissions,
+          perms,
           sub.data.workflowitemType === "restricted",
           current.data.assignee as string | undefined,
           assignee,

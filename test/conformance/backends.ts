@@ -4,10 +4,13 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe } from "vitest";
+import { randomBytes } from "node:crypto";
+import { describe, inject } from "vitest";
 import type { KvStore } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { MemoryData, MemoryKv } from "../../src/kv/memory.js";
+import { openRedisKv } from "../../src/kv/redis/connect.js";
+import { deleteNamespace } from "../setup/redis-keys.js";
 
 export interface BackendHandle {
   readonly kv: KvStore;
@@ -54,7 +57,38 @@ const lmdb: BackendFactory = {
   },
 };
 
-export const backends: BackendFactory[] = [memory, lmdb];
+/** A backend on the shared redis-server processes of test/setup/redis.ts; each create() gets a fresh
+ * namespace, and destroy() removes its keys. */
+function redisBackend(name: "redis" | "redis-cluster", url: string): BackendFactory {
+  return {
+    name,
+    async create() {
+      const namespace = `t-${process.pid}-${randomBytes(6).toString("hex")}`;
+      const handles: KvStore[] = [];
+      const open = (): KvStore => {
+        const kv = openRedisKv(url, { namespace });
+        handles.push(kv);
+        return kv;
+      };
+      return {
+        kv: open(),
+        reopen: async () => open(),
+        destroy: async () => {
+          await Promise.all(handles.map((h) => h.close()));
+          await deleteNamespace(url, namespace);
+        },
+      };
+    },
+  };
+}
+
+function redisBackends(): BackendFactory[] {
+  const redis = inject("redis");
+  if (!redis) return [];
+  return [redisBackend("redis", redis.standalone), redisBackend("redis-cluster", redis.cluster)];
+}
+
+export const backends: BackendFactory[] = [memory, lmdb, ...redisBackends()];
 
 /** Runs `suite` once per backend, inside a describe named after it. */
 export function forEachBackend(suite: (backend: BackendFactory) => void): void {

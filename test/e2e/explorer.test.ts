@@ -273,7 +273,7 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
       await eve.page.goto(`${server.base}/#/projects/${P}`);
       expect((await permissions).status()).toBe(403);
       await eve.page.locator(".resource-head[data-level=project]").waitFor();
-      await eve.page.evaluate(() => new Promise((r) => requestAnimationFrame(r)));
+      await eve.page.evaluate(() => new Promise<void>((r) => requestAnimationFrame(() => r())));
       for (const name of ["Edit", "Assign", "Close", "New subproject"]) {
         expect(await eve.page.getByRole("button", { name, exact: true }).count()).toBe(0);
       }

@@ -37,6 +37,11 @@ forEachBackend((backend) => {
     const bad = store.create(alice, "item", L(list.id), { title: "x", status: "pending" } as never);
     await expect(bad).rejects.toMatchObject({ field: "data.status" });
     await expect(store.create(alice, "item", L(list.id), { title: "x", status: "open", colour: "red" } as never)).rejects.toMatchObject({ field: "data.colour" });
+    // Types flow from the declaration: a misspelt field is a compile error (checked by `npm run lint`)…
+    // @ts-expect-error "titel" is not a field of item
+    const typo = store.create(alice, "item", L(list.id), { titel: "x", status: "open" });
+    // …and a validation error at run time for untyped callers.
+    await expect(typo).rejects.toMatchObject({ field: "data.title" });
     await expect(store.create(alice, "item", L(list.id), { title: "", status: "open" })).rejects.toMatchObject({ field: "data.title" });
     await expect(store.create(alice, "item", L(list.id), { title: "x", status: "closed", note: "forbidden" })).rejects.toMatchObject({ field: "data.note" });
     for (const id of ["", "a/b", "x\u0000", " pad", "q?", "%41", "x".repeat(129)]) {

@@ -22,7 +22,7 @@ const Keyspace = Type.String({
   maxLength: 64,
   description: `one of ${KEYSPACES.join(", ")} (the bpm- prefix may be left out)`,
 });
-const Record_ = Type.Object(
+export const ProcessRecord = Type.Object(
   {
     keyspace: Type.String(),
     key: Type.String(),
@@ -34,11 +34,11 @@ const Record_ = Type.Object(
   { title: "ProcessRecord" },
 );
 const Fields = Type.Record(Type.String(), Type.Unknown(), { description: "the record's fields (see the keyspace)" });
-const TtlQuery = Type.Object(
+export const TtlQuery = Type.Object(
   { ttlMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 366 * 24 * 3600 * 1000, description: "time to live in milliseconds" })) },
   { additionalProperties: false },
 );
-const Created = Type.Object({ key: Type.String(), uuid: Type.String(), record: Record_ });
+export const ProcessRecordCreated = Type.Object({ key: Type.String(), uuid: Type.String(), record: ProcessRecord });
 const KeyParams = Type.Object({ keyspace: Keyspace, "*": Type.String({ minLength: 1, maxLength: 2048 }) });
 const PidParams = Type.Object({ pid: Type.String({ minLength: 1, maxLength: 255 }) });
 const DefParams = Type.Object({ def: Type.String({ minLength: 1, maxLength: 255 }) });
@@ -51,7 +51,7 @@ export const processDataRoutes: FastifyPluginAsync = async (app) => {
 
   app.get<{ Params: Static<typeof PidParams> } & { Querystring: PageQuery }>(
     "/process-data/process-instances/:pid",
-    { schema: { tags, summary: "Records of a process instance (task submissions and signatures)", params: PidParams, querystring: PageQuery, response: { 200: PageOf(Record_), ...problems(400, 403) } } },
+    { schema: { tags, summary: "Records of a process instance (task submissions and signatures)", params: PidParams, querystring: PageQuery, response: { 200: PageOf(ProcessRecord), ...problems(400, 403) } } },
     async (request) => {
       await can(request, "read");
       return pd.listByProcessInstance(request.params.pid, request.query);
@@ -73,7 +73,7 @@ export const processDataRoutes: FastifyPluginAsync = async (app) => {
   ] as const) {
     app.post<{ Params: Static<typeof DefParams>; Body: Record<string, unknown>; Querystring: Static<typeof TtlQuery> }>(
       `/process-data/${keyspace}/process-definition/:def/${kind}`,
-      { schema: { tags, summary: `Store a ${kind} record under a generated uuid`, params: DefParams, querystring: TtlQuery, body: Fields, response: { 201: Created, ...problems(400, 403, 413, 415) } } },
+      { schema: { tags, summary: `Store a ${kind} record under a generated uuid`, params: DefParams, querystring: TtlQuery, body: Fields, response: { 201: ProcessRecordCreated, ...problems(400, 403, 413, 415) } } },
       async (request, reply) => {
         await can(request, "write");
         const options = { ttlMs: request.query.ttlMs };
@@ -88,7 +88,7 @@ export const processDataRoutes: FastifyPluginAsync = async (app) => {
 
   app.get<{ Params: { keyspace: string }; Querystring: PageQuery }>(
     "/process-data/:keyspace",
-    { schema: { tags, summary: "List a keyspace in key order (access tokens never listed)", params: Type.Object({ keyspace: Keyspace }), querystring: PageQuery, response: { 200: PageOf(Record_), ...problems(400, 403) } } },
+    { schema: { tags, summary: "List a keyspace in key order (access tokens never listed)", params: Type.Object({ keyspace: Keyspace }), querystring: PageQuery, response: { 200: PageOf(ProcessRecord), ...problems(400, 403) } } },
     async (request) => {
       await can(request, "read");
       return pd.list(request.params.keyspace, request.query);
@@ -97,7 +97,7 @@ export const processDataRoutes: FastifyPluginAsync = async (app) => {
 
   app.put<{ Params: Static<typeof KeyParams>; Body: Record<string, unknown>; Querystring: Static<typeof TtlQuery> }>(
     "/process-data/:keyspace/*",
-    { schema: { tags, summary: "Store (replace) the record at a key", params: KeyParams, querystring: TtlQuery, body: Fields, response: { 200: Record_, ...problems(400, 403, 413, 415) } } },
+    { schema: { tags, summary: "Store (replace) the record at a key", params: KeyParams, querystring: TtlQuery, body: Fields, response: { 200: ProcessRecord, ...problems(400, 403, 413, 415) } } },
     async (request) => {
       await can(request, "write");
       return pd.put(request.params.keyspace, keyOf(request.params), request.body, { ttlMs: request.query.ttlMs });
@@ -106,7 +106,7 @@ export const processDataRoutes: FastifyPluginAsync = async (app) => {
 
   app.get<{ Params: Static<typeof KeyParams> }>(
     "/process-data/:keyspace/*",
-    { schema: { tags, summary: "Read the record at a key (with its access token, decrypted)", params: KeyParams, response: { 200: Record_, ...problems(400, 403, 404) } } },
+    { schema: { tags, summary: "Read the record at a key (with its access token, decrypted)", params: KeyParams, response: { 200: ProcessRecord, ...problems(400, 403, 404) } } },
     async (request) => {
       await can(request, "read");
       return pd.get(request.params.keyspace, keyOf(request.params));

@@ -5,7 +5,7 @@
  * follow. Bodies are the workflow schema's own TypeBox fields, so validation, serialization and the
  * OpenAPI document share one declaration with the store.
  */
-import { Type, type Static, type TObject, type TProperties } from "@sinclair/typebox";
+import { Type, type Static, type TObject } from "@sinclair/typebox";
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { FlowstoreError, ValidationError } from "../../errors.js";
 import type { Ref } from "../../resources/keys.js";
@@ -39,42 +39,33 @@ const Redacted = Type.Object(
   { title: "Redacted", description: "a child the caller may not view, kept in its place" },
 );
 
-function omit(props: TProperties, keys: readonly string[]): TProperties {
-  return Object.fromEntries(Object.entries(props).filter(([k]) => !keys.includes(k)));
-}
-
-function optional(props: TProperties): TProperties {
-  return Object.fromEntries(Object.entries(props).map(([k, v]) => [k, Type.Optional(v)]));
-}
-
 interface Level {
   readonly type: "project" | "subproject" | "workflowitem";
   readonly segment: string;
   readonly param: string;
-  readonly fields: TObject;
-  /** Fields set by commands rather than by create or update. */
-  readonly commandFields: readonly string[];
 }
 
 const LEVELS: readonly Level[] = [
-  { type: "project", segment: "projects", param: "p", fields: ProjectFields, commandFields: ["status"] },
-  { type: "subproject", segment: "subprojects", param: "s", fields: SubprojectFields, commandFields: ["status"] },
-  { type: "workflowitem", segment: "workflowitems", param: "w", fields: WorkflowitemFields, commandFields: ["status", "rejectReason"] },
+  { type: "project", segment: "projects", param: "p" },
+  { type: "subproject", segment: "subprojects", param: "s" },
+  { type: "workflowitem", segment: "workflowitems", param: "w" },
 ];
 
-const UPDATE_EXCLUDED = ["status", "assignee", "projectedBudgets", "rejectReason"];
+const UPDATE_EXCLUDED = ["status", "assignee", "projectedBudgets", "rejectReason"] as const;
 
-function schemasOf(level: Level) {
-  const title = level.type.charAt(0).toUpperCase() + level.type.slice(1);
-  const resource = Type.Object(
-    { id: Type.String(), type: Type.Literal(level.type), data: level.fields, meta: Meta },
-    { title },
-  );
+/**
+ * The schemas of one level: the resource as answered, the create body (the fields less those set by
+ * commands, plus an optional id), the update body (some fields) and a page of resources or redacted
+ * children. Typed, so the client's types are these same declarations.
+ */
+function schemasOf<T extends Level["type"], F extends TObject, C extends keyof F["properties"] & string>(type: T, fields: F, commandFields: readonly C[]) {
+  const title = type.charAt(0).toUpperCase() + type.slice(1);
+  const resource = Type.Object({ id: Type.String(), type: Type.Literal(type), data: fields, meta: Meta }, { title });
   const create = Type.Object(
-    { id: Type.Optional(ResourceId), ...omit(level.fields.properties, level.commandFields) },
+    { id: Type.Optional(ResourceId), ...Type.Omit(fields, commandFields).properties },
     { additionalProperties: false, title: `New${title}` },
   );
-  const update = Type.Object(optional(omit(level.fields.properties, UPDATE_EXCLUDED)), {
+  const update = Type.Partial(Type.Omit(fields, UPDATE_EXCLUDED), {
     additionalProperties: false,
     minProperties: 1,
     title: `${title}Update`,
@@ -82,10 +73,15 @@ function schemasOf(level: Level) {
   return { resource, create, update, page: PageOf(Type.Union([resource, Redacted])) };
 }
 
-const AssignBody = Type.Object({ assignee: IdentityId }, { additionalProperties: false });
-const CloseBody = Type.Object({ rejectReason: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })) }, { additionalProperties: false });
-const PermissionChange = Type.Object({ intent: Type.String({ minLength: 1, maxLength: 200 }), identity: IdentityId }, { additionalProperties: false });
-const HistoryQuery = Type.Object(
+export const ProjectSchemas = schemasOf("project", ProjectFields, ["status"]);
+export const SubprojectSchemas = schemasOf("subproject", SubprojectFields, ["status"]);
+export const WorkflowitemSchemas = schemasOf("workflowitem", WorkflowitemFields, ["status", "rejectReason"]);
+const SCHEMAS = [ProjectSchemas, SubprojectSchemas, WorkflowitemSchemas] as const;
+
+export const AssignBody = Type.Object({ assignee: IdentityId }, { additionalProperties: false });
+export const CloseBody = Type.Object({ rejectReason: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })) }, { additionalProperties: false });
+export const ResourcePermissionChange = Type.Object({ intent: Type.String({ minLength: 1, maxLength: 200 }), identity: IdentityId }, { additionalProperties: false });
+export const HistoryQuery = Type.Object(
   {
     cursor: Type.Optional(Type.String({ maxLength: 2048 })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
@@ -93,7 +89,7 @@ const HistoryQuery = Type.Object(
   },
   { additionalProperties: false },
 );
-const Event = Type.Object(
+export const HistoryEvent = Type.Object(
   {
     seq: Type.Integer(),
     at: Type.String({ format: "date-time" }),
@@ -106,14 +102,14 @@ const Event = Type.Object(
   },
   { title: "Event" },
 );
-const OrderingBody = Type.Object({ ordering: Type.Array(ResourceId, { maxItems: 10_000 }) }, { additionalProperties: false });
-const Ordering = Type.Object({ ordering: Type.Array(Type.String()) });
-const VerifyResult = Type.Object({
+export const OrderingBody = Type.Object({ ordering: Type.Array(ResourceId, { maxItems: 10_000 }) }, { additionalProperties: false });
+export const Ordering = Type.Object({ ordering: Type.Array(Type.String()) });
+export const VerifyResult = Type.Object({
   ok: Type.Boolean(),
   checked: Type.Integer(),
   firstBad: Type.Optional(Type.Object({ seq: Type.Integer(), reason: Type.String() })),
 });
-const BudgetKey = Type.Object({ organization: Type.String({ minLength: 1, maxLength: 200 }), currencyCode: Type.String({ pattern: "^[A-Z]{3}$" }) });
+export const BudgetKey = Type.Object({ organization: Type.String({ minLength: 1, maxLength: 200 }), currencyCode: Type.String({ pattern: "^[A-Z]{3}$" }) });
 
 type Params = Record<string, string>;
 
@@ -156,7 +152,7 @@ export const workflowRoutes: FastifyPluginAsync = async (app: FastifyInstance) =
   const store = workflow.store;
 
   LEVELS.forEach((level, depth) => {
-    const s = schemasOf(level);
+    const s = SCHEMAS[depth]!;
     const parentPath = LEVELS.slice(0, depth).map((l) => `/${l.segment}/:${l.param}`).join("");
     const collection = `${parentPath}/${level.segment}`;
     const item = `${collection}/:${level.param}`;
@@ -276,7 +272,7 @@ export const workflowRoutes: FastifyPluginAsync = async (app: FastifyInstance) =
 
     app.get<{ Params: Params; Querystring: Static<typeof HistoryQuery> }>(
       `${item}/history`,
-      { schema: { tags, summary: `The ${T}'s events, oldest first (order=desc: newest first)`, params, querystring: HistoryQuery, response: { 200: PageOf(Event), ...problems(400, 403, 404) } } },
+      { schema: { tags, summary: `The ${T}'s events, oldest first (order=desc: newest first)`, params, querystring: HistoryQuery, response: { 200: PageOf(HistoryEvent), ...problems(400, 403, 404) } } },
       async (request) => {
         const { cursor, limit, order } = request.query;
         return workflow.history(request.actor, refOf(depth, request.params), { cursor, limit, reverse: order === "desc" });
@@ -290,14 +286,14 @@ export const workflowRoutes: FastifyPluginAsync = async (app: FastifyInstance) =
     );
 
     for (const action of ["grant", "revoke"] as const) {
-      app.post<{ Params: Params; Body: Static<typeof PermissionChange> }>(
+      app.post<{ Params: Params; Body: Static<typeof ResourcePermissionChange> }>(
         `${item}/permissions/${action}`,
         {
           schema: {
             tags,
             summary: `${action === "grant" ? "Grant" : "Revoke"} an intent on the ${T} to a user or group (${T}.intent.${action}Permission)`,
             params,
-            body: PermissionChange,
+            body: ResourcePermissionChange,
             response: { 204: Type.Null(), ...problems(400, 403, 404, 415) },
           },
         },

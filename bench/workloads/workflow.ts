@@ -1,0 +1,176 @@
+/**
+ * workflow (issues 4 and 9): a tree built with the Workflow commands (projects × subprojects ×
+ * workflowitems, with history), then
+ *  1. flowstore against a raw lmdb-js read of the same keys and bytes in the same store (the DESIGN
+ *     goals: get ≤ 1.5×, list in effective order with permissions ≤ 1.5×), and flowstore-only rows
+ *     (reorder 1,000, history of 1,000 events, cascade delete);
+ *  2. the same operations on the same data in every peer (bench/peers/), round-robin in one run.
+ */
+import type { Workload } from "../harness.js";
+import { LmdbKv } from "../../src/kv/lmdb.js";
+import { encodeRecordKey } from "../../src/kv/contract.js";
+import { locate, childrenPrefix, stateKey } from "../../src/resources/keys.js";
+import { prefixRange } from "../../src/kv/tuple.js";
+import { subprojectRef, workflowitemRef } from "../../src/workflow/commands.js";
+import { FlowstorePeer } from "../peers/flowstore.js";
+import { openPeers } from "../peers/index.js";
+import type { Peer } from "../peers/peer.js";
+import { itemId, MARY, subproject, type Tree } from "../tree.js";
+
+const P = "p1";
+const S1K = "s1k";
+const S10K = "s10k";
+const HIST = itemId(0); // in s1k: 1,000 updates → a history of 1,001 events
+const UPD = itemId(1); // in s10k: the item the update rows change
+
+export function workflowTree(deleteSize: number): Tree {
+  const del = [];
+  for (let i = 0; i * 10_000 < deleteSize; i++) del.push(subproject(`d${i}`, Math.min(10_000, deleteSize - i * 10_000), "USD"));
+  return {
+    projects: [
+      { id: P, subprojects: [subproject(S1K, 1_000, "EUR", 100), subproject(S10K, 10_000, "EUR", 1_000)] },
+      { id: "del", subprojects: del },
+    ],
+    updates: Array.from({ length: 1_000 }, (_, i) => ({ p: P, s: S1K, w: HIST, patch: { description: `Revision ${i + 1}.` } })),
+  };
+}
+
+export const workflow: Workload = {
+  name: "workflow",
+  description: "workflow tree (Workflow commands): get, list 1,000/10,000 in effective order, reorder, history, cascade delete; vs raw reads and peers",
+  async run(ctx) {
+    const deleteSize = Math.round(20_000 * ctx.scale);
+    const tree = workflowTree(deleteSize);
+    const kv = await ctx.openStore();
+    const fs = new FlowstorePeer(kv);
+    let t0 = performance.now();
+    await fs.load(tree);
+    const loadSec = (performance.now() - t0) / 1000;
+    const created = tree.projects.reduce((n, p) => n + p.subprojects.reduce((m, s) => m + s.items.length, 0), 0);
+    process.stdout.write(`  loaded flowstore: ${created} workflowitems + ${tree.updates.length} updates in ${loadSec.toFixed(1)} s\n`);
+
+    // ---------------------------------------------------------------- 1. against the raw store
+    if (kv instanceof LmdbKv) {
+      const db = kv.raw;
+      const schema = fs.wf.store.schema;
+      const getKey = (() => {
+        const l = locate(schema, workflowitemRef(P, S10K, itemId(4242)));
+        return encodeRecordKey(l.partition, stateKey(l)).full;
+      })();
+      const gets = Math.round(2_000 * ctx.scale);
+      await ctx.compare({
+        ops: gets,
+        goal: 1.5,
+        reference: { name: "get workflowitem (raw lmdb getEntry, same key)", round: () => { for (let i = 0; i < gets; i++) if (!db.getEntry(getKey)) throw new Error("missing"); } },
+        subject: { name: "get workflowitem (flowstore getJson)", round: async () => { for (let i = 0; i < gets; i++) await fs.wf.store.getJson(MARY, workflowitemRef(P, S10K, itemId(4242))); } },
+      });
+      for (const [s, n, lists] of [[S1K, 1_000, 20], [S10K, 10_000, 3]] as const) {
+        const l = locate(schema, subprojectRef(P, s));
+        const { start, end } = prefixRange(childrenPrefix(l, "workflowitem"));
+        const p = encodeRecordKey(l.partition, []).full;
+        const lo = Buffer.concat([p, start]);
+        const hi = Buffer.concat([p, end]);
+        const times = Math.max(1, Math.round(lists * ctx.scale));
+        await ctx.compare({
+          ops: times,
+          goal: 1.5,
+          rounds: 11,
+          reference: {
+            name: `list ${n.toLocaleString("en-US")} (raw lmdb getRange, same keys)`,
+            round: () => {
+              for (let t = 0; t < times; t++) {
+                const out: Buffer[] = [];
+                for (const e of db.getRange({ start: lo, end: hi, versions: true })) out.push(e.value);
+                if (out.length !== n) throw new Error(`raw read ${out.length}`);
+              }
+            },
+          },
+          subject: {
+            name: `list ${n.toLocaleString("en-US")} in effective order, permissions applied (listOrderedJson)`,
+            round: async () => {
+              for (let t = 0; t < times; t++) {
+                const page = await fs.wf.listWorkflowitemsJson(MARY, P, s, { limit: 10_000 });
+                if (page.items.length !== n) throw new Error(`listed ${page.items.length}`);
+              }
+            },
+          },
+        });
+      }
+    } else {
+      ctx.note(`The raw comparisons need an LMDB store; ${ctx.storeUrl} is not one, so they were not run.`);
+    }
+
+    // ---------------------------------------------------------------- 2. peers, same data
+    const { peers, skipped } = await openPeers(() => ctx.tmpDir());
+    try {
+      for (const peer of peers) {
+        t0 = performance.now();
+        await peer.load(tree);
+        process.stdout.write(`  loaded ${peer.name} in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+      }
+      const all: Peer[] = [fs, ...peers];
+      const reversed = tree.projects[0]!.subprojects[0]!.items.map((x) => x.id).reverse();
+      const natural = [...reversed].reverse();
+      let flip = 0;
+      let rev = 0;
+      const ops: { op: string; run: (peer: Peer) => Promise<void> }[] = [
+        { op: "get workflowitem", run: async (x) => void (await x.getItem(P, S10K, itemId(4242))) },
+        { op: "list 1,000 (effective order, JSON body)", run: async (x) => check((await x.listSubproject(P, S1K)).count, 1_000) },
+        { op: "list 10,000 (effective order, JSON body)", run: async (x) => check((await x.listSubproject(P, S10K)).count, 10_000) },
+        { op: "update workflowitem (durable, one event)", run: (x) => x.updateItem(P, S10K, UPD, { description: `Changed ${rev++}.` }) },
+        { op: "history of 1,001 events", run: async (x) => void (await x.history(P, S1K, HIST)) },
+        { op: "reorder 1,000 (durable)", run: (x) => x.reorder(P, S1K, flip++ % 2 ? natural : reversed) },
+      ];
+      // sanity: every peer answers the same list in the same order
+      const ids = (b: string | Buffer) => (JSON.parse(b.toString()) as { items: { id: string }[] }).items.map((x) => x.id).join(",");
+      const expect = ids((await fs.listSubproject(P, S10K)).body);
+      for (const peer of peers) if (ids((await peer.listSubproject(P, S10K)).body) !== expect) throw new Error(`${peer.name} lists another order`);
+      for (const { op, run } of ops) {
+        const [ref, ...subjects] = all.map((peer) => ({ name: `${op}: ${peer.name}`, maxOps: 10_000, run: async (n: number) => { for (let i = 0; i < n; i++) await run(peer); } }));
+        await ctx.compareAll({ reference: ref!, subjects, rounds: 5 });
+        for (const s of skipped) ctx.skip(`${op}: ${s.name}`, "server not reachable", ref!.name);
+      }
+      // cascade delete: one project of `deleteSize` workflowitems per peer (one run each, not repeatable)
+      const delName = (peer: Peer) => `delete project of ${deleteSize.toLocaleString("en-US")} workflowitems: ${peer.name}`;
+      for (const peer of all) {
+        await ctx.measure(delName(peer), { ops: 1, rounds: 1, warmup: 0, round: () => peer.deleteProject("del"), ...(peer === fs ? {} : { reference: delName(fs) }) });
+      }
+      for (const s of skipped) ctx.skip(`delete project: ${s.name}`, "server not reachable", delName(fs));
+    } finally {
+      for (const peer of peers) await peer.close().catch(() => undefined);
+    }
+    ctx.note(
+      `Tree: project ${P} with subprojects of 1,000 (manual ordering of 100) and 10,000 (ordering of 1,000) workflowitems, ` +
+        `1,000 updates of one workflowitem (its history: 1,001 events), and a project of ${deleteSize.toLocaleString("en-US")} ` +
+        `workflowitems to delete; flowstore built it with the Workflow commands in ${loadSec.toFixed(0)} s (${created.toLocaleString("en-US")} creates + 1,000 updates, durable, group commit). ` +
+        `Reads are by mary (creator; permission checks still run per item). Lists answer the JSON body an API would send.`,
+    );
+    ctx.note(
+      "Peers (bench/peers/): raw lmdb-js with hand-written keys (no envelope, permissions or hash chain: the limit); SQLite " +
+        "(WAL, synchronous=FULL) and PostgreSQL with a normalized schema (table per level, position column for the ordering, " +
+        "permission table, event table indexed by resource, ON DELETE CASCADE); replay on read (events are the truth, a snapshot " +
+        "every 3 events, state rebuilt on each read); seed 000 layout 1 (a stream per resource, children as id arrays: N+1 reads) " +
+        "and layout 2 (the project tree as one JSON value, parsed and rewritten whole). All lmdb-js peers write durably " +
+        "(transaction, then flushed). In the peer rows the cost ratio is flowstore's ops/s over the peer's: above 1 the peer is slower. " +
+        "Each side's op count per round is calibrated to about 150 ms; 5 rounds, round-robin.",
+    );
+    ctx.note(
+      "Where flowstore misses the 1.5× goals against the raw read (profiled with the inspector's CPU profiler, 300 lists of 1,000): " +
+        "about a quarter of the time is decoding every child's key tuple to get its id (listOrderedJson decodes keys for the ordering " +
+        "and the creation-time tie-break), a quarter is allocating Buffer views (an Entry with a key subarray per record in the " +
+        "contract's scan, the public-bytes subarray) and the garbage they make, about a tenth is visibleTo converting the identity " +
+        "string to bytes on every indexOf; then the sort by creation time. What would close it: read the id from the key's last " +
+        "item without decoding the whole tuple (or compare encoded ids), precompute the actor's identity needles once per list, let " +
+        "the scan hand out values without building Entry objects, and skip the sort when no ordering exists (keys could carry " +
+        "creation order). None of these was changed here (src is another engineer's area; each is a change to a shared hot path).",
+    );
+    ctx.note(
+      "Deletes: flowstore removes the project's state in one commit and keeps its log (a tombstone, DESIGN.md); the SQL peers " +
+        "cascade over items and permissions and keep the event rows; the lmdb-js peers remove every key of the project.",
+    );
+  },
+};
+
+function check(n: number, want: number): void {
+  if (n !== want) throw new Error(`listed ${n}, expected ${want}`);
+}

@@ -1,0 +1,51 @@
+/**
+ * Process data (seed 004): records addressed by keyspace and key (the key keeps its `/`s; each
+ * segment is encoded), start forms and start messages under generated uuids, and process instances.
+ */
+import type { Static } from "@sinclair/typebox";
+import type { ProcessRecord as ProcessRecordSchema, ProcessRecordCreated as CreatedSchema, TtlQuery } from "../http/routes/process-data.js";
+import { API, seg, type HttpCore, type Page, type PageParams } from "./core.js";
+
+export type ProcessRecord = Static<typeof ProcessRecordSchema>;
+export type ProcessRecordCreated = Static<typeof CreatedSchema>;
+export type TtlOptions = Static<typeof TtlQuery>;
+export type ProcessFields = Record<string, unknown>;
+
+const base = `${API}/process-data`;
+const keyPath = (key: string): string => key.split("/").map(seg).join("/");
+
+export class ProcessDataApi {
+  constructor(private readonly core: HttpCore) {}
+
+  /** Stores (replaces) the record at a key of a keyspace (`form-submissions` or `bpm-form-submissions`, …). */
+  put(keyspace: string, key: string, fields: ProcessFields, options: TtlOptions = {}): Promise<ProcessRecord> {
+    return this.core.request("PUT", `${base}/${seg(keyspace)}/${keyPath(key)}`, { body: fields, query: { ...options } });
+  }
+  /** The record at a key, with its access token decrypted. */
+  get(keyspace: string, key: string): Promise<ProcessRecord> {
+    return this.core.request("GET", `${base}/${seg(keyspace)}/${keyPath(key)}`);
+  }
+  delete(keyspace: string, key: string): Promise<void> {
+    return this.core.request("DELETE", `${base}/${seg(keyspace)}/${keyPath(key)}`);
+  }
+  /** A page of a keyspace in key order (never with access tokens). */
+  list(keyspace: string, page: PageParams = {}): Promise<Page<ProcessRecord>> {
+    return this.core.request("GET", `${base}/${seg(keyspace)}`, { query: { ...page } });
+  }
+  /** Stores a start-form submission under a generated uuid. */
+  startForm(processDefinitionKey: string, fields: ProcessFields, options: TtlOptions = {}): Promise<ProcessRecordCreated> {
+    return this.core.request("POST", `${base}/form-submissions/process-definition/${seg(processDefinitionKey)}/start-form`, { body: fields, query: { ...options } });
+  }
+  /** Stores a start-message payload under a generated uuid. */
+  startMessage(processDefinitionKey: string, fields: ProcessFields, options: TtlOptions = {}): Promise<ProcessRecordCreated> {
+    return this.core.request("POST", `${base}/message-payloads/process-definition/${seg(processDefinitionKey)}/start-message`, { body: fields, query: { ...options } });
+  }
+  /** A page of a process instance's records. */
+  instance(processInstanceId: string, page: PageParams = {}): Promise<Page<ProcessRecord>> {
+    return this.core.request("GET", `${base}/process-instances/${seg(processInstanceId)}`, { query: { ...page } });
+  }
+  /** Deletes every record of a finished process instance. */
+  deleteInstance(processInstanceId: string): Promise<{ deleted: number }> {
+    return this.core.request("DELETE", `${base}/process-instances/${seg(processInstanceId)}`);
+  }
+}

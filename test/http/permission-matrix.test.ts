@@ -1,0 +1,388 @@
+/**
+ * The permission matrix (issue 5): every route the running server registers has an entry here, and
+ * the test fails for a route without one (or an entry without a route). For each route that needs an
+ * intent, a caller holding every other intent of the same scope (all other intents of the type on the
+ * resource, or all other global intents) is refused (403, or 404 where existence is hidden) and the
+ * store is byte for byte unchanged; the same caller, once granted exactly the needed intent, is served
+ * (2xx). Routes that need only a valid token, or none, are declared so and checked as such.
+ * HEAD routes mirror their GET entry and are checked with it.
+ *
+ * One server over LMDB (the embedded default): permission checks live in the store's domain layers,
+ * identical over every backend; the backend suites prove the backends equal.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ALL_KINDS } from "../../src/cli/transfer.js";
+import type { FlowstoreClient } from "../../src/client/index.js";
+import { allPartitions, scanAll, type KvStore } from "../../src/kv/contract.js";
+import { LmdbKv } from "../../src/kv/lmdb.js";
+import { GLOBAL_INTENTS, type GlobalIntent } from "../../src/resources/global.js";
+import { raw, startServer, type Running } from "./harness.js";
+
+const API = "/api/v1";
+type Level = "project" | "subproject" | "workflowitem";
+
+type Need =
+  | { readonly kind: "public" }
+  | { readonly kind: "token" }
+  | { readonly kind: "global"; readonly intent: GlobalIntent }
+  | { readonly kind: "resource"; readonly intent: string; readonly on: Level };
+
+interface Req {
+  readonly path: string;
+  readonly body?: unknown;
+}
+
+/** A fresh project tree, made by root, for one route; `extra` holds what the entry's setup made. */
+interface Fixture {
+  readonly p: string;
+  /** /api/v1/projects/{p}, …/subprojects/s, …/workflowitems/w */
+  readonly paths: Record<Level, string>;
+  extra: Record<string, string>;
+}
+
+interface Entry {
+  readonly need: Need;
+  /** Further intents the route needs as well: each one is proven necessary on its own. */
+  readonly alsoNeeds?: readonly Need[];
+  /** The request to make; `setup` runs first (as root) for what the route needs to exist. */
+  readonly request: (f: Fixture) => Req;
+  /** What the fixture holds: a project only, a project with an empty subproject, or down to one workflowitem. */
+  readonly tree?: "project" | "subproject" | "workflowitem";
+  readonly setup?: (root: FlowstoreClient, f: Fixture) => Promise<void | Record<string, string>>;
+  /** The HEAD twin of this GET cannot be requested usefully (a stream): check only its 401. */
+  readonly streamed?: true;
+}
+
+const pub = (path: string): Entry => ({ need: { kind: "public" }, request: () => ({ path }) });
+const token = (path: string, extra: Partial<Entry> = {}): Entry => ({ need: { kind: "token" }, request: () => ({ path }), ...extra });
+const global = (intent: GlobalIntent, request: (f: Fixture) => Req, setup?: Entry["setup"]): Entry => ({ need: { kind: "global", intent }, request, ...(setup ? { setup } : {}) });
+
+let serverBase = "";
+const base = (): string => serverBase;
+
+let seq = 0;
+const unique = (prefix: string): string => `${prefix}${++seq}`;
+
+/** The generic routes of one level, with the intent each needs on the resource it addresses. */
+function levelEntries(level: Level, collection: string, item: string): Record<string, Entry> {
+  const on = level;
+  const res = (intent: string, request: Entry["request"], extra: Partial<Entry> = {}): Entry => ({ need: { kind: "resource", intent, on }, request, ...extra });
+  const at = (f: Fixture, suffix = "") => f.paths[level] + suffix;
+  const parentLevel: Level | null = level === "project" ? null : level === "subproject" ? "project" : "subproject";
+  const newBody = level === "project" ? { displayName: "new" } : level === "subproject" ? { displayName: "new", currency: "EUR" } : { displayName: "new", amountType: "N/A" };
+  const entries: Record<string, Entry> = {
+    [`GET ${item}`]: res(`${level}.viewDetails`, (f) => ({ path: at(f) })),
+    [`PATCH ${item}`]: res(`${level}.update`, (f) => ({ path: at(f), body: { description: "changed" } })),
+    [`DELETE ${item}`]: res(`${level}.delete`, (f) => ({ path: at(f) })),
+    [`POST ${item}/close`]: res(`${level}.close`, (f) => ({ path: at(f, "/close"), ...(level === "workflowitem" ? { body: {} } : {}) }), {
+      tree: level === "project" ? "project" : level === "subproject" ? "subproject" : "workflowitem",
+    }),
+    [`POST ${item}/assign`]: res(`${level}.assign`, (f) => ({ path: at(f, "/assign"), body: { assignee: "root" } })),
+    [`GET ${item}/history`]: res(`${level}.viewHistory`, (f) => ({ path: at(f, "/history") })),
+    [`GET ${item}/permissions`]: res(`${level}.intent.listPermissions`, (f) => ({ path: at(f, "/permissions") })),
+    [`POST ${item}/permissions/grant`]: res(`${level}.intent.grantPermission`, (f) => ({ path: at(f, "/permissions/grant"), body: { intent: `${level}.viewDetails`, identity: "watchers" } })),
+    [`POST ${item}/permissions/revoke`]: res(`${level}.intent.revokePermission`, (f) => ({ path: at(f, "/permissions/revoke"), body: { intent: `${level}.viewDetails`, identity: "root" } })),
+  };
+  if (parentLevel === null) {
+    entries[`POST ${collection}`] = global("global.createProject", () => ({ path: `${API}/projects`, body: { id: unique("created-"), ...newBody } }));
+    entries[`GET ${collection}`] = token(`${API}/projects`);
+  } else {
+    const create = `${parentLevel}.create${level.charAt(0).toUpperCase()}${level.slice(1)}`;
+    entries[`POST ${collection}`] = { need: { kind: "resource", intent: create, on: parentLevel }, request: (f) => ({ path: `${f.paths[parentLevel]}/${level}s`, body: newBody }) };
+    entries[`GET ${collection}`] = { need: { kind: "resource", intent: `${parentLevel}.viewDetails`, on: parentLevel }, request: (f) => ({ path: `${f.paths[parentLevel]}/${level}s` }) };
+  }
+  if (level !== "workflowitem") {
+    entries[`PUT ${item}/projected-budgets`] = res(`${level}.budget.updateProjected`, (f) => ({ path: at(f, "/projected-budgets"), body: { organization: "Other", value: "2", currencyCode: "USD" } }));
+    entries[`DELETE ${item}/projected-budgets/:organization/:currencyCode`] = res(`${level}.budget.deleteProjected`, (f) => ({ path: at(f, "/projected-budgets/Org/EUR") }));
+  }
+  return entries;
+}
+
+/** As root: a JSON or multipart snapshot request. */
+async function rootSnapshot(base: string, root: FlowstoreClient, uniqueId: string, file?: { name: string; text: string }): Promise<string> {
+  let init: RequestInit;
+  if (file) {
+    const form = new FormData();
+    form.set("uniqueId", uniqueId);
+    form.set("document", JSON.stringify({ items: [1] }));
+    form.set("file", new Blob([file.text]), file.name);
+    init = { method: "POST", body: form, headers: { authorization: `Bearer ${root.token}` } };
+  } else {
+    init = { method: "POST", body: JSON.stringify({ uniqueId, document: { items: [1] } }), headers: { authorization: `Bearer ${root.token}`, "content-type": "application/json" } };
+  }
+  const res = await fetch(`${base}${API}/archive/snapshots`, init);
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { id: string }).id;
+}
+
+const P = `${API}/projects/:p`;
+const S = `${P}/subprojects/:s`;
+const W = `${S}/workflowitems/:w`;
+const PD = `${API}/process-data`;
+
+const MATRIX: Record<string, Entry> = {
+  // public: no token
+  "GET /health": pub("/health"),
+  "GET /ready": pub("/ready"),
+  "GET /metrics": pub("/metrics"),
+  "GET /openapi.json": pub("/openapi.json"),
+  "GET /docs": pub("/docs"),
+  "HEAD /docs/": pub("/docs/"),
+  "GET /docs/json": pub("/docs/json"),
+  "GET /docs/yaml": pub("/docs/yaml"),
+  "GET /docs/static/index.html": pub("/docs/static/index.html"),
+  "GET /docs/static/swagger-initializer.js": pub("/docs/static/swagger-initializer.js"),
+  "GET /docs/static/*": pub("/docs/static/swagger-ui.css"),
+  [`POST ${API}/auth/token`]: { need: { kind: "public" }, request: () => ({ path: `${API}/auth/token`, body: { username: "eve", password: "eve password" } }) },
+
+  // any valid token
+  [`GET ${API}/users`]: token(`${API}/users`),
+  [`GET ${API}/users/:u`]: token(`${API}/users/root`),
+  [`GET ${API}/groups`]: token(`${API}/groups`),
+  [`GET ${API}/groups/:g`]: token(`${API}/groups/watchers`),
+  [`GET ${API}/events`]: token(`${API}/events`, { streamed: true }),
+
+  // global intents
+  [`POST ${API}/users`]: global("global.createUser", () => ({ path: `${API}/users`, body: { id: unique("user-"), displayName: "U", password: "a long password" } })),
+  [`POST ${API}/users/:u/disable`]: global("global.createUser", () => ({ path: `${API}/users/victim/disable` })),
+  [`POST ${API}/groups`]: global("global.createGroup", () => ({ path: `${API}/groups`, body: { id: unique("group-"), displayName: "G" } })),
+  [`POST ${API}/groups/:g/members`]: global("global.createGroup", () => ({ path: `${API}/groups/watchers/members`, body: { userId: "victim" } })),
+  [`GET ${API}/global/permissions`]: global("global.listPermissions", () => ({ path: `${API}/global/permissions` })),
+  [`POST ${API}/global/permissions/grant`]: global("global.grantPermission", () => ({ path: `${API}/global/permissions/grant`, body: { intent: "global.readArchive", identity: "watchers" } })),
+  [`POST ${API}/global/permissions/revoke`]: global(
+    "global.revokePermission",
+    () => ({ path: `${API}/global/permissions/revoke`, body: { intent: "global.writeArchive", identity: "watchers" } }),
+    (root) => root.globalPermissions.grant("global.writeArchive", "watchers"),
+  ),
+  [`GET ${PD}/process-instances/:pid`]: global("global.readProcessData", () => ({ path: `${PD}/process-instances/pi-1` })),
+  [`DELETE ${PD}/process-instances/:pid`]: global("global.writeProcessData", () => ({ path: `${PD}/process-instances/pi-1` })),
+  [`POST ${PD}/form-submissions/process-definition/:def/start-form`]: global("global.writeProcessData", () => ({ path: `${PD}/form-submissions/process-definition/order/start-form`, body: { id: "f", data: {} } })),
+  [`POST ${PD}/message-payloads/process-definition/:def/start-message`]: global("global.writeProcessData", () => ({ path: `${PD}/message-payloads/process-definition/order/start-message`, body: { id: "m", data: {} } })),
+  [`GET ${PD}/:keyspace`]: global("global.readProcessData", () => ({ path: `${PD}/form-scripts` })),
+  [`PUT ${PD}/:keyspace/*`]: global("global.writeProcessData", () => ({ path: `${PD}/form-scripts/written`, body: { id: "written", formScript: "return 1" } })),
+  [`GET ${PD}/:keyspace/*`]: global("global.readProcessData", () => ({ path: `${PD}/form-scripts/kept` })),
+  [`DELETE ${PD}/:keyspace/*`]: global(
+    "global.writeProcessData",
+    () => ({ path: `${PD}/form-scripts/doomed` }),
+    async (root) => void (await root.processData.put("form-scripts", "doomed", { id: "doomed", formScript: "x" })),
+  ),
+
+  // the archive (seed 003)
+  [`POST ${API}/archive/snapshots`]: global("global.writeArchive", () => ({ path: `${API}/archive/snapshots`, body: { uniqueId: unique("u-"), document: { items: [1] } } })),
+  [`GET ${API}/archive/snapshots`]: global("global.readArchive", () => ({ path: `${API}/archive/snapshots?uniqueId=kept` })),
+  [`GET ${API}/archive/snapshots/:id`]: {
+    ...global("global.readArchive", (f) => ({ path: `${API}/archive/snapshots/${encodeURIComponent(f.extra.id!)}` })),
+    setup: async (root) => ({ id: await rootSnapshot(base(), root, unique("read-")) }),
+  },
+  [`GET ${API}/archive/snapshots/:id/files/:name`]: {
+    ...global("global.readArchive", (f) => ({ path: `${API}/archive/snapshots/${encodeURIComponent(f.extra.id!)}/files/notes.txt` })),
+    setup: async (root) => ({ id: await rootSnapshot(base(), root, unique("file-"), { name: "notes.txt", text: "hello" }) }),
+  },
+  [`DELETE ${API}/archive/snapshots/:id`]: {
+    ...global("global.writeArchive", (f) => ({ path: `${API}/archive/snapshots/${encodeURIComponent(f.extra.id!)}` })),
+    setup: async (root) => ({ id: await rootSnapshot(base(), root, unique("doomed-")) }),
+  },
+  [`POST ${P}/archive`]: {
+    need: { kind: "global", intent: "global.writeArchive" },
+    alsoNeeds: [{ kind: "resource", intent: "project.close", on: "project" }],
+    tree: "project",
+    setup: async (root, f) => void (await root.project(f.p).close()),
+    request: (f) => ({ path: `${f.paths.project}/archive` }),
+  },
+  [`POST ${API}/archive/restore`]: {
+    need: { kind: "global", intent: "global.writeArchive" },
+    alsoNeeds: [{ kind: "global", intent: "global.createProject" }],
+    tree: "project",
+    setup: async (root, f) => {
+      await root.project(f.p).close();
+      const archived = await root.request<{ snapshot: { id: string } }>("POST", `${f.paths.project}/archive`, { body: { drop: true } });
+      return { id: archived.snapshot.id };
+    },
+    request: (f) => ({ path: `${API}/archive/restore`, body: { snapshotId: f.extra.id } }),
+  },
+
+  // resource intents, per level
+  ...levelEntries("project", `${API}/projects`, P),
+  ...levelEntries("subproject", `${P}/subprojects`, S),
+  ...levelEntries("workflowitem", `${S}/workflowitems`, W),
+  [`GET ${P}/verify`]: { need: { kind: "resource", intent: "project.viewHistory", on: "project" }, request: (f) => ({ path: `${f.paths.project}/verify` }) },
+  [`GET ${S}/workflowitem-ordering`]: { need: { kind: "resource", intent: "subproject.viewDetails", on: "subproject" }, request: (f) => ({ path: `${f.paths.subproject}/workflowitem-ordering` }) },
+  [`PUT ${S}/workflowitem-ordering`]: {
+    need: { kind: "resource", intent: "subproject.reorderWorkflowitems", on: "subproject" },
+    request: (f) => ({ path: `${f.paths.subproject}/workflowitem-ordering`, body: { ordering: ["w"] } }),
+  },
+};
+
+/** HEAD twins of GET routes are checked with their GET entry. */
+function entryOf(route: string): Entry | undefined {
+  return MATRIX[route] ?? (route.startsWith("HEAD ") ? MATRIX[`GET ${route.slice(5)}`] : undefined);
+}
+
+/** Every record of every partition, as one comparable map. */
+async function dump(kv: KvStore): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const kind of ALL_KINDS) {
+    for await (const partition of allPartitions(kv, kind)) {
+      for await (const e of scanAll(kv, partition)) out.set(`${JSON.stringify(partition)} ${e.keyBytes.toString("hex")}`, e.value.toString("hex"));
+    }
+  }
+  return out;
+}
+
+describe("permission matrix", () => {
+  const registered: string[] = [];
+  let dir: string;
+  let kv: KvStore;
+  let s: Running;
+  let eve: FlowstoreClient;
+  let typeIntents: Record<Level, string[]>;
+
+  const call = (who: string | undefined, method: string, req: Req) =>
+    raw(s.base, method, req.path, {
+      headers: { ...(who ? { authorization: `Bearer ${who}` } : {}), ...(req.body === undefined ? {} : { "content-type": "application/json" }) },
+      body: req.body === undefined ? undefined : JSON.stringify(req.body),
+    });
+
+  async function fixture(tree: Entry["tree"] = "workflowitem"): Promise<Fixture> {
+    const p = unique("p-");
+    const budgets = [{ organization: "Org", value: "1", currencyCode: "EUR" }];
+    const paths = { project: `${API}/projects/${p}`, subproject: `${API}/projects/${p}/subprojects/s`, workflowitem: `${API}/projects/${p}/subprojects/s/workflowitems/w` };
+    await s.root.projects.create({ id: p, displayName: p, projectedBudgets: budgets });
+    if (tree !== "project") await s.root.project(p).subprojects.create({ id: "s", displayName: "s", currency: "EUR", projectedBudgets: budgets });
+    if (tree === "workflowitem") await s.root.project(p).subproject("s").workflowitems.create({ id: "w", displayName: "w", amountType: "N/A" });
+    return { p, paths, extra: {} };
+  }
+
+  /** Gives eve every intent of the scope but `intent` (as root, through the API). */
+  async function grantAllBut(need: Need, f: Fixture | undefined): Promise<void> {
+    if (need.kind === "global") {
+      for (const i of GLOBAL_INTENTS) if (i !== need.intent) await s.root.globalPermissions.grant(i, "eve");
+    } else if (need.kind === "resource") {
+      for (const i of typeIntents[need.on]) if (i !== need.intent) await grant(need, f!, i);
+    }
+  }
+
+  async function grant(need: Need, f: Fixture | undefined, intent: string): Promise<void> {
+    if (need.kind === "global") await s.root.globalPermissions.grant(intent as GlobalIntent, "eve");
+    else if (need.kind === "resource") {
+      const r = await call(s.root.token, "POST", { path: `${f!.paths[need.on]}/permissions/grant`, body: { intent, identity: "eve" } });
+      expect(r.status, `grant ${intent}`).toBe(204);
+    }
+  }
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "flowstore-matrix-"));
+    kv = LmdbKv.open(dir);
+    s = await startServer(kv, { onRoute: (r) => registered.push(...[r.method].flat().map((m) => `${m} ${r.url}`)) });
+    serverBase = s.base;
+    eve = await s.userClient("eve", "eve password");
+    await s.root.users.create({ id: "victim", displayName: "V", password: "victim password" });
+    await s.root.groups.create({ id: "watchers", displayName: "W" });
+    await s.root.processData.put("form-submissions", "process/pi-1/task/t", { id: "t", data: {} });
+    await s.root.processData.put("form-scripts", "kept", { id: "kept", formScript: "x" });
+    await rootSnapshot(s.base, s.root, "kept");
+    const f = await fixture();
+    const keys = async (path: string) => Object.keys((await call(s.root.token, "GET", { path: `${path}/permissions` })).body as object);
+    typeIntents = { project: await keys(f.paths.project), subproject: await keys(f.paths.subproject), workflowitem: await keys(f.paths.workflowitem) };
+  });
+  afterAll(async () => {
+    await s?.close();
+    await kv?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("has exactly one entry per registered route (a new route fails here until it is in the matrix)", () => {
+    expect(registered.length).toBeGreaterThan(50);
+    const missing = registered.filter((r) => entryOf(r) === undefined);
+    expect(missing, "routes without a matrix entry").toEqual([]);
+    const stale = Object.keys(MATRIX).filter((k) => !registered.includes(k));
+    expect(stale, "matrix entries without a route").toEqual([]);
+  });
+
+  it("knows every intent of every level (the grants below are exact)", () => {
+    for (const level of ["project", "subproject", "workflowitem"] as const) {
+      for (const [, e] of Object.entries(MATRIX)) {
+        if (e.need.kind === "resource" && e.need.on === level) expect(typeIntents[level], e.need.intent).toContain(e.need.intent);
+      }
+    }
+  });
+
+  for (const [route, entry] of Object.entries(MATRIX)) {
+    const [method, template] = route.split(" ") as [string, string];
+    const head = method === "GET" && !entry.streamed ? `HEAD ${template}` : null;
+    const need = entry.need;
+
+    if (need.kind === "public") {
+      it(`${route} is public`, async () => {
+        const req = entry.request(undefined as never);
+        const r = await call(undefined, method, req);
+        expect(r.status, route).toBeGreaterThanOrEqual(200);
+        expect(r.status, route).toBeLessThan(300);
+        if (head) expect((await call(undefined, "HEAD", req)).status, `HEAD ${template}`).toBe(r.status);
+      });
+      continue;
+    }
+
+    if (need.kind === "token") {
+      it(`${route} needs a valid token and no intent`, async () => {
+        const req = entry.request(undefined as never);
+        expect((await call(undefined, method, req)).status).toBe(401);
+        if (entry.streamed) {
+          const ctrl = new AbortController();
+          const res = await fetch(s.base + req.path, { headers: { authorization: `Bearer ${eve.token}` }, signal: ctrl.signal });
+          expect(res.status).toBe(200);
+          ctrl.abort();
+          await res.body?.cancel().catch(() => undefined);
+          return;
+        }
+        const r = await call(eve.token, method, req);
+        expect(r.status, route).toBe(200);
+        if (head) {
+          expect((await call(undefined, "HEAD", req)).status).toBe(401);
+          expect((await call(eve.token, "HEAD", req)).status).toBe(200);
+        }
+      });
+      continue;
+    }
+
+    const needs = [need, ...(entry.alsoNeeds ?? [])];
+    const what = needs.map((n) => (n.kind === "global" ? `the global intent ${n.intent}` : n.kind === "resource" ? `${n.intent} on the ${n.on}` : n.kind)).join(" and ");
+    it(`${route} refuses a caller with every other intent, changing nothing, and serves it with ${what}`, async () => {
+      // Each needed intent is proven necessary on its own: the caller holds all the others (and every
+      // other intent of its scope) and is refused; given it too, the caller is served.
+      for (const missing of needs) {
+        const f = needs.some((n) => n.kind === "resource") || entry.tree ? await fixture(entry.tree) : undefined;
+        const extra = await entry.setup?.(s.root, f!);
+        if (f && extra) f.extra = extra;
+        const req = entry.request(f ?? { p: "", paths: {} as Fixture["paths"], extra: extra ?? {} });
+        try {
+          expect((await call(undefined, method, req)).status, "without a token").toBe(401);
+          for (const other of needs) if (other !== missing) await grant(other, f, other.kind === "global" || other.kind === "resource" ? other.intent : "");
+          await grantAllBut(missing, f);
+          const before = await dump(kv);
+          expect(before.size).toBeGreaterThan(0);
+          const denied = await call(eve.token, method, req);
+          const label = missing.kind === "global" || missing.kind === "resource" ? missing.intent : "";
+          expect([403, 404], `${route} without ${label}: ${JSON.stringify(denied.body)}`).toContain(denied.status);
+          expect(denied.type).toContain("application/problem+json");
+          if (head) expect([403, 404]).toContain((await call(eve.token, "HEAD", req)).status);
+          expect(await dump(kv), "the refused request changed the store").toEqual(before);
+
+          await grant(missing, f, label);
+          const granted = method === "GET" ? undefined : await dump(kv);
+          const served = await call(eve.token, method, req);
+          expect(served.status, `${route} with ${label}: ${JSON.stringify(served.body)}`).toBeGreaterThanOrEqual(200);
+          expect(served.status).toBeLessThan(300);
+          if (head) expect((await call(eve.token, "HEAD", req)).status).toBe(served.status);
+          // The same comparison sees the write once it is allowed: "unchanged" above is a real check.
+          if (granted) expect(await dump(kv), "the served write changed nothing").not.toEqual(granted);
+        } finally {
+          if (needs.some((n) => n.kind === "global")) for (const i of GLOBAL_INTENTS) await s.root.globalPermissions.revoke(i, "eve");
+        }
+      }
+    });
+  }
+});

@@ -1,0 +1,293 @@
+/**
+ * Starts and stops real redis-server processes on free 127.0.0.1 ports, each in its own directory under
+ * a temp dir: standalone servers and clusters (made with `redis-cli --cluster create`). Used by the vitest
+ * global setup, by the fault tests (which need servers of their own to kill) and by the bench.
+ * Never touches a Redis it did not start (the machine's own on 6379 included).
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Redis } from "ioredis";
+
+export interface RedisBinaries {
+  readonly server: string;
+  readonly cli: string;
+}
+
+/** The redis-server and redis-cli binaries on PATH, or null when either is missing. */
+export function findRedisBinaries(): RedisBinaries | null {
+  const which = (name: string): string | null => {
+    const r = spawnSync("sh", ["-c", `command -v ${name}`], { encoding: "utf8" });
+    return r.status === 0 && r.stdout.trim() ? r.stdout.trim() : null;
+  };
+  const server = which("redis-server");
+  const cli = which("redis-cli");
+  return server && cli ? { server, cli } : null;
+}
+
+const live = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const p of live) p.kill("SIGKILL");
+});
+
+async function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once("error", () => resolve(false));
+    s.listen(port, "127.0.0.1", () => s.close(() => resolve(true)));
+  });
+}
+
+/** A port that is free, whose cluster bus port (+10000) is free too, never 6379. */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = 20000 + Math.floor(Math.random() * 25000);
+    if (port === 6379) continue;
+    if ((await bindable(port)) && (await bindable(port + 10000))) return port;
+  }
+}
+
+export interface ServerOptions {
+  readonly cluster?: boolean;
+  readonly appendonly?: boolean;
+  /** appendfsync policy (default everysec). */
+  readonly appendfsync?: "always" | "everysec" | "no";
+  readonly clusterNodeTimeoutMs?: number;
+}
+
+export class RedisServer {
+  #proc: ChildProcess | undefined;
+  constructor(
+    readonly bin: RedisBinaries,
+    readonly port: number,
+    readonly dir: string,
+    readonly options: ServerOptions,
+  ) {}
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  get running(): boolean {
+    return this.#proc !== undefined && this.#proc.exitCode === null && this.#proc.signalCode === null;
+  }
+
+  #args(): string[] {
+    const o = this.options;
+    const args = [
+      "--port", String(this.port),
+      "--bind", "127.0.0.1",
+      "--dir", this.dir,
+      "--daemonize", "no",
+      "--save", "",
+      "--logfile", join(this.dir, "redis.log"),
+      "--appendonly", o.appendonly === false ? "no" : "yes",
+      "--appendfsync", o.appendfsync ?? "everysec",
+      "--repl-diskless-sync-delay", "0",
+    ];
+    if (o.cluster) {
+      args.push(
+        "--cluster-enabled", "yes",
+        "--cluster-config-file", join(this.dir, "nodes.conf"),
+        "--cluster-node-timeout", String(o.clusterNodeTimeoutMs ?? 2000),
+      );
+    }
+    return args;
+  }
+
+  /** Starts the process (again, on the same port and directory) and waits until it answers PING. */
+  async start(): Promise<void> {
+    const proc = spawn(this.bin.server, this.#args(), { stdio: "ignore" });
+    this.#proc = proc;
+    live.add(proc);
+    proc.once("exit", () => live.delete(proc));
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      if (!this.running) throw new Error(`redis-server on port ${this.port} exited at start (see ${this.dir}/redis.log)`);
+      if (await this.#ping()) return;
+      if (Date.now() > deadline) throw new Error(`redis-server on port ${this.port} did not answer in 15 s`);
+      await sleep(50);
+    }
+  }
+
+  async #ping(): Promise<boolean> {
+    const c = this.client({ lazyConnect: true });
+    try {
+      await c.connect();
+      return (await c.ping()) === "PONG";
+    } catch {
+      return false;
+    } finally {
+      c.disconnect();
+    }
+  }
+
+  /** A plain client on this one server (the caller disconnects it). */
+  client(extra: { lazyConnect?: boolean } = {}): Redis {
+    const c = new Redis({
+      host: "127.0.0.1",
+      port: this.port,
+      retryStrategy: () => null,
+      maxRetriesPerRequest: 0,
+      connectTimeout: 2000,
+      ...extra,
+    });
+    c.on("error", () => {}); // failures surface as rejected commands
+    return c;
+  }
+
+  /** SIGKILL: no shutdown, no final AOF write. */
+  async kill(): Promise<void> {
+    await this.#stop("SIGKILL");
+  }
+
+  /** SIGTERM (Redis flushes the AOF and exits), SIGKILL after 5 s. */
+  async stop(): Promise<void> {
+    await this.#stop("SIGTERM");
+  }
+
+  async #stop(signal: NodeJS.Signals): Promise<void> {
+    const proc = this.#proc;
+    if (!proc || !this.running) return;
+    const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+    proc.kill(signal);
+    const timer = setTimeout(() => proc.kill("SIGKILL"), 5000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+/** A temp directory holding the servers' data; remove() stops nothing, stop the servers first. */
+export async function makeRedisDir(label: string): Promise<string> {
+  return mkdtemp(join(tmpdir(), `flowstore-redis-${label}-`));
+}
+
+export async function startStandalone(
+  bin: RedisBinaries,
+  baseDir: string,
+  options: ServerOptions = {},
+): Promise<RedisServer> {
+  for (let attempt = 0; ; attempt++) {
+    const port = await freePort();
+    const dir = join(baseDir, `standalone-${port}`);
+    await mkdir(dir, { recursive: true });
+    const server = new RedisServer(bin, port, dir, { ...options, cluster: false });
+    try {
+      await server.start();
+      return server;
+    } catch (err) {
+      await server.kill();
+      if (attempt >= 3) throw err; // a port taken between the check and the start: try another
+    }
+  }
+}
+
+export class RedisClusterHandle {
+  constructor(
+    readonly bin: RedisBinaries,
+    readonly nodes: RedisServer[],
+  ) {}
+
+  get url(): string {
+    return `redis-cluster://${this.nodes.map((n) => `127.0.0.1:${n.port}`).join(",")}`;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.stop()));
+  }
+
+  /** The nodes that are masters right now (asked of the running nodes). */
+  async masters(): Promise<RedisServer[]> {
+    const roles = await Promise.all(
+      this.nodes.map(async (n) => {
+        if (!n.running) return null;
+        const c = n.client();
+        try {
+          const info = await c.info("replication");
+          return /role:master/.test(info) ? n : null;
+        } catch {
+          return null;
+        } finally {
+          c.disconnect();
+        }
+      }),
+    );
+    return roles.filter((n): n is RedisServer => n !== null);
+  }
+
+  /** Waits until every running node says cluster_state:ok, knows the same number of masters, and every
+   * running replica's link to its master is up. */
+  async waitHealthy(masters: number, timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (await this.isHealthy(masters)) return;
+      if (Date.now() > deadline) throw new Error("the redis cluster did not become healthy in time");
+      await sleep(200);
+    }
+  }
+
+  async isHealthy(masters: number): Promise<boolean> {
+    const running = this.nodes.filter((n) => n.running);
+    const oks = await Promise.all(
+      running.map(async (n) => {
+        const c = n.client();
+        try {
+          const info = await c.cluster("INFO");
+          if (!/cluster_state:ok/.test(info)) return false;
+          const size = /cluster_size:(\d+)/.exec(info)?.[1];
+          if (Number(size) !== masters) return false;
+          const repl = await c.info("replication");
+          if (/role:slave/.test(repl) && !/master_link_status:up/.test(repl)) return false;
+          return true;
+        } catch {
+          return false;
+        } finally {
+          c.disconnect();
+        }
+      }),
+    );
+    return oks.every(Boolean);
+  }
+}
+
+/** Starts 2 * masters nodes and joins them with `redis-cli --cluster create --cluster-replicas 1`. */
+export async function startCluster(
+  bin: RedisBinaries,
+  baseDir: string,
+  options: { masters?: number; clusterNodeTimeoutMs?: number } & Omit<ServerOptions, "cluster"> = {},
+): Promise<RedisClusterHandle> {
+  const masters = options.masters ?? 3;
+  const nodes: RedisServer[] = [];
+  try {
+    for (let i = 0; i < masters * 2; i++) {
+      const port = await freePort();
+      const dir = join(baseDir, `cluster-${port}`);
+      await mkdir(dir, { recursive: true });
+      const node = new RedisServer(bin, port, dir, { ...options, cluster: true });
+      nodes.push(node);
+      await node.start();
+    }
+    const create = spawnSync(
+      bin.cli,
+      ["--cluster", "create", ...nodes.map((n) => `127.0.0.1:${n.port}`), "--cluster-replicas", "1", "--cluster-yes"],
+      { encoding: "utf8", timeout: 60_000 },
+    );
+    if (create.status !== 0) {
+      throw new Error(`redis-cli --cluster create failed: ${create.stdout}\n${create.stderr}`);
+    }
+    const cluster = new RedisClusterHandle(bin, nodes);
+    await cluster.waitHealthy(masters);
+    return cluster;
+  } catch (err) {
+    await Promise.all(nodes.map((n) => n.kill()));
+    throw err;
+  }
+}
+
+export async function removeDir(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
