@@ -3,7 +3,7 @@
  * 127.0.0.1 over LMDB in a temp directory, serving the bundle built by esbuild in beforeAll.
  * Screenshots of each main page go to test/e2e/screenshots/ (gitignored).
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -345,6 +345,35 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
     await expect(record.locator("pre").textContent()).resolves.toContain('"approved": true');
     expect(await page.content()).not.toContain(secret);
     await shot(page, "process-data");
+  });
+
+  it("browses the archive by unique id and by day: document view and file download", async () => {
+    for (const intent of ["global.readArchive", "global.writeArchive"]) {
+      await server.root.request("POST", "/api/v1/global/permissions/grant", { body: { intent, identity: "root" } }).catch(() => {});
+    }
+    const form = new FormData();
+    form.append("uniqueId", "invoice-42");
+    form.append("document", JSON.stringify({ $workflowStatus: ["approved"], amount: [1250.5], customer: ["Recife Water"] }));
+    const content = "scanned invoice bytes ".repeat(100);
+    form.append("file", new Blob([content], { type: "application/pdf" }), "invoice.pdf");
+    const res = await fetch(`${server.base}/api/v1/archive/snapshots`, { method: "POST", headers: { authorization: `Bearer ${server.root.token}` }, body: form });
+    expect(res.status).toBe(201);
+    const snap = (await res.json()) as { id: string; modified: string };
+
+    await page.goto(`${server.base}/#/archive`);
+    await page.getByLabel("Unique id").fill("invoice-42");
+    await page.getByRole("button", { name: "Find" }).click();
+    await page.getByRole("link", { name: snap.id }).click();
+    const view = page.getByRole("complementary", { name: "Snapshot" });
+    await expect(view.locator("pre").textContent()).resolves.toContain("Recife Water");
+    const [download] = await Promise.all([page.waitForEvent("download"), view.getByRole("button", { name: "invoice.pdf" }).click()]);
+    expect(download.suggestedFilename()).toBe("invoice.pdf");
+    expect(readFileSync(await download.path(), "utf8")).toBe(content);
+    await shot(page, "archive");
+
+    await page.getByLabel("Modified on").fill(snap.modified.slice(0, 10));
+    await page.getByRole("button", { name: "List" }).click();
+    await page.getByRole("link", { name: snap.id }).waitFor();
   });
 
   it("logs out: the login form again and no token left in the tab", async () => {
