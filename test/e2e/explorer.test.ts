@@ -347,6 +347,22 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
     await shot(page, "process-data");
   });
 
+  it("lists projects a page at a time, with a search over the loaded ones", async () => {
+    const root = await server.app.flowstore.identity.actorFor("root");
+    await Promise.all(Array.from({ length: 30 }, (_, i) => server.app.flowstore.workflow.createProject(root, { id: `bulk-${String(i).padStart(2, "0")}`, displayName: `Bulk project ${i}`, tags: i === 7 ? ["lucky"] : [] } as never)));
+    await page.goto(`${server.base}/#/projects`);
+    await page.locator("tr[data-id]").first().waitFor();
+    expect(await page.locator("tr[data-id]").count()).toBe(25);
+    await page.getByRole("button", { name: "Load more projects" }).click();
+    await expect.poll(() => page.locator("tr[data-id]").count()).toBe(31);
+    expect(await page.getByRole("button", { name: "Load more projects" }).count()).toBe(0);
+    await page.getByRole("searchbox", { name: "Search projects" }).fill("lucky");
+    await expect.poll(() => page.locator("tr[data-id]").allTextContents()).toEqual([expect.stringContaining("Bulk project 7")]);
+    await page.getByRole("searchbox", { name: "Search projects" }).fill("water supply");
+    await expect.poll(() => page.locator("tr[data-id]").count()).toBe(1);
+    await shot(page, "projects");
+  });
+
   it("browses the archive by unique id and by day: document view and file download", async () => {
     for (const intent of ["global.readArchive", "global.writeArchive"]) {
       await server.root.request("POST", "/api/v1/global/permissions/grant", { body: { intent, identity: "root" } }).catch(() => {});
