@@ -21,6 +21,7 @@ import { groupRoutes } from "./routes/groups.js";
 import { systemRoutes } from "./routes/system.js";
 import { userRoutes } from "./routes/users.js";
 import { eventRoutes } from "./routes/events.js";
+import { meRoutes } from "./routes/me.js";
 import { workflowRoutes } from "./routes/workflow.js";
 import { processDataRoutes } from "./routes/process-data.js";
 import { archiveRoutes } from "./routes/archive.js";
@@ -76,7 +77,7 @@ export interface ServerOptions {
 export const DEFAULT_ARCHIVE_RECOVERY_AGE_MS = 10 * 60 * 1000;
 
 /** The built-in authenticated route plugins, one per domain. */
-export const CORE_ROUTES: readonly FastifyPluginAsync[] = [userRoutes, groupRoutes, globalRoutes, workflowRoutes, eventRoutes, processDataRoutes, archiveRoutes];
+export const CORE_ROUTES: readonly FastifyPluginAsync[] = [userRoutes, meRoutes, groupRoutes, globalRoutes, workflowRoutes, eventRoutes, processDataRoutes, archiveRoutes];
 
 export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
   const metrics = new Metrics();

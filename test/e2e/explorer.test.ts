@@ -268,6 +268,8 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
     const eve = await newPage("eve", "eve password 123");
     try {
       await eve.page.locator(`tr[data-id="${P}"] a`).waitFor();
+      // eve holds no global.createProject (GET /me says so): no "New project".
+      expect(await eve.page.getByRole("button", { name: "New project" }).count()).toBe(0);
       // The page decides what eve may do from the project's permission list, which eve may not read.
       const permissions = eve.page.waitForResponse((r) => r.url().endsWith(`/projects/${P}/permissions`));
       await eve.page.goto(`${server.base}/#/projects/${P}`);

@@ -142,6 +142,7 @@ const MATRIX: Record<string, Entry> = {
 
   // any valid token
   [`GET ${API}/users`]: token(`${API}/users`),
+  [`GET ${API}/me`]: token(`${API}/me`),
   [`GET ${API}/users/:u`]: token(`${API}/users/root`),
   [`GET ${API}/groups`]: token(`${API}/groups`),
   [`GET ${API}/groups/:g`]: token(`${API}/groups/watchers`),

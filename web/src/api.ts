@@ -9,6 +9,14 @@ export interface Session {
   readonly token: string;
   readonly user: string;
   readonly groups: readonly string[];
+  /** The global intents the user holds (GET /me). */
+  readonly intents: readonly string[];
+}
+
+interface Me {
+  id: string;
+  groups: string[];
+  intents: string[];
 }
 
 const KEY = "flowstore.session";
@@ -104,8 +112,16 @@ export const enc = encodeURIComponent;
 
 export async function login(username: string, password: string): Promise<void> {
   const { data } = await call<{ token: string }>("POST", "/auth/token", { body: { username, password } });
-  const me = await call<{ groups: string[] }>("GET", `/users/${enc(username)}`, { token: data.token }).then((a) => a.data).catch(() => ({ groups: [] }));
-  setSession({ token: data.token, user: username, groups: me.groups });
+  const me = await call<Me>("GET", "/me", { token: data.token }).then((a) => a.data);
+  setSession({ token: data.token, user: me.id, groups: me.groups, intents: me.intents });
+}
+
+/** Reads the user's groups and global intents again (they may have changed since the login). */
+export async function refreshMe(): Promise<void> {
+  const s = session.value;
+  if (!s) return;
+  const me = await call<Me>("GET", "/me").then((a) => a.data);
+  if (session.value?.token === s.token) setSession({ ...s, groups: me.groups, intents: me.intents });
 }
 
 export function logout(): void {

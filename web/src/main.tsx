@@ -1,7 +1,7 @@
 /** The explorer's shell: login, the header, and the page for the current route. */
 import { render } from "preact";
 import { useState } from "preact/hooks";
-import { ApiError, login, logout, session } from "./api.js";
+import { ApiError, login, logout, refreshMe, session } from "./api.js";
 import { feedState, startFeed } from "./events.js";
 import { useValue } from "./observable.js";
 import { ArchivePage } from "./pages/archive.js";
@@ -108,4 +108,5 @@ function App() {
 }
 
 startFeed();
+void refreshMe().catch(() => {});
 render(<App />, document.getElementById("app")!);

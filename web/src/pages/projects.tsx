@@ -1,6 +1,7 @@
 /** Projects: a paginated list with a search over the loaded pages, and the create form. */
 import { useState } from "preact/hooks";
-import { call, get, type Page } from "../api.js";
+import { call, get, session, type Page } from "../api.js";
+import { useValue } from "../observable.js";
 import type { Resource } from "../resource.js";
 import { ErrorBox, Field, FormError, Status, useForm, useLive, useLoad } from "../ui.js";
 import { go, href } from "../router.js";
@@ -19,6 +20,7 @@ export function ProjectsPage() {
   useLive((e) => e.path.length === 1, () => void first.reload(), []);
   const [query, setQuery] = useState("");
   const [creating, setCreating] = useState(false);
+  const mayCreate = useValue(session)?.intents?.includes("global.createProject") ?? false;
   const q = query.trim().toLowerCase();
   const all = pages.flat();
   const shown = q ? all.filter((p) => p.id.toLowerCase().includes(q) || String(p.data.displayName ?? "").toLowerCase().includes(q) || (p.data.tags ?? []).some((t: string) => t.toLowerCase().includes(q))) : all;
@@ -26,7 +28,7 @@ export function ProjectsPage() {
     <main>
       <div class="head">
         <h1>Projects</h1>
-        <button onClick={() => setCreating((c) => !c)}>{creating ? "Cancel" : "New project"}</button>
+        {mayCreate ? <button onClick={() => setCreating((c) => !c)}>{creating ? "Cancel" : "New project"}</button> : null}
       </div>
       {creating ? <CreateProject onCreated={(id) => go(`/projects/${encodeURIComponent(id)}`)} /> : null}
       <input class="search" type="search" placeholder="Search projects by name, id or tag" aria-label="Search projects" value={query} onInput={(e) => setQuery(e.currentTarget.value)} />
