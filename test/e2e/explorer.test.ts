@@ -231,6 +231,21 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
     expect(refused).not.toBe("closed");
     await expect(alert.textContent()).resolves.toContain(refused);
 
+    // Edit: a bad amount is refused at its field; a good one is saved. Then assign.
+    await panel.getByRole("button", { name: "Edit" }).click();
+    const edit = panel.getByRole("form", { name: "Update workflowitem" });
+    await edit.getByLabel("amount", { exact: true }).fill("12,5");
+    await edit.getByRole("button", { name: "Save" }).click();
+    await expect(edit.locator(".field-error[data-field=amount]").textContent()).resolves.toBeTruthy();
+    await edit.getByLabel("amount", { exact: true }).fill("47000.00");
+    await edit.getByRole("button", { name: "Save" }).click();
+    await page.locator('.wi[data-id="contract"] .amount', { hasText: "47000.00" }).waitFor();
+    await panel.getByLabel("Assign to").fill("root");
+    await panel.getByRole("button", { name: "Assign" }).click();
+    await panel.getByRole("button", { name: "Edit" }).waitFor();
+    const contract = await server.root.request<{ data: { amount: string; assignee: string } }>("GET", `${subprojectPath(P, S)}/workflowitems/contract`);
+    expect(contract.data.amount).toBe("47000.00");
+
     // Rejecting the first item with a reason closes it, and the reason is shown.
     await page.locator('.wi[data-id="survey"] a.name').click();
     const first = page.getByRole("complementary", { name: "Workflowitem" });
