@@ -21,6 +21,7 @@ import { groupRoutes } from "./routes/groups.js";
 import { systemRoutes } from "./routes/system.js";
 import { userRoutes } from "./routes/users.js";
 import { eventRoutes } from "./routes/events.js";
+import { meRoutes } from "./routes/me.js";
 import { workflowRoutes } from "./routes/workflow.js";
 import { processDataRoutes } from "./routes/process-data.js";
 import { archiveRoutes } from "./routes/archive.js";
@@ -32,6 +33,7 @@ import { ResourceStore } from "../resources/store.js";
 import { Workflow } from "../workflow/commands.js";
 import { workflowSchema } from "../workflow/schema.js";
 import { validatorCompiler } from "./validation.js";
+import { defaultWebRoot, registerWeb } from "./web.js";
 
 export const API_PREFIX = "/api/v1";
 export const DEFAULT_HOST = "127.0.0.1";
@@ -55,6 +57,8 @@ export interface ServerOptions {
    * holding the key file. Without one a random key is used, and stored tokens are unreadable after a restart.
    */
   readonly processDataKey?: KeyConfig;
+  /** Where the web explorer's bundle is (default: dist/web); false serves no UI. */
+  readonly webRoot?: string | false;
   /** The archive's limits and retention (default: 100 MiB per snapshot, keep all). */
   readonly archive?: ArchiveOptions & {
     /**
@@ -75,7 +79,7 @@ export interface ServerOptions {
 export const DEFAULT_ARCHIVE_RECOVERY_AGE_MS = 10 * 60 * 1000;
 
 /** The built-in authenticated route plugins, one per domain. */
-export const CORE_ROUTES: readonly FastifyPluginAsync[] = [userRoutes, groupRoutes, globalRoutes, workflowRoutes, eventRoutes, processDataRoutes, archiveRoutes];
+export const CORE_ROUTES: readonly FastifyPluginAsync[] = [userRoutes, meRoutes, groupRoutes, globalRoutes, workflowRoutes, eventRoutes, processDataRoutes, archiveRoutes];
 
 export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
   const metrics = new Metrics();
@@ -165,6 +169,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   await app.register(swaggerUi, { routePrefix: "/docs" });
 
   await app.register(systemRoutes);
+  if (options.webRoot !== false) registerWeb(app, options.webRoot ?? defaultWebRoot());
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   await app.register(
     async (api) => {

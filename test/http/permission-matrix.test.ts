@@ -10,7 +10,7 @@
  * One server over LMDB (the embedded default): permission checks live in the store's domain layers,
  * identical over every backend; the backend suites prove the backends equal.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -129,6 +129,8 @@ const MATRIX: Record<string, Entry> = {
   "GET /ready": pub("/ready"),
   "GET /metrics": pub("/metrics"),
   "GET /openapi.json": pub("/openapi.json"),
+  "GET /": pub("/"),
+  "GET /ui/:name": pub("/ui/app.js"),
   "GET /docs": pub("/docs"),
   "HEAD /docs/": pub("/docs/"),
   "GET /docs/json": pub("/docs/json"),
@@ -140,6 +142,7 @@ const MATRIX: Record<string, Entry> = {
 
   // any valid token
   [`GET ${API}/users`]: token(`${API}/users`),
+  [`GET ${API}/me`]: token(`${API}/me`),
   [`GET ${API}/users/:u`]: token(`${API}/users/root`),
   [`GET ${API}/groups`]: token(`${API}/groups`),
   [`GET ${API}/groups/:g`]: token(`${API}/groups/watchers`),
@@ -276,7 +279,12 @@ describe("permission matrix", () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "flowstore-matrix-"));
     kv = LmdbKv.open(dir);
-    s = await startServer(kv, { onRoute: (r) => registered.push(...[r.method].flat().map((m) => `${m} ${r.url}`)) });
+    // The web explorer's files: a fixture, so the public UI routes answer whether or not dist/web is built.
+    const webRoot = join(dir, "web-fixture");
+    mkdirSync(webRoot);
+    writeFileSync(join(webRoot, "index.html"), "<!doctype html><title>explorer</title>");
+    writeFileSync(join(webRoot, "app.js"), "");
+    s = await startServer(kv, { webRoot, onRoute: (r) => registered.push(...[r.method].flat().map((m) => `${m} ${r.url}`)) });
     serverBase = s.base;
     eve = await s.userClient("eve", "eve password");
     await s.root.users.create({ id: "victim", displayName: "V", password: "victim password" });

@@ -1,0 +1,112 @@
+/** The explorer's shell: login, the header, and the page for the current route. */
+import { render } from "preact";
+import { useState } from "preact/hooks";
+import { ApiError, login, logout, refreshMe, session } from "./api.js";
+import { feedState, startFeed } from "./events.js";
+import { useValue } from "./observable.js";
+import { ArchivePage } from "./pages/archive.js";
+import { ProcessDataPage } from "./pages/process-data.js";
+import { ProjectPage } from "./pages/project.js";
+import { ProjectsPage } from "./pages/projects.js";
+import { SubprojectPage } from "./pages/subproject.js";
+import { href, route, segments } from "./router.js";
+import { ErrorBox } from "./ui.js";
+
+function Login() {
+  const [username, setUsername] = useState("");
+  const [password, setPassword] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  return (
+    <main class="login">
+      <form
+        class="card stack"
+        aria-label="Log in"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setBusy(true);
+          setError(null);
+          try {
+            await login(username.trim(), password);
+          } catch (err) {
+            setError(err instanceof ApiError && err.status === 401 ? "Wrong username or password." : err instanceof ApiError ? err.detail : String(err));
+          } finally {
+            setBusy(false);
+          }
+        }}
+      >
+        <h1>flowstore</h1>
+        <label>
+          Username
+          <input name="username" autocomplete="username" value={username} onInput={(e) => setUsername(e.currentTarget.value)} required />
+        </label>
+        <label>
+          Password
+          <input name="password" type="password" autocomplete="current-password" value={password} onInput={(e) => setPassword(e.currentTarget.value)} required />
+        </label>
+        <ErrorBox error={error} />
+        <button type="submit" disabled={busy}>
+          Log in
+        </button>
+      </form>
+    </main>
+  );
+}
+
+function Page({ path }: { path: string }) {
+  const [, query = ""] = path.split("?");
+  const seg = segments(path);
+  if (seg[0] === "projects" && seg.length === 1) return <ProjectsPage />;
+  if (seg[0] === "projects" && seg.length === 2) return <ProjectPage key={seg[1]} p={seg[1]!} />;
+  if (seg[0] === "projects" && seg[2] === "subprojects" && (seg.length === 4 || (seg.length === 6 && seg[4] === "workflowitems")))
+    return <SubprojectPage key={`${seg[1]}/${seg[3]}`} p={seg[1]!} s={seg[3]!} w={seg[5]} />;
+  if (seg[0] === "process-data") return <ProcessDataPage keyspace={seg[1]} recordKey={seg[2]} />;
+  if (seg[0] === "archive") return <ArchivePage query={new URLSearchParams(query)} snapshot={seg[1]} />;
+  return (
+    <main>
+      <p>
+        No page here. <a href={href("/projects")}>Projects</a>
+      </p>
+    </main>
+  );
+}
+
+function App() {
+  const s = useValue(session);
+  const path = useValue(route);
+  const feed = useValue(feedState);
+  if (!s) return <Login />;
+  const section = segments(path)[0];
+  return (
+    <>
+      <header class="top">
+        <strong class="brand">flowstore</strong>
+        <nav>
+          <a href={href("/projects")} class={section === "projects" ? "active" : ""}>
+            Projects
+          </a>
+          <a href={href("/process-data")} class={section === "process-data" ? "active" : ""}>
+            Process data
+          </a>
+          <a href={href("/archive")} class={section === "archive" ? "active" : ""}>
+            Archive
+          </a>
+        </nav>
+        <span class={`feed ${feed}`} title="live updates">
+          {feed === "live" ? "● live" : feed === "connecting" ? "○ connecting" : ""}
+        </span>
+        <span class="user" data-user={s.user}>
+          {s.user}
+        </span>
+        <button class="secondary" onClick={logout}>
+          Log out
+        </button>
+      </header>
+      <Page key={path.split("?")[0]} path={path} />
+    </>
+  );
+}
+
+startFeed();
+void refreshMe().catch(() => {});
+render(<App />, document.getElementById("app")!);

@@ -1,0 +1,132 @@
+/** The head of a resource page: fields, status, assignee, budgets and the actions the user may take. */
+import { useState } from "preact/hooks";
+import { call, resourcePath } from "../api.js";
+import { Actions, levelOf, UpdateForm, useIntents, type Resource } from "../resource.js";
+import { ErrorBox, fmtDate, Status, useLive, useLoad, type Loaded } from "../ui.js";
+
+export interface Loadedresource {
+  resource: Resource;
+  version: number | null;
+}
+
+export function useResource(ids: readonly string[]): Loaded<Loadedresource> {
+  const path = resourcePath(ids);
+  const r = useLoad(async () => {
+    const a = await call<Resource>("GET", path);
+    return { resource: a.data, version: a.version };
+  }, [path]);
+  // Another user's change to this very resource appears without a reload.
+  useLive((e) => e.path.length === ids.length && e.path.every((p, i) => p.id === ids[i]), () => void r.reload(), [path]);
+  return r;
+}
+
+export function ResourceHead({ ids, loaded, children }: { ids: readonly string[]; loaded: Loaded<Loadedresource>; children?: preact.ComponentChildren }) {
+  const { can } = useIntents(ids);
+  const [editing, setEditing] = useState(false);
+  if (loaded.error) return <ErrorBox error={loaded.error} />;
+  if (!loaded.data) return <p class="muted">Loading…</p>;
+  const { resource, version } = loaded.data;
+  const d = resource.data;
+  const level = levelOf(ids);
+  const closed = d.status === "closed";
+  return (
+    <section class="card resource-head" data-level={level}>
+      <div class="head">
+        <h1>
+          <span class="muted small">{level}</span> {d.displayName}
+        </h1>
+        <Status status={d.status} />
+        {can("update") && !closed && !editing ? (
+          <button class="secondary" onClick={() => setEditing(true)}>
+            Edit
+          </button>
+        ) : null}
+      </div>
+      {editing ? (
+        <UpdateForm
+          ids={ids}
+          resource={resource}
+          version={version}
+          onDone={() => {
+            setEditing(false);
+            void loaded.reload();
+          }}
+        />
+      ) : (
+        <dl class="facts">
+          <dt>Id</dt>
+          <dd>{resource.id}</dd>
+          {d.description ? (
+            <>
+              <dt>Description</dt>
+              <dd>{d.description}</dd>
+            </>
+          ) : null}
+          <dt>Assignee</dt>
+          <dd class="assignee">{d.assignee ?? <span class="muted">nobody</span>}</dd>
+          {d.currency ? (
+            <>
+              <dt>Currency</dt>
+              <dd>{d.currency}</dd>
+            </>
+          ) : null}
+          {d.workflowMode ? (
+            <>
+              <dt>Mode</dt>
+              <dd>{d.workflowMode}</dd>
+            </>
+          ) : null}
+          {d.validator ? (
+            <>
+              <dt>Validator</dt>
+              <dd>{d.validator}</dd>
+            </>
+          ) : null}
+          {d.amountType && d.amountType !== "N/A" ? (
+            <>
+              <dt>Amount</dt>
+              <dd>
+                {d.amount ?? "—"} {d.currency ?? ""} ({d.amountType})
+              </dd>
+            </>
+          ) : null}
+          {d.rejectReason ? (
+            <>
+              <dt>Rejected</dt>
+              <dd class="reject-reason">{d.rejectReason}</dd>
+            </>
+          ) : null}
+          <dt>Created</dt>
+          <dd>
+            {fmtDate(resource.meta.createdAt)} by {resource.meta.createdBy}
+          </dd>
+          <dt>Version</dt>
+          <dd>{version}</dd>
+        </dl>
+      )}
+      {d.projectedBudgets?.length ? (
+        <table class="budgets">
+          <caption>Projected budgets</caption>
+          <thead>
+            <tr>
+              <th>Organization</th>
+              <th>Value</th>
+              <th>Currency</th>
+            </tr>
+          </thead>
+          <tbody>
+            {d.projectedBudgets.map((b: any) => (
+              <tr>
+                <td>{b.organization}</td>
+                <td class="num">{b.value}</td>
+                <td>{b.currencyCode}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      <Actions ids={ids} resource={resource} version={version} can={can} onChange={() => void loaded.reload()} />
+      {children}
+    </section>
+  );
+}

@@ -1,0 +1,204 @@
+/**
+ * A subproject: its workflowitems in effective order, in a virtualized list; reorder by drag and drop
+ * or with the move up / move down buttons. Every reorder sends the whole ordering with If-Match (the
+ * subproject's version as last read): when someone else changed it first, the server answers 409, and
+ * the page says so and shows the current order instead of overwriting it.
+ */
+import { useState } from "preact/hooks";
+import { ApiError, call, getAll, resourcePath } from "../api.js";
+import { HistoryPanel, PermissionsPanel, useIntents, type Resource } from "../resource.js";
+import { go, href } from "../router.js";
+import { ErrorBox, Field, FormError, Status, Tabs, useForm, useLive, useLoad } from "../ui.js";
+import { VirtualList } from "../virtual-list.js";
+import { ResourceHead, useResource } from "./detail.js";
+
+interface Items {
+  items: Resource[];
+  version: number | null;
+}
+
+export function SubprojectPage({ p, s, w }: { p: string; s: string; w?: string }) {
+  const ids = [p, s];
+  const base = resourcePath(ids);
+  const loaded = useResource(ids);
+  const { can } = useIntents(ids);
+  // The version is read before the items: if a reorder lands in between, ours is stale and the
+  // server refuses it, rather than the page overwriting an order it has not shown.
+  const list = useLoad<Items>(async () => {
+    const { version } = await call("GET", `${base}/workflowitem-ordering`);
+    const items = await getAll<Resource>(`${base}/workflowitems`);
+    return { items, version };
+  }, [base]);
+  useLive((e) => e.path[0]?.id === p && e.path[1]?.id === s && (e.path.length === 3 || e.type.endsWith("ordering_set")), () => void list.reload(), [base]);
+  const [notice, setNotice] = useState<{ kind: "conflict" | "error" | "ok"; text: string } | null>(null);
+  const [dragId, setDragId] = useState<string | null>(null);
+  const [focusIndex, setFocusIndex] = useState<number | null>(null);
+  const [creating, setCreating] = useState(false);
+  const mayReorder = can("reorderWorkflowitems");
+
+  async function reorder(from: number, to: number): Promise<void> {
+    const current = list.data;
+    if (!current || from === to || to < 0 || to >= current.items.length) return;
+    const items = [...current.items];
+    const [moved] = items.splice(from, 1);
+    items.splice(to, 0, moved!);
+    list.set({ items, version: current.version });
+    setFocusIndex(to);
+    try {
+      const a = await call("PUT", `${base}/workflowitem-ordering`, { body: { ordering: items.map((i) => i.id) }, ifMatch: current.version });
+      list.set({ items, version: a.version });
+      setNotice({ kind: "ok", text: `Moved "${moved!.redacted ? moved!.id : moved!.data.displayName}" to position ${to + 1}.` });
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 409) {
+        setNotice({ kind: "conflict", text: "Someone else reordered these workflowitems (or changed the subproject) first. Your move was not saved; this is the current order." });
+      } else {
+        setNotice({ kind: "error", text: e instanceof ApiError ? e.detail : String(e) });
+      }
+      await Promise.all([list.reload(), loaded.reload()]);
+    }
+  }
+
+  const items = list.data?.items ?? [];
+  const itemHref = (id: string) => href(`/projects/${encodeURIComponent(p)}/subprojects/${encodeURIComponent(s)}/workflowitems/${encodeURIComponent(id)}`);
+  const listView = (
+    <div>
+      <div class="head">
+        <h2>
+          Workflowitems <span class="muted small">({items.length})</span>
+        </h2>
+        {can("createWorkflowitem") && loaded.data?.resource.data.status !== "closed" ? <button onClick={() => setCreating((c) => !c)}>{creating ? "Cancel" : "New workflowitem"}</button> : null}
+      </div>
+      {creating ? <CreateWorkflowitem p={p} s={s} currency={loaded.data?.resource.data.currency} onCreated={() => (setCreating(false), void list.reload())} /> : null}
+      {notice ? (
+        <p class={`notice ${notice.kind}`} role={notice.kind === "ok" ? "status" : "alert"} data-kind={notice.kind}>
+          {notice.text}
+        </p>
+      ) : null}
+      <ErrorBox error={list.error} />
+      {mayReorder ? <p class="muted small">Drag a row to reorder, or use its ↑ ↓ buttons.</p> : null}
+      <VirtualList
+        items={items}
+        rowHeight={40}
+        height={480}
+        label="Workflowitems in order"
+        scrollTo={focusIndex}
+        keyOf={(i) => i.id}
+        row={(item, index) => (
+          <div
+            class={`wi${item.redacted ? " redacted" : ""}${dragId === item.id ? " dragging" : ""}${w === item.id ? " selected" : ""}`}
+            data-id={item.id}
+            draggable={mayReorder}
+            onDragStart={(e) => {
+              setDragId(item.id);
+              e.dataTransfer?.setData("text/plain", item.id);
+              if (e.dataTransfer) e.dataTransfer.effectAllowed = "move";
+            }}
+            onDragEnd={() => setDragId(null)}
+            onDragOver={(e) => {
+              if (mayReorder) e.preventDefault();
+            }}
+            onDrop={(e) => {
+              e.preventDefault();
+              const id = dragId ?? e.dataTransfer?.getData("text/plain");
+              setDragId(null);
+              const from = items.findIndex((i) => i.id === id);
+              if (from >= 0) void reorder(from, index);
+            }}
+          >
+            <span class="pos">{index + 1}</span>
+            {item.redacted ? (
+              <span class="name muted">redacted workflowitem {item.id}</span>
+            ) : (
+              <a class="name" href={itemHref(item.id)} draggable={false}>
+                {item.data.displayName}
+              </a>
+            )}
+            <Status status={item.data.status} redacted={item.redacted} />
+            <span class="amount">{item.redacted || !item.data.amount ? "" : `${item.data.amount} ${item.data.currency ?? ""}`}</span>
+            <span class="assignee">{item.redacted ? "" : (item.data.assignee ?? "")}</span>
+            {mayReorder ? (
+              <span class="move">
+                <button class="icon" aria-label={`Move ${item.id} up`} disabled={index === 0} onClick={() => void reorder(index, index - 1)}>
+                  ↑
+                </button>
+                <button class="icon" aria-label={`Move ${item.id} down`} disabled={index === items.length - 1} onClick={() => void reorder(index, index + 1)}>
+                  ↓
+                </button>
+              </span>
+            ) : null}
+          </div>
+        )}
+      />
+      {list.data && items.length === 0 ? <p class="muted">No workflowitems.</p> : null}
+    </div>
+  );
+
+  return (
+    <main>
+      <nav class="crumbs">
+        <a href={href("/projects")}>Projects</a> / <a href={href(`/projects/${encodeURIComponent(p)}`)}>{p}</a> / {s}
+      </nav>
+      <ResourceHead ids={ids} loaded={loaded} />
+      <div class={w ? "split" : ""}>
+        <Tabs
+          tabs={[
+            { key: "items", label: "Workflowitems", render: () => listView },
+            { key: "history", label: "History", render: () => <HistoryPanel ids={ids} /> },
+            { key: "permissions", label: "Permissions", render: () => <PermissionsPanel ids={ids} /> },
+          ]}
+        />
+        {w ? <WorkflowitemPanel key={w} ids={[p, s, w]} onClose={() => go(`/projects/${encodeURIComponent(p)}/subprojects/${encodeURIComponent(s)}`)} /> : null}
+      </div>
+    </main>
+  );
+}
+
+function WorkflowitemPanel({ ids, onClose }: { ids: string[]; onClose: () => void }) {
+  const loaded = useResource(ids);
+  return (
+    <aside class="panel" aria-label="Workflowitem">
+      <button class="link close-panel" aria-label="Close panel" onClick={onClose}>
+        ×
+      </button>
+      <ResourceHead ids={ids} loaded={loaded} />
+      <Tabs
+        tabs={[
+          { key: "history", label: "History", render: () => <HistoryPanel ids={ids} /> },
+          { key: "permissions", label: "Permissions", render: () => <PermissionsPanel ids={ids} /> },
+        ]}
+      />
+    </aside>
+  );
+}
+
+function CreateWorkflowitem({ p, s, currency, onCreated }: { p: string; s: string; currency?: string; onCreated: () => void }) {
+  const [v, setV] = useState({ id: "", displayName: "", amountType: "N/A", amount: "", currency: currency ?? "", dueDate: "", description: "" });
+  const form = useForm();
+  const set = (k: keyof typeof v) => (x: string) => setV((st) => ({ ...st, [k]: x }));
+  const names = ["id", "displayName", "amountType", "amount", "currency", "dueDate", "description"];
+  return (
+    <form
+      class="card stack"
+      aria-label="New workflowitem"
+      onSubmit={async (e) => {
+        e.preventDefault();
+        const body: Record<string, unknown> = { displayName: v.displayName, amountType: v.amountType };
+        for (const k of ["id", "amount", "dueDate", "description"] as const) if (v[k].trim()) body[k] = v[k].trim();
+        if (v.amountType !== "N/A" && v.currency.trim()) body.currency = v.currency.trim();
+        if (await form.submit(() => call("POST", `/projects/${encodeURIComponent(p)}/subprojects/${encodeURIComponent(s)}/workflowitems`, { body }))) onCreated();
+      }}
+    >
+      <Field form={form} name="id" label="Id (optional)" value={v.id} onInput={set("id")} />
+      <Field form={form} name="displayName" label="Name" value={v.displayName} onInput={set("displayName")} />
+      <Field form={form} name="amountType" label="Amount type" value={v.amountType} onInput={set("amountType")} options={["N/A", "disbursed", "allocated"]} />
+      <Field form={form} name="amount" label="Amount" value={v.amount} onInput={set("amount")} placeholder="1200.00" />
+      <Field form={form} name="currency" label="Currency" value={v.currency} onInput={set("currency")} />
+      <Field form={form} name="dueDate" label="Due date" value={v.dueDate} onInput={set("dueDate")} type="date" />
+      <Field form={form} name="description" label="Description" value={v.description} onInput={set("description")} multiline />
+      <FormError form={form} fields={names} />
+      <button type="submit" disabled={form.busy}>
+        Create workflowitem
+      </button>
+    </form>
+  );
+}

@@ -1,0 +1,180 @@
+/** Shared pieces: async loading, forms with errors at the field, tabs, status badges. */
+import type { ComponentChildren } from "preact";
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { ApiError } from "./api.js";
+import { onEvent, type FeedEvent } from "./events.js";
+
+export interface Loaded<T> {
+  data: T | null;
+  error: ApiError | null;
+  loading: boolean;
+  reload: () => Promise<void>;
+  set: (d: T) => void;
+}
+
+/** Runs `load` now and whenever `deps` change; `reload()` runs it again. */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
+  const [data, setData] = useState<T | null>(null);
+  const [error, setError] = useState<ApiError | null>(null);
+  const [loading, setLoading] = useState(true);
+  const gen = useRef(0);
+  const reload = useCallback(async () => {
+    const mine = ++gen.current;
+    setLoading(true);
+    try {
+      const d = await load();
+      if (mine === gen.current) {
+        setData(d);
+        setError(null);
+      }
+    } catch (e) {
+      if (mine === gen.current) setError(e instanceof ApiError ? e : new ApiError(0, String(e)));
+    } finally {
+      if (mine === gen.current) setLoading(false);
+    }
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, deps);
+  useEffect(() => {
+    setData(null);
+    void reload();
+  }, [reload]);
+  return { data, error, loading, reload, set: setData };
+}
+
+/** Calls `refresh` (debounced) when a feed event matches. */
+export function useLive(match: (e: FeedEvent) => boolean, refresh: () => void, deps: unknown[]): void {
+  useEffect(() => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const off = onEvent((e) => {
+      if (!match(e)) return;
+      clearTimeout(timer);
+      timer = setTimeout(refresh, 150);
+    });
+    return () => {
+      off();
+      clearTimeout(timer);
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, deps);
+}
+
+export function ErrorBox({ error }: { error: ApiError | string | null | undefined }) {
+  if (!error) return null;
+  const text = typeof error === "string" ? error : error.status === 403 ? `Not allowed: ${error.detail}` : error.detail;
+  return (
+    <p class="error" role="alert">
+      {text}
+    </p>
+  );
+}
+
+export function Status({ status, redacted }: { status?: string; redacted?: boolean }) {
+  return <span class={`badge ${redacted ? "redacted" : (status ?? "")}`}>{redacted ? `redacted${status ? ` · ${status}` : ""}` : (status ?? "")}</span>;
+}
+
+export interface FormState {
+  busy: boolean;
+  error: ApiError | null;
+  /** The message for a field, when the server named it. */
+  fieldError: (name: string) => string | undefined;
+  submit: (run: () => Promise<unknown>) => Promise<boolean>;
+}
+
+export function useForm(): FormState {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<ApiError | null>(null);
+  return {
+    busy,
+    error,
+    fieldError: (name) => (error?.field && (error.field === name || error.field.startsWith(`${name}.`) || error.field.startsWith(`${name}[`)) ? error.detail : undefined),
+    async submit(run) {
+      setBusy(true);
+      setError(null);
+      try {
+        await run();
+        return true;
+      } catch (e) {
+        setError(e instanceof ApiError ? e : new ApiError(0, String(e)));
+        return false;
+      } finally {
+        setBusy(false);
+      }
+    },
+  };
+}
+
+/** The form's error when no field of `fields` shows it. */
+export function FormError({ form, fields }: { form: FormState; fields: string[] }) {
+  const e = form.error;
+  if (!e) return null;
+  if (e.field && fields.some((f) => form.fieldError(f))) return null;
+  return <ErrorBox error={e} />;
+}
+
+export function Field(props: {
+  form: FormState;
+  name: string;
+  label: string;
+  value: string;
+  onInput: (v: string) => void;
+  type?: string;
+  placeholder?: string;
+  options?: string[];
+  multiline?: boolean;
+}) {
+  const error = props.form.fieldError(props.name);
+  const id = useRef(`f-${props.name}-${Math.random().toString(36).slice(2, 8)}`).current;
+  const common = {
+    id,
+    name: props.name,
+    value: props.value,
+    "aria-invalid": error ? true : undefined,
+    "aria-describedby": error ? `${id}-err` : undefined,
+    onInput: (e: Event) => props.onInput((e.currentTarget as HTMLInputElement).value),
+  };
+  return (
+    <div class={`field${error ? " invalid" : ""}`}>
+      <label for={id}>{props.label}</label>
+      {props.options ? (
+        <select {...common} onChange={common.onInput}>
+          {props.options.map((o) => (
+            <option value={o}>{o}</option>
+          ))}
+        </select>
+      ) : props.multiline ? (
+        <textarea {...common} rows={2} />
+      ) : (
+        <input {...common} type={(props.type ?? "text") as "text"} placeholder={props.placeholder} />
+      )}
+      {error ? (
+        <span class="field-error" id={`${id}-err`} data-field={props.name}>
+          {error}
+        </span>
+      ) : null}
+    </div>
+  );
+}
+
+export function Tabs(props: { tabs: { key: string; label: string; show?: boolean; render: () => ComponentChildren }[] }) {
+  const visible = props.tabs.filter((t) => t.show !== false);
+  const [active, setActive] = useState(visible[0]?.key ?? "");
+  const tab = visible.find((t) => t.key === active) ?? visible[0];
+  return (
+    <section class="tabs">
+      <div role="tablist">
+        {visible.map((t) => (
+          <button role="tab" aria-selected={t === tab} class={t === tab ? "active" : ""} onClick={() => setActive(t.key)}>
+            {t.label}
+          </button>
+        ))}
+      </div>
+      <div role="tabpanel">{tab?.render()}</div>
+    </section>
+  );
+}
+
+export function fmtDate(iso: string | undefined): string {
+  if (!iso) return "";
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
+}
