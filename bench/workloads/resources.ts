@@ -146,16 +146,7 @@ export const resources: Workload = {
         `the default scale measures ${Math.round(100_000).toLocaleString("en-US")}, \`--scale large\` measures 1,000,000.`,
     );
     ctx.note(
-      "Gaps and causes (profiled with the inspector's CPU profiler on the list path). (1) get: the raw side is one synchronous " +
-        "lmdb-js read (about 1 µs); getJson adds locating the ref (schema lookup, id checks), tuple-encoding the key, an async " +
-        "contract call, the RecordView header parse, JSON.parse of the private part for the permission check, and a subarray. " +
-        "The absolute cost is about 10 µs; closing it needs a permission check that reads the header's viewer list instead of parsing " +
-        "the private JSON, and a synchronous fast path in the kv contract. (2) list: per child the contract builds an Entry (two " +
-        "Buffer views), RecordView parses the header, and visibleTo converts the identity string to bytes for every indexOf; " +
-        "precomputing the actor's needles and scanning values without Entry objects would close most of it. (3) 50 writers: all " +
-        "creates go to one partition; its PartitionWriter runs the commands of a group one after another on the JS thread " +
-        "(schema validation, sha-256 over canonical JSON, record encoding: about 300 µs each), so the group commit shares the fsync " +
-        "but not the CPU; the raw puts are encoded on lmdb-js's write thread. Writers spread over several partitions run in parallel groups.",
+      "Gaps and causes. (1) get: the raw side is one synchronous lmdb-js read (about 1 µs); getJson locates the ref (schema lookup, id checks), tuple-encodes the key, makes an async contract call, parses the record header and checks the view intent's holders there (no JSON parse); a synchronous fast path in the kv contract would close most of the rest. (2) list: within 1.05× of the raw read since permissions moved out of the record and the header carries the id and the holders. (3) 50 writers: all creates go to one partition; its PartitionWriter runs the commands of a group one after another on the JS thread (schema validation, sha-256 over canonical JSON, record encoding, about 150-200 µs each) and computes the next group only after the previous group's commit is durable: a CPU profile of 6,000 creates by 50 writers shows the JS thread 26% idle, waiting on the fsync. The raw puts are encoded on lmdb-js's write thread. What would close it: compute the next group while the previous commit is in flight (chaining on a predicted head, guarded by a key only the previous group writes, so another process's commit cannot pass the check), and less per-command work (the created event carries the whole permission map through canonical JSON). Writers spread over several partitions already run in parallel groups.",
     );
   },
 };
