@@ -73,7 +73,10 @@ export interface KvStore {
    * dropped, in key order, paginated. A partition enters the index on its first commit with a put.
    */
   listPartitions(kind: string, options?: { limit?: number; after?: string | null }): Promise<PartitionPage>;
-  /** Removes every key of the partition and its index entry. */
+  /**
+   * Removes every key of the partition and its index entry. The partition's commit sequence is kept, so
+   * the versions of a re-created partition continue where the old ones stopped and never repeat.
+   */
   dropPartition(partition: Partition): Promise<void>;
   close(): Promise<void>;
 }

@@ -239,8 +239,8 @@ export class LmdbKv implements KvStore {
     const p = encodePartition(partition);
     const db = this.#db;
     const done = db.childTransaction(() => {
+      // The commit sequence (SEQ) stays: versions of a partition name never repeat after a drop.
       deleteRange(db, p, Buffer.concat([p, TOP]));
-      db.removeSync(Buffer.concat([Buffer.from([SEQ]), p]));
       db.removeSync(Buffer.concat([Buffer.from([INDEX]), p]));
     });
     const flushed = this.#durable ? this.#flushed() : undefined;

@@ -44,6 +44,10 @@ class PartitionData {
   delete(k: string): void {
     if (this.records.delete(k)) this.#sorted = null;
   }
+  clear(): void {
+    this.records.clear();
+    this.#sorted = [];
+  }
 }
 
 const latin1 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("latin1");
@@ -198,7 +202,9 @@ export class MemoryKv implements KvStore {
   async dropPartition(partition: Partition): Promise<void> {
     this.#check();
     const id = latin1(encodePartition(partition));
-    this.#partitions.delete(id);
+    // The commit sequence survives the drop: versions of a partition name never repeat, so caches keyed
+    // by a version (chain heads, list pages) cannot mistake a re-created partition for the old one.
+    this.#partitions.get(id)?.clear();
     this.#index.get(kindOf(partition))?.delete(id);
   }
 

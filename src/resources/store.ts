@@ -186,8 +186,9 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
 
   /**
    * Lists the direct children of a type under `parent` (null for root types), one range read per page.
-   * Children the actor may not view are listed redacted (id, status, createdAt) in their place; root
-   * resources the actor may not view are left out. Items are JSON bytes, ready to be joined.
+   * Children whose view intent the actor lacks are listed redacted (id, status, createdAt) in their
+   * place; roots are listed to holders of their list or view intent (redacted without view) and left
+   * out otherwise. Items are JSON bytes, ready to be joined.
    */
   async listChildrenJson(actor: Actor, parent: Ref | null, childType: string, options: { cursor?: string | null; limit?: number } = {}): Promise<Page<Buffer>> {
     const t = this.schema.type(childType);
@@ -199,7 +200,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     const page = await this.kv.scan(l.partition, { prefix: childrenPrefix(l, childType), after: options.cursor ?? null, limit });
     const items = page.entries.map((e) => {
       const view = new RecordView(e.value);
-      if (view.visibleTo(actor)) return view.publicBytes();
+      if (view.viewableBy(actor)) return view.publicBytes();
       return Buffer.from(redactedJson(childType, view, t.decl.statusField));
     });
     return { items, nextCursor: page.cursor };
@@ -222,7 +223,8 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
       for (const e of records) {
         if (!e) continue;
         const view = new RecordView(e.value);
-        if (view.visibleTo(actor)) items.push(view.publicBytes());
+        // A root is listed to holders of its list or view intent; its details only to holders of view.
+        if (view.visibleTo(actor)) items.push(view.viewableBy(actor) ? view.publicBytes() : Buffer.from(redactedJson(t.name, view, t.decl.statusField)));
       }
       after = page.cursor;
       if (after === null) break;
@@ -240,7 +242,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
       // A created-then-failed or swept child, or an id reused under another parent: a stale index entry.
       if (!e || link?.value.toString("utf8") !== mine) return;
       const view = new RecordView(e.value);
-      items.push(view.visibleTo(actor) ? view.publicBytes() : Buffer.from(redactedJson(t.name, view, t.decl.statusField)));
+      items.push(view.viewableBy(actor) ? view.publicBytes() : Buffer.from(redactedJson(t.name, view, t.decl.statusField)));
     });
     return { items, nextCursor: page.cursor };
   }
@@ -272,7 +274,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     });
     const ordered = effectiveOrder(ordering, rows);
     const slice = ordered.slice(offset, offset + limit);
-    const items = slice.map((r) => (r.view.visibleTo(actor) ? r.view.publicBytes() : Buffer.from(redactedJson(childType, r.view, t.decl.statusField))));
+    const items = slice.map((r) => (r.view.viewableBy(actor) ? r.view.publicBytes() : Buffer.from(redactedJson(childType, r.view, t.decl.statusField))));
     const next = offset + limit < ordered.length ? cursorOf(Buffer.from(String(offset + limit))) : null;
     return { items, nextCursor: next, version: parentView.version };
   }
@@ -446,7 +448,10 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     if (t.decl.idStyle === "nested") {
       return this.writer.run(l.partition, actor, async (tx) => {
         const parentState = await this.#requireParent(tx, pl, actor, t.intents.create);
-        if (await tx.get(stateKey(l))) throw new ConflictError(`${type} ${id} already exists`, "id");
+        // A deleted resource's history stays under its address: reusing the id would hand it to the new one.
+        if ((await tx.get(stateKey(l))) || (await tx.anyUnder(historyPrefix(l)))) {
+          throw new ConflictError(`${type} ${id} already exists (or existed)`, "id");
+        }
         return this.#put(tx, l, clean, await decide(tx, parentState), null);
       }) as Promise<Envelope<DataOf<S, T>>>;
     }

@@ -320,8 +320,9 @@ forEachBackend((backend) => {
     for (const id of ["ab", "a\u0000"]) expect((await kv.scan(["project", id])).entries).toHaveLength(2);
     expect((await kv.scan(["project", "a", "sub"])).entries).toHaveLength(1);
     await kv.dropPartition(["project", "never"]); // dropping an unknown partition is a no-op
-    // the partition can be written again and reappears in the index
-    await kv.commit(["project", "a"], [put(["k"], "again")]);
+    // the partition can be written again and reappears in the index; its versions never repeat
+    const { version } = await kv.commit(["project", "a"], [put(["k"], "again")]);
+    expect(version).toBeGreaterThan(1);
     expect((await kv.get(["project", "a"], ["k"]))?.value.toString()).toBe("again");
     expect((await kv.listPartitions("project")).partitions).toHaveLength(4);
   });

@@ -227,6 +227,32 @@ forEachBackend((backend) => {
     await expect(store.listOrderedPage(userActor("nobody"), L("l"))).rejects.toBeInstanceOf(ForbiddenError);
   });
 
+  it("never serves a cached page of a purged partition to the partition re-created under the same name", async () => {
+    await store.create(alice, "list", F, { title: "L" }, { id: "l" });
+    await store.create(alice, "item", L("l"), { title: "old", status: "open" }, { id: "old-item" });
+    const ids = async () => JSON.parse((await store.listOrderedPage(SYSTEM, L("l"))).json.toString()).items.map((i: { id: string }) => i.id);
+    expect(await ids()).toEqual(["old-item"]);
+    await store.delete(SYSTEM, F);
+    await store.purge(SYSTEM, F);
+    await store.create(SYSTEM, "folder", null, { title: "again" }, { id: "f1" });
+    await store.grant(SYSTEM, F, "folder.createList", "alice");
+    await store.create(alice, "list", F, { title: "L" }, { id: "l" });
+    await store.create(alice, "item", L("l"), { title: "new", status: "open" }, { id: "new-item" });
+    expect(await ids()).toEqual(["new-item"]);
+    expect((await store.verify(store.partitionOf(F))).ok).toBe(true);
+  });
+
+  it("lists a child in full only to holders of its view intent; the list intent alone sees it redacted", async () => {
+    await store.create(alice, "list", F, { title: "L" }, { id: "l" });
+    await store.grant(alice, L("l"), "list.viewDetails", "bob");
+    await store.create(alice, "item", L("l"), { title: "secret", status: "open", amount: "100" }, { id: "i" });
+    await store.grant(alice, I("l", "i"), "item.list", "bob");
+    const [item] = (await store.listOrdered(bob, L("l"))).items;
+    expect(item).toMatchObject({ id: "i", redacted: true });
+    expect(JSON.stringify(item)).not.toContain("secret");
+    expect(JSON.stringify((await store.listChildren(bob, L("l"), "item")).items)).not.toContain("secret");
+  });
+
   it("deletes a resource with its nested subtree in one commit and keeps the log", async () => {
     await store.create(alice, "list", F, { title: "L" }, { id: "l" });
     await store.create(alice, "list", F, { title: "L" }, { id: "l2" });
@@ -245,9 +271,9 @@ forEachBackend((backend) => {
     const last = (await store.history(SYSTEM, L("l"), { reverse: true, limit: 1 })).items[0]!;
     expect(last.type).toBe("list.deleted");
     expect((await store.verify(partition)).ok).toBe(true);
-    // The same id can be used again under the parent after the delete.
-    await store.create(alice, "list", F, { title: "new" }, { id: "l" });
-    expect((await store.listChildren(alice, L("l"), "item")).items).toHaveLength(0);
+    // The id stays taken: its history is kept under its address and must not pass to a new resource.
+    await expect(store.create(alice, "list", F, { title: "new" }, { id: "l" })).rejects.toMatchObject({ field: "id" });
+    await expect(store.history(bob, L("l"))).rejects.toBeInstanceOf(NotFoundError);
   });
 
   it("refuses to delete a guarded resource while it has children", async () => {

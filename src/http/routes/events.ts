@@ -4,11 +4,24 @@
  * the event is sent). A comment line every 15 s keeps proxies from closing an idle stream.
  */
 import type { FastifyPluginAsync } from "fastify";
+import { decodeJwt } from "jose";
 import type { ResourceEvent } from "../../resources/events.js";
 import type { Ref } from "../../resources/keys.js";
 import { problems } from "../problem.js";
 
 const KEEPALIVE_MS = 15_000;
+
+/** The `exp` (seconds) of the bearer token, already verified by the auth hook; null when absent. */
+function tokenExpiry(header: string | undefined): number | null {
+  const token = header?.replace(/^Bearer +/i, "").trim();
+  if (!token) return null;
+  try {
+    const exp = decodeJwt(token).exp;
+    return typeof exp === "number" ? exp : null;
+  } catch {
+    return null;
+  }
+}
 
 export const eventRoutes: FastifyPluginAsync = async (app) => {
   const store = app.flowstore.workflow.store;
@@ -52,9 +65,16 @@ export const eventRoutes: FastifyPluginAsync = async (app) => {
         });
       };
       const unsubscribe = store.onChange((_partition, events) => events.forEach(send));
-      const timer = setInterval(() => res.write(": keep-alive\n\n"), KEEPALIVE_MS);
+      // The stream ends when the token expires, and at the next keep-alive once the user is disabled.
+      const exp = tokenExpiry(request.headers.authorization);
+      const expiry = exp === null ? undefined : setTimeout(() => end(), Math.max(0, exp * 1000 - Date.now()));
+      const timer = setInterval(() => {
+        res.write(": keep-alive\n\n");
+        app.flowstore.identity.actorFor(actor.id).catch(() => end());
+      }, KEEPALIVE_MS);
       const close = (): void => {
         clearInterval(timer);
+        clearTimeout(expiry);
         unsubscribe();
         open.delete(end);
       };

@@ -356,7 +356,9 @@ export class RedisKv implements KvStore {
     // the partition) or after it (and lists the partition again, as its first put).
     await this.#io("dropPartition", async () => {
       await this.#client.zrem(pk.index, pk.member);
-      await this.#client.unlink(pk.keys, pk.values, pk.meta);
+      // The commit sequence in meta stays (only the "indexed" flag goes): versions never repeat after a drop.
+      await this.#client.unlink(pk.keys, pk.values);
+      await this.#client.hdel(pk.meta, "i");
     });
   }
 
