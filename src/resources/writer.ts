@@ -11,7 +11,7 @@
  * between fails the commit with a ConflictError; the group is then re-run against fresh state.
  */
 import { ConflictError } from "../errors.js";
-import type { Key, KvStore, Op, Partition } from "../kv/contract.js";
+import { encodeKey, type Key, type KvStore, type Op, type Partition } from "../kv/contract.js";
 import { encode, encodeNested, prefixRange } from "../kv/tuple.js";
 import type { Actor } from "./actor.js";
 import { sealEvent, type EventPayload, type PathItem, type ResourceEvent } from "./events.js";
@@ -195,6 +195,10 @@ export class PartitionWriter {
   #tx(partition: Partition, actor: Actor, group: Overlay, layer: Overlay, chain: { seq: number; hash: string | null }): Tx {
     const kv = this.kv;
     const now = new Date(this.clock()).toISOString();
+    const partitionLength = encodeNested(partition).length;
+    // Keys are checked against the backend's size limit here, inside the command, so that a key too long
+    // fails this command alone rather than the whole group's commit.
+    const keyOf = (key: Key): string => latin1(encodeKey(partitionLength, key));
     let seq = chain.seq;
     let prev = chain.hash;
     const read = (k: string): Buffer | null | undefined => {
@@ -244,12 +248,14 @@ export class PartitionWriter {
       },
       put(key, value) {
         const buf = Buffer.from(value);
+        const k = keyOf(key);
         layer.ops.push({ type: "put", key, value: buf });
-        layer.values.set(latin1(encode(key)), buf);
+        layer.values.set(k, buf);
       },
       delete(key) {
+        const k = keyOf(key);
         layer.ops.push({ type: "delete", key });
-        layer.values.set(latin1(encode(key)), null);
+        layer.values.set(k, null);
       },
       deletePrefix(prefix) {
         layer.ops.push({ type: "deletePrefix", prefix });
@@ -259,15 +265,16 @@ export class PartitionWriter {
         layer.deletedRanges.push(r);
       },
       append(type, path, payload, historyKey) {
+        const hk = historyKey(seq + 1);
+        const hkey = keyOf(hk);
         seq++;
         const event = sealEvent({ seq, at: now, actor: actor.id, type, path, payload, prev });
         prev = event.hash;
         const bytes = Buffer.from(JSON.stringify(event));
         layer.ops.push({ type: "put", key: logKey(seq), value: bytes });
         layer.values.set(latin1(encode(logKey(seq))), bytes);
-        const hk = historyKey(seq);
         layer.ops.push({ type: "put", key: hk, value: Buffer.alloc(0) });
-        layer.values.set(latin1(encode(hk)), Buffer.alloc(0));
+        layer.values.set(hkey, Buffer.alloc(0));
         layer.events.push(event);
         return event;
       },

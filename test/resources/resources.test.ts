@@ -326,3 +326,53 @@ forEachBackend((backend) => {
     await kv2.close();
   });
 });
+
+it("a key over the backend's size limit fails its own command, not the group it was committed with", async () => {
+  const { Type } = await import("@sinclair/typebox");
+  const { defineSchema } = await import("../../src/resources/schema.js");
+  const { MemoryKv } = await import("../../src/kv/memory.js");
+  const none = Type.Object({}, { additionalProperties: false });
+  const deep = defineSchema({
+    l0: { parent: null, idStyle: "flat", fields: none },
+    l1: { parent: "l0", idStyle: "nested", fields: none },
+    l2: { parent: "l1", idStyle: "nested", fields: none },
+    l3: { parent: "l2", idStyle: "nested", fields: none },
+    l4: { parent: "l3", idStyle: "nested", fields: none },
+    l5: { parent: "l4", idStyle: "nested", fields: none },
+    l6: { parent: "l5", idStyle: "nested", fields: none },
+    l7: { parent: "l6", idStyle: "nested", fields: none },
+    l8: { parent: "l7", idStyle: "nested", fields: none },
+    l9: { parent: "l8", idStyle: "nested", fields: none },
+    l10: { parent: "l9", idStyle: "nested", fields: none },
+    l11: { parent: "l10", idStyle: "nested", fields: none },
+    l12: { parent: "l11", idStyle: "nested", fields: none },
+    l13: { parent: "l12", idStyle: "nested", fields: none },
+    l14: { parent: "l13", idStyle: "nested", fields: none },
+  });
+  const store = new ResourceStore(new MemoryKv(), deep);
+  const id = (n: number) => `${n}`.padEnd(128, "x");
+  let ref = { type: "l0", ids: [id(0)] };
+  await store.create(SYSTEM, "l0", null, {}, { id: id(0) });
+  let depth = 1;
+  for (; depth <= 14; depth++) {
+    const type = `l${depth}` as "l1";
+    const next = { type, ids: [...ref.ids, id(depth)] };
+    try {
+      await store.create(SYSTEM, type, ref, {}, { id: id(depth) });
+    } catch (e) {
+      expect(e).toMatchObject({ field: "key" });
+      break;
+    }
+    ref = next;
+  }
+  expect(depth).toBeLessThan(15);
+  // In one group: the overlong create fails alone; a short sibling created with it lands.
+  const type = `l${depth}` as "l1";
+  const [tooLong, fine] = await Promise.allSettled([
+    store.create(SYSTEM, type, ref, {}, { id: id(depth) }),
+    store.update(SYSTEM, ref, {}),
+  ]);
+  expect(tooLong.status).toBe("rejected");
+  expect(fine.status).toBe("fulfilled");
+  expect((await store.verify(store.partitionOf(ref))).ok).toBe(true);
+});
