@@ -67,7 +67,8 @@ export const eventRoutes: FastifyPluginAsync = async (app) => {
       const unsubscribe = store.onChange((_partition, events) => events.forEach(send));
       // The stream ends when the token expires, and at the next keep-alive once the user is disabled.
       const exp = tokenExpiry(request.headers.authorization);
-      const expiry = exp === null ? undefined : setTimeout(() => end(), Math.max(0, exp * 1000 - Date.now()));
+      // (A timer cannot wait longer than about 24.8 days; a longer-lived token's stream ends then.)
+      const expiry = exp === null ? undefined : setTimeout(() => end(), Math.min(2 ** 31 - 1, Math.max(0, exp * 1000 - Date.now())));
       const timer = setInterval(() => {
         res.write(": keep-alive\n\n");
         app.flowstore.identity.actorFor(actor.id).catch(() => end());
