@@ -5,26 +5,14 @@
  */
 import { Option, type Command } from "commander";
 import { Archive, archiveProject, restoreProject, type ProjectArchiveDeps } from "../archive/index.js";
-import type { KvStore } from "../kv/contract.js";
 import { SYSTEM } from "../resources/actor.js";
 import { ResourceStore } from "../resources/store.js";
 import { workflowSchema } from "../workflow/schema.js";
 import { storeOptions, type StoreOptions } from "./options.js";
-import { defaultStoreUrl, isPersistent, openStore } from "./store.js";
+import { print, withStore } from "./store.js";
 
-async function withArchive<T>(options: StoreOptions, run: (deps: ProjectArchiveDeps) => Promise<T>): Promise<T> {
-  const url = options.store || defaultStoreUrl(options.data);
-  if (!isPersistent(url)) process.stderr.write(`warning: ${url} keeps nothing after this command exits\n`);
-  const kv: KvStore = await openStore(url);
-  try {
-    return await run({ archive: new Archive(kv), store: new ResourceStore(kv, workflowSchema) });
-  } finally {
-    await kv.close();
-  }
-}
-
-function print(value: unknown): void {
-  process.stdout.write(JSON.stringify(value) + "\n");
+function withArchive<T>(options: StoreOptions, run: (deps: ProjectArchiveDeps) => Promise<T>): Promise<T> {
+  return withStore(options, (kv) => run({ archive: new Archive(kv), store: new ResourceStore(kv, workflowSchema) }));
 }
 
 export function archiveCommands(program: Command): void {

@@ -4,25 +4,13 @@
  */
 import { Option, type Command } from "commander";
 import { Identity } from "../identity/index.js";
-import type { KvStore } from "../kv/contract.js";
 import { SYSTEM } from "../resources/actor.js";
 import { storeOptions, type StoreOptions } from "./options.js";
 import { readPassword } from "./password.js";
-import { defaultStoreUrl, isPersistent, openStore } from "./store.js";
+import { print, withStore } from "./store.js";
 
-async function withIdentity<T>(options: StoreOptions, run: (identity: Identity) => Promise<T>): Promise<T> {
-  const url = options.store || defaultStoreUrl(options.data);
-  if (!isPersistent(url)) process.stderr.write(`warning: ${url} keeps nothing after this command exits\n`);
-  const kv: KvStore = await openStore(url);
-  try {
-    return await run(new Identity(kv));
-  } finally {
-    await kv.close();
-  }
-}
-
-function print(value: unknown): void {
-  process.stdout.write(JSON.stringify(value) + "\n");
+function withIdentity<T>(options: StoreOptions, run: (identity: Identity) => Promise<T>): Promise<T> {
+  return withStore(options, (kv) => run(new Identity(kv)));
 }
 
 export function identityCommands(program: Command): void {

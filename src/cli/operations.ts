@@ -13,18 +13,9 @@ import { Workflow } from "../workflow/commands.js";
 import { DEMO_GROUPS, DEMO_USERS, generateDemo } from "../workflow/demo.js";
 import { workflowSchema } from "../workflow/schema.js";
 import { storeOptions, type StoreOptions } from "./options.js";
-import { defaultStoreUrl, openStore } from "./store.js";
+import { print, withStore } from "./store.js";
 import { ALL_KINDS, exportStore, importStore, progressReporter } from "./transfer.js";
 import type { VerifyResult } from "../resources/events.js";
-
-async function withStore<T>(options: StoreOptions, run: (kv: KvStore) => Promise<T>): Promise<T> {
-  const kv = await openStore(options.store || defaultStoreUrl(options.data));
-  try {
-    return await run(kv);
-  } finally {
-    await kv.close();
-  }
-}
 
 /** Verifies the hash chain of every partition that has one. */
 export async function verifyAll(kv: KvStore, onResult?: (partition: readonly unknown[], r: VerifyResult) => void): Promise<{ ok: boolean; partitions: number; events: number; bad: number }> {
@@ -79,7 +70,7 @@ export function operationCommands(program: Command): void {
           if (!r.ok) process.stdout.write(`${JSON.stringify({ partition: p, ...r })}\n`);
         }),
       );
-      process.stdout.write(`${JSON.stringify(total)}\n`);
+      print(total);
       if (!total.ok) process.exitCode = 1;
     },
   );
@@ -106,7 +97,7 @@ export function operationCommands(program: Command): void {
           if (!(await identity.exists(id))) await identity.createGroup(SYSTEM, { id, displayName: id, members });
         }
         const summary = await generateDemo(new Workflow(new ResourceStore(kv, workflowSchema)), sizes);
-        process.stdout.write(`${JSON.stringify(summary)}\n`);
+        print(summary);
       });
     });
 }

@@ -7,7 +7,8 @@ import { loadTokenSecret } from "../identity/index.js";
 import { createLogger } from "../http/logging.js";
 import { buildServer, DEFAULT_HOST } from "../http/server.js";
 import { parsePort, storeOptions, type StoreOptions } from "./options.js";
-import { defaultStoreUrl, isPersistent, openStore } from "./store.js";
+import { openKv } from "../kv/open.js";
+import { defaultStoreUrl, isPersistent } from "./store.js";
 
 interface ServeOptions extends StoreOptions {
   host: string;
@@ -37,7 +38,7 @@ export function serveCommand(program: Command): void {
       if (!Number.isInteger(bodyLimit) || bodyLimit < 1024) throw new Error("--body-limit must be an integer of at least 1024");
       const logger = createLogger({ level: options.logLevel });
       const url = options.store || defaultStoreUrl(options.data);
-      const kv = await openStore(url);
+      const kv = await openKv(url);
       let app;
       try {
         const tokenSecret = await loadTokenSecret({ dataDir: options.data, env: process.env.FLOWSTORE_JWT_SECRET });

@@ -1,6 +1,7 @@
 /** The one shape of list requests and answers: `?cursor=&limit=` → `{items, nextCursor}`. */
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
 import type { FastifyReply } from "fastify";
+import { pageJson } from "../resources/page-json.js";
 
 export const PageQuery = Type.Object(
   {
@@ -14,19 +15,10 @@ export type PageQuery = Static<typeof PageQuery>;
 export const PageOf = <T extends TSchema>(item: T) =>
   Type.Object({ items: Type.Array(item), nextCursor: Type.Union([Type.String(), Type.Null()]) });
 
-const OPEN = Buffer.from('{"items":[');
-const COMMA = Buffer.from(",");
-
 /**
  * Sends a page whose items are already JSON bytes (as stored), joined without parsing them: the fast
  * path for lists. The route's response schema still documents the shape.
  */
 export function sendJsonPage(reply: FastifyReply, items: readonly Uint8Array[], nextCursor: string | null): FastifyReply {
-  const parts: Uint8Array[] = [OPEN];
-  items.forEach((item, i) => {
-    if (i > 0) parts.push(COMMA);
-    parts.push(item);
-  });
-  parts.push(Buffer.from(`],"nextCursor":${JSON.stringify(nextCursor)}}`));
-  return reply.type("application/json; charset=utf-8").send(Buffer.concat(parts));
+  return reply.type("application/json; charset=utf-8").send(pageJson(items, nextCursor));
 }

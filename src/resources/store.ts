@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from "../errors.js";
-import { cursorBytes, cursorOf, type Key, type KvStore, type Partition } from "../kv/contract.js";
+import { cursorBytes, cursorOf, scanAll, type Entry, type Key, type KvStore, type Partition } from "../kv/contract.js";
 import { encodeNested } from "../kv/tuple.js";
 import { allows, type Actor, type Permissions } from "./actor.js";
 import { checkLink, fold, type EventPayload, type PathItem, type ResourceEvent, type VerifyResult } from "./events.js";
@@ -30,6 +30,7 @@ import { effectiveOrder, validateOrdering } from "./ordering.js";
 import { encodeRecord, RecordView, redactedJson, type Envelope, type Private } from "./record.js";
 import { assertId, type CompiledType, type DataOf, type Schema, type SchemaDecl } from "./schema.js";
 import { PageCache } from "./page-cache.js";
+import { pageJson } from "./page-json.js";
 import { PartitionWriter, type Clock, type Tx } from "./writer.js";
 
 export interface Page<T> {
@@ -69,8 +70,6 @@ export interface MutateSpec {
 }
 
 const SWEEPS: Partition = ["sweeps"];
-const PAGE_OPEN = Buffer.from('{"items":[');
-const COMMA = Buffer.from(",");
 const PARENT_KEY: Key = ["m", "parent"];
 const MAX_PAGE = 10_000;
 
@@ -304,13 +303,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     const cached = key ? this.#pages!.get(key) : undefined;
     if (cached) return { json: cached, version: view.version };
     const page = await this.listOrderedJson(actor, parent, options);
-    const parts: Buffer[] = [PAGE_OPEN];
-    page.items.forEach((item, i) => {
-      if (i > 0) parts.push(COMMA);
-      parts.push(item);
-    });
-    parts.push(Buffer.from(`],"nextCursor":${JSON.stringify(page.nextCursor)}}`));
-    const json = Buffer.concat(parts);
+    const json = pageJson(page.items, page.nextCursor);
     if (key) this.#pages!.set(key, json);
     return { json, version: page.version };
   }
@@ -320,16 +313,12 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     return { items: page.items.map((b) => JSON.parse(b.toString("utf8"))), nextCursor: page.nextCursor };
   }
 
-  async #scanAll(partition: Partition, prefix: Key): Promise<{ keyBytes: Buffer; value: Buffer }[]> {
-    const out: { keyBytes: Buffer; value: Buffer }[] = [];
-    let after: string | null = null;
-    do {
-      const page: Awaited<ReturnType<KvStore["scan"]>> = await this.kv.scan(partition, { prefix, after, limit: MAX_PAGE });
-      out.push(...page.entries);
-      after = page.cursor;
-    } while (after !== null);
+  async #scanAll(partition: Partition, prefix: Key): Promise<Entry[]> {
+    const out: Entry[] = [];
+    for await (const e of scanAll(this.kv, partition, { prefix, limit: MAX_PAGE })) out.push(e);
     return out;
   }
+
 
   /** The stored ordering of a parent's ordered children (ids as set, possibly naming deleted children). */
   async getOrdering(actor: Actor, parent: Ref): Promise<{ ordering: string[]; version: number }> {
@@ -385,24 +374,19 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
   async verify(partition: Partition): Promise<VerifyResult> {
     let prev: string | null = null;
     let expected = 1;
-    let after: string | null = null;
-    do {
-      const page: Awaited<ReturnType<KvStore["scan"]>> = await this.kv.scan(partition, { prefix: ["l"], after, limit: 2000 });
-      for (const e of page.entries) {
-        let event: ResourceEvent;
-        try {
-          event = JSON.parse(e.value.toString("utf8")) as ResourceEvent;
-        } catch {
-          return { ok: false, checked: expected - 1, firstBad: { seq: expected, reason: "event is not valid JSON" } };
-        }
-        const keySeq = e.key[1];
-        const reason = keySeq !== event.seq ? `stored under seq ${String(keySeq)} but says ${event.seq}` : checkLink(event, expected, prev);
-        if (reason) return { ok: false, checked: expected - 1, firstBad: { seq: expected, reason } };
-        prev = event.hash;
-        expected++;
+    for await (const e of scanAll(this.kv, partition, { prefix: ["l"], limit: 2000 })) {
+      let event: ResourceEvent;
+      try {
+        event = JSON.parse(e.value.toString("utf8")) as ResourceEvent;
+      } catch {
+        return { ok: false, checked: expected - 1, firstBad: { seq: expected, reason: "event is not valid JSON" } };
       }
-      after = page.cursor;
-    } while (after !== null);
+      const keySeq = e.key[1];
+      const reason = keySeq !== event.seq ? `stored under seq ${String(keySeq)} but says ${event.seq}` : checkLink(event, expected, prev);
+      if (reason) return { ok: false, checked: expected - 1, firstBad: { seq: expected, reason } };
+      prev = event.hash;
+      expected++;
+    }
     const head = await this.writer.readHead(partition);
     if (head.seq !== expected - 1 || head.hash !== prev) {
       return { ok: false, checked: expected - 1, firstBad: { seq: expected, reason: `chain head says seq ${head.seq}, the log ends at ${expected - 1}` } };

@@ -11,7 +11,7 @@
  * between fails the commit with a ConflictError; the group is then re-run against fresh state.
  */
 import { ConflictError } from "../errors.js";
-import { encodeKey, type Key, type KvStore, type Op, type Partition } from "../kv/contract.js";
+import { encodeKey, scanAll, type Key, type KvStore, type Op, type Partition } from "../kv/contract.js";
 import { encode, encodeNested, prefixRange } from "../kv/tuple.js";
 import type { Actor } from "./actor.js";
 import { sealEvent, type EventPayload, type PathItem, type ResourceEvent } from "./events.js";
@@ -207,12 +207,7 @@ export class PartitionWriter {
     };
     const scanPrefix = async (prefix: Key): Promise<{ keyBytes: Buffer; value: Buffer }[]> => {
       const out = new Map<string, Buffer>();
-      let after: string | null = null;
-      do {
-        const page: Awaited<ReturnType<KvStore["scan"]>> = await kv.scan(partition, { prefix, after, limit: 5000 });
-        for (const e of page.entries) out.set(latin1(e.keyBytes), e.value);
-        after = page.cursor;
-      } while (after !== null);
+      for await (const e of scanAll(kv, partition, { prefix, limit: 5000 })) out.set(latin1(e.keyBytes), e.value);
       const { start, end } = prefixRange(prefix);
       const s = latin1(start);
       const en = latin1(end);
