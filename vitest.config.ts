@@ -7,7 +7,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     reporters: ["default"],
-    // Starts the shared redis-server processes (standalone and cluster) the redis backends run on.
-    globalSetup: ["test/setup/redis.ts"],
+    // Starts the shared redis-server processes (standalone and cluster) and the throwaway PostgreSQL
+    // cluster the redis and postgres backends run on.
+    globalSetup: ["test/setup/redis.ts", "test/setup/postgres.ts"],
   },
 });

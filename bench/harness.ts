@@ -21,11 +21,11 @@ export interface Workload {
 }
 
 /**
- * The results of a workload run on a Redis store are kept beside the default (LMDB) ones:
- * bench/results/kv.json, kv-redis.json, kv-redis-cluster.json.
+ * The results of a workload run on a Redis or PostgreSQL store are kept beside the default (LMDB) ones:
+ * bench/results/kv.json, kv-redis.json, kv-redis-cluster.json, kv-postgres.json.
  */
 export function resultName(workload: string, storeUrl: string | undefined): string {
-  const scheme = /^(redis|redis-cluster):\/\//.exec(storeUrl ?? "")?.[1];
+  const scheme = /^(redis|redis-cluster|postgres)(?:ql)?:\/\//.exec(storeUrl ?? "")?.[1];
   return scheme ? `${workload}-${scheme}` : workload;
 }
 
@@ -322,7 +322,7 @@ export async function runWorkload(
     },
   };
   const loadAtStart = loadavg()[0]!;
-  process.stdout.write(`\n## ${workload.name}: ${workload.description}\n`);
+  process.stdout.write(`\n## ${workload.name}: ${workload.describe?.(settings.storeUrl) ?? workload.description}\n`);
   try {
     await workload.run(ctx);
   } finally {

@@ -7,10 +7,13 @@
  *   npm run bench -- kv --store lmdb:/tmp/x   the store under test (default: a fresh LMDB directory)
  *   npm run bench -- kv --store redis          start a redis-server for the run (or redis://host:port)
  *   npm run bench -- kv --store redis-cluster  start a 3+3 cluster for the run (or redis-cluster://h:p,…)
+ *   npm run bench -- kv --store postgres       start a throwaway PostgreSQL cluster for the run (or postgres://…)
+ *
+ * The PostgreSQL peer runs on PG_URL, or on a throwaway cluster started for the run (bench/servers.ts).
  */
 import { parseArgs } from "node:util";
 import { runWorkload } from "./harness.js";
-import { startBenchRedis } from "./redis-servers.js";
+import { startBenchServers } from "./servers.js";
 import { writeReport } from "./report.js";
 import { workloads } from "./workloads/index.js";
 
@@ -37,14 +40,20 @@ if (unknown.length > 0) {
 }
 const chosen = positionals.length > 0 ? workloads.filter((w) => positionals.includes(w.name)) : workloads;
 
-const servers = await startBenchRedis(values.store);
+/** On PostgreSQL each workload writes into a schema of its own (unless the URL names one): the workloads build the same ids. */
+function ownSchema(url: string | undefined, workload: string): string | undefined {
+  if (!url || !/^postgres(ql)?:/.test(url) || /[?&]schema=/.test(url)) return url;
+  return `${url}${url.includes("?") ? "&" : "?"}schema=bench_${workload}_${Date.now()}`;
+}
+
+const servers = await startBenchServers(values.store);
 try {
   for (const w of chosen) {
     const command = ["npm run bench --", w.name, "--scale", scaleArg, ...(values.store ? ["--store", values.store] : [])].join(" ");
-    await runWorkload(w, { scale, storeUrl: servers?.url ?? values.store, command });
+    await runWorkload(w, { scale, storeUrl: ownSchema(servers.url ?? values.store, w.name), command });
   }
 } finally {
-  await servers?.stop();
+  await servers.stop();
 }
 const file = writeReport();
 process.stdout.write(`\nwrote ${file}\n`);

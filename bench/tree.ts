@@ -2,8 +2,8 @@
  * The data every workflow benchmark and peer loads: the same projects, subprojects, workflowitems,
  * updates and orderings, generated deterministically so flowstore and each peer hold identical records.
  */
-import type { Actor } from "../src/resources/actor.js";
-import { userActor } from "../src/resources/actor.js";
+import type { Actor } from "../src/access/actor.js";
+import { userActor } from "../src/access/actor.js";
 import type { WorkflowitemInput } from "../src/workflow/commands.js";
 
 /** Who creates and reads: the creator holds every intent (permission checks still run per item). */

@@ -8,8 +8,11 @@ export type ErrorCode =
   | "forbidden"
   | "not_found"
   | "conflict"
+  | "precondition_failed"
   | "too_large"
-  | "unavailable";
+  | "insufficient_storage"
+  | "unavailable"
+  | "configuration";
 
 export class FlowstoreError extends Error {
   constructor(
@@ -55,9 +58,31 @@ export class ConflictError extends FlowstoreError {
   }
 }
 
+/**
+ * A stale version given as a precondition (`ifVersion`, HTTP's If-Match): the resource changed since the
+ * caller read it. Still a ConflictError to library users; over HTTP it is RFC 9110's 412.
+ */
+export class StaleVersionError extends ConflictError {
+  override readonly code = "precondition_failed" as const;
+  override readonly status = 412;
+  constructor(message: string) {
+    super(message, "version");
+  }
+}
+
 export class TooLargeError extends FlowstoreError {
   constructor(message: string, readonly limit: number) {
     super("too_large", 413, message);
+  }
+}
+
+/**
+ * The backend refused a commit for lack of space (a full disk or quota, a file size limit, LMDB's map
+ * full): nothing of it was applied; reads go on, and writes resume once space is freed.
+ */
+export class InsufficientStorageError extends FlowstoreError {
+  constructor(message: string) {
+    super("insufficient_storage", 507, message);
   }
 }
 
@@ -65,5 +90,15 @@ export class TooLargeError extends FlowstoreError {
 export class UnavailableError extends FlowstoreError {
   constructor(message: string) {
     super("unavailable", 503, message);
+  }
+}
+
+/**
+ * The store cannot be served as configured (a key that does not fit the stored data, a missing store):
+ * found when it is opened, so a server refuses to start (the CLI's exit code 3) instead of failing reads.
+ */
+export class ConfigurationError extends FlowstoreError {
+  constructor(message: string, field?: string) {
+    super("configuration", 500, message, field);
   }
 }

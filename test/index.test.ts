@@ -2,25 +2,54 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, it } from "vitest";
-import { openStore, SYSTEM, userActor, ValidationError } from "../src/index.js";
+import { MemoryKv } from "../src/kv/memory.js";
+import { openFlowstore, PARTITION_KINDS, SYSTEM, userActor, ValidationError } from "../src/index.js";
 
-it("openStore gives the typed APIs over LMDB, and the data survives a reopen", async () => {
+it("openFlowstore gives the whole store over LMDB, and the data survives a reopen", async () => {
   const dir = mkdtempSync(join(tmpdir(), "flowstore-index-"));
   try {
     const mary = userActor("mary");
-    let fs = await openStore(`lmdb:${dir}`);
-    await fs.resources.global.grant(SYSTEM, "global.createProject", "mary");
+    let fs = await openFlowstore(`lmdb:${dir}`);
+    await expect(fs.global.grant(SYSTEM, "global.createProject", "mary")).rejects.toBeInstanceOf(ValidationError); // no such user yet
+    await fs.identity.createUser(SYSTEM, { id: "mary", displayName: "Mary", password: "a long password" });
+    await fs.global.grant(SYSTEM, "global.createProject", "mary");
     await fs.workflow.createProject(mary, { id: "p", displayName: "P" });
     await fs.workflow.createSubproject(mary, "p", { id: "s", displayName: "S", currency: "EUR" });
     await fs.tenancy.create(SYSTEM, "space", null, { name: "space" }, { id: "sp" });
+    await fs.archive.write(SYSTEM, "order-1", { status: ["done"] });
+    await fs.processData.put(SYSTEM, "bpm-form-schemas", "form-a", { id: "form-a", formData: { components: [] } });
     await fs.close();
-    fs = await openStore(dir);
+    fs = await openFlowstore(dir);
     expect((await fs.workflow.projectDetails(mary, "p")).subprojects.items.map((s) => s.id)).toEqual(["s"]);
     expect((await fs.tenancy.get(SYSTEM, { type: "space", ids: ["sp"] })).data.name).toBe("space");
-    expect((await fs.resources.verify(["project", "p"])).ok).toBe(true);
+    expect((await fs.archive.latest(SYSTEM, "order-1")).document).toEqual({ status: ["done"] });
+    expect((await fs.processData.get(SYSTEM, "bpm-form-schemas", "form-a")).fields).toMatchObject({ id: "form-a" });
+    // Every chain: the project's partition and the space's.
+    expect(await fs.verifyAll()).toEqual({ ok: true, partitions: 2, events: expect.any(Number), bad: 0 });
     await fs.close();
-    await expect(openStore("ftp://nope")).rejects.toBeInstanceOf(ValidationError);
+    await expect(openFlowstore("ftp://nope")).rejects.toBeInstanceOf(ValidationError);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+it("a KvStore passed in stays the caller's: close() stops the store's timers and leaves it open", async () => {
+  const kv = new MemoryKv();
+  const fs = await openFlowstore(kv, { instrument: (inner) => inner, clock: () => Date.parse("2030-01-02T03:04:05Z") });
+  const created = await fs.workflow.createProject(SYSTEM, { id: "p", displayName: "P" });
+  expect(created.meta.createdAt).toBe("2030-01-02T03:04:05.000Z");
+  await fs.close();
+  await fs.close(); // twice is fine
+  expect(await kv.get(["global"], ["nothing"])).toBeUndefined(); // still open
+  const again = await openFlowstore(kv);
+  expect((await again.workflow.projectDetails(SYSTEM, "p")).project.id).toBe("p");
+  await again.close();
+  await kv.close();
+});
+
+it("the registry of partition kinds names each kind once, with the layer that writes it", () => {
+  const kinds = PARTITION_KINDS.map((k) => k.kind);
+  expect(new Set(kinds).size).toBe(kinds.length);
+  expect(PARTITION_KINDS.filter((k) => k.chained).map((k) => k.layer).sort()).toEqual(expect.arrayContaining(["tenancy", "workflow"]));
+  for (const layer of ["resources", "identity", "archive", "process-data"]) expect(PARTITION_KINDS.some((k) => k.layer === layer)).toBe(true);
 });

@@ -1,5 +1,5 @@
 /** flowstore itself as a peer: the Workflow commands over the ResourceStore on LMDB (durable commits). */
-import { SYSTEM } from "../../src/resources/actor.js";
+import { SYSTEM } from "../../src/access/actor.js";
 import type { KvStore } from "../../src/kv/contract.js";
 import { ResourceStore } from "../../src/resources/store.js";
 import { projectRef, subprojectRef, workflowitemRef, Workflow } from "../../src/workflow/commands.js";

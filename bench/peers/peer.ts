@@ -24,7 +24,7 @@ export interface Peer {
   close(): Promise<void>;
 }
 
-/** Effective order (seed 002) for peers that hold items in creation order: ordering ids first, then the rest. */
+/** Effective order (TruBudget's: the ordering's ids first, then by creation) for peers that hold items in creation order: ordering ids first, then the rest. */
 export function effectiveOrderOf<T>(ordering: readonly string[], inCreationOrder: readonly T[], idOf: (x: T) => string): T[] {
   const byId = new Map(inCreationOrder.map((x) => [idOf(x), x]));
   const out: T[] = [];

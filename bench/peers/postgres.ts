@@ -1,24 +1,28 @@
 /**
  * PostgreSQL through pg with the same normalized schema as the SQLite peer (its own schema, dropped at
- * close). Commits are durable by PostgreSQL's defaults (synchronous_commit on, fsync on).
- * `PG_URL` overrides the server (default postgres://postgres@127.0.0.1:5432/test).
+ * close). Commits are durable by PostgreSQL's defaults (synchronous_commit on, fsync on), set explicitly
+ * on the connection. `PG_URL` names the server: bench/servers.ts sets it to a throwaway cluster of the run
+ * when it is not given (else postgres://postgres@127.0.0.1:5432/test).
  */
 import pg from "pg";
 import { createdAtOf, viewersOf, type Peer } from "./peer.js";
 import { ITEM_COLUMNS, itemOf, SQL_SCHEMA, VIEW_INTENTS, type ItemRow } from "./sqlite.js";
 import { MARY, type Tree } from "../tree.js";
 
-export const PG_URL = process.env.PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+/** The peer's server, read when connecting (bench/servers.ts may set it after this module loaded). */
+export const pgUrl = (): string => process.env.PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 
-/** Connects, or says why not (the bench then prints the row as skipped). */
+/** Connects, durable commits asked for explicitly, or says why not (the bench then prints the row as skipped). */
 export async function connectPostgres(): Promise<pg.Client | string> {
-  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
+  const url = pgUrl();
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
   try {
     await client.connect();
+    await client.query("SET synchronous_commit = on");
     return client;
   } catch (e) {
     await client.end().catch(() => undefined);
-    return `PostgreSQL not reachable at ${PG_URL.replace(/\/\/[^@/]*@/, "//")}: ${(e as Error).message}`;
+    return `PostgreSQL not reachable at ${url.replace(/\/\/[^@/]*@/, "//")}: ${(e as Error).message}`;
   }
 }
 

@@ -2,8 +2,10 @@
  * archive: snapshot files through the archive vs the raw file system, same bytes, same run, rounds
  * interleaved. Writes are durable on both sides (the store's durable commits; fs write + fsync). Rows
  * count one op per MiB, so ops/s reads as MiB/s. Then the storage used by 100 snapshots holding the
- * same 10 MiB file (content-addressed: goal about 10 MiB, not 1 GiB).
+ * same 10 MiB file (content-addressed: goal about 10 MiB, not 1 GiB), and a date query over a day of
+ * 10,000 snapshots indexed by their `$modified`.
  */
+import { SYSTEM } from "../../src/access/actor.js";
 import { randomBytes } from "node:crypto";
 import { createReadStream, createWriteStream, readdirSync, statSync } from "node:fs";
 import { open } from "node:fs/promises";
@@ -19,6 +21,8 @@ const MiB = 1024 * 1024;
 const BIG_MiB = 100;
 const DEDUP_SNAPSHOTS = 100;
 const DEDUP_MiB = 10;
+/** Snapshots of one day for the date query. */
+const DATE_SNAPSHOTS = 10_000;
 
 /** A readable over `buf` in 64 KiB pieces (what a socket or a file stream hands over). */
 function piecesOf(buf: Buffer): Readable {
@@ -96,7 +100,7 @@ export const archive: Workload = {
         subject: {
           name: `write ${c.label}, MiB/s (archive)`,
           round: async () => {
-            for (let i = 0; i < c.count; i++) await store.write(`w-${c.size}`, { i: [i] }, [{ name: "f", content: piecesOf(fresh(buf)) }]);
+            for (let i = 0; i < c.count; i++) await store.write(SYSTEM, `w-${c.size}`, { i: [i] }, [{ name: "f", content: piecesOf(fresh(buf)) }]);
           },
         },
       });
@@ -104,7 +108,7 @@ export const archive: Workload = {
       const ids: string[] = [];
       const paths: string[] = [];
       for (let i = 0; i < c.count; i++) {
-        ids.push((await store.write(`r-${c.size}`, { i: [i] }, [{ name: "f", content: piecesOf(fresh(buf)) }])).id);
+        ids.push((await store.write(SYSTEM, `r-${c.size}`, { i: [i] }, [{ name: "f", content: piecesOf(fresh(buf)) }])).id);
         paths.push(join(dir, `r${files++}`));
         await fsWrite(paths[i]!, buf);
       }
@@ -120,8 +124,41 @@ export const archive: Workload = {
         subject: {
           name: `read ${c.label}, MiB/s (archive, sha-256 checked)`,
           round: async () => {
-            for (const id of ids) await drain((await store.openFile(id, "f")).stream, c.size);
+            for (const id of ids) await drain((await store.openFile(SYSTEM, id, "f")).stream, c.size);
           },
+        },
+      });
+    }
+
+    // The date index by $modified (Imixs-Archive): one day holding DATE_SNAPSHOTS snapshots, imported
+    // with their ids; a query reads the day's whole index page by page.
+    {
+      const day = "2021-06-01";
+      const base = Date.parse(`${day}T00:00:00Z`);
+      const count = Math.round(DATE_SNAPSHOTS * Math.min(ctx.scale, 1));
+      const t0 = performance.now();
+      for (let i = 0; i < count; i += 100) {
+        await Promise.all(
+          Array.from({ length: Math.min(100, count - i) }, (_, j) => {
+            const at = base + (i + j) * 8000;
+            return store.write(SYSTEM, `dated-${i + j}`, { $modified: [new Date(at).toISOString()] }, [], { modified: at });
+          }),
+        );
+      }
+      ctx.note(`wrote ${count.toLocaleString("en-US")} snapshots of ${day} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      await ctx.measure(`date query: every snapshot of a day holding ${count.toLocaleString("en-US")} (pages of 1,000)`, {
+        ops: 1,
+        rounds: 5,
+        note: "?date= over the day's index partition",
+        round: async () => {
+          let n = 0;
+          for (let cursor: string | null = null; ; ) {
+            const page = await store.findSnapshotsByDate(SYSTEM, day, { cursor, limit: 1000 });
+            n += page.items.length;
+            if (page.nextCursor === null) break;
+            cursor = page.nextCursor;
+          }
+          if (n !== count) throw new Error(`found ${n} snapshots, expected ${count}`);
         },
       });
     }
@@ -135,7 +172,7 @@ export const archive: Workload = {
       const diskBefore = own ? diskBytes(own) : undefined;
       const file = randomBytes(DEDUP_MiB * MiB);
       for (let i = 0; i < DEDUP_SNAPSHOTS; i++) {
-        await dstore.write("dedup", { i: [i] }, [{ name: "same.bin", content: piecesOf(file) }]);
+        await dstore.write(SYSTEM, "dedup", { i: [i] }, [{ name: "same.bin", content: piecesOf(file) }]);
       }
       const stored = (await storedBytes(dkv)) - before;
       const disk = own ? diskBytes(own) - diskBefore! : undefined;

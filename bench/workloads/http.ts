@@ -1,15 +1,17 @@
 /**
- * http (issue 5 Load, DESIGN Performance, issue 9 item 6): a real flowstore server (LMDB) and a
- * straightforward Fastify + better-sqlite3 server, each in its own process on 127.0.0.1, the same data;
- * autocannon in a third process: 50 connections, a bounded duration, for listing a subproject of 1,000
- * workflowitems and for getting one. Then the servers' RSS after building and listing the large set.
+ * http: a real flowstore server (on LMDB, or on the --store given:
+ * `--store postgres` for PostgreSQL) and a straightforward Fastify + better-sqlite3 server (WAL,
+ * synchronous=FULL), each in its own process on 127.0.0.1, the same data; autocannon in a third process:
+ * 50 connections, a bounded duration, for listing a subproject of 1,000 workflowitems, getting one and
+ * creating workflowitems (durable on both sides). Then the servers' RSS after building and listing the
+ * large set.
  */
 import { fork, spawn, type ChildProcess } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Workload } from "../harness.js";
 import { itemId } from "../tree.js";
-import { itemPath, listPath, ROOT_PASSWORD, S10K, S1K } from "../http/shared.js";
+import { CREATE_BODY, createPath, itemPath, listPath, ROOT_PASSWORD, S10K, S1K, SNEW } from "../http/shared.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, "..", "..");
@@ -59,9 +61,16 @@ interface Cannon {
   errors: number;
 }
 
+/** A POST of `body` instead of a GET. */
+interface Post {
+  readonly body: string;
+}
+
 /** autocannon in its own process; fails on any error or non-2xx answer. */
-function cannon(url: string, token: string, seconds: number): Promise<Cannon> {
-  const args = [join(ROOT, "node_modules", "autocannon", "autocannon.js"), "-c", String(CONNECTIONS), "-d", String(seconds), "-j", "-H", `authorization=Bearer ${token}`, url];
+function cannon(url: string, token: string, seconds: number, post?: Post): Promise<Cannon> {
+  const args = [join(ROOT, "node_modules", "autocannon", "autocannon.js"), "-c", String(CONNECTIONS), "-d", String(seconds), "-j", "-H", `authorization=Bearer ${token}`];
+  if (post) args.push("-m", "POST", "-H", "content-type=application/json", "-b", post.body);
+  args.push(url);
   const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout.on("data", (d: Buffer) => (out += d.toString()));
@@ -84,14 +93,24 @@ function cannon(url: string, token: string, seconds: number): Promise<Cannon> {
 
 const MiB = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
 
+/** What the flowstore server runs on, as the rows name it. */
+function storeKind(storeUrl: string | undefined): string {
+  if (!storeUrl) return "LMDB";
+  if (/^postgres(ql)?:/.test(storeUrl)) return "PostgreSQL, synchronous_commit=on";
+  return storeUrl.split(":")[0]!;
+}
+
 export const http: Workload = {
   name: "http",
   description: "HTTP under load (autocannon, 50 connections, own process): flowstore server vs Fastify + SQLite; server memory",
+  describe: (storeUrl) =>
+    storeUrl ? `HTTP under load (autocannon, 50 connections, own process): flowstore server on ${storeKind(storeUrl)} vs Fastify + SQLite; server memory` : http.description,
   async run(ctx) {
     const seconds = Math.max(3, Math.round(10 * Math.min(ctx.scale, 3)));
-    const fsDir = ctx.tmpDir();
+    const fsStore = ctx.storeUrl ?? `lmdb:${ctx.tmpDir()}`;
+    const kind = storeKind(ctx.storeUrl);
     const sqDir = ctx.tmpDir();
-    const flow = await start("flowstore-server.ts", fsDir);
+    const flow = await start("flowstore-server.ts", fsStore);
     let peer: { child: ChildProcess; ready: Ready } | undefined;
     try {
       peer = await start("sqlite-server.ts", sqDir);
@@ -118,15 +137,17 @@ export const http: Workload = {
       const ids = async (base: string) => ((await (await fetch(base + listPath(S1K), { headers: { authorization: `Bearer ${token}` } })).json()) as { items: { id: string }[] }).items.map((x) => x.id).join();
       if ((await ids(fsBase)) !== (await ids(sqBase))) throw new Error("the two servers list different orders");
 
-      for (const [what, path, goal] of [
-        ["list 1,000 workflowitems", listPath(S1K), 0.25],
-        ["get one workflowitem", itemPath(S1K, itemId(500)), undefined],
+      const create: Post = { body: CREATE_BODY };
+      for (const [what, path, goal, post] of [
+        ["list 1,000 workflowitems", listPath(S1K), 0.25, undefined],
+        ["get one workflowitem", itemPath(S1K, itemId(500)), undefined, undefined],
+        ["create workflowitem (durable)", createPath(SNEW), undefined, create],
       ] as const) {
-        const sq = await cannon(sqBase + path, token, seconds);
-        const fl = await cannon(fsBase + path, token, seconds);
+        const sq = await cannon(sqBase + path, token, seconds, post);
+        const fl = await cannon(fsBase + path, token, seconds, post);
         const note = (c: Cannon) => `p50 ${c.p50} ms, p99 ${c.p99} ms, ${c.total.toLocaleString("en-US")} requests${c.timeouts || c.errors ? `, ${c.timeouts} timed out after 10 s, ${c.errors} errors` : ""}`;
-        const ref = ctx.record({ name: `${what}: Fastify + SQLite peer (req/s)`, opsPerSec: sq.rps, rounds: [sq.rps], note: note(sq) });
-        ctx.record({ name: `${what}: flowstore server (req/s)`, opsPerSec: fl.rps, rounds: [fl.rps], reference: ref.name, ...(goal ? { goal } : {}), note: note(fl) });
+        const ref = ctx.record({ name: `${what}: Fastify + SQLite peer, synchronous=FULL (req/s)`, opsPerSec: sq.rps, rounds: [sq.rps], note: note(sq) });
+        ctx.record({ name: `${what}: flowstore server on ${kind} (req/s)`, opsPerSec: fl.rps, rounds: [fl.rps], reference: ref.name, ...(goal ? { goal } : {}), note: note(fl) });
         if (goal) {
           ctx.note(
             `${what}: flowstore ${Math.round(fl.rps)} req/s vs the peer's ${Math.round(sq.rps)} (${(fl.rps / sq.rps).toFixed(2)}×; goal ≥ 4×: ${fl.rps >= 4 * sq.rps ? "met" : "missed"}); ` +
@@ -134,16 +155,16 @@ export const http: Workload = {
           );
         }
       }
-      // The list again with the page cache off (a second server process on the same LMDB directory):
+      // The list again with the page cache off (a second server process on the same store):
       // what every list costs when the subproject changed since the last one.
-      const cold = await start("flowstore-server.ts", fsDir, "nocache");
+      const cold = await start("flowstore-server.ts", fsStore, "nocache");
       try {
         const c = await cannon(`http://127.0.0.1:${cold.ready.port}${listPath(S1K)}`, token, seconds);
         ctx.record({
-          name: "list 1,000 workflowitems: flowstore server, page cache off (req/s)",
+          name: `list 1,000 workflowitems: flowstore server on ${kind}, page cache off (req/s)`,
           opsPerSec: c.rps,
           rounds: [c.rps],
-          reference: "list 1,000 workflowitems: Fastify + SQLite peer (req/s)",
+          reference: "list 1,000 workflowitems: Fastify + SQLite peer, synchronous=FULL (req/s)",
           note: `p50 ${c.p50} ms, p99 ${c.p99} ms, ${c.total.toLocaleString("en-US")} requests`,
         });
         ctx.note(
@@ -156,14 +177,16 @@ export const http: Workload = {
       const rssAfter = await rssOf(flow.child);
       const peerRss = await rssOf(peer.child);
       ctx.note(
-        `Memory (RSS of the flowstore server process, LMDB): ${MiB(flow.ready.rss)} after building 11,000 workflowitems with the Workflow commands ` +
+        `Memory (RSS of the flowstore server process, ${kind}): ${MiB(flow.ready.rss)} after building 11,000 workflowitems with the Workflow commands ` +
           `(${flow.ready.loadSec?.toFixed(0)} s), ${MiB(rssBuilt)} before and ${MiB(rssListed)} after listing all 10,000 of one subproject ` +
           `(10 pages of 1,000), ${MiB(rssAfter)} after the load runs. The SQLite peer: ${MiB(peerRss)} after its load runs. ` +
-          "LMDB's memory map is counted in RSS only for pages touched (file-backed, reclaimable).",
+          (kind === "LMDB" ? "LMDB's memory map is counted in RSS only for pages touched (file-backed, reclaimable)." : ""),
       );
       ctx.note(
         `Load: autocannon ${"8"} (in its own process), ${CONNECTIONS} connections, ${seconds} s per run, one run per server and route, peer first; ` +
-          "every answer checked 2xx (timeouts are shown with the row). Both servers verify the bearer JWT (HS256) on each request; flowstore also loads the user " +
+          "every answer checked 2xx (timeouts are shown with the row). The create rows POST a new workflowitem (no id: the server makes one) into an empty " +
+          "subproject: flowstore commits the item, its permissions and its hash-chained event durably (group commit), the peer one SQLite transaction " +
+          "(row, permission rows, event; WAL, synchronous=FULL). Both servers verify the bearer JWT (HS256) on each request; flowstore also loads the user " +
           "record (disabled users are refused) and checks permissions per item; the peer filters with an EXISTS on its permission table. " +
           "Without the page cache the server's per-list CPU bounds it: the same list in-process costs about 3-4 ms (a range read of " +
           "1,000 records, their header checks, the effective-order sort check and the join), and on this 2-core machine autocannon and " +

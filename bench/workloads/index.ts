@@ -3,8 +3,11 @@ import type { Workload } from "../harness.js";
 import { archive } from "./archive.js";
 import { http } from "./http.js";
 import { kv } from "./kv.js";
+import { pagination } from "./pagination.js";
 import { processData } from "./process-data.js";
 import { resources } from "./resources.js";
+import { verify } from "./verify.js";
+import { visibility } from "./visibility.js";
 import { workflow } from "./workflow.js";
 
-export const workloads: Workload[] = [kv, resources, workflow, http, processData, archive];
+export const workloads: Workload[] = [kv, resources, workflow, pagination, http, processData, archive, verify, visibility];

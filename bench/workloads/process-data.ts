@@ -1,5 +1,5 @@
 /**
- * process-data: the seed 004 service against raw contract calls on the same store, in the same run.
+ * process-data: the process-data service against raw contract calls on the same store, in the same run.
  *
  * - put: a task form submission (pointer + sealed token + record: two durable commits) vs one raw
  *   durable put of the same number of value bytes; 1 writer and 50 concurrent writers;
@@ -11,6 +11,7 @@
  * Registered in bench/workloads/index.ts once the runner (bench/harness.ts) is on the branch; the context
  * type below is the part of the runner's BenchContext this workload uses.
  */
+import { SYSTEM } from "../../src/access/actor.js";
 import { randomBytes, randomUUID } from "node:crypto";
 import type { KvStore } from "../../src/kv/contract.js";
 import { keys } from "../../src/process-data/keys.js";
@@ -54,7 +55,7 @@ async function load(pd: ProcessData, n: number, concurrency = 256): Promise<void
     while (next < n) {
       const i = next++;
       if (i % RECORDS_PER_INSTANCE === 0) pid = randomUUID();
-      await pd.put(FS, keys.task(pid, `task-${i % RECORDS_PER_INSTANCE}`), fields(i));
+      await pd.put(SYSTEM, FS, keys.task(pid, `task-${i % RECORDS_PER_INSTANCE}`), fields(i));
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
@@ -65,7 +66,7 @@ async function targets(pd: ProcessData, count: number): Promise<string[]> {
   const pids = Array.from({ length: count }, () => randomUUID());
   await Promise.all(
     pids.map(async (pid) => {
-      for (let t = 0; t < RECORDS_PER_INSTANCE; t++) await pd.put(FS, keys.task(pid, `task-${t}`), fields(t));
+      for (let t = 0; t < RECORDS_PER_INSTANCE; t++) await pd.put(SYSTEM, FS, keys.task(pid, `task-${t}`), fields(t));
     }),
   );
   return pids;
@@ -73,11 +74,11 @@ async function targets(pd: ProcessData, count: number): Promise<string[]> {
 
 export const processData = {
   name: "process-data",
-  description: "seed 004 process data vs raw contract calls: put, get, delete of a process instance among many records",
+  description: "process data vs raw contract calls: put, get, delete of a process instance among many records",
   async run(ctx: Ctx): Promise<void> {
     const store = await ctx.openStore();
     const pd = await openProcessData(store, { encryptionKey: randomBytes(32) });
-    const sample = await pd.put(FS, keys.task(randomUUID(), "sample"), fields(0));
+    const sample = await pd.put(SYSTEM, FS, keys.task(randomUUID(), "sample"), fields(0));
     const stored = await store.get(["pd-instance", sample.key.split("/")[1]!], [sample.key]);
     const value = Buffer.alloc(stored!.value.length, 0x61);
     ctx.note(`record: ${value.length} stored bytes (data, signature, sealed JWT-sized token); raw rows put/get the same bytes`);
@@ -97,7 +98,7 @@ export const processData = {
       reference: "durable put, 1 writer (raw contract)",
       note: "pointer + record: 2 commits",
       round: async () => {
-        for (let i = 0; i < single; i++) await pd.put(FS, keys.task(pid1, `t${n++}`), fields(i));
+        for (let i = 0; i < single; i++) await pd.put(SYSTEM, FS, keys.task(pid1, `t${n++}`), fields(i));
       },
     });
 
@@ -122,7 +123,7 @@ export const processData = {
         let i = 0;
         await Promise.all(
           Array.from({ length: writers }, async () => {
-            while (i++ < many) await pd.put(FS, keys.task(randomUUID(), "t"), fields(i));
+            while (i++ < many) await pd.put(SYSTEM, FS, keys.task(randomUUID(), "t"), fields(i));
           }),
         );
       },
@@ -132,7 +133,7 @@ export const processData = {
     const reads = Math.max(1000, Math.round(5000 * ctx.scale));
     const readPid = randomUUID();
     const readKeys = Array.from({ length: 100 }, (_, i) => keys.task(readPid, `r${i}`));
-    for (const k of readKeys) await pd.put(FS, k, fields(1));
+    for (const k of readKeys) await pd.put(SYSTEM, FS, k, fields(1));
     await ctx.measure("get (raw contract)", {
       ops: reads,
       round: async () => {
@@ -143,17 +144,17 @@ export const processData = {
       ops: reads,
       reference: "get (raw contract)",
       round: async () => {
-        for (let i = 0; i < reads; i++) await pd.get(FS, readKeys[i % readKeys.length]!);
+        for (let i = 0; i < reads; i++) await pd.get(SYSTEM, FS, readKeys[i % readKeys.length]!);
       },
     });
     const plainKeys = Array.from({ length: 100 }, (_, i) => keys.task(readPid, `p${i}`));
-    for (const k of plainKeys) await pd.put(FS, k, { data: fields(1).data, signature: fields(1).signature });
+    for (const k of plainKeys) await pd.put(SYSTEM, FS, k, { data: fields(1).data, signature: fields(1).signature });
     await ctx.measure("get form submission without a token", {
       ops: reads,
       reference: "get (raw contract)",
       note: "parse key, JSON decode, expiry check",
       round: async () => {
-        for (let i = 0; i < reads; i++) await pd.get(FS, plainKeys[i % plainKeys.length]!);
+        for (let i = 0; i < reads; i++) await pd.get(SYSTEM, FS, plainKeys[i % plainKeys.length]!);
       },
     });
 
@@ -170,7 +171,7 @@ export const processData = {
         ...(reference ? { reference, goal: 1.2 } : {}),
         round: async () => {
           for (let i = 0; i < perRound; i++) {
-            const { deleted } = await p.deleteProcessInstance(pids[at++]!);
+            const { deleted } = await p.deleteProcessInstance(SYSTEM, pids[at++]!);
             if (deleted !== RECORDS_PER_INSTANCE) throw new Error(`deleted ${deleted}, expected ${RECORDS_PER_INSTANCE}`);
           }
         },
@@ -179,6 +180,30 @@ export const processData = {
     const small = await openProcessData(await ctx.openStore(), { encryptionKey: randomBytes(32) });
     await load(small, SMALL_STORE);
     await deleteRounds(small, `delete instance (10 records) among ${SMALL_STORE.toLocaleString("en-US")}`);
+    // The platform's delete: the instance's records and its external start form (alsoKeys), one call.
+    {
+      const pids = await targets(small, perRound * (rounds + 1));
+      const startForms = await Promise.all(
+        pids.map(async (pid) => {
+          const key = keys.externalStartForm("add-lab", randomUUID());
+          await small.put(SYSTEM, FS, key, { data: { pid } });
+          return key;
+        }),
+      );
+      let at = 0;
+      await ctx.measure(`delete instance (10 records) with its start form (alsoKeys) among ${SMALL_STORE.toLocaleString("en-US")}`, {
+        ops: perRound,
+        rounds,
+        reference: `delete instance (10 records) among ${SMALL_STORE.toLocaleString("en-US")}`,
+        note: "one call: the instance's partition, its pointers, one extra key",
+        round: async () => {
+          for (let i = 0; i < perRound; i++, at++) {
+            const { deleted } = await small.deleteProcessInstance(SYSTEM, pids[at]!, { alsoKeys: [startForms[at]!] });
+            if (deleted !== RECORDS_PER_INSTANCE + 1) throw new Error(`deleted ${deleted}, expected ${RECORDS_PER_INSTANCE + 1}`);
+          }
+        },
+      });
+    }
     const t0 = performance.now();
     await load(pd, others);
     ctx.note(`loaded ${others.toLocaleString("en-US")} other form submissions in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
@@ -188,7 +213,7 @@ export const processData = {
       `delete instance (10 records) among ${SMALL_STORE.toLocaleString("en-US")}`,
     );
     // A page of the keyspace list in the big store, for the record.
-    const page = await pd.list(FS, { limit: 100 });
+    const page = await pd.list(SYSTEM, FS, { limit: 100 });
     if (page.items.length !== 100) throw new Error("listing the loaded keyspace failed");
   },
 };

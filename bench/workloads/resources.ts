@@ -1,5 +1,5 @@
 /**
- * resources (issue 3): the generic ResourceStore against raw lmdb-js on the same keys and bytes, in the
+ * resources: the generic ResourceStore against raw lmdb-js on the same keys and bytes, in the
  * same run: get one resource, list 10,000 children (listChildrenJson), create (durable; 1 and 50
  * writers) against a raw durable put of the same record bytes, and get/list in a big store against the
  * same in a store of 10,000 resources.
@@ -7,7 +7,6 @@
 import type { Workload } from "../harness.js";
 import { encodePartition, encodeRecordKey } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
-import { childrenPrefix, locate, stateKey } from "../../src/resources/keys.js";
 import { prefixRange } from "../../src/kv/tuple.js";
 import { subprojectRef, workflowitemRef } from "../../src/workflow/commands.js";
 import { FlowstorePeer } from "../peers/flowstore.js";
@@ -30,11 +29,11 @@ export const resources: Workload = {
     const store = fs.wf.store;
     const db = kv.raw;
     const target = workflowitemRef("p1", "s1", itemId(4242));
-    const tl = locate(store.schema, target);
-    const getKey = encodeRecordKey(tl.partition, stateKey(tl)).full;
-    const sl = locate(store.schema, subprojectRef("p1", "s1"));
+    const tl = store.stateAddress(target);
+    const getKey = encodeRecordKey(tl.partition, tl.key).full;
+    const sl = store.childrenAddress(subprojectRef("p1", "s1"), "workflowitem");
     const pfx = encodeRecordKey(sl.partition, []).full;
-    const { start, end } = prefixRange(childrenPrefix(sl, "workflowitem"));
+    const { start, end } = prefixRange(sl.prefix);
     const lo = Buffer.concat([pfx, start]);
     const hi = Buffer.concat([pfx, end]);
 

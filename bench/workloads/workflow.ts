@@ -1,7 +1,7 @@
 /**
- * workflow (issues 4 and 9): a tree built with the Workflow commands (projects × subprojects ×
+ * workflow: a tree built with the Workflow commands (projects × subprojects ×
  * workflowitems, with history), then
- *  1. flowstore against a raw lmdb-js read of the same keys and bytes in the same store (the DESIGN
+ *  1. flowstore against a raw lmdb-js read of the same keys and bytes in the same store (the
  *     goals: get ≤ 1.5×, list in effective order with permissions ≤ 1.5×), and flowstore-only rows
  *     (reorder 1,000, history of 1,000 events, cascade delete);
  *  2. the same operations on the same data in every peer (bench/peers/), round-robin in one run.
@@ -9,7 +9,6 @@
 import type { Workload } from "../harness.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { encodeRecordKey } from "../../src/kv/contract.js";
-import { locate, childrenPrefix, stateKey } from "../../src/resources/keys.js";
 import { prefixRange } from "../../src/kv/tuple.js";
 import { subprojectRef, workflowitemRef } from "../../src/workflow/commands.js";
 import { FlowstorePeer } from "../peers/flowstore.js";
@@ -52,10 +51,9 @@ export const workflow: Workload = {
     // ---------------------------------------------------------------- 1. against the raw store
     if (kv instanceof LmdbKv) {
       const db = kv.raw;
-      const schema = fs.wf.store.schema;
       const getKey = (() => {
-        const l = locate(schema, workflowitemRef(P, S10K, itemId(4242)));
-        return encodeRecordKey(l.partition, stateKey(l)).full;
+        const a = fs.wf.store.stateAddress(workflowitemRef(P, S10K, itemId(4242)));
+        return encodeRecordKey(a.partition, a.key).full;
       })();
       const gets = Math.round(2_000 * ctx.scale);
       await ctx.compare({
@@ -65,8 +63,8 @@ export const workflow: Workload = {
         subject: { name: "get workflowitem (flowstore getJson)", round: async () => { for (let i = 0; i < gets; i++) await fs.wf.store.getJson(MARY, workflowitemRef(P, S10K, itemId(4242))); } },
       });
       for (const [s, n, lists] of [[S1K, 1_000, 20], [S10K, 10_000, 3]] as const) {
-        const l = locate(schema, subprojectRef(P, s));
-        const { start, end } = prefixRange(childrenPrefix(l, "workflowitem"));
+        const l = fs.wf.store.childrenAddress(subprojectRef(P, s), "workflowitem");
+        const { start, end } = prefixRange(l.prefix);
         const p = encodeRecordKey(l.partition, []).full;
         const lo = Buffer.concat([p, start]);
         const hi = Buffer.concat([p, end]);
@@ -149,7 +147,7 @@ export const workflow: Workload = {
       "Peers (bench/peers/): raw lmdb-js with hand-written keys (no envelope, permissions or hash chain: the limit); SQLite " +
         "(WAL, synchronous=FULL) and PostgreSQL with a normalized schema (table per level, position column for the ordering, " +
         "permission table, event table indexed by resource, ON DELETE CASCADE); replay on read (events are the truth, a snapshot " +
-        "every 3 events, state rebuilt on each read); seed 000 layout 1 (a stream per resource, children as id arrays: N+1 reads) " +
+        "every 3 events, state rebuilt on each read); layout 1 (a stream per resource, children as id arrays: N+1 reads) " +
         "and layout 2 (the project tree as one JSON value, parsed and rewritten whole). All lmdb-js peers write durably " +
         "(transaction, then flushed). In the peer rows the cost ratio is flowstore's ops/s over the peer's: above 1 the peer is slower. " +
         "Each side's op count per round is calibrated to about 150 ms; 5 rounds, round-robin.",
@@ -158,7 +156,7 @@ export const workflow: Workload = {
       "Where flowstore misses the 1.5× goals against the raw read. A first profile (300 lists of 1,000) found a quarter of the time in decoding each child's key to get its id, a quarter in Buffer views and their garbage, a tenth in encoding the caller's identity for every permission check, and the permission map copied out of the store with every record. Since then the id and the holders of the view intent sit in the record's header, the caller's identity bytes are encoded once per actor, the sort is skipped when the children already come in creation order, and permissions moved to their own key (lists copy half the bytes): list 1,000 went from 4.4× to 1.8× the raw read, list 10,000 from 2.4× to 1.5×. What remains is per record: the contract's Entry (a key view) per scanned record, the RecordView header parse, the public-bytes view, and for 1,000 items the fixed cost of the parent read, the ordering read and the page join. A scan that hands out values without Entry objects would close most of it. A get is an async contract call against a synchronous 1 µs raw read.",
     );
     ctx.note(
-      "Deletes: flowstore removes the project's state in one commit and keeps its log (a tombstone, DESIGN.md); the SQL peers " +
+      "Deletes: flowstore removes the project's state in one commit and keeps its log (a tombstone, docs/architecture.md); the SQL peers " +
         "cascade over items and permissions and keep the event rows; the lmdb-js peers remove every key of the project.",
     );
   },

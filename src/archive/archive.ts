@@ -1,13 +1,22 @@
 /**
- * The archive (seed 003): immutable process-instance snapshots `<uniqueId>-<epochMillis>`, found by
- * unique id and by day, with files stored once by content hash in 1 MiB chunks. A thin façade over the
- * functions of this folder; the store is injected.
+ * The archive (after Imixs-Archive): immutable process-instance snapshots `<uniqueId>-<epochMillis>`,
+ * found by unique id and by day, with files stored once by content hash in 1 MiB chunks. A thin façade
+ * over the functions of this folder; the store is injected.
+ *
+ * Every public operation takes the acting Actor first and checks a global intent itself: reads need
+ * `global.readArchive`, writes and deletes `global.writeArchive` (the system actor bypasses both).
+ * Recovery is a maintenance operation of the system and takes no actor.
  */
+import { GlobalPermissions } from "../access/global.js";
+import { IntentRegistry } from "../access/intents.js";
+import type { Actor } from "../access/actor.js";
 import { NotFoundError, ValidationError } from "../errors.js";
 import type { KvStore } from "../kv/contract.js";
 import { createContext, type ArchiveContext, type ArchiveOptions } from "./config.js";
 import { deleteSnapshot } from "./delete.js";
-import { openStoredFile, type OpenedFile } from "./files.js";
+import { itemCount, type ArchiveDocument } from "./document.js";
+import { openStoredFile, sha256OfMd5, type FileContent, type OpenedFile } from "./files.js";
+import { hashContent, holdFile, pendingHolds, releaseFile, settleHold, type HeldFile, type HoldOptions, type PendingHold } from "./held.js";
 import { validateUniqueId } from "./ids.js";
 import { recover, type RecoveryReport } from "./recovery.js";
 import { applyRetention } from "./retention.js";
@@ -23,13 +32,27 @@ import {
   type Snapshot,
   type SnapshotSummary,
 } from "./snapshots.js";
-import { writeSnapshot, type FileInput, type WriteOptions } from "./write.js";
+import { writeSnapshot, type FileInput, type WriteOptions, type WrittenSnapshot } from "./write.js";
+
+/** The global intents the archive checks. */
+export const ARCHIVE_INTENTS = ["global.readArchive", "global.writeArchive"] as const;
+
+export interface ArchiveServiceOptions extends ArchiveOptions {
+  /** Where the archive's intents are checked (default: the global permissions over the same store). */
+  readonly global?: GlobalPermissions;
+}
 
 export class Archive {
   readonly #ctx: ArchiveContext;
+  readonly #global: GlobalPermissions;
 
-  constructor(kv: KvStore, options: ArchiveOptions = {}) {
+  constructor(kv: KvStore, options: ArchiveServiceOptions = {}) {
     this.#ctx = createContext(kv, options);
+    this.#global = options.global ?? new GlobalPermissions(kv, { intents: new IntentRegistry(ARCHIVE_INTENTS) });
+  }
+
+  #may(actor: Actor, what: "read" | "write"): Promise<void> {
+    return this.#global.assert(actor, what === "read" ? "global.readArchive" : "global.writeArchive");
   }
 
   get maxSnapshotBytes(): number {
@@ -42,22 +65,28 @@ export class Archive {
    * (limit named) or ConflictError (explicit `modified` already taken); on any error nothing is stored.
    */
   async write(
+    actor: Actor,
     uniqueId: string,
     document: unknown,
     files?: Iterable<FileInput> | AsyncIterable<FileInput>,
     options?: WriteOptions,
-  ): Promise<SnapshotSummary> {
+  ): Promise<WrittenSnapshot> {
+    await this.#may(actor, "write");
     const summary = await writeSnapshot(this.#ctx, uniqueId, document, files, options);
-    if (this.#ctx.keepNewest !== undefined) await applyRetention(this.#ctx, uniqueId);
+    // The document's own retention item (Imixs's `$snapshot.history`) beside the global rule: it wins for its unique id.
+    const keep = itemCount(document as ArchiveDocument, this.#ctx.retentionItem) ?? this.#ctx.keepNewest;
+    if (keep !== undefined) await applyRetention(this.#ctx, uniqueId, keep);
     return summary;
   }
 
-  read(snapshotId: string): Promise<Snapshot> {
+  async read(actor: Actor, snapshotId: string): Promise<Snapshot> {
+    await this.#may(actor, "read");
     return readSnapshot(this.#ctx.kv, snapshotId);
   }
 
   /** The newest snapshot of a unique id; NotFoundError when it has none. */
-  async latest(uniqueId: string): Promise<Snapshot> {
+  async latest(actor: Actor, uniqueId: string): Promise<Snapshot> {
+    await this.#may(actor, "read");
     validateUniqueId(uniqueId);
     const millis = await latestMillis(this.#ctx.kv, uniqueId);
     if (millis === undefined) throw new NotFoundError(`unique id ${uniqueId} has no snapshot`);
@@ -65,7 +94,8 @@ export class Archive {
   }
 
   /** A file of a snapshot as a stream, with its size and sha-256 (an ETag). */
-  async openFile(snapshotId: string, name: string): Promise<OpenedFile> {
+  async openFile(actor: Actor, snapshotId: string, name: string): Promise<OpenedFile> {
+    await this.#may(actor, "read");
     if (typeof name !== "string" || name === "") throw new ValidationError("a file name is a non-empty string", "name");
     const { header } = await requireHeader(this.#ctx.kv, snapshotId);
     const file = header.files.find((f) => f.name === name);
@@ -73,23 +103,72 @@ export class Archive {
     return openStoredFile(this.#ctx.kv, file.sha256);
   }
 
-  findSnapshotsByUniqueId(uniqueId: string, options?: PageOptions): Promise<Page<SnapshotSummary>> {
+  /** A stored file by its content hash: its sha-256 (64 hex digits) or its MD5 (32, the alias Imixs clients use). */
+  async openFileByHash(actor: Actor, hash: string): Promise<OpenedFile> {
+    await this.#may(actor, "read");
+    if (typeof hash !== "string" || !/^([0-9a-f]{32}|[0-9a-f]{64})$/.test(hash)) {
+      throw new ValidationError("a file hash is a sha-256 (64 lowercase hex digits) or an MD5 (32)", "hash");
+    }
+    const sha256 = hash.length === 64 ? hash : await sha256OfMd5(this.#ctx.kv, hash);
+    if (sha256 === undefined) throw new NotFoundError(`no stored file has the MD5 ${hash}`);
+    return openStoredFile(this.#ctx.kv, sha256);
+  }
+
+  async findSnapshotsByUniqueId(actor: Actor, uniqueId: string, options?: PageOptions): Promise<Page<SnapshotSummary>> {
+    await this.#may(actor, "read");
     return findByUniqueId(this.#ctx.kv, uniqueId, options);
   }
 
   /** Snapshots whose time falls on `date` (`YYYY-MM-DD`, UTC). */
-  findSnapshotsByDate(date: string, options?: PageOptions): Promise<Page<SnapshotSummary>> {
+  async findSnapshotsByDate(actor: Actor, date: string, options?: PageOptions): Promise<Page<SnapshotSummary>> {
+    await this.#may(actor, "read");
     return findByDate(this.#ctx.kv, date, options);
   }
 
   /** Deletes a snapshot and every file no other snapshot holds; NotFoundError when it does not exist. */
-  delete(snapshotId: string): Promise<void> {
+  async delete(actor: Actor, snapshotId: string): Promise<void> {
+    await this.#may(actor, "write");
     return deleteSnapshot(this.#ctx, snapshotId);
   }
 
   /** Keeps the newest `keepNewest` (default: the configured retention) snapshots of a unique id. */
-  applyRetention(uniqueId: string, keepNewest?: number): Promise<number> {
+  async applyRetention(actor: Actor, uniqueId: string, keepNewest?: number): Promise<number> {
+    await this.#may(actor, "write");
     return applyRetention(this.#ctx, uniqueId, keepNewest);
+  }
+
+  // ------------------------------------------------------------------ held files (held.ts)
+  // For a domain that keeps content in the file store under its own record and checks its own intents
+  // (a workflowitem's documents): no archive intent is checked here.
+
+  /** Stores `content` once by content and holds a reference to it until `settleHold`. */
+  holdFile(owner: string, info: unknown, content: FileContent, options: HoldOptions): Promise<HeldFile> {
+    return holdFile(this.#ctx, owner, info, content, options);
+  }
+
+  /** Keeps (the holder's record was committed) or undoes a hold. */
+  settleHold(token: string, committed: boolean): Promise<void> {
+    return settleHold(this.#ctx, token, committed);
+  }
+
+  /** Removes a held reference; the last one frees the content. */
+  releaseFile(sha256: string, token: string): Promise<void> {
+    return releaseFile(this.#ctx, sha256, token);
+  }
+
+  /** Unsettled holds of `owner` (a killed process's), for the owner's recovery. */
+  pendingHolds(owner: string, olderThanMs: number): Promise<PendingHold[]> {
+    return pendingHolds(this.#ctx, owner, olderThanMs);
+  }
+
+  /** A stored content, streamed and checked against its hash at the end. */
+  openContent(sha256: string): Promise<OpenedFile> {
+    return openStoredFile(this.#ctx.kv, sha256);
+  }
+
+  /** The sha-256 and size of a stream (nothing stored). */
+  hashContent(content: AsyncIterable<Uint8Array | string>, options: Omit<HoldOptions, "token">): Promise<{ sha256: string; size: number }> {
+    return hashContent(content, options);
   }
 
   /** Finishes or undoes operations a killed process left half-done (run at startup). */

@@ -14,6 +14,8 @@ import { deleteDateIndex, getHeader, requireHeader, snapKey, snapshotPartition, 
 export interface DeleteEntry {
   readonly uniqueId: string;
   readonly millis: number;
+  /** The time the date index holds it under (see SnapshotHeader.indexed). */
+  readonly indexed?: number;
   readonly upload: string;
   readonly files: readonly string[];
   readonly startedAt: number;
@@ -31,6 +33,7 @@ export async function deleteHeader(ctx: ArchiveContext, header: SnapshotHeader, 
   const entry: DeleteEntry = {
     uniqueId: header.uniqueId,
     millis: header.millis,
+    ...(header.indexed === undefined ? {} : { indexed: header.indexed }),
     upload: header.upload,
     files: header.files.map((f) => f.sha256),
     startedAt: Date.now(),
@@ -61,7 +64,7 @@ export async function deleteHeader(ctx: ArchiveContext, header: SnapshotHeader, 
 
 /** The steps after the commit point; idempotent, so recovery can run them again. */
 export async function finishDelete(kv: KvStore, entry: DeleteEntry, active: Set<string>): Promise<void> {
-  await deleteDateIndex(kv, entry.uniqueId, entry.millis);
+  await deleteDateIndex(kv, entry);
   for (let i = 0; i < entry.files.length; i++) await removeRef(kv, entry.files[i]!, [entry.upload, i], active);
 }
 

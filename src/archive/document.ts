@@ -57,3 +57,27 @@ export function encodeDocument(document: unknown): Buffer {
 export function decodeDocument(bytes: Buffer): ArchiveDocument {
   return JSON.parse(bytes.toString("utf8")) as ArchiveDocument;
 }
+
+/**
+ * The time a document's item holds (its first value: epoch milliseconds, or an ISO 8601 date-time), or
+ * undefined when the document has no such item. A value that is no time is refused, naming the item.
+ */
+export function itemTime(document: ArchiveDocument, item: string): number | undefined {
+  const values = Object.hasOwn(document, item) ? document[item] : undefined;
+  if (!values || values.length === 0) return undefined;
+  const v = values[0];
+  const t = typeof v === "number" ? v : typeof v === "string" && /^\d{4}-\d{2}-\d{2}T/.test(v) ? Date.parse(v) : Number.NaN;
+  if (!Number.isSafeInteger(t) || t < 0) {
+    throw new ValidationError(`item ${item} holds a time: epoch milliseconds or an ISO 8601 date-time`, `document.${item}[0]`);
+  }
+  return t;
+}
+
+/** A positive integer a document's item holds (its first value), or undefined without the item. */
+export function itemCount(document: ArchiveDocument, item: string): number | undefined {
+  const values = Object.hasOwn(document, item) ? document[item] : undefined;
+  if (!values || values.length === 0) return undefined;
+  const v = values[0];
+  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 1) throw new ValidationError(`item ${item} holds a positive integer`, `document.${item}[0]`);
+  return v;
+}

@@ -6,7 +6,10 @@
  *   ["archive-file", sha256]                ["meta"] {size, chunks, store: [uploadId, fileIndex], refs}
  *                                           ["ref", uploadId, fileIndex] {}  one per (snapshot, file slot)
  *   ["archive-chunks", uploadId, fileIndex] [i] chunk bytes, i = 0..chunks-1
- *                                           ["done"] {sha256, size, chunks}  written with the last chunk
+ *                                           ["done"] {sha256, size, chunks, md5}  written with the last chunk
+ *   ["archive-md5", md5]                    [sha256] empty: the MD5 alias of a stored content (Imixs
+ *                                           clients ask by MD5), put once a snapshot holding it is
+ *                                           committed, removed when the content is freed
  *
  * The hash is only known once a stream has ended, so chunks are written first into a chunk partition
  * named by the upload (staging, recorded in the journal), then promoted: the first upload of a content
@@ -31,6 +34,8 @@ export interface FileMeta {
   readonly chunks: number;
   readonly store: StoreId;
   readonly refs: number;
+  /** The content's MD5 (its alias goes when the file is freed); absent on files stored before it was kept. */
+  readonly md5?: string;
 }
 
 export const filePartition = (sha256: string): Partition => ["archive-file", sha256];
@@ -44,6 +49,34 @@ export interface StagedFile {
   readonly sha256: string;
   readonly size: number;
   readonly chunks: number;
+  /** Absent on files staged before the MD5 was kept. */
+  readonly md5?: string;
+}
+
+export const md5Partition = (md5: string): Partition => ["archive-md5", md5];
+
+/** Records the MD5 alias of a stored content (idempotent). */
+export async function putMd5Alias(kv: KvStore, md5: string, sha256: string): Promise<void> {
+  await kv.commit(md5Partition(md5), [{ type: "put", key: [sha256], value: Buffer.alloc(0) }]);
+}
+
+/** Removes the MD5 alias of a freed content, unless the content is stored again (idempotent). */
+export async function dropMd5Alias(kv: KvStore, md5: string, sha256: string): Promise<void> {
+  if (await getFileMeta(kv, sha256)) return;
+  await kv.commit(md5Partition(md5), [{ type: "delete", key: [sha256] }]);
+}
+
+/** The sha-256 of a stored content by its MD5: the first alias whose file is still stored. */
+export async function sha256OfMd5(kv: KvStore, md5: string): Promise<string | undefined> {
+  for (let after: string | null = null; ; ) {
+    const page: ScanPage = await kv.scan(md5Partition(md5), { limit: 16, after });
+    for (const e of page.entries) {
+      const sha256 = e.key[0] as string;
+      if (await getFileMeta(kv, sha256)) return sha256;
+    }
+    if (page.cursor === null) return undefined;
+    after = page.cursor;
+  }
 }
 
 /** What a caller may hand in as a file's content. */
@@ -75,6 +108,7 @@ export async function stageFile(
 ): Promise<StagedFile> {
   const partition = chunkPartition(store);
   const hash = createHash("sha256");
+  const md5 = createHash("md5");
   const iterator = asAsyncIterable(content, field)[Symbol.asyncIterator]();
   let chunk = Buffer.allocUnsafe(CHUNK_SIZE);
   let fill = 0;
@@ -110,6 +144,7 @@ export async function stageFile(
       budget.add(piece.byteLength);
       size += piece.byteLength;
       hash.update(piece);
+      md5.update(piece);
       let offset = 0;
       while (offset < piece.byteLength) {
         const n = Math.min(CHUNK_SIZE - fill, piece.byteLength - offset);
@@ -123,7 +158,7 @@ export async function stageFile(
     // The last commit carries the "done" marker with the content's identity, so a staging partition
     // always tells whether it was hashed (and an empty file still leaves its partition).
     const sha256 = hash.digest("hex");
-    const marker: StagedFile = { sha256, size, chunks: index + (fill > 0 ? 1 : 0) };
+    const marker: StagedFile = { sha256, size, chunks: index + (fill > 0 ? 1 : 0), md5: md5.digest("hex") };
     if (pending) await pending;
     pending = null;
     await kv.commit(partition, [
@@ -167,7 +202,7 @@ export async function addRef(kv: KvStore, staged: StagedFile, ref: StoreId): Pro
     if (hasRef && meta) return { deduplicated: !sameStore(meta.value.store, ref) };
     try {
       if (!meta) {
-        const value: FileMeta = { size: staged.size, chunks: staged.chunks, store: ref, refs: 1 };
+        const value: FileMeta = { size: staged.size, chunks: staged.chunks, store: ref, refs: 1, ...(staged.md5 ? { md5: staged.md5 } : {}) };
         await kv.commit(partition, [
           { type: "check", key: META, version: null },
           { type: "put", key: META, value: toJson(value) },
@@ -224,7 +259,7 @@ export async function removeRef(
     const journalKey = ["free", sha256, token];
     active.add(token);
     try {
-      await journalPut(kv, journalKey, { store: meta.value.store, startedAt: Date.now() });
+      await journalPut(kv, journalKey, { store: meta.value.store, ...(meta.value.md5 ? { md5: meta.value.md5 } : {}), startedAt: Date.now() });
       try {
         await kv.commit(partition, [
           { type: "check", key: META, version: meta.version },
@@ -237,6 +272,7 @@ export async function removeRef(
         continue;
       }
       await kv.dropPartition(chunkPartition(meta.value.store));
+      if (meta.value.md5) await dropMd5Alias(kv, meta.value.md5, sha256);
       await journalDelete(kv, journalKey);
       return { freed: true };
     } finally {

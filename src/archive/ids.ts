@@ -3,13 +3,12 @@
  * snapshot (`YYYY-MM-DD`, UTC), and the validation of each.
  */
 import { ValidationError } from "../errors.js";
+import { refuseUnsafeId } from "../ids.js";
 
 export const MAX_UNIQUE_ID_LENGTH = 256;
 /** The latest instant a JavaScript Date can hold. */
 const MAX_MILLIS = 8_640_000_000_000_000;
 
-// C0 and C1 control characters and DEL.
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 export function validateUniqueId(uniqueId: unknown, field = "uniqueId"): asserts uniqueId is string {
   if (typeof uniqueId !== "string" || uniqueId.length === 0) {
@@ -18,9 +17,8 @@ export function validateUniqueId(uniqueId: unknown, field = "uniqueId"): asserts
   if (uniqueId.length > MAX_UNIQUE_ID_LENGTH) {
     throw new ValidationError(`a unique id is at most ${MAX_UNIQUE_ID_LENGTH} characters`, field);
   }
-  if (CONTROL.test(uniqueId) || !uniqueId.isWellFormed()) {
-    throw new ValidationError("a unique id holds no control characters and is valid Unicode", field);
-  }
+  refuseUnsafeId(uniqueId, field);
+  if (!uniqueId.isWellFormed()) throw new ValidationError("a unique id is valid Unicode", field);
 }
 
 export function validateMillis(millis: unknown, field: string): asserts millis is number {

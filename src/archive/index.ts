@@ -1,4 +1,4 @@
-export { Archive } from "./archive.js";
+export { Archive, ARCHIVE_INTENTS, type ArchiveServiceOptions } from "./archive.js";
 export type { ArchiveOptions } from "./config.js";
 export type { ArchiveDocument, JsonValue } from "./document.js";
 export { CHUNK_SIZE, type FileContent, type OpenedFile } from "./files.js";
@@ -7,14 +7,6 @@ export { DEFAULT_MAX_SNAPSHOT_BYTES } from "./limits.js";
 export type { RecoveryReport } from "./recovery.js";
 export type { ArchivedFile, Page, PageOptions, Snapshot, SnapshotSummary } from "./snapshots.js";
 export type { FileInput, WriteOptions } from "./write.js";
-export {
-  archiveProject,
-  restoreProject,
-  projectUniqueId,
-  ARCHIVE_PROJECT_INTENT,
-  PROJECT_ARCHIVE_FILE,
-  PROJECT_ARCHIVE_KIND,
-  type ArchivedProject,
-  type ProjectArchiveDeps,
-  type RestoredProject,
-} from "./project.js";
+export { canonicalJson, loadSealKey, SEAL_ITEM, SEAL_KEY_FILE, sealHolds, sealOf, type SealKeyOptions } from "./seal.js";
+export type { HeldFile, HoldOptions, PendingHold } from "./held.js";
+export { MiB } from "./limits.js";

@@ -5,7 +5,9 @@
  * Keys (partition `["archive-journal"]`):
  *   ["upload", uploadId]              {uniqueId, startedAt}   a snapshot write in progress
  *   ["delete", snapshotId, token]     {uniqueId, millis, upload, files, startedAt}  a delete in progress
- *   ["free", sha256, token]           {store, startedAt}      a file's chunks are being freed
+ *   ["free", sha256, token]           {store, md5?, startedAt} a file's chunks (and MD5 alias) are being freed
+ *   ["hold", token]                   {owner, info, startedAt} a held file not yet settled (held.ts; its
+ *                                                             holder's recovery settles it, not `recover`)
  * An entry is removed when its operation is complete. Only operations in flight live here, so the
  * partition stays small.
  */

@@ -1,5 +1,5 @@
 /** The partition kinds the archive writes (see snapshots.ts, files.ts and journal.ts for their layout). */
-import { chunkPartition, filePartition } from "./files.js";
+import { chunkPartition, filePartition, md5Partition } from "./files.js";
 import { JOURNAL } from "./journal.js";
 import { datePartition, snapshotPartition } from "./snapshots.js";
 
@@ -8,5 +8,6 @@ export const ARCHIVE_KINDS: readonly string[] = [
   datePartition("2000-01-01")[0],
   filePartition("0".repeat(64))[0],
   chunkPartition(["x", 0])[0],
+  md5Partition("0".repeat(32))[0],
   JOURNAL[0],
 ].map(String);

@@ -18,7 +18,11 @@ function human(bytes: number): string {
 /** Counts the bytes of one snapshot and throws TooLargeError naming the limit once they exceed it. */
 export class SizeBudget {
   used = 0;
-  constructor(readonly limit: number) {}
+  constructor(
+    readonly limit: number,
+    /** What is counted, for the message (default: a snapshot). */
+    readonly what = "a snapshot (document + files)",
+  ) {}
 
   add(bytes: number): void {
     this.used += bytes;
@@ -32,7 +36,7 @@ export class SizeBudget {
 
   error(): TooLargeError {
     return new TooLargeError(
-      `a snapshot (document + files) may hold at most ${human(this.limit)} (limit ${this.limit} bytes)`,
+      `${this.what} may hold at most ${human(this.limit)} (limit ${this.limit} bytes)`,
       this.limit,
     );
   }

@@ -6,7 +6,7 @@
 import { scanAll } from "../kv/contract.js";
 import type { ArchiveContext } from "./config.js";
 import { deleteCommitted, finishDelete, type DeleteEntry } from "./delete.js";
-import { chunkPartition, getFileMeta, sameStore, type StoreId } from "./files.js";
+import { chunkPartition, dropMd5Alias, getFileMeta, sameStore, type StoreId } from "./files.js";
 import { fromJson, JOURNAL, journalDelete } from "./journal.js";
 import { settleUpload } from "./write.js";
 
@@ -44,9 +44,10 @@ export async function recover(ctx: ArchiveContext, options: { olderThanMs?: numb
       await journalDelete(kv, key as string[]);
     } else if (kind === "free") {
       const sha256 = key[1] as string;
-      const { store } = fromJson<{ store: StoreId }>(value);
+      const { store, md5 } = fromJson<{ store: StoreId; md5?: string }>(value);
       const meta = await getFileMeta(kv, sha256);
       if (!meta || !sameStore(meta.store, store)) await kv.dropPartition(chunkPartition(store));
+      if (md5) await dropMd5Alias(kv, md5, sha256);
       await journalDelete(kv, key as string[]);
       report.freesCompleted++;
     }

@@ -1,12 +1,14 @@
 /**
  * Snapshots and their indexes.
  *
- * One partition per unique id, snapshots in time order (seed 003: one partition per process instance):
+ * One partition per unique id, snapshots in time order (as Imixs-Archive keeps one snapshot series per process instance):
  *   ["archive", uniqueId]   ["snap", millis]        SnapshotHeader (JSON)
  *                           ["doc", millis, i]      document JSON bytes, in 1 MiB pieces
  *                           ["upload", uploadId]    millis — ties a write's upload id to its snapshot
- * The date index, one partition per UTC day (no single hot partition):
- *   ["archive-date", "YYYY-MM-DD"]   [millis, uniqueId]   SnapshotSummary (JSON)
+ * The date index, one partition per UTC day (no single hot partition), by the document's modified item
+ * (Imixs indexes `$modified`; the item is declared per archive) or, without one, the snapshot time:
+ *   ["archive-date", "YYYY-MM-DD"]   [indexed, uniqueId, millis]   SnapshotSummary (JSON)
+ *                                    [millis, uniqueId]            (snapshots written before the item was indexed)
  */
 import { NotFoundError, ValidationError } from "../errors.js";
 import { scanAll, type KvStore, type Op, type Partition } from "../kv/contract.js";
@@ -28,6 +30,8 @@ export interface ArchivedFile {
   readonly name: string;
   readonly size: number;
   readonly sha256: string;
+  /** The MD5 of the content (Imixs clients name files by it); absent on files archived before it was kept. */
+  readonly md5?: string;
 }
 
 /** What is stored under ["snap", millis]. File i of `files` is referenced as (upload, i). */
@@ -39,6 +43,8 @@ export interface SnapshotHeader {
   readonly size: number;
   readonly upload: string;
   readonly files: readonly ArchivedFile[];
+  /** The time the date index holds it under (the document's modified item, else `millis`); absent on older snapshots. */
+  readonly indexed?: number;
 }
 
 export interface SnapshotSummary {
@@ -62,6 +68,8 @@ export interface Page<T> {
 export interface PageOptions {
   readonly cursor?: string | null;
   readonly limit?: number;
+  /** `asc` (default): oldest first; `desc`: newest first. */
+  readonly order?: "asc" | "desc";
 }
 
 export function summaryOf(h: SnapshotHeader): SnapshotSummary {
@@ -109,28 +117,42 @@ export async function latestMillis(kv: KvStore, uniqueId: string): Promise<numbe
 
 export async function readSnapshot(kv: KvStore, snapshotId: unknown): Promise<Snapshot> {
   const { header } = await requireHeader(kv, snapshotId);
-  const pieces: Buffer[] = [];
-  for await (const e of scanAll(kv, snapshotPartition(header.uniqueId), { prefix: ["doc", header.millis], limit: 16 })) {
-    pieces.push(e.value);
-  }
-  return { ...summaryOf(header), document: decodeDocument(Buffer.concat(pieces)), files: header.files };
+  return { ...summaryOf(header), document: decodeDocument(await readDocumentBytes(kv, header)), files: header.files };
+}
+
+/** What places a snapshot in the date index. */
+export type DateIndexed = Pick<SnapshotHeader, "uniqueId" | "millis" | "indexed">;
+
+function dateIndexEntry(h: DateIndexed): { partition: Partition; key: (string | number)[] } {
+  return h.indexed === undefined
+    ? { partition: datePartition(dayOf(h.millis)), key: [h.millis, h.uniqueId] }
+    : { partition: datePartition(dayOf(h.indexed)), key: [h.indexed, h.uniqueId, h.millis] };
 }
 
 export async function putDateIndex(kv: KvStore, header: SnapshotHeader): Promise<void> {
-  await kv.commit(datePartition(dayOf(header.millis)), [
-    { type: "put", key: [header.millis, header.uniqueId], value: toJson(summaryOf(header)) },
-  ]);
+  const { partition, key } = dateIndexEntry(header);
+  await kv.commit(partition, [{ type: "put", key, value: toJson(summaryOf(header)) }]);
 }
 
-export async function deleteDateIndex(kv: KvStore, uniqueId: string, millis: number): Promise<void> {
-  await kv.commit(datePartition(dayOf(millis)), [{ type: "delete", key: [millis, uniqueId] }]);
+export async function deleteDateIndex(kv: KvStore, h: DateIndexed): Promise<void> {
+  const { partition, key } = dateIndexEntry(h);
+  await kv.commit(partition, [{ type: "delete", key }]);
 }
 
-/** Snapshot summaries of a unique id, oldest first, paginated. */
+/** The header's document, whole. */
+export async function readDocumentBytes(kv: KvStore, header: SnapshotHeader): Promise<Buffer> {
+  const pieces: Buffer[] = [];
+  for await (const e of scanAll(kv, snapshotPartition(header.uniqueId), { prefix: ["doc", header.millis], limit: 16 })) pieces.push(e.value);
+  return Buffer.concat(pieces);
+}
+
+/** Snapshot summaries of a unique id, oldest first (`order: "desc"`: newest first), paginated. */
 export async function findByUniqueId(kv: KvStore, uniqueId: unknown, options: PageOptions = {}): Promise<Page<SnapshotSummary>> {
   validateUniqueId(uniqueId);
+  if (options.order !== undefined && options.order !== "asc" && options.order !== "desc") throw new ValidationError("order is asc or desc", "order");
   const page = await kv.scan(snapshotPartition(uniqueId), {
     prefix: ["snap"],
+    reverse: options.order === "desc",
     limit: pageLimit(options.limit),
     after: options.cursor ?? null,
   });

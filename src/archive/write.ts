@@ -4,7 +4,8 @@
  *   last commit with a "done" marker holding its sha-256; promote it (add the reference (U, i) to the
  *   content's file; the first upload of a content becomes its store); 3. commit the snapshot into its
  *   unique id's partition (the commit point: header, document, ["upload", U]); 4. date index; 5. drop
- *   the staged chunks of contents that were already stored, from the last file down; 6. drop the journal.
+ *   the staged chunks of contents that were already stored, from the last file down (and the files' MD5
+ *   aliases); 6. drop the journal.
  * File i + 1 is staged only once file i's partition exists, and staging partitions are dropped from the
  * highest index down, so the staging of U is always found by probing (U, 0), (U, 1), ... until a miss.
  * A failure before 3 (too large, a cut-off stream, a store error) rolls back: references (U, i) are
@@ -14,11 +15,12 @@ import { randomUUID } from "node:crypto";
 import { ConflictError, FlowstoreError, ValidationError } from "../errors.js";
 import type { KvStore } from "../kv/contract.js";
 import type { ArchiveContext } from "./config.js";
-import { encodeDocument } from "./document.js";
+import { encodeDocument, itemCount, itemTime, type ArchiveDocument } from "./document.js";
 import {
   addRef,
   chunkPartition,
   getFileMeta,
+  putMd5Alias,
   removeRef,
   sameStore,
   stagedFile,
@@ -33,6 +35,7 @@ import {
   getHeader,
   latestMillis,
   putDateIndex,
+  readDocumentBytes,
   snapKey,
   snapshotOps,
   snapshotPartition,
@@ -54,12 +57,16 @@ export interface FileInput {
 
 export interface WriteOptions {
   /**
-   * The snapshot's time (epoch millis or Date). With it the id is exactly `<uniqueId>-<millis>` and an
-   * existing id is a ConflictError; without it the time is now, bumped past the newest snapshot of the
-   * unique id so that ids stay distinct and increasing.
+   * The snapshot's time (epoch millis or Date), to import an existing archive with its ids. With it the
+   * id is exactly `<uniqueId>-<millis>`; an id that exists with the same document and files is answered
+   * as it is (`created: false`), with other content it is a ConflictError. Without it the time is now,
+   * bumped past the newest snapshot of the unique id so that ids stay distinct and increasing.
    */
   readonly modified?: number | Date;
 }
+
+/** A written snapshot's summary, and whether this write stored it (false: the same snapshot existed). */
+export type WrittenSnapshot = SnapshotSummary & { readonly created: boolean };
 
 export interface UploadEntry {
   readonly uniqueId: string;
@@ -98,17 +105,14 @@ export async function writeSnapshot(
   document: unknown,
   files: Iterable<FileInput> | AsyncIterable<FileInput> = [],
   options: WriteOptions = {},
-): Promise<SnapshotSummary> {
+): Promise<WrittenSnapshot> {
   const { kv } = ctx;
   validateUniqueId(uniqueId);
   const explicit = options.modified instanceof Date ? options.modified.getTime() : options.modified;
-  if (explicit !== undefined) {
-    validateMillis(explicit, "modified");
-    if (await getHeader(kv, uniqueId, explicit)) {
-      throw new ConflictError(`snapshot ${snapshotIdOf(uniqueId, explicit)} already exists`, "modified");
-    }
-  }
+  if (explicit !== undefined) validateMillis(explicit, "modified");
   const docBytes = encodeDocument(document);
+  const indexed = itemTime(document as ArchiveDocument, ctx.dateItem);
+  itemCount(document as ArchiveDocument, ctx.retentionItem);
   const budget = new SizeBudget(ctx.maxSnapshotBytes);
   budget.add(docBytes.length);
 
@@ -136,10 +140,16 @@ export async function writeSnapshot(
           throw new ValidationError(`the file was declared ${file.size} bytes but ${staged.size} arrived`, `${field}.size`);
         }
         await addRef(kv, staged, [upload, i]);
-        archived.push({ name: file.name, size: staged.size, sha256: staged.sha256 });
+        archived.push({ name: file.name, size: staged.size, sha256: staged.sha256, ...(staged.md5 ? { md5: staged.md5 } : {}) });
         i++;
       }
-      header = await commitSnapshot(ctx, uniqueId, explicit, upload, budget.used, archived, docBytes);
+      const committed = await commitSnapshot(ctx, uniqueId, explicit, indexed, upload, budget.used, archived, docBytes);
+      if (committed.existing) {
+        // The same snapshot was imported before: this write's references and staged chunks go again.
+        await rollbackUpload(kv, upload, ctx.active);
+        return { ...summaryOf(committed.header), created: false };
+      }
+      header = committed.header;
     } catch (e) {
       // Undo what this write stored. If the undo itself fails, the journal keeps it for `recover`.
       await settleUpload(kv, upload, ctx.active, uniqueId).catch(() => {});
@@ -149,31 +159,43 @@ export async function writeSnapshot(
   } finally {
     ctx.active.delete(upload);
   }
-  return summaryOf(header);
+  return { ...summaryOf(header), created: true };
+}
+
+/** True when a stored snapshot holds exactly this document and these files (an import written again). */
+async function sameSnapshot(kv: KvStore, stored: SnapshotHeader, files: readonly ArchivedFile[], docBytes: Buffer): Promise<boolean> {
+  const key = (f: ArchivedFile): string => `${f.name}\u0000${f.size}\u0000${f.sha256}`;
+  if (stored.files.length !== files.length || stored.files.some((f, i) => key(f) !== key(files[i]!))) return false;
+  return (await readDocumentBytes(kv, stored)).equals(docBytes);
 }
 
 async function commitSnapshot(
   ctx: ArchiveContext,
   uniqueId: string,
   explicit: number | undefined,
+  indexed: number | undefined,
   upload: string,
   size: number,
   files: ArchivedFile[],
   docBytes: Buffer,
-): Promise<SnapshotHeader> {
+): Promise<{ header: SnapshotHeader; existing: boolean }> {
   for (let attempt = 0; attempt < MAX_ID_ATTEMPTS; attempt++) {
     let millis = explicit;
     if (millis === undefined) {
       const latest = await latestMillis(ctx.kv, uniqueId);
       millis = Math.max(ctx.now(), latest === undefined ? 0 : latest + 1);
     }
-    const header: SnapshotHeader = { id: snapshotIdOf(uniqueId, millis), uniqueId, millis, size, upload, files };
+    const header: SnapshotHeader = { id: snapshotIdOf(uniqueId, millis), uniqueId, millis, size, upload, files, indexed: indexed ?? millis };
     try {
       await ctx.kv.commit(snapshotPartition(uniqueId), snapshotOps(header, docBytes));
-      return header;
+      return { header, existing: false };
     } catch (e) {
       if (!(e instanceof ConflictError)) throw e;
-      if (explicit !== undefined) throw new ConflictError(`snapshot ${header.id} already exists`, "modified");
+      if (explicit !== undefined) {
+        const stored = await getHeader(ctx.kv, uniqueId, explicit);
+        if (stored && (await sameSnapshot(ctx.kv, stored.header, files, docBytes))) return { header: stored.header, existing: true };
+        throw new ConflictError(`snapshot ${header.id} already exists with other content`, "modified");
+      }
     }
   }
   throw new ConflictError(`could not find a free snapshot id for ${uniqueId}`, "uniqueId");
@@ -225,7 +247,8 @@ export async function rollbackUpload(kv: KvStore, upload: string, active: Set<st
   await journalDeletePrefix(kv, ["upload", upload]);
 }
 
-async function dropUnlessStore(kv: KvStore, upload: string, index: number, sha256: string | undefined): Promise<void> {
+/** Drops the staged chunks of (upload, index) unless they became the store of `sha256`. */
+export async function dropUnlessStore(kv: KvStore, upload: string, index: number, sha256: string | undefined): Promise<void> {
   if (sha256 !== undefined) {
     const meta = await getFileMeta(kv, sha256);
     if (meta && sameStore(meta.store, [upload, index])) return;
@@ -239,7 +262,11 @@ async function dropUnlessStore(kv: KvStore, upload: string, index: number, sha25
  */
 export async function completeUpload(kv: KvStore, upload: string, uniqueId: string, millis: number): Promise<void> {
   const found = await getHeader(kv, uniqueId, millis);
-  if (found && found.header.upload === upload) await putDateIndex(kv, found.header);
+  if (found && found.header.upload === upload) {
+    await putDateIndex(kv, found.header);
+    // The MD5 aliases of its files, once the snapshot holds them (a rolled-back write leaves none).
+    for (const f of found.header.files) if (f.md5) await putMd5Alias(kv, f.md5, f.sha256);
+  }
   for (let i = (await stagedCount(kv, upload)) - 1; i >= 0; i--) {
     await dropUnlessStore(kv, upload, i, (await stagedFile(kv, [upload, i]))?.sha256);
   }

@@ -3,14 +3,14 @@
  * working directly on the store as the system actor (stop the server first for an embedded store).
  */
 import { Option, type Command } from "commander";
-import { Identity } from "../identity/index.js";
-import { SYSTEM } from "../resources/actor.js";
+import type { Identity } from "../identity/index.js";
+import { SYSTEM } from "../access/actor.js";
 import { storeOptions, type StoreOptions } from "./options.js";
 import { readPassword } from "./password.js";
 import { print, withStore } from "./store.js";
 
 function withIdentity<T>(options: StoreOptions, run: (identity: Identity) => Promise<T>): Promise<T> {
-  return withStore(options, (kv) => run(new Identity(kv)));
+  return withStore(options, (store) => run(store.identity));
 }
 
 export function identityCommands(program: Command): void {

@@ -1,79 +1,100 @@
 /**
  * Operator commands over a whole store: `export`, `import`, `verify` and `demo`. They work on the store
- * directly (stop the server first for an embedded store).
+ * directly (stop the server first for an embedded store), opened with openFlowstore.
  */
 import { createReadStream, createWriteStream } from "node:fs";
+import { once } from "node:events";
+import { chmod, readFile, stat } from "node:fs/promises";
+import { join } from "node:path";
 import { finished } from "node:stream/promises";
 import { Option, type Command } from "commander";
-import { Identity } from "../identity/index.js";
-import { allPartitions, type KvStore } from "../kv/contract.js";
-import { SYSTEM } from "../resources/actor.js";
-import { ResourceStore } from "../resources/store.js";
-import { Workflow } from "../workflow/commands.js";
-import { DEMO_GROUPS, DEMO_USERS, generateDemo } from "../workflow/demo.js";
-import { workflowSchema } from "../workflow/schema.js";
+import { CHAINED_KINDS, CONTENT_KINDS } from "../flowstore/kinds.js";
+import { PRIVATE_FILE_MODE } from "../private-files.js";
+import { sealingKeyOf } from "../process-data/sealing-key.js";
+import { CHECKPOINT_KEY_FILE, fingerprintOf, loadCheckpointKey } from "../resources/checkpoint.js";
+import { ensureDemoIdentities, generateDemo } from "../workflow/demo.js";
+import { EXIT, UsageError } from "./exit.js";
+import { keysNeeded } from "./keys.js";
 import { storeOptions, type StoreOptions } from "./options.js";
 import { print, withStore } from "./store.js";
-import { ALL_KINDS, exportStore, importStore, progressReporter } from "./transfer.js";
-import type { VerifyResult } from "../resources/events.js";
-
-/** Verifies the hash chain of every partition that has one. */
-export async function verifyAll(kv: KvStore, onResult?: (partition: readonly unknown[], r: VerifyResult) => void): Promise<{ ok: boolean; partitions: number; events: number; bad: number }> {
-  const store = new ResourceStore(kv, workflowSchema);
-  const total = { ok: true, partitions: 0, events: 0, bad: 0 };
-  for (const kind of ALL_KINDS) {
-    for await (const partition of allPartitions(kv, kind)) {
-      if (!(await kv.get(partition, ["m", "head"]))) continue;
-      const r = await store.verify(partition);
-      total.partitions++;
-      total.events += r.checked;
-      if (!r.ok) {
-        total.ok = false;
-        total.bad++;
-      }
-      onResult?.(partition, r);
-    }
-  }
-  return total;
-}
+import { progressBar } from "./progress.js";
+import { countPartitions, exportStore, importStore, UNFINISHED_IMPORT, unfinishedImport } from "./transfer.js";
 
 export function operationCommands(program: Command): void {
   storeOptions(program.command("export").description("write every partition with its log as NDJSON (to --out or stdout)"))
     .addOption(new Option("--out <file>", "output file (default: stdout)"))
     .action(async (options: StoreOptions & { out?: string }) => {
-      await withStore(options, async (kv) => {
-        const out = options.out ? createWriteStream(options.out) : process.stdout;
-        const progress = progressReporter(process.stderr, "exported");
-        const counts = await exportStore(kv, out, progress.update);
+      await withStore(options, async ({ kv }) => {
+        // An export holds password hashes and every record: the owner's alone (0600), an existing file too.
+        const out = options.out ? createWriteStream(options.out, { mode: PRIVATE_FILE_MODE }) : process.stdout;
+        if (options.out) {
+          await once(out, "open");
+          await chmod(options.out, PRIVATE_FILE_MODE);
+        }
+        const progress = progressBar(process.stderr, "exported", "partitions", await countPartitions(kv, CONTENT_KINDS));
+        const counts = await exportStore(kv, out, (c) => progress.update(c.visited ?? c.partitions, `${c.entries} entries`));
         if (options.out) {
           out.end();
           await finished(out);
         }
-        progress.done(counts);
+        progress.done(`${counts.partitions} partitions, ${counts.entries} entries`);
+        process.stderr.write(await keysNeeded(options, await sealingKeyOf(kv)));
       });
     });
 
   storeOptions(program.command("import").description("read an export (from --in or stdin) into an empty store"))
     .addOption(new Option("--in <file>", "input file (default: stdin)"))
-    .action(async (options: StoreOptions & { in?: string }) => {
-      await withStore(options, async (kv) => {
-        const progress = progressReporter(process.stderr, "imported");
-        const counts = await importStore(kv, options.in ? createReadStream(options.in) : process.stdin, progress.update);
-        progress.done(counts);
-      });
+    .addOption(new Option("--resume", "finish an import that was cut off, from the same export"))
+    .action(async (options: StoreOptions & { in?: string; resume?: boolean }) => {
+      await withStore(options, async ({ kv }) => {
+        // The total is the export's size: progress counts the bytes read (stdin has no total).
+        const input = options.in ? createReadStream(options.in) : process.stdin;
+        const size = options.in ? (await stat(options.in)).size : undefined;
+        const progress = progressBar(process.stderr, "imported", size === undefined ? "partitions" : "KiB", size === undefined ? undefined : kib(size));
+        let read = 0;
+        if (size !== undefined) input.on("data", (chunk: Buffer | string) => (read += chunk.length));
+        const counts = await importStore(kv, input, (c) => progress.update(size === undefined ? c.partitions : kib(read), `${c.partitions} partitions, ${c.entries} entries`), {
+          resume: options.resume === true,
+        });
+        progress.done(`${counts.partitions} partitions, ${counts.entries} entries`);
+      }, { create: true });
     });
 
-  storeOptions(program.command("verify").description("recompute every partition's hash chain; exit 1 when one is broken")).action(
-    async (options: StoreOptions) => {
-      const total = await withStore(options, (kv) =>
-        verifyAll(kv, (p, r) => {
+  storeOptions(
+    program
+      .command("verify")
+      .description("verify every partition (hash chain, ledger anchor, every stored key against the replay of the log); exit 1 on the first divergence"),
+  )
+    .addOption(new Option("--checkpoint <file>", "prove that the history of the checkpoint's partition extends this signed checkpoint (GET …/checkpoint)"))
+    .addOption(new Option("--since-checkpoint <file>", "like --checkpoint, but check only the chain after the checkpoint (incremental)").conflicts("checkpoint"))
+    .addOption(new Option("--trust <fingerprint>", "the signing key's SHA-256 fingerprint (default: the key in --data, when there is one)"))
+    .action(async (options: StoreOptions & { checkpoint?: string; sinceCheckpoint?: string; trust?: string }) => {
+      const file = options.checkpoint ?? options.sinceCheckpoint;
+      if (file !== undefined) {
+        const checkpoint: unknown = JSON.parse(await readFile(file, "utf8"));
+        const trustedFingerprint = options.trust ?? (await localFingerprint(options.data));
+        const r = await withStore(options, (store) => store.verifyCheckpoint(checkpoint, { trustedFingerprint, incremental: options.sinceCheckpoint !== undefined }));
+        print({ partition: (checkpoint as { partition?: unknown }).partition, ...r });
+        if (!r.ok) process.exitCode = EXIT.verificationFailed;
+        return;
+      }
+      const total = await withStore(options, async (store) => {
+        const unfinished = (await unfinishedImport(store.kv)) !== null;
+        if (unfinished) process.stderr.write(`flowstore: ${UNFINISHED_IMPORT}\n`);
+        const progress = progressBar(process.stderr, "verified", "partitions", await countPartitions(store.kv, CHAINED_KINDS));
+        let seen = 0;
+        let events = 0;
+        const chains = await store.verifyAll((p, r) => {
+          events += r.checked;
+          progress.update(++seen, `${events} events`);
           if (!r.ok) process.stdout.write(`${JSON.stringify({ partition: p, ...r })}\n`);
-        }),
-      );
+        });
+        progress.done(`${chains.partitions} partitions, ${chains.events} events`);
+        return unfinished ? { ...chains, ok: false, unfinishedImport: true } : chains;
+      });
       print(total);
-      if (!total.ok) process.exitCode = 1;
-    },
-  );
+      if (!total.ok) process.exitCode = EXIT.verificationFailed;
+    });
 
   storeOptions(program.command("demo").description("load the demo data set: users, groups, projects, subprojects, workflowitems"))
     .addOption(new Option("--projects <n>", "projects").default("3"))
@@ -83,21 +104,29 @@ export function operationCommands(program: Command): void {
     .action(async (options: StoreOptions & { projects: string; subprojects: string; workflowitems: string }) => {
       const n = (v: string, name: string): number => {
         const x = Number(v);
-        if (!Number.isInteger(x) || x < 1 || x > 100_000) throw new Error(`--${name} must be an integer from 1 to 100000`);
+        if (!Number.isInteger(x) || x < 1 || x > 100_000) throw new UsageError(`--${name} must be an integer from 1 to 100000`);
         return x;
       };
       const sizes = { projects: n(options.projects, "projects"), subprojectsPerProject: n(options.subprojects, "subprojects"), workflowitemsPerSubproject: n(options.workflowitems, "workflowitems") };
       const password = process.env.FLOWSTORE_DEMO_PASSWORD || "demo-password";
-      await withStore(options, async (kv) => {
-        const identity = new Identity(kv);
-        for (const [id, u] of Object.entries(DEMO_USERS)) {
-          if (!(await identity.exists(id))) await identity.createUser(SYSTEM, { id, displayName: u.displayName, password });
-        }
-        for (const [id, members] of Object.entries(DEMO_GROUPS)) {
-          if (!(await identity.exists(id))) await identity.createGroup(SYSTEM, { id, displayName: id, members });
-        }
-        const summary = await generateDemo(new Workflow(new ResourceStore(kv, workflowSchema)), sizes);
+      await withStore(options, async ({ identity, workflow }) => {
+        await ensureDemoIdentities(identity, password);
+        const progress = progressBar(process.stderr, "created", "workflowitems", sizes.projects * sizes.subprojectsPerProject * sizes.workflowitemsPerSubproject);
+        const summary = await generateDemo(workflow, { ...sizes, onItem: (done) => progress.update(done) });
+        progress.done(`${summary.workflowitems} workflowitems`);
         print(summary);
-      });
+      }, { create: true });
     });
+}
+
+/** The fingerprint of the checkpoint key in the data directory, when there is one. */
+async function localFingerprint(dataDir: string): Promise<string | undefined> {
+  const pem = await readFile(join(dataDir, CHECKPOINT_KEY_FILE), "utf8").catch(() => undefined);
+  if (pem === undefined) return undefined;
+  return fingerprintOf(await loadCheckpointKey({ env: pem }));
+}
+
+/** Bytes in KiB, rounded up (the import's progress unit). */
+function kib(bytes: number): number {
+  return Math.ceil(bytes / 1024);
 }

@@ -1,5 +1,6 @@
 /** Options shared by the commands that open a store, each with its environment fallback. */
 import { Option, type Command } from "commander";
+import { UsageError } from "./exit.js";
 
 export interface StoreOptions {
   data: string;
@@ -18,6 +19,6 @@ export function storeOptions(command: Command): Command {
 
 export function parsePort(value: string): number {
   const n = Number(value);
-  if (!/^\d{1,5}$/.test(value) || n > 65535) throw new Error(`invalid port ${JSON.stringify(value)}: an integer from 0 to 65535`);
+  if (!/^\d{1,5}$/.test(value) || n > 65535) throw new UsageError(`invalid port ${JSON.stringify(value)}: an integer from 0 to 65535`);
   return n;
 }

@@ -1,7 +1,9 @@
 /** The flowstore command tree (main.ts runs it; tests build it in-process). */
 import { Command } from "commander";
 import { archiveCommands } from "./archive.js";
+import { EXIT_CODES_HELP } from "./exit.js";
 import { identityCommands } from "./identity.js";
+import { keysCommands } from "./keys.js";
 import { operationCommands } from "./operations.js";
 import { serveCommand } from "./serve.js";
 
@@ -9,11 +11,13 @@ export function buildProgram(): Command {
   const program = new Command("flowstore")
     .description("an auditable, hierarchical data store for workflow and business-process systems")
     .version("0.1.0")
-    .showHelpAfterError()
+    .addHelpText("after", EXIT_CODES_HELP)
+    .showHelpAfterError("(add --help for the options)")
     .exitOverride();
   serveCommand(program);
   identityCommands(program);
   operationCommands(program);
   archiveCommands(program);
+  keysCommands(program);
   return program;
 }

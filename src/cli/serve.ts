@@ -1,86 +1,207 @@
 /**
  * `flowstore serve`: opens the store, creates root on first start, listens (127.0.0.1 by default) and
- * shuts down gracefully on SIGTERM/SIGINT: stop accepting, let in-flight requests finish, close the store.
+ * shuts down gracefully on SIGTERM/SIGINT: stop accepting, let in-flight requests finish, close the store
+ * (the command opened it, so the command closes it, after the server).
  */
+import type { Server } from "node:http";
 import { Option, type Command } from "commander";
+import type { FastifyInstance } from "fastify";
+import { ConfigurationError } from "../errors.js";
+import type { Flowstore } from "../flowstore/index.js";
 import { loadTokenSecret } from "../identity/index.js";
 import { createLogger } from "../http/logging.js";
-import { buildServer, DEFAULT_HOST } from "../http/server.js";
+import { buildServer, DEFAULT_HOST, DEFAULT_TIMEOUTS } from "../http/server.js";
+import { DEFAULT_LOGIN_RATE_LIMITS } from "../http/rate-limit.js";
+import { DEFAULT_REFRESH_TTL_SECONDS, DEFAULT_TOKEN_TTL_SECONDS } from "../identity/index.js";
+import { Metrics, serveMetrics } from "../http/metrics.js";
+import { DEFAULT_PRESSURE } from "../http/conventions.js";
+import { openFlowstore } from "../flowstore/index.js";
+import { DEFAULT_MAX_DOCUMENT_BYTES } from "../workflow/documents.js";
+import { DEFAULT_KEEP_NOTIFICATIONS } from "../workflow/notifications.js";
+import { EXIT, UsageError } from "./exit.js";
 import { parsePort, storeOptions, type StoreOptions } from "./options.js";
-import { openKv } from "../kv/open.js";
-import { defaultStoreUrl, isPersistent } from "./store.js";
+import { archiveSealOf, defaultStoreUrl, isPersistent } from "./store.js";
+import { UNFINISHED_IMPORT, unfinishedImport } from "./transfer.js";
 
 interface ServeOptions extends StoreOptions {
   host: string;
   port: string;
   logLevel: string;
   bodyLimit: string;
+  tokenTtl: string;
+  refreshTtl: string;
+  loginLimitUser: string;
+  loginLimitAddress: string;
+  headersTimeout: string;
+  requestTimeout: string;
+  keepAliveTimeout: string;
+  shutdownGrace: string;
+  maxDocumentBytes: string;
+  keepNotifications: string;
+  feedRepairSettleMs: string;
+  metricsPort?: string;
+  corsOrigin?: string;
+  compress: boolean;
+  securityHeaders: boolean;
+  maxEventLoopDelay: string;
+  retryAfter: string;
 }
 
-/** Longest wait for in-flight requests on shutdown before the process exits anyway. */
-const SHUTDOWN_GRACE_MS = 10_000;
+/** A whole number of at least `min` from an option (named in the error). */
+function count(value: string, option: string, min = 0): number {
+  const n = Number(value);
+  if (!/^\d{1,9}$/.test(value) || n < min) throw new UsageError(`${option} must be an integer of at least ${min}`);
+  return n;
+}
+
+/** Longest wait for in-flight requests on shutdown before the process exits anyway (seconds). */
+export const DEFAULT_SHUTDOWN_GRACE_SECONDS = 10;
+
+/** pino's levels: `--log-level` takes one of them. */
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
 export function serveCommand(program: Command): void {
   storeOptions(program.command("serve").description("run the HTTP server"))
     .addOption(new Option("--host <host>", "address to listen on").env("FLOWSTORE_HOST").default(DEFAULT_HOST))
     .addOption(new Option("--port <port>", "port to listen on").env("FLOWSTORE_PORT").default("8080"))
-    .addOption(new Option("--log-level <level>", "pino log level").env("FLOWSTORE_LOG_LEVEL").default("info"))
+    .addOption(new Option("--log-level <level>", "pino log level").env("FLOWSTORE_LOG_LEVEL").choices(LOG_LEVELS).default("info"))
     .addOption(new Option("--body-limit <bytes>", "largest request body").env("FLOWSTORE_BODY_LIMIT").default(String(1024 * 1024)))
+    .addOption(new Option("--token-ttl <seconds>", "lifetime of an access token").env("FLOWSTORE_TOKEN_TTL").default(String(DEFAULT_TOKEN_TTL_SECONDS)))
+    .addOption(new Option("--refresh-ttl <seconds>", "lifetime of a refresh token, renewed by each use").env("FLOWSTORE_REFRESH_TTL").default(String(DEFAULT_REFRESH_TTL_SECONDS)))
+    .addOption(new Option("--login-limit-user <n>", "log-in and refresh attempts a minute per user (0: no limit)").env("FLOWSTORE_LOGIN_LIMIT_USER").default(String(DEFAULT_LOGIN_RATE_LIMITS.perUser.max)))
+    .addOption(new Option("--login-limit-address <n>", "log-in and refresh attempts a minute per client address (0: no limit)").env("FLOWSTORE_LOGIN_LIMIT_ADDRESS").default(String(DEFAULT_LOGIN_RATE_LIMITS.perAddress.max)))
+    .addOption(new Option("--headers-timeout <seconds>", "time to send the request headers (0: none)").env("FLOWSTORE_HEADERS_TIMEOUT").default(String(DEFAULT_TIMEOUTS.headersSeconds)))
+    .addOption(new Option("--request-timeout <seconds>", "time to send a whole request, body included (0: none)").env("FLOWSTORE_REQUEST_TIMEOUT").default(String(DEFAULT_TIMEOUTS.requestSeconds)))
+    .addOption(new Option("--keep-alive-timeout <seconds>", "how long an idle connection is kept").env("FLOWSTORE_KEEP_ALIVE_TIMEOUT").default(String(DEFAULT_TIMEOUTS.keepAliveSeconds)))
+    .addOption(new Option("--max-document-bytes <bytes>", "largest document of a workflowitem").env("FLOWSTORE_MAX_DOCUMENT_BYTES").default(String(DEFAULT_MAX_DOCUMENT_BYTES)))
+    .addOption(new Option("--keep-notifications <n>", "notifications kept per user (the newest)").env("FLOWSTORE_KEEP_NOTIFICATIONS").default(String(DEFAULT_KEEP_NOTIFICATIONS)))
+    .addOption(new Option("--feed-repair-settle-ms <ms>", "age after which a commit a killed process left out of the change feed is appended to it").env("FLOWSTORE_FEED_REPAIR_SETTLE_MS").default("1000"))
+    .addOption(new Option("--shutdown-grace <seconds>", "on SIGTERM/SIGINT, how long in-flight requests may take before the process exits anyway").env("FLOWSTORE_SHUTDOWN_GRACE").default(String(DEFAULT_SHUTDOWN_GRACE_SECONDS)))
+    .addOption(new Option("--metrics-port <port>", "serve GET /metrics on this port instead of the API's (on --host)").env("FLOWSTORE_METRICS_PORT"))
+    .addOption(new Option("--cors-origin <origins>", "comma-separated origins whose pages may call the API (default: none, CORS off)").env("FLOWSTORE_CORS_ORIGINS"))
+    .addOption(new Option("--no-compress", "do not compress JSON answers"))
+    .addOption(new Option("--no-security-headers", "do not send security headers (helmet)"))
+    .addOption(new Option("--max-event-loop-delay <ms>", "answer 503 with Retry-After while the event loop lags more (0: never)").env("FLOWSTORE_MAX_EVENT_LOOP_DELAY").default(String(DEFAULT_PRESSURE.maxEventLoopDelayMs)))
+    .addOption(new Option("--retry-after <seconds>", "the Retry-After of an overload 503").env("FLOWSTORE_RETRY_AFTER").default(String(DEFAULT_PRESSURE.retryAfterSeconds)))
     .addHelpText(
       "after",
       "\nEnvironment: FLOWSTORE_ROOT_PASSWORD creates the root user on an empty store (required then);\n" +
         "FLOWSTORE_JWT_SECRET signs tokens (default: a secret generated into <data>/jwt-secret);\n" +
-        "FLOWSTORE_PROCESS_DATA_KEY (base64, 32 bytes) encrypts process-data access tokens (default: <data>/process-data.key).",
+        "FLOWSTORE_PROCESS_DATA_KEY (base64, 32 bytes) encrypts process-data access tokens (default: <data>/process-data.key);\n" +
+        "FLOWSTORE_ARCHIVE_KEY (base64, 32 bytes) seals project archives (default: <data>/archive-seal.key);\n" +
+        "FLOWSTORE_CHECKPOINT_KEY (PKCS#8 PEM, Ed25519) signs checkpoints (default: a key generated into <data>/checkpoint-key.pem).",
     )
     .action(async (options: ServeOptions) => {
       const port = parsePort(options.port);
+      const metricsPort = options.metricsPort === undefined ? undefined : parsePort(options.metricsPort);
+      const graceMs = count(options.shutdownGrace, "--shutdown-grace") * 1000;
       const bodyLimit = Number(options.bodyLimit);
-      if (!Number.isInteger(bodyLimit) || bodyLimit < 1024) throw new Error("--body-limit must be an integer of at least 1024");
+      if (!Number.isInteger(bodyLimit) || bodyLimit < 1024) throw new UsageError("--body-limit must be an integer of at least 1024");
+      const perUser = count(options.loginLimitUser, "--login-limit-user");
+      const perAddress = count(options.loginLimitAddress, "--login-limit-address");
+      const http = {
+        tokenTtlSeconds: count(options.tokenTtl, "--token-ttl", 1),
+        refreshTtlSeconds: count(options.refreshTtl, "--refresh-ttl", 1),
+        // A limit of 0 lifts that limit only.
+        loginRateLimit: {
+          perUser: { max: perUser || Number.MAX_SAFE_INTEGER, windowSeconds: 60 },
+          perAddress: { max: perAddress || Number.MAX_SAFE_INTEGER, windowSeconds: 60 },
+        },
+        http: {
+          cors: options.corsOrigin ? { origins: options.corsOrigin.split(",").map((o) => o.trim()).filter(Boolean) } : false,
+          compress: options.compress,
+          securityHeaders: options.securityHeaders,
+          pressure:
+            count(options.maxEventLoopDelay, "--max-event-loop-delay") === 0
+              ? false
+              : { maxEventLoopDelayMs: count(options.maxEventLoopDelay, "--max-event-loop-delay"), retryAfterSeconds: count(options.retryAfter, "--retry-after", 1) },
+        } as const,
+        timeouts: {
+          headersSeconds: count(options.headersTimeout, "--headers-timeout"),
+          requestSeconds: count(options.requestTimeout, "--request-timeout"),
+          keepAliveSeconds: count(options.keepAliveTimeout, "--keep-alive-timeout", 1),
+        },
+      };
       const logger = createLogger({ level: options.logLevel });
+
+      // The signal handlers come first: a SIGTERM or SIGINT while the store opens stops the start
+      // (instead of killing the process half-way), one after it stops the server gracefully.
+      let requested: NodeJS.Signals | null = null;
+      let stop: ((signal: NodeJS.Signals) => Promise<void>) | null = null;
+      const onSignal = (signal: NodeJS.Signals): void => {
+        if (stop) void stop(signal);
+        else requested ??= signal;
+      };
+      process.on("SIGTERM", onSignal);
+      process.on("SIGINT", onSignal);
+      const release = (): void => {
+        process.off("SIGTERM", onSignal);
+        process.off("SIGINT", onSignal);
+      };
+
       const url = options.store || defaultStoreUrl(options.data);
-      const kv = await openKv(url);
-      let app;
+      const pdKey = process.env.FLOWSTORE_PROCESS_DATA_KEY;
+      const metrics = new Metrics();
+      let flowstore: Flowstore | undefined;
+      let app: FastifyInstance | undefined;
+      let metricsServer: Server | undefined;
+      const closeAll = async (): Promise<void> => {
+        await app?.close();
+        if (metricsServer) await new Promise((resolve) => metricsServer!.close(resolve));
+        await flowstore?.close();
+      };
       try {
+        flowstore = await openFlowstore(url, {
+          instrument: (kv) => metrics.wrap(kv),
+          processData: pdKey ? { encryptionKey: pdKey } : { dataDir: options.data },
+          archiveSeal: archiveSealOf(options),
+          checkpointKey: { pem: process.env.FLOWSTORE_CHECKPOINT_KEY, dataDir: options.data },
+          onBackgroundError: (err, task) => logger.error({ err }, `${task} failed`),
+          documents: { maxBytes: count(options.maxDocumentBytes, "--max-document-bytes", 1) },
+          notifications: { follow: true, keepNewest: count(options.keepNotifications, "--keep-notifications", 1) },
+          feedRepair: { settleMs: count(options.feedRepairSettleMs, "--feed-repair-settle-ms") },
+        });
+        if (await unfinishedImport(flowstore.kv)) throw new ConfigurationError(`refusing to serve: ${UNFINISHED_IMPORT}`);
         const tokenSecret = await loadTokenSecret({ dataDir: options.data, env: process.env.FLOWSTORE_JWT_SECRET });
-        const pdKey = process.env.FLOWSTORE_PROCESS_DATA_KEY;
-        app = await buildServer({ kv, tokenSecret, logger, bodyLimit, processDataKey: pdKey ? { encryptionKey: pdKey } : { dataDir: options.data } });
-        const root = await app.flowstore.identity.ensureRoot(process.env.FLOWSTORE_ROOT_PASSWORD);
+        app = await buildServer(flowstore, { tokenSecret, logger, bodyLimit, metrics, metricsRoute: metricsPort === undefined, ...http });
+        const root = await flowstore.identity.ensureRoot(process.env.FLOWSTORE_ROOT_PASSWORD);
         if (root.created) logger.info("created the root user");
         if (!isPersistent(url)) logger.warn({ store: url }, "the store is in memory: nothing persists after exit");
-        await app.listen({ host: options.host, port });
+        if (!requested) {
+          await app.listen({ host: options.host, port });
+          if (metricsPort !== undefined) {
+            metricsServer = await serveMetrics(metrics, options.host, metricsPort);
+            logger.info({ port: (metricsServer.address() as { port: number }).port }, "metrics served apart at /metrics");
+          }
+        }
       } catch (e) {
-        await app?.close().catch(() => {});
-        await kv.close().catch(() => {});
+        await closeAll().catch(() => {});
+        release();
         throw e;
       }
-      const server = app;
+
       let stopping = false;
-      const stop = async (signal: string) => {
+      stop = async (signal) => {
         if (stopping) return;
         stopping = true;
-        logger.info({ signal }, "shutting down: finishing in-flight requests");
+        logger.info({ signal, graceSeconds: graceMs / 1000 }, "shutting down: finishing in-flight requests");
         const force = setTimeout(() => {
           logger.error("in-flight requests did not finish in time; exiting");
-          process.exit(1);
-        }, SHUTDOWN_GRACE_MS);
+          process.exit(EXIT.configuration);
+        }, graceMs);
         force.unref();
         try {
-          await server.close();
-          await kv.close();
+          await closeAll();
           logger.info("stopped");
-          process.exitCode = 0;
+          process.exitCode = EXIT.ok;
         } catch (e) {
           logger.error({ err: e }, "shutdown failed");
-          process.exitCode = 1;
+          process.exitCode = EXIT.configuration;
         } finally {
           clearTimeout(force);
-          process.off("SIGTERM", onTerm);
-          process.off("SIGINT", onInt);
+          release();
         }
       };
-      const onTerm = () => void stop("SIGTERM");
-      const onInt = () => void stop("SIGINT");
-      process.on("SIGTERM", onTerm);
-      process.on("SIGINT", onInt);
+      if (requested) await stop(requested);
     });
 }

@@ -2,6 +2,10 @@
  * The client's transport over fetch: one `request` helper for JSON exchanges, `exchange` when the
  * answer's headers matter (ETag), `open` for a streamed answer. A problem+json answer (or any error
  * status) becomes a thrown ProblemError carrying the problem. Domain APIs are built on this.
+ *
+ * It runs in Node and in a browser alike (the web explorer bundles it): only fetch, Headers,
+ * URLSearchParams and FormData, and types from the http layer imported as types, so nothing of the
+ * server reaches a bundle. The token travels in the Authorization header only, never in a URL.
  */
 import type { Problem } from "../http/problem.js";
 
@@ -19,13 +23,19 @@ export class ProblemError extends Error {
   get field(): string | undefined {
     return this.problem.field;
   }
+  get detail(): string {
+    return this.problem.detail;
+  }
 }
 
 export interface RequestOptions {
+  /** JSON, or FormData sent as multipart/form-data. */
   readonly body?: unknown;
   readonly query?: Record<string, string | number | boolean | null | undefined>;
   readonly headers?: Record<string, string>;
   readonly signal?: AbortSignal;
+  /** Send no token (logging in): a 401 then means the credentials, not the session. */
+  readonly anonymous?: boolean;
 }
 
 export interface PageParams {
@@ -40,10 +50,24 @@ export interface Page<T> {
 }
 
 export interface ClientOptions {
-  /** e.g. http://127.0.0.1:8080 */
-  readonly baseUrl: string;
+  /** e.g. http://127.0.0.1:8080; omitted in a browser page served by the server itself (same origin). */
+  readonly baseUrl?: string;
   readonly token?: string;
+  /** A refresh token: spent at POST /auth/refresh when a request's access token is refused (401), then the request is sent again. */
+  readonly refreshToken?: string;
+  /** Called with the new tokens after each transparent refresh (e.g. to store them). */
+  readonly onTokens?: (tokens: TokenPair) => void;
   readonly fetch?: typeof fetch;
+  /** Called when the server refuses the token a request carried (401): the session is over, e.g. log out. */
+  readonly onUnauthorized?: (error: ProblemError) => void;
+}
+
+/** The tokens a login or a refresh answers (POST /auth/token, POST /auth/refresh). */
+export interface TokenPair {
+  readonly token: string;
+  readonly expiresAt: number;
+  readonly refreshToken: string;
+  readonly refreshExpiresAt: number;
 }
 
 export const API = "/api/v1";
@@ -65,27 +89,80 @@ async function problemOf(res: Response): Promise<ProblemError> {
 export class HttpCore {
   readonly baseUrl: string;
   token: string | undefined;
+  refreshToken: string | undefined;
   readonly #fetch: typeof fetch;
+  readonly #onUnauthorized: ((error: ProblemError) => void) | undefined;
+  readonly #onTokens: ((tokens: TokenPair) => void) | undefined;
+  /** The refresh under way: concurrent 401s wait for one refresh rather than spending the token twice. */
+  #refreshing: Promise<boolean> | undefined;
 
-  constructor(options: ClientOptions) {
-    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+  constructor(options: ClientOptions = {}) {
+    this.baseUrl = (options.baseUrl ?? "").replace(/\/+$/, "");
     this.token = options.token;
-    this.#fetch = options.fetch ?? fetch;
+    // Called unbound: a browser's fetch refuses to run as a method of another object.
+    const f = options.fetch ?? globalThis.fetch;
+    this.#fetch = (input, init) => f(input, init);
+    this.#onUnauthorized = options.onUnauthorized;
+    this.#onTokens = options.onTokens;
+    this.refreshToken = options.refreshToken;
+  }
+
+  /** Keeps a login's or a refresh's tokens for later calls. */
+  useTokens(tokens: TokenPair): void {
+    this.token = tokens.token;
+    this.refreshToken = tokens.refreshToken;
+    this.#onTokens?.(tokens);
+  }
+
+  /** Spends the refresh token for new tokens; false when there is none or the server refuses it. */
+  async #refresh(): Promise<boolean> {
+    const refreshToken = this.refreshToken;
+    if (refreshToken === undefined) return false;
+    this.#refreshing ??= (async () => {
+      try {
+        const res = await this.#fetch(`${this.baseUrl}${API}/auth/refresh`, {
+          method: "POST",
+          headers: { accept: "application/json", "content-type": "application/json" },
+          body: JSON.stringify({ refreshToken }),
+        });
+        if (!res.ok) {
+          if (this.refreshToken === refreshToken) this.refreshToken = undefined;
+          return false;
+        }
+        this.useTokens((await res.json()) as TokenPair);
+        return true;
+      } finally {
+        this.#refreshing = undefined;
+      }
+    })();
+    return this.#refreshing;
   }
 
   /** Sends a request and answers the Response once its status is a success; throws ProblemError otherwise. */
-  async open(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
-    const url = new URL(this.baseUrl + path);
-    for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined && v !== null) url.searchParams.set(k, String(v));
+  async open(method: string, path: string, options: RequestOptions = {}, retried = false): Promise<Response> {
+    const query = new URLSearchParams();
+    for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined && v !== null) query.set(k, String(v));
+    const qs = query.toString();
+    const url = this.baseUrl + path + (qs ? `?${qs}` : "");
     const headers: Record<string, string> = { accept: "application/json", ...options.headers };
-    if (this.token !== undefined) headers.authorization = `Bearer ${this.token}`;
-    let body: string | undefined;
-    if (options.body !== undefined) {
+    const token = options.anonymous ? undefined : this.token;
+    if (token !== undefined) headers.authorization = `Bearer ${token}`;
+    let body: string | FormData | undefined;
+    if (options.body instanceof FormData) body = options.body; // fetch writes the multipart boundary
+    else if (options.body !== undefined) {
       headers["content-type"] = "application/json";
       body = JSON.stringify(options.body);
     }
     const res = await this.#fetch(url, { method, headers, body, signal: options.signal });
-    if (!res.ok) throw await problemOf(res);
+    if (!res.ok) {
+      const error = await problemOf(res);
+      if (res.status === 401 && token !== undefined) {
+        // The access token expired or was refused: refresh once (unless another call already did) and send again.
+        if (!retried && (this.token !== token || (await this.#refresh()))) return this.open(method, path, options, true);
+        this.#onUnauthorized?.(error);
+      }
+      throw error;
+    }
     return res;
   }
 

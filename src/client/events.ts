@@ -1,12 +1,16 @@
 /**
  * The change feed as an async iterator: GET /api/v1/events read as a fetch stream (so the bearer token
  * goes in the Authorization header, which EventSource cannot send), parsed as Server-Sent Events.
- * Leaving the loop (break, return, throw) or aborting the signal closes the connection.
+ * Leaving the loop (break, return, throw) or aborting the signal closes the connection. To reconnect
+ * without loss or duplicates, pass the last message's id as `lastEventId` (sent as `Last-Event-ID`).
  */
 import { API, type HttpCore } from "./core.js";
-import type { HistoryEvent } from "./workflow.js";
+import type { HistoryEvent, Notification } from "./workflow.js";
 
-/** One message of the feed: its SSE id (`<kind>/<partition id>/<seq>`), event type and the event. */
+/**
+ * One message of the feed: its SSE id (`<position>-<index>`, its place in the store-wide feed; absent
+ * on an event replayed after a writer's crash), event type and the event.
+ */
 export interface FeedMessage {
   readonly id: string | undefined;
   readonly event: string;
@@ -17,6 +21,10 @@ export interface FeedOptions {
   readonly signal?: AbortSignal;
   /** Called once the server has accepted the subscription: every event committed after this is delivered. */
   readonly onOpen?: () => void;
+  /** Resume right after this message id (from an earlier connection); a 400 ProblemError when the server does not know it. */
+  readonly lastEventId?: string;
+  /** Called with each notification pushed to the caller (`event: notification`); they are not yielded as messages. */
+  readonly onNotification?: (notification: Notification) => void;
 }
 
 /** Parses one SSE block (the lines between blank lines); undefined for comments and keep-alives. */
@@ -44,7 +52,10 @@ export async function* changeFeed(core: HttpCore, options: FeedOptions = {}): As
   if (options.signal?.aborted) return;
   options.signal?.addEventListener("abort", onAbort, { once: true });
   try {
-    const res = await core.open("GET", `${API}/events`, { headers: { accept: "text/event-stream" }, signal: abort.signal });
+    const res = await core.open("GET", `${API}/events`, {
+      headers: { accept: "text/event-stream", ...(options.lastEventId === undefined ? {} : { "last-event-id": options.lastEventId }) },
+      signal: abort.signal,
+    });
     options.onOpen?.();
     if (!res.body) return;
     const decoder = new TextDecoder();
@@ -60,7 +71,8 @@ export async function* changeFeed(core: HttpCore, options: FeedOptions = {}): As
           const block = buffer.slice(0, end.index);
           buffer = buffer.slice(end.index + end[0].length);
           const message = parseBlock(block);
-          if (message) yield message;
+          if (message?.event === "notification") options.onNotification?.(message.data as unknown as Notification);
+          else if (message) yield message;
         }
       }
     } finally {

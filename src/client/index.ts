@@ -2,33 +2,61 @@
  * A typed client for the flowstore server, over fetch. `request` is the generic helper; a
  * problem+json answer becomes a thrown ProblemError carrying the problem. Domain methods sit in
  * namespaces: `users`, `groups`, `globalPermissions`, `projects` / `project(p)` (workflow),
- * `processData`, and `events()` (the change feed). Types are the server's route schemas.
+ * `processData`, `archive`, and `events()` (the change feed). Types are the server's route schemas.
+ * The web explorer is built on this client too (web/src/session.ts).
  */
+import type { Static } from "@sinclair/typebox";
 import type { TokenResponse } from "../http/routes/auth.js";
 import type { PermissionChange, PermissionMap } from "../http/routes/global.js";
 import type { Group, GroupPage, NewGroup } from "../http/routes/groups.js";
-import type { NewUser, User, UserPage } from "../http/routes/users.js";
+import type { Me as MeSchema } from "../http/routes/me.js";
+import type { Assignments, NewUser, User, UserPage } from "../http/routes/users.js";
+import { ArchiveApi } from "./archive.js";
 import { API, HttpCore, seg, type ClientOptions, type PageParams } from "./core.js";
 import { changeFeed, type FeedMessage, type FeedOptions } from "./events.js";
 import { ProcessDataApi } from "./process-data.js";
-import { Collection, ProjectHandle, projectPath, projectsPath, type NewProject, type Project, type ProjectPage } from "./workflow.js";
+import { NotificationsApi, ProjectHandle, projectPath, projectsPath, SearchableCollection, type NewProject, type Project, type ProjectPage } from "./workflow.js";
 
-export { ProblemError, type ClientOptions, type Page, type PageParams, type Problem, type RequestOptions, type WriteOptions } from "./core.js";
+export { ProblemError, type TokenPair, type ClientOptions, type Page, type PageParams, type Problem, type RequestOptions, type WriteOptions } from "./core.js";
+export type { ArchiveDocument, ArchiveFileInput, RestoredProject, Snapshot, SnapshotQuery, SnapshotSummary } from "./archive.js";
 export type { FeedMessage, FeedOptions } from "./events.js";
 export type { ProcessFields, ProcessRecord, ProcessRecordCreated, TtlOptions } from "./process-data.js";
 export type * from "./workflow.js";
+export { whole } from "./workflow.js";
 export type { TokenResponse, PermissionMap, Group, GroupPage, NewGroup, NewUser, User, UserPage };
+/** The caller: its id, groups and the global intents it holds. */
+export type Me = Static<typeof MeSchema>;
 
 export class FlowstoreClient extends HttpCore {
-  constructor(options: ClientOptions) {
+  constructor(options: ClientOptions = {}) {
     super(options);
   }
 
-  /** Logs in and keeps the token for later calls. */
+  /**
+   * Logs in and keeps the tokens for later calls (a token held before is not sent). When the access
+   * token expires, the next call that gets a 401 spends the refresh token and is sent again.
+   */
   async login(username: string, password: string): Promise<TokenResponse> {
-    const res = await this.request<TokenResponse>("POST", `${API}/auth/token`, { body: { username, password } });
-    this.token = res.token;
+    const res = await this.request<TokenResponse>("POST", `${API}/auth/token`, { body: { username, password }, anonymous: true });
+    this.useTokens(res);
     return res;
+  }
+
+  /** Ends this session on the server (its access and refresh tokens stop working) and forgets its tokens. */
+  async logout(): Promise<void> {
+    await this.request<void>("POST", `${API}/auth/logout`);
+    this.token = this.refreshToken = undefined;
+  }
+
+  /** Ends every session of the user, everywhere, and forgets this client's tokens. */
+  async logoutAll(): Promise<void> {
+    await this.request<void>("POST", `${API}/auth/logout-all`);
+    this.token = this.refreshToken = undefined;
+  }
+
+  /** Who the token belongs to: id, groups and global intents (any valid token may ask). */
+  me(): Promise<Me> {
+    return this.request("GET", `${API}/me`);
   }
 
   health(): Promise<{ status: string }> {
@@ -43,8 +71,19 @@ export class FlowstoreClient extends HttpCore {
     create: (user: NewUser) => this.request<User>("POST", `${API}/users`, { body: user }),
     get: (id: string) => this.request<User>("GET", `${API}/users/${seg(id)}`),
     list: (page: PageParams = {}) => this.request<UserPage>("GET", `${API}/users`, { query: { ...page } }),
-    disable: (id: string) => this.request<User>("POST", `${API}/users/${seg(id)}/disable`),
+    /** Refused (409, naming them) while the user has assignments, unless `force`. */
+    disable: (id: string, options: { force?: boolean } = {}) =>
+      this.request<User>("POST", `${API}/users/${seg(id)}/disable`, { query: options.force ? { force: true } : {} }),
+    enable: (id: string) => this.request<User>("POST", `${API}/users/${seg(id)}/enable`),
+    /** An administrator's reset (global.createUser): the user's tokens are revoked. */
+    resetPassword: (id: string, password: string) => this.request<void>("PUT", `${API}/users/${seg(id)}/password`, { body: { password } }),
+    assignments: (id: string) => this.request<Assignments>("GET", `${API}/users/${seg(id)}/assignments`),
   };
+
+  /** Changes the caller's own password, given the current one; every token of the caller is revoked. */
+  changePassword(currentPassword: string, password: string): Promise<void> {
+    return this.request<void>("PUT", `${API}/me/password`, { body: { currentPassword, password } });
+  }
 
   readonly groups = {
     create: (group: NewGroup) => this.request<Group>("POST", `${API}/groups`, { body: group }),
@@ -52,6 +91,7 @@ export class FlowstoreClient extends HttpCore {
     list: (page: PageParams = {}) => this.request<GroupPage>("GET", `${API}/groups`, { query: { ...page } }),
     addMember: (groupId: string, userId: string) =>
       this.request<Group>("POST", `${API}/groups/${seg(groupId)}/members`, { body: { userId } }),
+    removeMember: (groupId: string, userId: string) => this.request<Group>("DELETE", `${API}/groups/${seg(groupId)}/members/${seg(userId)}`),
   };
 
   readonly globalPermissions = {
@@ -60,10 +100,12 @@ export class FlowstoreClient extends HttpCore {
       this.request<void>("POST", `${API}/global/permissions/grant`, { body: { intent, identity } }),
     revoke: (intent: PermissionChange["intent"], identity: string) =>
       this.request<void>("POST", `${API}/global/permissions/revoke`, { body: { intent, identity } }),
+    /** Every global intent at once; answers the intents granted. */
+    grantAll: (identity: string) => this.request<{ intents: string[] }>("POST", `${API}/global/permissions/grant-all`, { body: { identity } }),
   };
 
   /** Create and list projects. */
-  readonly projects = new Collection<Project, NewProject, ProjectPage>(this, projectsPath);
+  readonly projects = new SearchableCollection<Project, NewProject, ProjectPage>(this, projectsPath);
 
   /** One project, and through it its subprojects and their workflowitems. */
   project(p: string): ProjectHandle {
@@ -71,6 +113,11 @@ export class FlowstoreClient extends HttpCore {
   }
 
   readonly processData = new ProcessDataApi(this);
+
+  readonly archive = new ArchiveApi(this);
+
+  /** The caller's notifications: list, count, mark read. */
+  readonly notifications = new NotificationsApi(this);
 
   /** The change feed, filtered by the server to what this caller may view; runs until the loop ends or the signal aborts. */
   events(options: FeedOptions = {}): AsyncGenerator<FeedMessage, void, undefined> {

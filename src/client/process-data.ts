@@ -1,6 +1,6 @@
 /**
- * Process data (seed 004): records addressed by keyspace and key (the key keeps its `/`s; each
- * segment is encoded), start forms and start messages under generated uuids, and process instances.
+ * Process data (the registry platform's BPM interim storage): records addressed by keyspace and key (the
+ * key as one URL-encoded path segment, its `/`s as %2F: the `{key}` parameter of the OpenAPI document), start forms and start messages under generated uuids, and process instances.
  */
 import type { Static } from "@sinclair/typebox";
 import type { ProcessRecord as ProcessRecordSchema, ProcessRecordCreated as CreatedSchema, TtlQuery } from "../http/routes/process-data.js";
@@ -12,7 +12,7 @@ export type TtlOptions = Static<typeof TtlQuery>;
 export type ProcessFields = Record<string, unknown>;
 
 const base = `${API}/process-data`;
-const keyPath = (key: string): string => key.split("/").map(seg).join("/");
+const keyPath = seg;
 
 export class ProcessDataApi {
   constructor(private readonly core: HttpCore) {}

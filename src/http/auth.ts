@@ -19,10 +19,15 @@ export function requireAuthentication(app: FastifyInstance): void {
     Object.assign(response, { ...problems(401), ...response });
   });
   app.addHook("onRequest", async (request: FastifyRequest) => {
-    const header = request.headers.authorization;
-    if (header === undefined) throw new UnauthorizedError("missing Authorization: Bearer <token>");
-    const match = header.length <= MAX_TOKEN ? BEARER.exec(header) : null;
-    if (!match) throw new UnauthorizedError("the Authorization header must be Bearer <token>");
-    request.actor = await request.server.flowstore.tokens.verify(match[1]!);
+    request.actor = await request.server.flowstore.tokens.verify(bearerToken(request));
   });
+}
+
+/** The bearer token a request carries; UnauthorizedError when there is none. */
+export function bearerToken(request: FastifyRequest): string {
+  const header = request.headers.authorization;
+  if (header === undefined) throw new UnauthorizedError("missing Authorization: Bearer <token>");
+  const match = header.length <= MAX_TOKEN ? BEARER.exec(header) : null;
+  if (!match) throw new UnauthorizedError("the Authorization header must be Bearer <token>");
+  return match[1]!;
 }

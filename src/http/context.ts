@@ -1,30 +1,29 @@
 /**
- * What every route plugin can reach: `app.flowstore` (the store as the server sees it, counted for
- * metrics; identity; tokens; metrics) and, inside the authenticated scope, `request.actor`.
+ * What every route plugin can reach: `app.flowstore`, the opened store (every part of `Flowstore`, over
+ * the store as the server counts it for metrics) plus what only HTTP has (tokens, metrics), and, inside
+ * the authenticated scope, `request.actor`.
  */
-import type { Archive } from "../archive/index.js";
-import type { Identity, Tokens } from "../identity/index.js";
-import type { KvStore } from "../kv/contract.js";
-import type { Actor } from "../resources/actor.js";
-import type { Workflow } from "../workflow/commands.js";
-import type { ProcessData } from "../process-data/service.js";
+import type { Flowstore } from "../flowstore/index.js";
+import type { Tokens } from "../identity/index.js";
+import type { Actor } from "../access/actor.js";
 import type { Metrics } from "./metrics.js";
 
-export interface ServerContext {
-  /** The store, wrapped so that its operations are counted in /metrics. Domains use this one. */
-  readonly kv: KvStore;
-  readonly identity: Identity;
+export interface ServerContext extends Flowstore {
   readonly tokens: Tokens;
+  /** Request counts and latencies; store operations when the store was opened with `metrics.wrap`. */
   readonly metrics: Metrics;
-  /** Projects, subprojects and workflowitems over the counted store. */
-  readonly workflow: Workflow;
-  /** Interim data of running business processes (seed 004). */
-  readonly processData: ProcessData;
-  /** Immutable snapshots with files (seed 003), over the counted store. */
-  readonly archive: Archive;
 }
 
 declare module "fastify" {
+  /** What a route states about its HTTP behaviour, from which its OpenAPI entry is derived (openapi.ts). */
+  interface FastifyContextConfig {
+    /** The route answers an ETag (the resource's version); a GET then answers 304 to a matching If-None-Match. */
+    etag?: boolean;
+    /** The route takes If-Match (the ETag a GET gave): a stale one answers 412. */
+    ifMatch?: boolean;
+    /** The route answers 201 with a Location (the created resource's address). */
+    location?: boolean;
+  }
   interface FastifyInstance {
     flowstore: ServerContext;
   }

@@ -1,76 +1,145 @@
 /**
- * Prometheus metrics, written in the text exposition format (0.0.4): HTTP request counts by method,
- * route pattern and status; a latency histogram by method and route; store operation counts by
- * operation (through CountingKv, a KvStore decorator the server puts in front of the store).
+ * Prometheus metrics through prom-client, one registry per Metrics (a process may serve several stores,
+ * as the tests do):
+ * - the default process and Node metrics (CPU, resident memory, heap, event-loop lag, GC, handles),
+ *   prefixed `flowstore_`;
+ * - HTTP requests: a counter by method, route pattern and status, a latency histogram by method and route;
+ * - store operations: a latency histogram by backend and operation (through `wrap`, a KvStore decorator
+ *   put in front of the store before anything is built on it), and failures by backend and operation;
+ * - commit groups: how many commands each commit of a partition writer carried (`observeCommitGroup`);
+ * - the open change-feed (SSE) streams (`metricsHooks`).
+ * `/metrics` renders the registry; `serveMetrics` serves it on a port of its own when asked.
  */
+import { createServer, type Server } from "node:http";
+import type { FastifyInstance } from "fastify";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { CommitResult, Entry, Key, KvStore, Op, Partition, PartitionPage, ScanOptions, ScanPage } from "../kv/contract.js";
 
-const BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
-
-interface Histogram {
-  readonly counts: number[];
-  sum: number;
-  count: number;
-}
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const GROUP_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128];
 
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
 export class Metrics {
-  readonly #requests = new Map<string, number>();
-  readonly #latency = new Map<string, Histogram>();
-  readonly #storeOps = new Map<string, number>();
-  readonly #storeErrors = new Map<string, number>();
+  readonly registry = new Registry();
+  readonly #requests = new Counter({
+    name: "flowstore_http_requests_total",
+    help: "HTTP requests by method, route and status.",
+    labelNames: ["method", "route", "status"] as const,
+    registers: [this.registry],
+  });
+  readonly #latency = new Histogram({
+    name: "flowstore_http_request_duration_seconds",
+    help: "HTTP request latency by method and route.",
+    labelNames: ["method", "route"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly #storeLatency = new Histogram({
+    name: "flowstore_store_operation_duration_seconds",
+    help: "Store operation latency by backend and operation.",
+    labelNames: ["backend", "op"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly #storeErrors = new Counter({
+    name: "flowstore_store_operation_errors_total",
+    help: "Store operations that failed, by backend and operation.",
+    labelNames: ["backend", "op"] as const,
+    registers: [this.registry],
+  });
+  readonly #groups = new Histogram({
+    name: "flowstore_commit_group_size",
+    help: "Commands carried by one commit of a partition (concurrent commands of a partition share a commit).",
+    buckets: GROUP_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly #sse = new Gauge({
+    name: "flowstore_sse_connections",
+    help: "Open change-feed (Server-Sent Events) streams.",
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: "flowstore_" });
+  }
 
   observeRequest(method: string, route: string, status: number, seconds: number): void {
-    const labels = `method="${esc(method)}",route="${esc(route)}"`;
-    const key = `${labels},status="${status}"`;
-    this.#requests.set(key, (this.#requests.get(key) ?? 0) + 1);
-    let h = this.#latency.get(labels);
-    if (!h) this.#latency.set(labels, (h = { counts: BUCKETS.map(() => 0), sum: 0, count: 0 }));
-    for (let i = 0; i < BUCKETS.length; i++) if (seconds <= BUCKETS[i]!) h.counts[i]!++;
-    h.sum += seconds;
-    h.count++;
+    this.#requests.inc({ method, route, status: String(status) });
+    this.#latency.observe({ method, route }, seconds);
   }
 
-  observeStore(op: string, failed: boolean): void {
-    this.#storeOps.set(op, (this.#storeOps.get(op) ?? 0) + 1);
-    if (failed) this.#storeErrors.set(op, (this.#storeErrors.get(op) ?? 0) + 1);
+  observeStore(backend: string, op: string, seconds: number, failed: boolean): void {
+    this.#storeLatency.observe({ backend, op }, seconds);
+    if (failed) this.#storeErrors.inc({ backend, op });
   }
 
-  /** Wraps a store so that every operation is counted here. */
+  observeCommitGroup(commands: number): void {
+    this.#groups.observe(commands);
+  }
+
+  streamOpened(): void {
+    this.#sse.inc();
+  }
+
+  streamClosed(): void {
+    this.#sse.dec();
+  }
+
+  /** Wraps a store so that every operation is timed here. */
   wrap(kv: KvStore): KvStore {
-    return new CountingKv(kv, this);
+    return new TimedKv(kv, this);
   }
 
-  render(): string {
-    const out: string[] = [];
-    out.push("# HELP flowstore_http_requests_total HTTP requests by method, route and status.");
-    out.push("# TYPE flowstore_http_requests_total counter");
-    for (const [labels, n] of this.#requests) out.push(`flowstore_http_requests_total{${labels}} ${n}`);
-    out.push("# HELP flowstore_http_request_duration_seconds HTTP request latency by method and route.");
-    out.push("# TYPE flowstore_http_request_duration_seconds histogram");
-    for (const [labels, h] of this.#latency) {
-      BUCKETS.forEach((le, i) => out.push(`flowstore_http_request_duration_seconds_bucket{${labels},le="${le}"} ${h.counts[i]}`));
-      out.push(`flowstore_http_request_duration_seconds_bucket{${labels},le="+Inf"} ${h.count}`);
-      out.push(`flowstore_http_request_duration_seconds_sum{${labels}} ${h.sum}`);
-      out.push(`flowstore_http_request_duration_seconds_count{${labels}} ${h.count}`);
+  /** The registry in the text exposition format (0.0.4). */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
+
+/**
+ * The server's metric hooks: each answered request, and each change-feed stream while it is open (the
+ * stream's response is hijacked, so it is counted from its handler's start to its connection's close).
+ */
+export function metricsHooks(app: FastifyInstance, metrics: Metrics, feedRoute: string): void {
+  app.addHook("onResponse", (request, reply, done) => {
+    metrics.observeRequest(request.method, request.routeOptions.url ?? "unmatched", reply.statusCode, reply.elapsedTime / 1000);
+    done();
+  });
+  // preHandler runs after authentication and validation: only streams that start are counted.
+  app.addHook("preHandler", (request, reply, done) => {
+    if (request.method === "GET" && request.routeOptions.url === feedRoute) {
+      metrics.streamOpened();
+      reply.raw.once("close", () => metrics.streamClosed());
     }
-    out.push("# HELP flowstore_store_operations_total Store operations by operation.");
-    out.push("# TYPE flowstore_store_operations_total counter");
-    for (const [op, n] of this.#storeOps) out.push(`flowstore_store_operations_total{op="${esc(op)}"} ${n}`);
-    out.push("# HELP flowstore_store_operation_errors_total Store operations that failed, by operation.");
-    out.push("# TYPE flowstore_store_operation_errors_total counter");
-    for (const [op, n] of this.#storeErrors) out.push(`flowstore_store_operation_errors_total{op="${esc(op)}"} ${n}`);
-    return out.join("\n") + "\n";
-  }
+    done();
+  });
 }
 
-function esc(value: string): string {
-  return value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+/** Serves the registry alone on `host:port` (GET /metrics), apart from the API. */
+export async function serveMetrics(metrics: Metrics, host: string, port: number): Promise<Server> {
+  const server = createServer((req, res) => {
+    if (req.method !== "GET" || (req.url ?? "").split("?")[0] !== "/metrics") {
+      res.writeHead(404, { "content-type": "text/plain" }).end("not found: GET /metrics\n");
+      return;
+    }
+    metrics.render().then(
+      (text) => res.writeHead(200, { "content-type": METRICS_CONTENT_TYPE }).end(text),
+      (e: unknown) => res.writeHead(500, { "content-type": "text/plain" }).end(`${e instanceof Error ? e.message : String(e)}\n`),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  return server;
 }
 
-/** A KvStore that counts each operation (and each failure) and otherwise forwards to the inner store. */
-export class CountingKv implements KvStore {
+/** A KvStore that times each operation (and counts each failure) and otherwise forwards to the inner store. */
+export class TimedKv implements KvStore {
   constructor(
     readonly inner: KvStore,
     private readonly metrics: Metrics,
@@ -80,34 +149,40 @@ export class CountingKv implements KvStore {
     return this.inner.backend;
   }
 
-  async #count<T>(op: string, run: () => Promise<T>): Promise<T> {
+  async #time<T>(op: string, run: () => Promise<T>): Promise<T> {
+    const start = process.hrtime.bigint();
+    let failed = true;
     try {
       const result = await run();
-      this.metrics.observeStore(op, false);
+      failed = false;
       return result;
-    } catch (e) {
-      this.metrics.observeStore(op, true);
-      throw e;
+    } finally {
+      this.metrics.observeStore(this.inner.backend, op, Number(process.hrtime.bigint() - start) / 1e9, failed);
     }
   }
 
   get(partition: Partition, key: Key): Promise<Entry | undefined> {
-    return this.#count("get", () => this.inner.get(partition, key));
+    return this.#time("get", () => this.inner.get(partition, key));
   }
   getMany(partition: Partition, keys: readonly Key[]): Promise<(Entry | undefined)[]> {
-    return this.#count("getMany", () => this.inner.getMany(partition, keys));
+    return this.#time("getMany", () => this.inner.getMany(partition, keys));
   }
   scan(partition: Partition, options?: ScanOptions): Promise<ScanPage> {
-    return this.#count("scan", () => this.inner.scan(partition, options));
+    return this.#time("scan", () => this.inner.scan(partition, options));
   }
   commit(partition: Partition, ops: readonly Op[]): Promise<CommitResult> {
-    return this.#count("commit", () => this.inner.commit(partition, ops));
+    return this.#time("commit", () => this.inner.commit(partition, ops));
+  }
+  /** The staged commit (pipelining), where the backend has one; counted as a commit. */
+  get commitVisible(): KvStore["commitVisible"] {
+    const inner = this.inner.commitVisible;
+    return inner ? (partition, ops) => this.#time("commit", () => inner.call(this.inner, partition, ops)) : undefined;
   }
   listPartitions(kind: string, options?: { limit?: number; after?: string | null }): Promise<PartitionPage> {
-    return this.#count("listPartitions", () => this.inner.listPartitions(kind, options));
+    return this.#time("listPartitions", () => this.inner.listPartitions(kind, options));
   }
   dropPartition(partition: Partition): Promise<void> {
-    return this.#count("dropPartition", () => this.inner.dropPartition(partition));
+    return this.#time("dropPartition", () => this.inner.dropPartition(partition));
   }
   close(): Promise<void> {
     return this.inner.close();

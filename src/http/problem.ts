@@ -9,6 +9,7 @@ import type { Socket } from "node:net";
 import { Type, type Static } from "@sinclair/typebox";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { FlowstoreError, TooLargeError } from "../errors.js";
+import { refTo } from "./components.js";
 
 export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 
@@ -21,15 +22,18 @@ export const Problem = Type.Object(
     field: Type.Optional(Type.String({ description: "the offending input, e.g. body.displayName or query.limit" })),
     limit: Type.Optional(Type.Integer({ description: "the limit that was exceeded (413)" })),
   },
-  { title: "Problem" },
+  { $id: "Problem", title: "Problem" },
 );
 export type Problem = Static<typeof Problem>;
 
-/** Response schema entries for the given error statuses (for validation of docs and serialization). */
+/**
+ * Response schema entries for the given error statuses (for validation of docs and serialization): each
+ * refers to the one registered Problem component.
+ */
 export function problems(...statuses: number[]): Record<number, unknown> {
   const out: Record<number, unknown> = {};
   for (const s of statuses) {
-    out[s] = { description: STATUS_CODES[s] ?? "error", content: { [PROBLEM_CONTENT_TYPE]: { schema: Problem } } };
+    out[s] = { description: STATUS_CODES[s] ?? "error", content: { [PROBLEM_CONTENT_TYPE]: { schema: refTo("Problem") } } };
   }
   return out;
 }
@@ -43,6 +47,7 @@ const CODES: Record<number, string> = {
   406: "not_acceptable",
   408: "request_timeout",
   409: "conflict",
+  412: "precondition_failed",
   413: "too_large",
   414: "uri_too_long",
   415: "unsupported_media_type",
@@ -50,6 +55,7 @@ const CODES: Record<number, string> = {
   431: "headers_too_large",
   500: "internal",
   503: "unavailable",
+  507: "insufficient_storage",
 };
 
 export function problem(status: number, detail: string, extra: { field?: string; limit?: number; code?: string } = {}): Problem {

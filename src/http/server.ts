@@ -7,14 +7,16 @@ import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import fastify, { LogController, type FastifyInstance, type FastifyPluginAsync, type RouteOptions } from "fastify";
 import type { Logger } from "pino";
+import { assertJsonDepth } from "../depth.js";
 import { ValidationError } from "../errors.js";
-import { Identity, Tokens } from "../identity/index.js";
-import type { KvStore } from "../kv/contract.js";
+import type { Flowstore } from "../flowstore/index.js";
+import { Tokens } from "../identity/index.js";
 import { requireAuthentication } from "./auth.js";
 import type { ServerContext } from "./context.js";
 import { createLogger, requestId } from "./logging.js";
-import { Metrics } from "./metrics.js";
-import { clientErrorHandler, problem, sendProblem, toProblem } from "./problem.js";
+import { Metrics, metricsHooks } from "./metrics.js";
+import { clientErrorHandler, Problem, problem, sendProblem, toProblem } from "./problem.js";
+import type { LoginRateLimits } from "./rate-limit.js";
 import { authRoutes } from "./routes/auth.js";
 import { globalRoutes } from "./routes/global.js";
 import { groupRoutes } from "./routes/groups.js";
@@ -23,15 +25,15 @@ import { userRoutes } from "./routes/users.js";
 import { eventRoutes } from "./routes/events.js";
 import { meRoutes } from "./routes/me.js";
 import { workflowRoutes } from "./routes/workflow.js";
+import { tenancyRoutes } from "./routes/tenancy.js";
+
+import { namedComponents, registerComponents, useComponents } from "./components.js";
+import { useConventions, type HttpConventionOptions } from "./conventions.js";
+import { documentRoute, finishDocument } from "./openapi.js";
 import { processDataRoutes } from "./routes/process-data.js";
 import { archiveRoutes } from "./routes/archive.js";
-import { Archive, type ArchiveOptions } from "../archive/index.js";
-import { openProcessData } from "../process-data/service.js";
-import type { KeyConfig } from "../process-data/crypto.js";
-import { randomBytes } from "node:crypto";
-import { ResourceStore } from "../resources/store.js";
-import { Workflow } from "../workflow/commands.js";
-import { workflowSchema } from "../workflow/schema.js";
+import { documentRoutes } from "./routes/documents.js";
+import { notificationRoutes } from "./routes/notifications.js";
 import { validatorCompiler } from "./validation.js";
 import { defaultWebRoot, registerWeb } from "./web.js";
 
@@ -39,11 +41,33 @@ export const API_PREFIX = "/api/v1";
 export const DEFAULT_HOST = "127.0.0.1";
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
+/**
+ * How long a client may take (Node's http.Server timeouts; 0 disables one). A request whose headers or
+ * whole body do not arrive in time answers 408 and its connection is closed (a slow client cannot hold
+ * a connection open: Slowloris); an idle keep-alive connection is closed after `keepAliveSeconds`. A
+ * streamed answer (the change feed) is not cut: these bound receiving the request only.
+ */
+export interface ServerTimeouts {
+  readonly headersSeconds?: number;
+  readonly requestSeconds?: number;
+  readonly keepAliveSeconds?: number;
+  /** How often Node checks the header and request timeouts (default 1 s, Node's own is 30 s). */
+  readonly checkIntervalMs?: number;
+}
+
+export const DEFAULT_TIMEOUTS = { headersSeconds: 20, requestSeconds: 300, keepAliveSeconds: 72, checkIntervalMs: 1000 } as const;
+
+/** How the server is served; what it serves is the opened store (`openFlowstore`). */
 export interface ServerOptions {
-  readonly kv: KvStore;
   /** The token signing secret (at least 32 bytes), e.g. from loadTokenSecret. */
   readonly tokenSecret: Uint8Array;
+  /** Lifetime of an access token (default 15 minutes). */
   readonly tokenTtlSeconds?: number;
+  /** Lifetime of a refresh token, renewed by each use (default 24 hours). */
+  readonly refreshTtlSeconds?: number;
+  /** Limits on log in and refresh per address and per user (default DEFAULT_LOGIN_RATE_LIMITS); false for none. */
+  readonly loginRateLimit?: LoginRateLimits | false;
+  readonly timeouts?: ServerTimeouts;
   /** A pino logger (createLogger gives one with credentials redacted); false for none. */
   readonly logger?: Logger | false;
   /** Largest accepted request body in bytes (default 1 MiB); larger answers 413. */
@@ -52,46 +76,41 @@ export interface ServerOptions {
   readonly requestLogging?: boolean;
   /** Domain route plugins, registered under /api/v1 behind authentication. */
   readonly routes?: readonly FastifyPluginAsync[];
-  /**
-   * Where the key that encrypts process-data access tokens comes from: a 32-byte key, or a data directory
-   * holding the key file. Without one a random key is used, and stored tokens are unreadable after a restart.
-   */
-  readonly processDataKey?: KeyConfig;
   /** Where the web explorer's bundle is (default: dist/web); false serves no UI. */
   readonly webRoot?: string | false;
-  /** The archive's limits and retention (default: 100 MiB per snapshot, keep all). */
-  readonly archive?: ArchiveOptions & {
-    /**
-     * At start and then periodically, half-done archive operations older than this are finished or
-     * undone (a killed upload). Keep it above the longest upload when other processes share the store.
-     * Default 10 minutes.
-     */
-    readonly recoverOlderThanMs?: number;
-  };
-  /** Cache rendered workflowitem list pages per project version (default true). */
-  readonly listPageCache?: boolean;
-  /** A clock for tokens (tests). */
-  readonly now?: () => Date;
+  /**
+   * The metrics /metrics renders. Pass the one whose `wrap` instrumented the store
+   * (`openFlowstore(url, { instrument: (kv) => metrics.wrap(kv) })`) to count store operations too;
+   * default: a new one, counting requests only.
+   */
+  readonly metrics?: Metrics;
+  /** Serve GET /metrics on the API's port (default true; false when they are served apart: serveMetrics). */
+  readonly metricsRoute?: boolean;
+  /**
+   * Whether closing the server closes the store as well (default false). The store belongs to whoever
+   * opened it: by default the caller closes it after the server.
+   */
+  readonly closeStore?: boolean;
+  /** CORS, compression, security headers and back pressure (conventions.ts; each has its default there). */
+  readonly http?: HttpConventionOptions;
   /** Called for every route as it is registered, before any plugin's (e.g. to enumerate the routes). */
   readonly onRoute?: (route: RouteOptions) => void;
 }
 
-export const DEFAULT_ARCHIVE_RECOVERY_AGE_MS = 10 * 60 * 1000;
-
 /** The built-in authenticated route plugins, one per domain. */
-export const CORE_ROUTES: readonly FastifyPluginAsync[] = [userRoutes, meRoutes, groupRoutes, globalRoutes, workflowRoutes, eventRoutes, processDataRoutes, archiveRoutes];
+export const CORE_ROUTES: readonly FastifyPluginAsync[] = [userRoutes, meRoutes, groupRoutes, globalRoutes, workflowRoutes, tenancyRoutes, eventRoutes, processDataRoutes, archiveRoutes, documentRoutes, notificationRoutes];
 
-export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
-  const metrics = new Metrics();
-  const kv = metrics.wrap(options.kv);
-  const identity = new Identity(kv, { now: options.now });
-  const tokens = new Tokens(identity, { secret: options.tokenSecret, ttlSeconds: options.tokenTtlSeconds, now: options.now });
-  const workflow = new Workflow(new ResourceStore(kv, workflowSchema, { clock: options.now ? () => options.now!().getTime() : undefined, pageCache: options.listPageCache }));
-  const processData = await openProcessData(kv, options.processDataKey ?? { encryptionKey: randomBytes(32) });
-  const archive = new Archive(kv, options.archive);
-  const recoverOlderThanMs = options.archive?.recoverOlderThanMs ?? DEFAULT_ARCHIVE_RECOVERY_AGE_MS;
-  await archive.recover({ olderThanMs: recoverOlderThanMs });
-  const context: ServerContext = { kv, identity, tokens, metrics, workflow, processData, archive };
+/** Builds the server over an opened store; tokens use the store's clock. */
+export async function buildServer(flowstore: Flowstore, options: ServerOptions): Promise<FastifyInstance> {
+  const metrics = options.metrics ?? new Metrics();
+  const tokens = new Tokens(flowstore.identity, {
+    secret: options.tokenSecret,
+    ttlSeconds: options.tokenTtlSeconds,
+    refreshTtlSeconds: options.refreshTtlSeconds,
+    now: () => new Date(flowstore.clock()),
+  });
+  const timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
+  const context: ServerContext = { ...flowstore, tokens, metrics };
 
   const logger = options.logger === undefined ? createLogger() : options.logger;
   const app = fastify({
@@ -110,15 +129,40 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     clientErrorHandler,
     // Node would answer a Host-less HTTP/1.1 request with a bare 400 itself; the onRequest hook below
     // refuses it as a problem instead.
-    http: { requireHostHeader: false },
+    http: {
+      requireHostHeader: false,
+      headersTimeout: timeouts.headersSeconds * 1000,
+      requestTimeout: timeouts.requestSeconds * 1000,
+      connectionsCheckingInterval: timeouts.checkIntervalMs,
+    },
+    requestTimeout: timeouts.requestSeconds * 1000,
+    keepAliveTimeout: timeouts.keepAliveSeconds * 1000,
+    // Validation knows the named schemas of each scope (components.ts).
+    schemaController: { compilersFactory: { buildValidator: ((external: Record<string, unknown>) => validatorCompiler(external)) as never } },
   }) as unknown as FastifyInstance;
 
   if (options.onRoute) app.addHook("onRoute", options.onRoute);
   app.decorate("flowstore", context);
   app.decorateRequest("actor", null as never);
-  app.setValidatorCompiler(validatorCompiler());
+  useComponents(app);
+  registerComponents(app, [Problem]);
   // JSON only: a text/plain body is a 415, not a string that fails validation later.
   app.removeContentTypeParser(["text/plain"]);
+  // Every JSON body, on every route, is refused past MAX_JSON_DEPTH levels (a 400 naming the field),
+  // after Fastify's own parser (which refuses __proto__ and constructor.prototype keys).
+  const parseJson = app.getDefaultJsonParser("error", "error");
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    parseJson(request, body as string, (error: Error | null, value?: unknown) => {
+      if (error) return done(error);
+      try {
+        assertJsonDepth(value, "body");
+      } catch (e) {
+        return done(e as Error);
+      }
+      done(null, value);
+    });
+  });
 
   // Per-request hooks are callback-style: no promise per request on the hot path.
   app.addHook("onRequest", (request, reply, done) => {
@@ -135,29 +179,23 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   app.addHook("preClose", async () => {
     closing = true;
   });
-  // Uploads killed after the start (by another process sharing the store) are swept up later on.
-  const sweep = setInterval(() => {
-    archive.recover({ olderThanMs: recoverOlderThanMs }).catch((err: unknown) => app.log.error({ err }, "archive recovery failed"));
-  }, Math.max(recoverOlderThanMs, 60_000));
-  sweep.unref();
-  app.addHook("onClose", async () => clearInterval(sweep));
+  if (options.closeStore) app.addHook("onClose", async () => flowstore.close());
   app.addHook("onSend", (_request, reply, payload, done) => {
     if (closing) reply.header("connection", "close");
     done(null, payload);
   });
-  app.addHook("onResponse", (request, reply, done) => {
-    metrics.observeRequest(request.method, request.routeOptions.url ?? "unmatched", reply.statusCode, reply.elapsedTime / 1000);
-    done();
-  });
+  metricsHooks(app, metrics, `${API_PREFIX}/events`);
+  const writers = new Set([flowstore.resources.writer, flowstore.tenancy.writer]);
+  const unobserve = [...writers].map((w) => w.onGroupCommit((n) => metrics.observeCommitGroup(n)));
+  app.addHook("onClose", async () => unobserve.forEach((stop) => stop()));
 
   app.setErrorHandler(async (error, request, reply) => {
     const p = toProblem(error, request);
     if (p.status >= 500) request.log.error({ err: error }, "request failed");
     return sendProblem(reply, p);
   });
-  app.setNotFoundHandler(async (request, reply) =>
-    sendProblem(reply, problem(404, `no route ${request.method} ${request.url.split("?")[0]}`)),
-  );
+  const notFound = await useConventions(app, options.http);
+  app.setNotFoundHandler(async (request, reply) => notFound(request, reply));
 
   await app.register(swagger, {
     openapi: {
@@ -165,15 +203,18 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       info: { title: "flowstore", version: "1", description: "An auditable, hierarchical data store for workflows" },
       components: { securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } } },
     },
+    refResolver: namedComponents,
+    transform: documentRoute(API_PREFIX) as never,
+    transformObject: finishDocument as never,
   });
   await app.register(swaggerUi, { routePrefix: "/docs" });
 
-  await app.register(systemRoutes);
+  await app.register(systemRoutes, { metricsRoute: options.metricsRoute !== false });
   if (options.webRoot !== false) registerWeb(app, options.webRoot ?? defaultWebRoot());
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   await app.register(
     async (api) => {
-      await api.register(authRoutes);
+      await api.register(authRoutes, { rateLimit: options.loginRateLimit });
       await api.register(async (secured) => {
         requireAuthentication(secured);
         for (const routes of [...CORE_ROUTES, ...(options.routes ?? [])]) await secured.register(routes);

@@ -5,9 +5,10 @@
  */
 import { ConflictError, NotFoundError, UnauthorizedError, ValidationError } from "../errors.js";
 import type { KvStore, Op } from "../kv/contract.js";
-import { SYSTEM, type Actor } from "../resources/actor.js";
-import { GLOBAL_INTENTS, GlobalPermissions } from "../resources/global.js";
-import { checkDisplayName, checkId, checkNewId, checkPassword, MAX_GROUP_MEMBERS } from "./ids.js";
+import { SYSTEM, type Actor } from "../access/actor.js";
+import { GlobalPermissions, type IdentityDirectory } from "../access/global.js";
+import { IntentRegistry } from "../access/intents.js";
+import { checkDisplayName, checkId, checkNewId, checkOrganization, checkPassword, MAX_GROUP_MEMBERS } from "./ids.js";
 import { dummyHash, hashPassword, verifyPassword } from "./password.js";
 import {
   commitOrRace,
@@ -17,16 +18,20 @@ import {
   passwordKey,
   RaceLost,
   replace,
+  revocationOps,
+  tokenStateKey,
   userKey,
   withRetry,
   type GroupRecord,
   type Page,
+  tokenVersion,
   type UserRecord,
 } from "./records.js";
 
 export interface NewUser {
   readonly id: string;
   readonly displayName: string;
+  readonly organization?: string;
   readonly password: string;
 }
 
@@ -44,12 +49,21 @@ export interface PageRequest {
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 1000;
 
+/** The global intents identity checks: administering users and administering groups. */
+export const IDENTITY_INTENTS = ["global.createUser", "global.createGroup"] as const;
+
 export interface IdentityOptions {
+  /**
+   * The global permissions to check (and to grant root); default: over the same store, with this
+   * identity as its directory and `intents` (default: access's and identity's own) as its registry.
+   */
   readonly global?: GlobalPermissions;
+  /** The registry of global intents, when `global` is not given. */
+  readonly intents?: IntentRegistry;
   readonly now?: () => Date;
 }
 
-export class Identity {
+export class Identity implements IdentityDirectory {
   readonly global: GlobalPermissions;
   readonly #now: () => Date;
 
@@ -57,7 +71,7 @@ export class Identity {
     readonly kv: KvStore,
     options: IdentityOptions = {},
   ) {
-    this.global = options.global ?? new GlobalPermissions(kv);
+    this.global = options.global ?? new GlobalPermissions(kv, { intents: options.intents ?? new IntentRegistry(IDENTITY_INTENTS), identities: this });
     this.#now = options.now ?? (() => new Date());
   }
 
@@ -66,10 +80,11 @@ export class Identity {
   async createUser(actor: Actor, input: NewUser): Promise<UserRecord> {
     const id = checkNewId(input?.id, "id");
     const displayName = checkDisplayName(input.displayName);
+    const organization = checkOrganization(input.organization);
     const password = checkPassword(input.password);
     await this.global.assert(actor, "global.createUser");
     const hash = await hashPassword(password);
-    const user: UserRecord = { id, displayName, enabled: true, groups: [], createdAt: this.#now().toISOString() };
+    const user: UserRecord = { id, displayName, ...(organization !== undefined ? { organization } : {}), enabled: true, groups: [], createdAt: this.#now().toISOString() };
     try {
       await this.kv.commit(PARTITION, [
         ...replace(userKey(id), null, user),
@@ -113,12 +128,13 @@ export class Identity {
     await this.global.assert(actor, "global.createUser");
     if (!enabled && !actor.system && actor.id === id) throw new ValidationError("a user cannot disable itself", "id");
     return withRetry(async () => {
-      const entry = await this.kv.get(PARTITION, userKey(id));
+      const [entry, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
       if (!entry) throw new NotFoundError(`no user ${id}`);
       const user = decodeRecord<UserRecord>(entry);
       if (user.enabled === enabled) return user;
       const next = { ...user, enabled };
-      await commitOrRace(this.kv, replace(userKey(id), entry.version, next));
+      // Disabling revokes the user's tokens: enabling it again does not bring them back.
+      await commitOrRace(this.kv, [...replace(userKey(id), entry.version, next), ...(enabled ? [] : revocationOps(id, tokens))]);
       return next;
     });
   }
@@ -129,14 +145,40 @@ export class Identity {
     checkPassword(password);
     if (actor.system !== true && actor.id !== id) await this.global.assert(actor, "global.createUser");
     const hash = await hashPassword(password);
-    // The user must still exist when the hash is written (check on the record's version).
+    // The user must still exist when the hash is written (check on the record's version); every token
+    // issued under the old password is revoked in the same commit.
     await withRetry(async () => {
-      const current = await this.kv.get(PARTITION, userKey(id));
+      const [current, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
       if (!current) throw new NotFoundError(`no user ${id}`);
       await commitOrRace(this.kv, [
         { type: "check", key: userKey(id), version: current.version },
         { type: "put", key: passwordKey(id), value: Buffer.from(hash) },
+        ...revocationOps(id, tokens),
       ]);
+    });
+  }
+
+  /**
+   * A user changes its own password, proving the current one (a wrong one is refused on field
+   * `currentPassword`, after the same hashing work as a login). Every token of the user is revoked.
+   */
+  async changeOwnPassword(actor: Actor, current: string, password: string): Promise<void> {
+    if (actor.system) throw new ValidationError("the system actor has no password", "actor");
+    checkPassword(password);
+    const entry = await this.kv.get(PARTITION, passwordKey(actor.id));
+    const ok = await verifyPassword(typeof current === "string" && current.length <= 1024 ? current : "", entry ? entry.value.toString("utf8") : await dummyHash());
+    if (!ok || !entry) throw new ValidationError("currentPassword is not the user's password", "currentPassword");
+    await this.setPassword(actor, actor.id, password);
+  }
+
+  /** Revokes every token of a user (logout-all): the user itself, the system actor, or a holder of `global.createUser`. */
+  async revokeTokens(actor: Actor, id: string): Promise<void> {
+    checkId(id, "id");
+    if (actor.system !== true && actor.id !== id) await this.global.assert(actor, "global.createUser");
+    await withRetry(async () => {
+      const [current, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
+      if (!current) throw new NotFoundError(`no user ${id}`);
+      await commitOrRace(this.kv, revocationOps(id, tokens));
     });
   }
 
@@ -145,17 +187,31 @@ export class Identity {
    * password and a disabled user, after the same amount of hashing work.
    */
   async authenticate(username: unknown, password: unknown): Promise<UserRecord> {
+    return (await this.credentials(username, password)).user;
+  }
+
+  /**
+   * authenticate, with what a session opened on these credentials must commit along: checks that the
+   * user record, the password and the token version are still those that were read, so a password
+   * change or a logout-all racing with the login wins.
+   */
+  async credentials(username: unknown, password: unknown): Promise<{ user: UserRecord; tokenVersion: number; checks: Op[] }> {
     const refused = () => new UnauthorizedError("invalid username or password");
     const validName = typeof username === "string" && /^[A-Za-z0-9._@-]{1,64}$/.test(username);
     const pw = typeof password === "string" && password.length <= 1024 ? password : "";
-    const [userEntry, hashEntry] = validName
-      ? await this.kv.getMany(PARTITION, [userKey(username), passwordKey(username)])
-      : [undefined, undefined];
+    const [userEntry, hashEntry, tokens] = validName
+      ? await this.kv.getMany(PARTITION, [userKey(username), passwordKey(username), tokenStateKey(username)])
+      : [undefined, undefined, undefined];
     const ok = await verifyPassword(pw, hashEntry ? hashEntry.value.toString("utf8") : await dummyHash());
     if (!ok || !userEntry || !hashEntry) throw refused();
     const user = decodeRecord<UserRecord>(userEntry);
     if (!user.enabled) throw refused();
-    return user;
+    const checks: Op[] = [
+      { type: "check", key: userKey(user.id), version: userEntry.version },
+      { type: "check", key: passwordKey(user.id), version: hashEntry.version },
+      { type: "check", key: tokenStateKey(user.id), version: tokens?.version ?? null },
+    ];
+    return { user, tokenVersion: tokenVersion(tokens), checks };
   }
 
   /** The Actor a user acts as (its groups included), in one read. UnauthorizedError when missing or disabled. */
@@ -165,6 +221,12 @@ export class Identity {
     const user = decodeRecord<UserRecord>(entry);
     if (!user.enabled) throw new UnauthorizedError("the user is disabled");
     return { id: user.id, groups: user.groups };
+  }
+
+  /** Of these user ids, the ones that are disabled or gone, in one batched read (for ending their streams). */
+  async disabledAmong(userIds: readonly string[]): Promise<Set<string>> {
+    const entries = userIds.length ? await this.kv.getMany(PARTITION, userIds.map(userKey)) : [];
+    return new Set(userIds.filter((_, i) => !entries[i] || !decodeRecord<UserRecord>(entries[i]!).enabled));
   }
 
   // ---- groups ------------------------------------------------------------------------------------
@@ -234,6 +296,27 @@ export class Identity {
     });
   }
 
+  /** Removes a user from a group (no-op when it is no member). Needs `global.createGroup`. */
+  async removeMember(actor: Actor, groupId: string, userId: string): Promise<GroupRecord> {
+    checkId(groupId, "groupId");
+    checkId(userId, "userId");
+    await this.global.assert(actor, "global.createGroup");
+    return withRetry(async () => {
+      const [g, u] = await this.kv.getMany(PARTITION, [groupKey(groupId), userKey(userId)]);
+      if (!g) throw new NotFoundError(`no group ${groupId}`);
+      const group = decodeRecord<GroupRecord>(g);
+      if (!group.members.includes(userId)) return group;
+      const next = { ...group, members: group.members.filter((m) => m !== userId) };
+      const ops: Op[] = [...replace(groupKey(groupId), g.version, next)];
+      if (u) {
+        const user = decodeRecord<UserRecord>(u);
+        ops.push(...replace(userKey(userId), u.version, { ...user, groups: user.groups.filter((x) => x !== groupId) }));
+      }
+      await commitOrRace(this.kv, ops);
+      return next;
+    });
+  }
+
   async listGroupBytes(actor: Actor, page: PageRequest = {}): Promise<Page<Buffer>> {
     return this.#listBytes(actor, "group", page);
   }
@@ -262,7 +345,7 @@ export class Identity {
   // ---- bootstrap ---------------------------------------------------------------------------------
 
   /**
-   * On a store without users, creates `root` with `password` and grants it every global intent.
+   * On a store without users, creates `root` with `password` and grants it every registered global intent.
    * Does nothing when users exist. Refuses (ValidationError) on an empty store without a password.
    * Grants are written before the user, so a crash in between leaves a state the next start repairs.
    */
@@ -276,7 +359,7 @@ export class Identity {
       );
     }
     checkPassword(password, "FLOWSTORE_ROOT_PASSWORD");
-    for (const intent of GLOBAL_INTENTS) await this.global.grant(SYSTEM, intent, "root");
+    await this.global.grantAllToNew(SYSTEM, "root");
     try {
       await this.createUser(SYSTEM, { id: "root", displayName: "root", password });
     } catch (e) {

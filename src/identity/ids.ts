@@ -4,7 +4,8 @@
  */
 import { ValidationError } from "../errors.js";
 
-export const ID_PATTERN = "^[A-Za-z0-9._@-]{1,64}$";
+/** ASCII letters, digits and `. _ @ -`; never `.` or `..` alone (the dot segments src/ids.ts refuses in every id). */
+export const ID_PATTERN = "^(?!\\.\\.?$)[A-Za-z0-9._@-]{1,64}$";
 const ID_RE = new RegExp(ID_PATTERN);
 /** Ids no user or group may take: `system` is the name of the system actor. */
 const RESERVED = new Set(["system"]);
@@ -12,11 +13,13 @@ const RESERVED = new Set(["system"]);
 export const PASSWORD_MIN = 8;
 export const PASSWORD_MAX = 1024;
 export const DISPLAY_NAME_MAX = 200;
+/** The longest organization a user may belong to (TruBudget's user field). */
+export const ORGANIZATION_MAX = 200;
 export const MAX_GROUP_MEMBERS = 1000;
 
 export function checkId(value: unknown, field: string): string {
   if (typeof value !== "string" || !ID_RE.test(value)) {
-    throw new ValidationError(`${field} must be 1-64 characters of A-Z a-z 0-9 . _ @ -`, field);
+    throw new ValidationError(`${field} must be 1-64 characters of A-Z a-z 0-9 . _ @ -, not "." or ".."`, field);
   }
   return value;
 }
@@ -30,6 +33,14 @@ export function checkNewId(value: unknown, field: string): string {
 export function checkDisplayName(value: unknown, field = "displayName"): string {
   if (typeof value !== "string" || value.trim().length === 0 || value.length > DISPLAY_NAME_MAX) {
     throw new ValidationError(`${field} must be a non-blank string of at most ${DISPLAY_NAME_MAX} characters`, field);
+  }
+  return value;
+}
+
+export function checkOrganization(value: unknown, field = "organization"): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "string" || value.trim().length === 0 || value.length > ORGANIZATION_MAX) {
+    throw new ValidationError(`${field} must be a non-blank string of at most ${ORGANIZATION_MAX} characters`, field);
   }
   return value;
 }

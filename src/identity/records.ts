@@ -5,6 +5,13 @@
  *   ["user", id]      the user's public record (JSON bytes, served as stored): {id, displayName, enabled, groups, createdAt}
  *   ["password", id]  the user's scrypt hash (kept apart so a user record never carries a secret)
  *   ["group", id]     {id, displayName, members, createdAt}
+ *   ["tokens", id]    {version}: the user's token version (absent: 0). Every token names the version it
+ *                     was issued under; a password change, a disable or a logout-all bumps it, and with it
+ *                     deletes the user's sessions, so every token issued before stops working at once.
+ *   ["session", id, sid]  one login session: {version, refresh, previous?, expiresAt, createdAt}, where
+ *                     `refresh` is the SHA-256 of the session's current refresh secret and `previous` the
+ *                     one it replaced (a rotated refresh token shown again revokes the session: reuse
+ *                     detection after the OAuth 2.0 Security BCP, RFC 9700 §4.14.2).
  *
  * `groups` on the user record is the per-user membership index: building an Actor is one read.
  */
@@ -15,10 +22,15 @@ export const PARTITION = ["identity"] as const;
 export const userKey = (id: string) => ["user", id] as const;
 export const passwordKey = (id: string) => ["password", id] as const;
 export const groupKey = (id: string) => ["group", id] as const;
+export const tokenStateKey = (id: string) => ["tokens", id] as const;
+export const sessionKey = (id: string, sid: string) => ["session", id, sid] as const;
+export const sessionPrefix = (id: string) => ["session", id] as const;
 
 export interface UserRecord {
   readonly id: string;
   readonly displayName: string;
+  /** The organization the user belongs to (TruBudget's user field), when given. */
+  readonly organization?: string;
   readonly enabled: boolean;
   /** The groups the user belongs to, in the order they were joined. */
   readonly groups: readonly string[];
@@ -30,6 +42,37 @@ export interface GroupRecord {
   readonly displayName: string;
   readonly members: readonly string[];
   readonly createdAt: string;
+}
+
+export interface TokenState {
+  readonly version: number;
+}
+
+export interface SessionRecord {
+  /** The token version the session was opened under. */
+  readonly version: number;
+  /** base64url SHA-256 of the current refresh secret, and of the one it replaced. */
+  readonly refresh: string;
+  readonly previous?: string;
+  /** When the current refresh token expires (seconds since the epoch). */
+  readonly expiresAt: number;
+  readonly createdAt: string;
+}
+
+/** The token version stored under `entry` (0 when there is none). */
+export const tokenVersion = (entry: Entry | undefined): number => (entry ? decodeRecord<TokenState>(entry).version : 0);
+
+/**
+ * Ops that revoke every token of a user: bump its token version (read as `current`) and delete its sessions.
+ * Part of the commit of a password change, a disable and a logout-all.
+ */
+export function revocationOps(id: string, current: Entry | undefined): Op[] {
+  const next: TokenState = { version: tokenVersion(current) + 1 };
+  return [
+    { type: "check", key: tokenStateKey(id), version: current?.version ?? null },
+    { type: "put", key: tokenStateKey(id), value: Buffer.from(JSON.stringify(next)) },
+    { type: "deletePrefix", prefix: sessionPrefix(id) },
+  ];
 }
 
 export interface Page<T> {

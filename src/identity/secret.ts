@@ -1,12 +1,13 @@
 /**
  * The token signing secret: `FLOWSTORE_JWT_SECRET` when set, else a random secret generated on first
- * start into `<dataDir>/jwt-secret` (mode 0600) and read on later starts; without a data directory
+ * start into `<dataDir>/jwt-secret` (mode 0600, the directory 0700) and read on later starts; without a data directory
  * (a memory store), a random secret for the life of the process.
  */
 import { randomBytes } from "node:crypto";
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { chmod, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ValidationError } from "../errors.js";
+import { makePrivateDir } from "../private-files.js";
 
 export const SECRET_FILE = "jwt-secret";
 
@@ -18,7 +19,7 @@ export async function loadTokenSecret(options: { dataDir?: string; env?: string 
   }
   if (options.dataDir === undefined) return randomBytes(32);
   const file = join(options.dataDir, SECRET_FILE);
-  await mkdir(options.dataDir, { recursive: true });
+  await makePrivateDir(options.dataDir);
   try {
     await writeFile(file, randomBytes(48).toString("base64url") + "\n", { flag: "wx", mode: 0o600 });
   } catch (e) {

@@ -61,13 +61,20 @@ export interface PartitionPage {
 }
 
 export interface KvStore {
-  /** A short name of the backend ("memory", "lmdb", "redis", "redis-cluster"). */
+  /** A short name of the backend ("memory", "lmdb", "redis", "redis-cluster", "redis-sentinel", "postgres"). */
   readonly backend: string;
   get(partition: Partition, key: Key): Promise<Entry | undefined>;
   getMany(partition: Partition, keys: readonly Key[]): Promise<(Entry | undefined)[]>;
   scan(partition: Partition, options?: ScanOptions): Promise<ScanPage>;
   /** Applies `ops` atomically: all or nothing. Throws ConflictError when a check fails. */
   commit(partition: Partition, ops: readonly Op[]): Promise<CommitResult>;
+  /**
+   * Optional (a backend whose commits become visible before they are durable: LMDB): `commit`, resolving
+   * as soon as the commit is visible to every reader, with `durable` resolving once it is on disk (or
+   * rejecting when the disk fails it). Commits become durable in the order they became visible. Use it
+   * through `commitStaged` below, which falls back to `commit` (then `durable` is already resolved).
+   */
+  commitVisible?(partition: Partition, ops: readonly Op[]): Promise<CommitResult & { readonly durable: Promise<void> }>;
   /**
    * Lists the partitions of a kind (the first item of their tuple) that have been written and not
    * dropped, in key order, paginated. A partition enters the index on its first commit with a put.
@@ -176,6 +183,15 @@ export function assertKeySize(partitionLength: number, keyLength: number, field 
       field,
     );
   }
+}
+
+const DURABLE = Promise.resolve();
+
+/** A commit that resolves once visible, with `durable` for its flush (`KvStore.commitVisible`), on any backend. */
+export async function commitStaged(kv: KvStore, partition: Partition, ops: readonly Op[]): Promise<CommitResult & { readonly durable: Promise<void> }> {
+  if (kv.commitVisible) return kv.commitVisible(partition, ops);
+  const { version } = await kv.commit(partition, ops);
+  return { version, durable: DURABLE };
 }
 
 export function cursorOf(keyBytes: Uint8Array): string {

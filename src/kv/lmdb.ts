@@ -27,10 +27,13 @@
  * Several processes may open the same directory: LMDB serializes writers with its lock file and every
  * reader sees committed data. They must run the same lmdb-js options (this module fixes them).
  */
-import { mkdirSync } from "node:fs";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { open, type RootDatabase } from "lmdb";
-import { ConflictError, UnavailableError, ValidationError } from "../errors.js";
+import { ConfigurationError, ConflictError, UnavailableError, ValidationError } from "../errors.js";
+import { makePrivateDirSync, makePrivateFilesSync } from "../private-files.js";
 import { prepareBatch } from "./batch.js";
+import { insufficientStorage, probeLackOfSpace } from "./storage-full.js";
 import {
   CursorError,
   cursorBytes,
@@ -58,13 +61,20 @@ export interface LmdbOptions {
   readonly durable?: boolean;
   /** Initial map size in bytes (lmdb-js grows it as needed). */
   readonly mapSize?: number;
+  /** Create the store when the directory holds none (default true); false refuses a missing store. */
+  readonly create?: boolean;
 }
+
+/** The LMDB files of a store directory (created 0600). */
+const DATA_FILE = "data.mdb";
+const LOCK_FILE = "lock.mdb";
 
 const SEQ = 0x01;
 const INDEX = 0x02;
 const TOP = Buffer.from([0xff]);
 const ZERO = Buffer.from([0x00]);
 const EMPTY = Buffer.alloc(0);
+const DURABLE = Promise.resolve();
 /** Keys removed per step of a range delete (collected first, then removed: no cursor over a changing tree). */
 const DELETE_CHUNK = 1024;
 
@@ -74,6 +84,9 @@ type Db = RootDatabase<Buffer, Buffer>;
 export function lmdbOpenOptions(dir: string, options: LmdbOptions = {}) {
   return {
     path: dir,
+    // lmdb-js takes a path with an extension (`/tmp/tmp.X1y2`, `data.v2`) for a file: a flowstore store
+    // is always a directory.
+    noSubdir: false,
     keyEncoding: "binary" as const,
     encoding: "binary" as const,
     useVersions: true,
@@ -95,10 +108,20 @@ export class LmdbKv implements KvStore {
   /** Opens (creating if needed) the store in `dir`. */
   static open(dir: string, options: LmdbOptions = {}): LmdbKv {
     if (typeof dir !== "string" || dir === "") throw new ValidationError("an LMDB store needs a directory", "store");
+    if (options.create === false && !existsSync(join(dir, DATA_FILE))) {
+      throw new ConfigurationError(
+        existsSync(dir) ? `${dir} holds no flowstore store (no ${DATA_FILE})` : `there is no store in ${dir}: the directory does not exist`,
+        "store",
+      );
+    }
     let db: Db;
     try {
-      mkdirSync(dir, { recursive: true });
+      // LMDB creates its files 0644 (mdb_env_open's mode in lmdb-js); they hold every record, so the
+      // directory is 0700 and the files 0600.
+      makePrivateDirSync(dir);
       db = open<Buffer, Buffer>(lmdbOpenOptions(dir, options)) as Db;
+      guardLmdbCommitRejections();
+      makePrivateFilesSync([join(dir, DATA_FILE), join(dir, LOCK_FILE)]);
     } catch (e) {
       throw new UnavailableError(`cannot open the LMDB store in ${dir}: ${(e as Error).message}`);
     }
@@ -158,6 +181,17 @@ export class LmdbKv implements KvStore {
   }
 
   async commit(partition: Partition, ops: readonly Op[]): Promise<CommitResult> {
+    const { version, durable } = await this.commitVisible(partition, ops);
+    await durable;
+    return { version };
+  }
+
+  /**
+   * The commit, resolved once its transaction is committed (visible), with `durable` the flush of the
+   * batch it joined. LMDB flushes transactions in commit order, so a later commit's flush covers every
+   * earlier one.
+   */
+  async commitVisible(partition: Partition, ops: readonly Op[]): Promise<CommitResult & { durable: Promise<void> }> {
     this.#check();
     const batch = prepareBatch(partition, ops);
     const db = this.#db;
@@ -194,10 +228,16 @@ export class LmdbKv implements KvStore {
       if (batch.hasPut && !db.doesExist(indexKey)) db.putSync(indexKey, EMPTY);
       return version;
     }) as Promise<number>;
-    const flushed = this.#durable ? this.#flushed() : undefined;
-    const version = await done;
-    if (flushed) await flushed;
-    return { version };
+    const flushed = this.#durable ? this.#flushed() : DURABLE;
+    // A failed transaction rejects the flush too, possibly before `done`: never leave it unhandled.
+    flushed.catch(() => undefined);
+    let version: number;
+    try {
+      version = await done;
+    } catch (e) {
+      throw await commitFailure(e, this.dir);
+    }
+    return { version, durable: flushed.catch(async (e: unknown) => { throw await commitFailure(e, this.dir); }) };
   }
 
   /** Resolves when the batch now being gathered (the one a commit queued this turn joined) is on disk. */
@@ -253,6 +293,59 @@ export class LmdbKv implements KvStore {
     this.#closed = true;
     await this.#db.close();
   }
+}
+
+/** errno EIO, as lmdb-js reports it in `code`. */
+const EIO = 5;
+const LMDB_COMMIT_FAILED = "Commit failed (see commitError for details)";
+let guarded = false;
+
+/**
+ * lmdb-js rejects one more promise per failed write transaction than its callers see: the batch's
+ * commit promise, made and dropped in its event-turn batching, which nobody can hold. Unhandled, it
+ * would end the process (Node's default), so a full disk would kill the server. This guard, installed
+ * once when a store is opened, takes exactly those rejections (and their cause, which `commitFailure`
+ * reports to the failed commits themselves); any other unhandled rejection keeps Node's default: it is
+ * thrown, unless the application has a handler of its own.
+ */
+function guardLmdbCommitRejections(): void {
+  if (guarded) return;
+  guarded = true;
+  process.on("unhandledRejection", function lmdbCommitGuard(reason) {
+    const commitError = (reason as { commitError?: Promise<unknown> } | null)?.commitError;
+    if (reason instanceof Error && reason.message === LMDB_COMMIT_FAILED && typeof commitError?.then === "function") {
+      commitError.catch(() => undefined);
+      return;
+    }
+    if (process.listeners("unhandledRejection").every((l) => l === lmdbCommitGuard)) throw reason;
+  });
+}
+
+/**
+ * What a failed commit throws. When LMDB's write transaction fails (no space, a file size limit, the map
+ * full), lmdb-js rejects each of its commits with "Commit failed" whose `commitError` is a promise
+ * rejected with the cause, in the same turn; nothing else handles that promise, and an unhandled
+ * rejection ends the process. It is handled here, and a lack of space becomes an
+ * InsufficientStorageError (507). The transaction was aborted whole: nothing of the commit is applied.
+ */
+async function commitFailure(error: unknown, dir: string): Promise<unknown> {
+  const pending = (error as { commitError?: unknown } | null)?.commitError;
+  if (!pending || typeof (pending as Promise<unknown>).then !== "function") return insufficientStorage(error) ?? error;
+  // Already settled when the commit's rejection is seen; a macrotask bounds the wait all the same.
+  const cause = await Promise.race([
+    (pending as Promise<unknown>).then(
+      () => undefined,
+      (c: unknown) => c,
+    ),
+    new Promise<undefined>((resolve) => setImmediate(resolve, undefined)),
+  ]);
+  const full = insufficientStorage(cause);
+  if (full) return full;
+  // LMDB reports a short write as EIO: at a size limit or on a full disk, that is a lack of space too.
+  const what = (cause as { code?: unknown } | undefined)?.code === EIO ? probeLackOfSpace(dir, join(dir, "data.mdb")) : null;
+  if (what) return insufficientStorage({ code: what });
+  if (cause instanceof Error) return new UnavailableError(`the LMDB commit failed: ${cause.message}`);
+  return error;
 }
 
 /** Removes every key in [start, end) inside the current write transaction. */

@@ -4,23 +4,8 @@
  * byte order of the encoding.
  */
 import { ConflictError, UnavailableError, ValidationError } from "../errors.js";
-import {
-  cursorBytes,
-  cursorOf,
-  DEFAULT_SCAN_LIMIT,
-  encodeKey,
-  encodePartition,
-  Entry,
-  kindOf,
-  type CommitResult,
-  type Key,
-  type KvStore,
-  type Op,
-  type Partition,
-  type PartitionPage,
-  type ScanOptions,
-  type ScanPage,
-} from "./contract.js";
+import { cursorBytes, cursorOf, DEFAULT_SCAN_LIMIT, encodeKey, encodePartition, Entry, kindOf } from "./contract.js";
+import type { CommitResult, Key, KvStore, Op, Partition, PartitionPage, ScanOptions, ScanPage } from "./contract.js";
 import { decode } from "./tuple.js";
 import { resolveRange } from "./range.js";
 import { prepareBatch, type PreparedOp } from "./batch.js";

@@ -5,20 +5,27 @@
  *   <dir>              a plain path (no scheme) is an LMDB directory too
  *   redis://host:port[/db][?namespace=…&waitReplicas=…]          one Redis server
  *   redis-cluster://host:port,host:port[?namespace=…&waitReplicas=…]  a Redis Cluster
- * (see src/kv/redis/connect.ts and docs/redis.md for the Redis options).
+ *   redis-sentinel://host:port,host:port/mastername[?…]         Redis behind Sentinel
+ *   postgres://user@host:port/db[?schema=…]  (or postgresql://)  a PostgreSQL database
+ * (see src/kv/redis/connect.ts and docs/redis.md for the Redis options, docs/postgres.md for PostgreSQL).
  */
 import { ValidationError } from "../errors.js";
 import type { KvStore } from "./contract.js";
 import { LmdbKv } from "./lmdb.js";
 import { MemoryKv } from "./memory.js";
+import { PostgresKv, type PostgresKvOptions } from "./postgres.js";
 import { openRedisKv } from "./redis/connect.js";
 import type { RedisKvOptions } from "./redis/store.js";
 
 export interface OpenKvOptions {
   /** LMDB: resolve commits only once flushed to disk (default true). */
   readonly durable?: boolean;
+  /** LMDB: create the store when its directory holds none (default true); false refuses (a typo'd path). */
+  readonly create?: boolean;
   /** Redis: options that override those in the URL's query string. */
   readonly redis?: RedisKvOptions;
+  /** PostgreSQL: options that override those in the URL's query string. */
+  readonly postgres?: PostgresKvOptions;
 }
 
 export async function openKv(url: string, options: OpenKvOptions = {}): Promise<KvStore> {
@@ -27,12 +34,13 @@ export async function openKv(url: string, options: OpenKvOptions = {}): Promise<
   if (url.startsWith("lmdb:")) {
     const dir = url.slice("lmdb:".length).replace(/^\/\/(?=\/)/, "");
     if (dir === "") throw new ValidationError("lmdb: needs a directory (lmdb:./data)", "store");
-    return LmdbKv.open(dir, { durable: options.durable });
+    return LmdbKv.open(dir, { durable: options.durable, create: options.create });
   }
-  if (url.startsWith("redis://") || url.startsWith("redis-cluster://")) return openRedisKv(url, options.redis);
+  if (/^redis(-cluster|-sentinel)?:\/\//.test(url)) return openRedisKv(url, options.redis);
+  if (/^postgres(ql)?:\/\//.test(url)) return PostgresKv.open(url, options.postgres);
   // A scheme is letters, digits, + . - followed by ':'; a Windows drive letter (C:\) is a path.
   if (/^[a-z][a-z0-9+.-]+:/i.test(url)) {
     throw new ValidationError(`unsupported store URL ${JSON.stringify(url.replace(/\/\/[^@/]*@/, "//…@"))}`, "store");
   }
-  return LmdbKv.open(url, { durable: options.durable });
+  return LmdbKv.open(url, { durable: options.durable, create: options.create });
 }

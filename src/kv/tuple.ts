@@ -347,8 +347,3 @@ export function prefixRange(prefix: Tuple): { start: Buffer; end: Buffer } {
   const start = encode(prefix);
   return { start, end: Buffer.concat([start, Buffer.from([0xff])]) };
 }
-
-/** The byte range [start, end) of the keys that strictly extend `prefix`, for raw byte prefixes. */
-export function bytesPrefixEnd(prefix: Uint8Array): Buffer {
-  return Buffer.concat([prefix, Buffer.from([0xff])]);
-}

@@ -1,5 +1,5 @@
-/** Process data (seed 004): form submissions, message payloads, form schemas and form scripts. */
-export { openProcessData, ProcessData } from "./service.js";
+/** Process data (BPM interim storage): form submissions, message payloads, form schemas and form scripts. */
+export { openProcessData, ProcessData, PROCESS_DATA_INTENTS } from "./service.js";
 export type { ListOptions, ListPage, ProcessDataOptions, ProcessRecord, PutOptions } from "./service.js";
 export { KEYSPACES, PATTERNS, keys, parseKey, parseKeyspace, validatePart, validateProcessInstanceId } from "./keys.js";
 export type { Keyspace, ParsedKey } from "./keys.js";

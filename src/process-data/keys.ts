@@ -1,23 +1,27 @@
 /**
- * The keyspaces of seed 004 and their key patterns: parsing, validation and formatting.
+ * The keyspaces of the registry platform's BPM interim storage and their key patterns: parsing,
+ * validation and formatting.
  *
  * A key is the string the reference system used after `<keyspace>:`. Every key is parsed into its
  * parts before it touches the store, and every part is validated, so that one key can never address
- * another record: ids hold no `/`, no control characters, are not empty, `.` or `..`; process instance
+ * another record: ids hold no `/` and none of the characters src/ids.ts refuses in every id, are not empty, `.` or `..`; process instance
  * ids also hold no `_` (the signature patterns join them with `_`), uuids are canonical lower-case and
  * batch indexes canonical decimals (so `…_01` and `…_1` cannot name the same record twice).
  *
- * Where a record lives (see DESIGN.md "Process data" and src/process-data/README in the report):
+ * Where a record lives (docs/architecture.md, "The other domains"):
  * - records owned by a process instance (task submissions, signature records) live in the instance's
  *   partition `["pd-instance", owner]`, keyed `[key]`; the owner of `lowcode_{root}_{pid}_…` is the
  *   ROOT instance (the one that lives longest and reads its children's seals), the owner of
  *   `lowcode_{pid}_…_{index}` and of `process/{pid}/task/…` is `pid`;
- * - every other record lives in its keyspace bucket partition `["pd-keyspace:<keyspace>", bucket]`;
+ * - every other record lives in its keyspace bucket partition `["pd-keyspace:<keyspace>", bucket]`
+ *   (an external system's start form `lowcode_{def}_start_form_{uuid}` too: no instance exists yet, so
+ *   the platform names it when it deletes the instance's data, `deleteProcessInstance`'s `alsoKeys`);
  * - the bucket of a key is a prefix of the key (see `bucketOf`), so walking buckets in order and each
  *   bucket in key order lists a keyspace in key order. Instance-owned records have a pointer entry in
  *   their bucket.
  */
 import { ValidationError } from "../errors.js";
+import { refuseUnsafeId } from "../ids.js";
 
 export const KEYSPACES = [
   "bpm-form-submissions",
@@ -42,6 +46,8 @@ export function parseKeyspace(name: unknown): Keyspace {
 export type ParsedKey =
   | { keyspace: "bpm-form-submissions"; kind: "task"; key: string; processInstanceId: string; taskDefinitionKey: string }
   | { keyspace: "bpm-form-submissions"; kind: "start-form"; key: string; processDefinitionKey: string; uuid: string }
+  /** The registry platform's start form of an external system's call (`lowcode_{def}_start_form_{uuid}`): no instance owns it yet. */
+  | { keyspace: "bpm-form-submissions"; kind: "external-start-form"; key: string; processDefinitionKey: string; uuid: string }
   | {
       keyspace: "bpm-form-submissions";
       kind: "signature";
@@ -60,6 +66,7 @@ export const PATTERNS: Record<Keyspace, readonly string[]> = {
     "process-definition/{processDefinitionKey}/start-form/{uuid}",
     "lowcode_{rootProcessInstanceId}_{processInstanceId}_system_signature_ceph_key",
     "lowcode_{processInstanceId}_system_signature_ceph_key_{index}",
+    "lowcode_{processDefinitionKey}_start_form_{uuid}",
   ],
   "bpm-message-payloads": ["process-definition/{processDefinitionKey}/start-message/{uuid}"],
   "bpm-form-schemas": ["{formKey}"],
@@ -71,10 +78,11 @@ export const PATTERNS: Record<Keyspace, readonly string[]> = {
  * the contract's key size limit (MAX_KEY_BYTES, 1900 encoded bytes with the partition) on every backend.
  */
 export const MAX_PART_BYTES = 255;
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const INDEX = /^(0|[1-9][0-9]{0,15})$/;
 const SIGNATURE_SUFFIX = "_system_signature_ceph_key";
+/** `lowcode_{processDefinitionKey}_start_form_{uuid}`: the definition key may hold `_`, the suffix fixes where it ends. */
+const EXTERNAL_START_FORM = /^lowcode_(.*)_start_form_([^_]*)$/s;
 
 /**
  * Validates one caller-given part of a key. `underscore: false` refuses `_` too (process instance ids,
@@ -87,9 +95,8 @@ export function validatePart(field: string, value: unknown, options: { underscor
   if (value.length > MAX_PART_BYTES || Buffer.byteLength(value, "utf8") > MAX_PART_BYTES) {
     throw new ValidationError(`${field} must be at most ${MAX_PART_BYTES} bytes (UTF-8)`, field);
   }
-  if (CONTROL.test(value)) throw new ValidationError(`${field} must not hold control characters`, field);
+  refuseUnsafeId(value, field);
   if (value.includes("/")) throw new ValidationError(`${field} must not hold "/"`, field);
-  if (value === "." || value === "..") throw new ValidationError(`${field} must not be "." or ".."`, field);
   if (options.underscore === false && value.includes("_")) {
     throw new ValidationError(`${field} must not hold "_" (the signature key patterns join process ids with "_")`, field);
   }
@@ -150,6 +157,16 @@ export function parseKey(keyspaceName: string, key: unknown): ParsedKey {
 function parseFormSubmissionKey(key: string): ParsedKey {
   const keyspace = "bpm-form-submissions";
   const [task, startForm, signature] = PATTERNS[keyspace];
+  const external = EXTERNAL_START_FORM.exec(key);
+  if (external) {
+    return {
+      keyspace,
+      kind: "external-start-form",
+      key,
+      processDefinitionKey: validatePart("processDefinitionKey", external[1]),
+      uuid: validateUuid(external[2]!),
+    };
+  }
   if (key.startsWith("lowcode_")) {
     const body = key.slice("lowcode_".length);
     if (body.endsWith(SIGNATURE_SUFFIX)) {
@@ -215,6 +232,9 @@ export const keys = {
     }
     return `lowcode_${validateProcessInstanceId(processInstanceId)}${SIGNATURE_SUFFIX}_${index}`;
   },
+  externalStartForm(processDefinitionKey: string, uuid: string): string {
+    return `lowcode_${validatePart("processDefinitionKey", processDefinitionKey)}_start_form_${validateUuid(uuid)}`;
+  },
   startMessage(processDefinitionKey: string, uuid: string): string {
     return `process-definition/${validatePart("processDefinitionKey", processDefinitionKey)}/start-message/${validateUuid(uuid)}`;
   },
@@ -257,6 +277,7 @@ export function bucketOf(p: ParsedKey): string {
     case "task":
     case "signature":
     case "batch-signature":
+    case "external-start-form":
       return head(p.key, 10); // "process/" or "lowcode_" + two characters
     case "start-form":
       return `process-definition/${p.processDefinitionKey}/start-form/`;
@@ -272,15 +293,4 @@ export function bucketOf(p: ParsedKey): string {
 export function prefixBounds(prefix: string): { start: string; end: string } {
   const last = prefix.charCodeAt(prefix.length - 1);
   return { start: prefix, end: prefix.slice(0, -1) + String.fromCharCode(last + 1) };
-}
-
-/**
- * The key prefixes of the records an instance owns (task submissions; signature records), each with the
- * one form-submissions bucket that holds every pointer starting with it.
- */
-export function ownedPrefixes(processInstanceId: string): { prefix: string; bucket: string }[] {
-  return [`process/${processInstanceId}/`, `lowcode_${processInstanceId}_`].map((prefix) => ({
-    prefix,
-    bucket: head(prefix, 10),
-  }));
 }

@@ -1,5 +1,5 @@
 /**
- * The records of the four keyspaces: their fields (exactly those of seed 004), validation, and the
+ * The records of the four keyspaces: their fields (exactly those the BPM engine stores), validation, and the
  * stored encoding.
  *
  * Stored value of a record: the UTF-8 JSON `{"v":1,"f":{public fields},"t":<sealed token>?,"e":<expiresAt
@@ -100,12 +100,33 @@ function defaultId(p: ParsedKey): string {
 }
 
 /**
+ * Field names the registry platform sends in place of ours (its form data's JSON property names), per
+ * keyspace: `x-access-token` is `accessToken`. Giving both is refused.
+ */
+export const FIELD_ALIASES: Partial<Record<Keyspace, Readonly<Record<string, string>>>> = {
+  "bpm-form-submissions": { "x-access-token": "accessToken" },
+};
+
+function unalias(p: ParsedKey, input: Record<string, unknown>): Record<string, unknown> {
+  const aliases = FIELD_ALIASES[p.keyspace];
+  if (!aliases || !Object.keys(input).some((k) => Object.hasOwn(aliases, k))) return input;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(input)) {
+    const name = Object.hasOwn(aliases, k) ? aliases[k]! : k;
+    if (Object.hasOwn(out, name)) throw new ValidationError(`${k} and ${name} name the same field: give one`, k);
+    out[name] = v;
+  }
+  return out;
+}
+
+/**
  * Validates the fields given for the record at `p` and returns them normalized (id filled in).
  * Unknown fields, wrong types, a formData that is not a Form.io form and oversized values are refused
  * with an error naming the field.
  */
-export function validateFields(p: ParsedKey, input: unknown, limits: Limits = DEFAULT_LIMITS): RecordFields {
-  if (!isPlainObject(input)) throw new ValidationError("the record's fields must be a JSON object", "fields");
+export function validateFields(p: ParsedKey, raw: unknown, limits: Limits = DEFAULT_LIMITS): RecordFields {
+  if (!isPlainObject(raw)) throw new ValidationError("the record's fields must be a JSON object", "fields");
+  const input = unalias(p, raw);
   const allowed = FIELDS[p.keyspace];
   for (const name of Object.keys(input)) {
     if (!allowed.includes(name)) {
@@ -215,11 +236,14 @@ export function isExpired(r: StoredRecord, now: number): boolean {
   return r.e !== null && r.e <= now;
 }
 
-/** Validates a time-to-live option (ms, positive, at most ten years). */
+/** The longest time to live of interim process data: 366 days (a process running longer keeps no TTL). */
+export const MAX_TTL_MS = 366 * 86_400_000;
+
+/** Validates a time-to-live option (ms, positive, at most MAX_TTL_MS). */
 export function validateTtl(ttlMs: unknown): number | null {
   if (ttlMs === undefined || ttlMs === null) return null;
-  if (typeof ttlMs !== "number" || !Number.isSafeInteger(ttlMs) || ttlMs <= 0 || ttlMs > 10 * 365 * 86_400_000) {
-    throw new ValidationError("ttlMs must be a positive integer number of milliseconds (at most ten years)", "ttlMs");
+  if (typeof ttlMs !== "number" || !Number.isSafeInteger(ttlMs) || ttlMs <= 0 || ttlMs > MAX_TTL_MS) {
+    throw new ValidationError(`ttlMs must be a positive integer number of milliseconds (at most ${MAX_TTL_MS}, 366 days)`, "ttlMs");
   }
   return ttlMs;
 }

@@ -1,6 +1,11 @@
 /**
- * Process data (seed 004): the BPM interim storage over the storage contract. Every method is what an
- * HTTP route calls with its path and body; see keys.ts for where each record lives.
+ * Process data: the interim storage of a BPM engine's running processes (form submissions, message
+ * payloads, signatures) over the storage contract. Every method is what an HTTP route calls with its
+ * path and body; see keys.ts for where each record lives.
+ *
+ * Every public operation takes the acting Actor first and checks a global intent itself: reads need
+ * `global.readProcessData`, writes and deletes `global.writeProcessData` (the system actor bypasses
+ * both). The TTL sweep is a maintenance operation of the system and takes no actor.
  *
  * Writes of one record, in order (each a separate commit, so a crash leaves only harmless leftovers):
  *   1. instance-owned records: a pointer `[key] → "P"` in the keyspace bucket (a pointer without its
@@ -10,9 +15,13 @@
  * may leave the record without its pointer (unlisted until its next write; get still finds it).
  */
 import { randomUUID } from "node:crypto";
+import type { Actor } from "../access/actor.js";
+import { GlobalPermissions } from "../access/global.js";
+import { IntentRegistry } from "../access/intents.js";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
-import { scanAll, type Entry, type KvStore, type Partition } from "../kv/contract.js";
+import { allPartitions, scanAll, type Entry, type KvStore, type Partition } from "../kv/contract.js";
 import { TokenCipher, type KeyConfig } from "./crypto.js";
+import { assertSealingKey, recordSealingKey, replaceSealingKey } from "./sealing-key.js";
 import { expiryEntry, expiryPartition, sweepExpiryIndex, type SweepResult } from "./expiry.js";
 import {
   bucketKind,
@@ -20,7 +29,6 @@ import {
   INSTANCE_KIND,
   keys,
   KEYSPACES,
-  ownedPrefixes,
   ownerOf,
   parseKey,
   parseKeyspace,
@@ -45,10 +53,24 @@ import {
   type StoredRecord,
 } from "./records.js";
 
+/** Most extra keys one process-instance delete takes (`alsoKeys`). */
+export const MAX_ALSO_KEYS = 100;
+
+/** The global intents process data checks. */
+export const PROCESS_DATA_INTENTS = ["global.readProcessData", "global.writeProcessData"] as const;
+
 export interface ProcessDataOptions extends KeyConfig {
+  /** Where the intents are checked (default: the global permissions over the same store). */
+  global?: GlobalPermissions;
   /** Epoch milliseconds; injectable for tests. Default Date.now. */
   clock?: () => number;
   limits?: Partial<Limits>;
+  /**
+   * Refuse to open when the store's tokens were sealed with another key (sealing-key.ts): a
+   * ConfigurationError at open instead of a 503 at the first read. Default false (a throwaway key, as the
+   * CLI's maintenance commands use, never reads a token).
+   */
+  requireKey?: boolean;
 }
 
 export interface ProcessRecord<F = AnyRecordFields> {
@@ -86,7 +108,9 @@ const MAX_LIST_LIMIT = 1000;
 const MAX_BUCKETS_PER_PAGE = 64;
 
 export async function openProcessData(kv: KvStore, options: ProcessDataOptions = {}): Promise<ProcessData> {
-  return new ProcessData(kv, await TokenCipher.fromConfig(options), options);
+  const cipher = await TokenCipher.fromConfig(options);
+  if (options.requireKey) await assertSealingKey(kv, cipher.keyId);
+  return new ProcessData(kv, cipher, options);
 }
 
 export class ProcessData {
@@ -94,9 +118,12 @@ export class ProcessData {
   readonly #cipher: TokenCipher;
   readonly #clock: () => number;
   readonly #limits: Limits;
+  readonly #global: GlobalPermissions;
+  #keyRecorded = false;
 
   constructor(kv: KvStore, cipher: TokenCipher, options: ProcessDataOptions = {}) {
     this.#kv = kv;
+    this.#global = options.global ?? new GlobalPermissions(kv, { intents: new IntentRegistry(PROCESS_DATA_INTENTS) });
     this.#cipher = cipher;
     this.#clock = options.clock ?? Date.now;
     this.#limits = { ...DEFAULT_LIMITS, ...options.limits };
@@ -104,8 +131,17 @@ export class ProcessData {
 
   // ---- single records ------------------------------------------------------------------------------
 
+  #may(actor: Actor, what: "read" | "write"): Promise<void> {
+    return this.#global.assert(actor, what === "read" ? "global.readProcessData" : "global.writeProcessData");
+  }
+
   /** Writes (replaces) the record at `key`. The answer carries no access token. */
-  async put(keyspace: string, key: string, fields: unknown, options: PutOptions = {}): Promise<ProcessRecord> {
+  async put(actor: Actor, keyspace: string, key: string, fields: unknown, options: PutOptions = {}): Promise<ProcessRecord> {
+    await this.#may(actor, "write");
+    return this.#put(keyspace, key, fields, options);
+  }
+
+  async #put(keyspace: string, key: string, fields: unknown, options: PutOptions): Promise<ProcessRecord> {
     const p = parseKey(keyspace, key);
     const valid = validateFields(p, fields, this.#limits);
     const ttl = validateTtl(options.ttlMs);
@@ -113,7 +149,13 @@ export class ProcessData {
     const expiresAt = ttl === null ? null : now + ttl;
     const { accessToken, ...publicFields } = valid as RecordFields & { accessToken?: string };
     const stored: StoredRecord = { f: publicFields, e: expiresAt, u: now };
-    if (accessToken !== undefined) stored.t = this.#cipher.seal(accessToken, aad(p));
+    if (accessToken !== undefined) {
+      if (!this.#keyRecorded) {
+        await recordSealingKey(this.#kv, this.#cipher.keyId);
+        this.#keyRecorded = true;
+      }
+      stored.t = this.#cipher.seal(accessToken, aad(p));
+    }
 
     const owner = ownerOf(p);
     const before: Promise<unknown>[] = [];
@@ -125,7 +167,8 @@ export class ProcessData {
   }
 
   /** Reads one record, its access token decrypted. NotFoundError when absent or expired. */
-  async get(keyspace: string, key: string): Promise<ProcessRecord> {
+  async get(actor: Actor, keyspace: string, key: string): Promise<ProcessRecord> {
+    await this.#may(actor, "read");
     const p = parseKey(keyspace, key);
     const entry = await this.#kv.get(homeOf(p), [p.key]);
     const record = entry && this.#visible(p, entry, true);
@@ -134,7 +177,8 @@ export class ProcessData {
   }
 
   /** Deletes one record; false when there was none (or it had expired). */
-  async delete(keyspace: string, key: string): Promise<boolean> {
+  async delete(actor: Actor, keyspace: string, key: string): Promise<boolean> {
+    await this.#may(actor, "write");
     const p = parseKey(keyspace, key);
     const home = homeOf(p);
     const entry = await this.#kv.get(home, [p.key]);
@@ -145,28 +189,32 @@ export class ProcessData {
   }
 
   /** Writes a start-form submission under a generated uuid; answers its key. */
-  async createStartForm(processDefinitionKey: string, fields: unknown, options: PutOptions = {}) {
+  async createStartForm(actor: Actor, processDefinitionKey: string, fields: unknown, options: PutOptions = {}) {
+    await this.#may(actor, "write");
     const uuid = randomUUID();
-    const record = await this.put("bpm-form-submissions", keys.startForm(processDefinitionKey, uuid), fields, options);
+    const record = await this.#put("bpm-form-submissions", keys.startForm(processDefinitionKey, uuid), fields, options);
     return { key: record.key, uuid, record };
   }
 
   /** Writes a start-message payload under a generated uuid; answers its key. */
-  async createStartMessage(processDefinitionKey: string, fields: unknown, options: PutOptions = {}) {
+  async createStartMessage(actor: Actor, processDefinitionKey: string, fields: unknown, options: PutOptions = {}) {
+    await this.#may(actor, "write");
     const uuid = randomUUID();
-    const record = await this.put("bpm-message-payloads", keys.startMessage(processDefinitionKey, uuid), fields, options);
+    const record = await this.#put("bpm-message-payloads", keys.startMessage(processDefinitionKey, uuid), fields, options);
     return { key: record.key, uuid, record };
   }
 
   // ---- lists -------------------------------------------------------------------------------------------
 
   /** Lists a keyspace in key order, without access tokens. */
-  async list(keyspace: string, options: ListOptions = {}): Promise<ListPage> {
+  async list(actor: Actor, keyspace: string, options: ListOptions = {}): Promise<ListPage> {
+    await this.#may(actor, "read");
     return this.#listKeyspace(parseKeyspace(keyspace), options, false);
   }
 
   /** The form submissions and signature records a process instance owns, in key order. */
-  async listByProcessInstance(processInstanceId: string, options: ListOptions = {}): Promise<ListPage> {
+  async listByProcessInstance(actor: Actor, processInstanceId: string, options: ListOptions = {}): Promise<ListPage> {
+    await this.#may(actor, "read");
     const pid = validateProcessInstanceId(processInstanceId);
     return this.#scanPage([INSTANCE_KIND, pid], {}, options);
   }
@@ -175,20 +223,23 @@ export class ProcessData {
    * The signature records a process instance owns: `lowcode_{pid}_{child}_…` for each child process and
    * its batch signatures `lowcode_{pid}_…_{index}`.
    */
-  async listSignatures(processInstanceId: string, options: ListOptions = {}): Promise<ListPage> {
+  async listSignatures(actor: Actor, processInstanceId: string, options: ListOptions = {}): Promise<ListPage> {
+    await this.#may(actor, "read");
     const pid = validateProcessInstanceId(processInstanceId);
     const { start, end } = prefixBounds(`lowcode_${pid}_`);
     return this.#scanPage([INSTANCE_KIND, pid], { start: [start], end: [end] }, options);
   }
 
   /** The start-form submissions of a process definition, in key order. */
-  async listStartForms(processDefinitionKey: string, options: ListOptions = {}): Promise<ListPage> {
+  async listStartForms(actor: Actor, processDefinitionKey: string, options: ListOptions = {}): Promise<ListPage> {
+    await this.#may(actor, "read");
     const d = validatePart("processDefinitionKey", processDefinitionKey);
     return this.#scanPage([bucketKind("bpm-form-submissions"), `process-definition/${d}/start-form/`], {}, options);
   }
 
   /** The start-message payloads of a process definition, in key order. */
-  async listStartMessages(processDefinitionKey: string, options: ListOptions = {}): Promise<ListPage> {
+  async listStartMessages(actor: Actor, processDefinitionKey: string, options: ListOptions = {}): Promise<ListPage> {
+    await this.#may(actor, "read");
     const d = validatePart("processDefinitionKey", processDefinitionKey);
     return this.#scanPage([bucketKind("bpm-message-payloads"), `process-definition/${d}/start-message/`], {}, options);
   }
@@ -197,30 +248,53 @@ export class ProcessData {
 
   /**
    * Deletes every form submission and signature record a process instance owns: one dropPartition of
-   * the instance's partition (atomic), then its pointers by one range delete per key family. Cost is
-   * proportional to the instance's records. Answers how many records it held.
+   * the instance's partition (atomic), then its pointers in their buckets, key by key (a range could
+   * also catch an external start form `lowcode_{def}_start_form_…` whose definition key equals the id).
+   * `alsoKeys` are further form-submission keys the platform passes with the instance (its start form),
+   * deleted in the same call; each is validated before anything is deleted, and a key another instance
+   * owns is refused. Cost is proportional to the instance's records. Answers how many records went.
    */
-  async deleteProcessInstance(processInstanceId: string): Promise<{ deleted: number }> {
+  async deleteProcessInstance(actor: Actor, processInstanceId: string, options: { alsoKeys?: readonly string[] } = {}): Promise<{ deleted: number }> {
+    await this.#may(actor, "write");
     const pid = validateProcessInstanceId(processInstanceId);
+    const also = options.alsoKeys ?? [];
+    if (!Array.isArray(also) || also.length > MAX_ALSO_KEYS) throw new ValidationError(`alsoKeys is a list of at most ${MAX_ALSO_KEYS} keys`, "alsoKeys");
+    const extra = also.map((key, i) => {
+      let p: ParsedKey;
+      try {
+        p = parseKey("bpm-form-submissions", key);
+      } catch (e) {
+        if (e instanceof ValidationError) throw new ValidationError(`alsoKeys[${i}]: ${e.message}`, `alsoKeys[${i}]`);
+        throw e;
+      }
+      const owner = ownerOf(p);
+      if (owner !== null && owner !== pid) throw new ValidationError(`alsoKeys[${i}] belongs to process instance ${owner}, not ${pid}`, `alsoKeys[${i}]`);
+      return p;
+    });
     const home: Partition = [INSTANCE_KIND, pid];
     let deleted = 0;
-    const families = ownedPrefixes(pid).map((f) => ({ ...f, seen: false }));
+    const pointers = new Map<string, string[]>();
     for await (const entry of scanAll(this.#kv, home, { limit: 500 })) {
       deleted++;
-      const key = entry.key[0] as string;
-      for (const f of families) if (key.startsWith(f.prefix)) f.seen = true;
+      const p = parseKey("bpm-form-submissions", entry.key[0] as string);
+      const bucket = bucketOf(p);
+      let list = pointers.get(bucket);
+      if (!list) pointers.set(bucket, (list = []));
+      list.push(p.key);
     }
     await this.#kv.dropPartition(home);
     await Promise.all(
-      families
-        .filter((f) => f.seen)
-        .map(({ prefix, bucket }) => {
-          const { start, end } = prefixBounds(prefix);
-          return this.#kv.commit([bucketKind("bpm-form-submissions"), bucket], [
-            { type: "deleteRange", start: [start], end: [end] },
-          ]);
-        }),
+      [...pointers].map(([bucket, keys]) =>
+        this.#kv.commit([bucketKind("bpm-form-submissions"), bucket], keys.map((key) => ({ type: "delete" as const, key: [key] }))),
+      ),
     );
+    for (const p of extra) {
+      if (ownerOf(p) !== null) continue; // this instance's own record: gone with its partition
+      const entry = await this.#kv.get(homeOf(p), [p.key]);
+      if (!entry) continue;
+      if (this.#visible(p, entry, false)) deleted++;
+      await this.#kv.commit(homeOf(p), [{ type: "delete", key: [p.key] }]);
+    }
     return { deleted };
   }
 
@@ -258,8 +332,10 @@ export class ProcessData {
    * tokens are left out unless `includeAccessTokens` is set.
    */
   async *export(
+    actor: Actor,
     options: { keyspaces?: readonly string[]; includeAccessTokens?: boolean } = {},
   ): AsyncGenerator<ProcessRecord> {
+    await this.#may(actor, "read");
     const spaces = (options.keyspaces ?? KEYSPACES).map(parseKeyspace);
     for (const keyspace of spaces) {
       let cursor: string | null = null;
@@ -269,6 +345,41 @@ export class ProcessData {
         cursor = page.nextCursor;
       } while (cursor !== null);
     }
+  }
+
+  /** The id of the key this service seals tokens with (not the key). */
+  get keyId(): string {
+    return this.#cipher.keyId;
+  }
+
+  /**
+   * Re-seals every stored access token sealed with `from` under `to` (default: this service's key), then
+   * records `to` as the store's sealing key (a key rotation, or a store moved to another key). A token already
+   * under this key is left as it is, so a rotation cut off is finished by running it again. Stop the
+   * servers of the store first: one still holding the old key would seal new tokens with it.
+   */
+  async resealTokens(from: TokenCipher, to: TokenCipher = this.#cipher): Promise<{ resealed: number }> {
+    let resealed = 0;
+    const kinds = [INSTANCE_KIND, ...KEYSPACES.map(bucketKind)];
+    for (const kind of kinds) {
+      for await (const partition of allPartitions(this.#kv, kind)) {
+        for await (const entry of scanAll(this.#kv, partition, { limit: 500 })) {
+          if (isPointer(entry.value)) continue;
+          const stored = decodeRecord(entry.value);
+          if (stored.t === undefined || stored.t.split(".")[1] === to.keyId) continue;
+          const p = parsedOf(kind, entry.key[0] as string);
+          stored.t = to.seal(from.open(stored.t, aad(p)), aad(p));
+          await this.#kv.commit(partition, [
+            { type: "check", key: entry.key, version: entry.version },
+            { type: "put", key: entry.key, value: encodeRecord(stored) },
+          ]);
+          resealed++;
+        }
+      }
+    }
+    await replaceSealingKey(this.#kv, to.keyId);
+    this.#keyRecorded = to.keyId === this.#cipher.keyId;
+    return { resealed };
   }
 
   // ---- internals -------------------------------------------------------------------------------------
@@ -373,6 +484,19 @@ function bucketPartition(p: ParsedKey): Partition {
 function homeOf(p: ParsedKey): Partition {
   const owner = ownerOf(p);
   return owner === null ? bucketPartition(p) : [INSTANCE_KIND, owner];
+}
+
+/** The parsed key of a record stored in a partition of `kind` (an instance's records are form submissions). */
+function parsedOf(kind: string, key: string): ParsedKey {
+  const keyspace = KEYSPACES.find((k) => bucketKind(k) === kind) ?? KEYSPACES.find((k) => {
+    try {
+      return ownerOf(parseKey(k, key)) !== null;
+    } catch {
+      return false;
+    }
+  });
+  if (keyspace === undefined) throw new ValidationError(`a stored record key ${JSON.stringify(key)} belongs to no keyspace`, "key");
+  return parseKey(keyspace, key);
 }
 
 /** The additional authenticated data binding a sealed token to its record. */

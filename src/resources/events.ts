@@ -4,12 +4,12 @@
  * the canonical form includes `prev`, the hash of the event before.
  */
 import { createHash } from "node:crypto";
-import type { Permissions } from "./actor.js";
+import type { Static } from "@sinclair/typebox";
+import type { Permissions } from "../access/actor.js";
+import type { Event, PathItem as PathItemSchema, VerifyResult as VerifyResultSchema } from "./wire.js";
 
-export interface PathItem {
-  type: string;
-  id: string;
-}
+/** The shapes are declared once, as TypeBox schemas, in wire.ts. */
+export type PathItem = Static<typeof PathItemSchema>;
 
 /** What an event did, in a shape a generic fold can replay (see `fold`). */
 export interface EventPayload {
@@ -17,6 +17,8 @@ export interface EventPayload {
   data?: Record<string, unknown>;
   /** On create: the initial permissions. */
   permissions?: Permissions;
+  /** On create by a migration: the resource's original creation (its meta carries it; the event keeps its own time and actor). */
+  origin?: { createdAt: string; createdBy: string };
   /** Permission changes. */
   intent?: string;
   identity?: string;
@@ -27,26 +29,42 @@ export interface EventPayload {
   [extra: string]: unknown;
 }
 
-export interface ResourceEvent {
-  seq: number;
-  at: string;
-  actor: string;
-  /** `<resourceType>.<verb>`: created, updated, deleted, permission_granted, permission_revoked, ordering_set, or a domain verb. */
-  type: string;
-  /** From the partition owner down to the resource. */
-  path: PathItem[];
-  payload: EventPayload;
-  prev: string | null;
-  hash: string;
-}
+/**
+ * Verbs a resource's history records that leave its record as it was: its index of flat children (they
+ * live in partitions of their own). Every other verb — the generic ones and each domain command's,
+ * written through `mutate` — changes the record and its version; a replay (`fold`) follows this.
+ */
+export const INDEX_VERBS = { added: "child_added", removed: "child_removed", swept: "child_swept" } as const;
+const indexVerbs: ReadonlySet<string> = new Set(Object.values(INDEX_VERBS));
+
+/** True when an event's verb changed the resource's record (and so its version and updatedAt). */
+const changesRecord = (verb: string): boolean => !indexVerbs.has(verb);
+
+/**
+ * An event (wire.ts's `Event`) with its payload typed. `type` is `<resourceType>.<verb>`: created,
+ * updated, deleted, permission_granted, permission_revoked, ordering_set, or a domain verb; `path` runs
+ * from the partition owner down to the resource.
+ */
+export type ResourceEvent = Omit<Event, "payload"> & { payload: EventPayload };
 
 /** JSON with object keys sorted at every level and no whitespace. */
 export function canonicalJson(value: unknown): string {
+  // Plain loops and one string (verify hashes every event: no intermediate arrays per level).
   if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v === undefined ? null : v)).join(",")}]`;
+  if (Array.isArray(value)) {
+    let out = "[";
+    for (let i = 0; i < value.length; i++) out += (i > 0 ? "," : "") + canonicalJson(value[i] === undefined ? null : value[i]);
+    return out + "]";
+  }
   const obj = value as Record<string, unknown>;
-  const keys = Object.keys(obj).filter((k) => obj[k] !== undefined).sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(",")}}`;
+  const keys = Object.keys(obj).sort();
+  let out = "{";
+  for (const k of keys) {
+    const v = obj[k];
+    if (v === undefined) continue;
+    out += (out.length > 1 ? "," : "") + JSON.stringify(k) + ":" + canonicalJson(v);
+  }
+  return out + "}";
 }
 
 export function hashEvent(e: Omit<ResourceEvent, "hash">): string {
@@ -58,11 +76,7 @@ export function sealEvent(e: Omit<ResourceEvent, "hash">): ResourceEvent {
   return { ...e, hash: hashEvent(e) };
 }
 
-export interface VerifyResult {
-  ok: boolean;
-  checked: number;
-  firstBad?: { seq: number; reason: string };
-}
+export type VerifyResult = Static<typeof VerifyResultSchema>;
 
 /** Checks one link of the chain: the event's own hash, its seq and its prev. */
 export function checkLink(e: ResourceEvent, expectedSeq: number, prevHash: string | null): string | null {
@@ -91,15 +105,15 @@ export function fold(events: readonly ResourceEvent[]): Folded | null {
       s = {
         data: { ...(e.payload.data ?? {}) },
         permissions: structuredClone(e.payload.permissions ?? {}),
-        createdAt: e.at,
-        createdBy: e.actor,
+        createdAt: e.payload.origin?.createdAt ?? e.at,
+        createdBy: e.payload.origin?.createdBy ?? e.actor,
         updatedAt: e.at,
         version: 1,
         deleted: false,
       };
       continue;
     }
-    if (!s) continue;
+    if (!s || !changesRecord(verb)) continue;
     s.updatedAt = e.at;
     if (verb === "deleted") {
       s.deleted = true;

@@ -11,16 +11,13 @@
  *   u32  viewers length, the same for the view intent alone (a get checks it without parsing JSON)
  *   ...  public JSON                      — {"id","type","data","meta"}
  */
-import type { Actor, Permissions } from "./actor.js";
-import type { Ref } from "./keys.js";
+import type { Actor, Permissions } from "../access/actor.js";
+import type { Ref } from "./ref.js";
+import type { Meta } from "./wire.js";
 
-export interface Meta {
-  createdAt: string;
-  createdBy: string;
-  updatedAt: string;
-  version: number;
-}
+export type { Meta };
 
+/** A resource as answered (wire.ts's `EnvelopeOf` is its schema). */
 export interface Envelope<D = Record<string, unknown>> {
   id: string;
   type: string;
@@ -88,6 +85,11 @@ export class RecordView {
   readonly #viewersEnd: number;
   readonly #publicStart: number;
 
+  /**
+   * A record that cannot be read (an unknown format byte, a truncated header) throws here: one read of it
+   * fails alone. Lists use `RecordView.listable`, which skips such a record with a process warning, so
+   * that one bad record never turns a list into an error for every caller.
+   */
   constructor(readonly bytes: Buffer) {
     if (bytes[0] !== FORMAT) throw new Error(`unknown resource record format ${bytes[0]}`);
     this.createdAtMs = bytes.readDoubleBE(1);
@@ -100,6 +102,23 @@ export class RecordView {
     this.#viewersStart = this.#listersEnd + 4;
     this.#viewersEnd = this.#viewersStart + bytes.readUInt32BE(this.#listersEnd);
     this.#publicStart = this.#viewersEnd;
+    if (this.#publicStart > bytes.length) throw new Error("truncated resource record");
+  }
+
+  /** The view of a listed record, or null (with a process warning naming `where`) when it cannot be read. */
+  static listable(bytes: Buffer, where: string): RecordView | null {
+    try {
+      return new RecordView(bytes);
+    } catch (e) {
+      process.emitWarning(`skipped an unreadable resource record in ${where}: ${(e as Error).message}`, "FlowstoreRecordWarning");
+      return null;
+    }
+  }
+
+  /** The record as this code would encode it from its parts (equal bytes: a record this store wrote). */
+  reencoded(): Buffer {
+    const ids = (start: number, end: number): string[] => this.bytes.toString("utf8", start, end).split("\n").filter((s) => s !== "");
+    return encodeRecord(this.envelope(), this.status, ids(this.#listersStart, this.#listersEnd), ids(this.#viewersStart, this.#viewersEnd));
   }
 
   get id(): string {
@@ -140,8 +159,21 @@ export class RecordView {
   }
 }
 
+/** A resource the caller may not view (wire.ts's `Redacted`): id, status and createdAt only. */
+export interface RedactedEnvelope {
+  id: string;
+  type: string;
+  redacted: true;
+  data: Record<string, string>;
+  meta: { createdAt: string };
+}
+
+/** The redacted form of a resource: `status` is its status field's value (none when its type has no status field). */
+export function redacted(type: string, id: string, statusField: string | undefined, status: string, createdAt: string): RedactedEnvelope {
+  return { id, type, redacted: true, data: statusField ? { [statusField]: status } : {}, meta: { createdAt } };
+}
+
 /** The public JSON of a resource the caller may not view: id, status and createdAt only. */
 export function redactedJson(type: string, view: RecordView, statusField: string | undefined): string {
-  const data = statusField ? { [statusField]: view.status } : {};
-  return JSON.stringify({ id: view.id, type, redacted: true, data, meta: { createdAt: new Date(view.createdAtMs).toISOString() } });
+  return JSON.stringify(redacted(type, view.id, statusField, view.status, new Date(view.createdAtMs).toISOString()));
 }

@@ -7,15 +7,34 @@
  * script call on Redis). A command that fails (validation, permission, conflict) is dropped from the
  * group without affecting the others.
  *
+ * The ledger: after each commit that appended events, and before any of its commands is acknowledged,
+ * the new head `{seq, hash}` is also put in the store-wide ledger partition (layout.ledger), so a cut
+ * tail (events removed and the head rewritten inside the partition) no longer matches it. The two
+ * commits are not atomic: a crash between them leaves the ledger BEHIND the partition (never ahead),
+ * so `verify` accepts a ledger seq at or below the head when the logged event at that seq has the
+ * ledger's hash. Guaranteed: every acknowledged event is at or below its partition's ledger entry. A
+ * failed ledger write is retried by the next commit (it carries the newer head).
+ *
  * Every commit carries a precondition on the chain head's version, so a write by another process in
  * between fails the commit with a ConflictError; the group is then re-run against fresh state.
+ *
+ * After a commit with events, its log range is appended to the store-wide feed (feed.ts) before the
+ * commands resolve. A crash between the commit and these two appends leaves the partition's head past
+ * its ledger entry: `repairAnchor` (run at open and periodically) appends the missing range to the feed
+ * and anchors it, so no committed event stays out of the feed.
+ *
+ * Pipelining (LMDB, `commitStaged`): a commit resolves once visible, and the next group is computed and
+ * committed while its flush is in flight; the commands of a group are acknowledged, in commit order,
+ * once it is durable and anchored. A commit's precondition on the head version the previous one gave
+ * keeps another process from committing in between.
  */
 import { ConflictError } from "../errors.js";
-import { encodeKey, scanAll, type Key, type KvStore, type Op, type Partition } from "../kv/contract.js";
+import { commitStaged, encodeKey, scanAll, type Key, type KvStore, type Op, type Partition } from "../kv/contract.js";
 import { encode, encodeNested, prefixRange } from "../kv/tuple.js";
-import type { Actor } from "./actor.js";
+import type { Actor } from "../access/actor.js";
+import { Feed } from "./feed.js";
 import { sealEvent, type EventPayload, type PathItem, type ResourceEvent } from "./events.js";
-import { HEAD_KEY, logKey } from "./keys.js";
+import { layout } from "./layout.js";
 
 export interface Head {
   seq: number;
@@ -37,6 +56,12 @@ export interface Tx {
   put(key: Key, value: Uint8Array): void;
   delete(key: Key): void;
   deletePrefix(prefix: Key): void;
+  /**
+   * An op on ANOTHER partition (a derived index, e.g. the visible roots of an identity, visibility.ts):
+   * committed after this partition's commit and before any command of the group is acknowledged, as the
+   * ledger is; a conflict retry of the group recomputes it.
+   */
+  alsoCommit(partition: Partition, op: Op): void;
   /** Appends an event; returns it sealed (seq, prev and hash assigned). `historyKey` indexes it by resource. */
   append(type: string, path: PathItem[], payload: EventPayload, historyKey: (seq: number) => Key): ResourceEvent;
 }
@@ -49,6 +74,8 @@ class Overlay {
   readonly values = new Map<string, Buffer | null>();
   readonly deletedRanges: { start: string; end: string }[] = [];
   readonly events: ResourceEvent[] = [];
+  /** Ops on other partitions (derived indexes), committed after the partition's own commit, in order. */
+  readonly side: { partition: Partition; op: Op }[] = [];
 
   read(k: string): Buffer | null | undefined {
     const v = this.values.get(k);
@@ -65,6 +92,7 @@ class Overlay {
     }
     for (const [k, v] of child.values) this.values.set(k, v);
     this.events.push(...child.events);
+    this.side.push(...child.side);
   }
 }
 
@@ -85,18 +113,31 @@ export type Clock = () => number;
 export class PartitionWriter {
   readonly #queues = new Map<string, Queue>();
   readonly #heads = new Map<string, Head>();
+  /** Per partition, the acknowledgment of its last group committed (groups are answered in commit order). */
+  readonly #acks = new Map<string, Promise<void>>();
   readonly #listeners = new Set<(partition: Partition, events: readonly ResourceEvent[]) => void>();
+  readonly #groupListeners = new Set<(commands: number) => void>();
+  /** The store-wide change feed every commit with events is recorded in (feed.ts). */
+  readonly feed: Feed;
 
   constructor(
     private readonly kv: KvStore,
     private readonly clock: Clock = Date.now,
     private readonly maxGroup = 128,
-  ) {}
+  ) {
+    this.feed = new Feed(kv);
+  }
 
   /** Called after every successful commit with the events it appended. */
   onCommit(listener: (partition: Partition, events: readonly ResourceEvent[]) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
+  }
+
+  /** Called after every successful commit with the number of commands it carried (the group's size). */
+  onGroupCommit(listener: (commands: number) => void): () => void {
+    this.#groupListeners.add(listener);
+    return () => this.#groupListeners.delete(listener);
   }
 
   run<T>(partition: Partition, actor: Actor, command: (tx: Tx) => Promise<T>): Promise<T> {
@@ -110,10 +151,70 @@ export class PartitionWriter {
   }
 
   async readHead(partition: Partition): Promise<Head> {
-    const e = await this.kv.get(partition, HEAD_KEY);
+    const e = await this.kv.get(partition, layout.head);
     if (!e) return { seq: 0, hash: null, version: null };
     const h = JSON.parse(e.value.toString("utf8")) as { seq: number; hash: string };
     return { seq: h.seq, hash: h.hash, version: e.version };
+  }
+
+  /** The head the ledger anchors for a partition, or null. */
+  async readLedger(partition: Partition): Promise<{ seq: number; hash: string } | null> {
+    const e = await this.kv.get(layout.ledger, layout.ledgerEntry(partition));
+    return e ? (JSON.parse(e.value.toString("utf8")) as { seq: number; hash: string }) : null;
+  }
+
+  /** Removes a partition's ledger entry (the partition was dropped: a purge, a swept flat child). */
+  async unanchor(partition: Partition): Promise<void> {
+    await this.kv.commit(layout.ledger, [{ type: "delete", key: layout.ledgerEntry(partition) }]);
+  }
+
+  async #anchor(partition: Partition, seq: number, hash: string | null): Promise<void> {
+    await this.anchor(partition, seq, hash).catch(() => undefined);
+  }
+
+  /** Puts a partition's head in the ledger (after a commit; after a restore, which brings its own log). */
+  async anchor(partition: Partition, seq: number, hash: string | null): Promise<void> {
+    const value = Buffer.from(JSON.stringify({ seq, hash }));
+    await this.kv.commit(layout.ledger, [{ type: "put", key: layout.ledgerEntry(partition), value }]);
+  }
+
+  /**
+   * Closes the gap a crash between a commit and its anchors leaves (see the file header): when the
+   * partition's head is past its ledger entry and its last event is at least `settleMs` old (a live
+   * writer anchors within milliseconds of its commit), the missing log range is appended to the feed
+   * and the head anchored. Returns whether it repaired. Run over every partition at open and
+   * periodically (the composition root does), so a commit acknowledged or not is in the feed even
+   * when its partition is never written again, and every follower (the change feed, notifications) sees it.
+   */
+  async repairAnchor(partition: Partition, settleMs: number): Promise<boolean> {
+    const head = await this.readHead(partition);
+    if (head.seq === 0) return false;
+    const anchored = (await this.readLedger(partition))?.seq ?? 0;
+    if (anchored >= head.seq) return false;
+    const last = await this.kv.get(partition, layout.log(head.seq));
+    if (!last) return false;
+    const at = Date.parse((JSON.parse(last.value.toString("utf8")) as ResourceEvent).at);
+    if (this.clock() - at < settleMs) return false;
+    await this.feed.append(partition, anchored + 1, head.seq);
+    await this.anchor(partition, head.seq, head.hash);
+    return true;
+  }
+
+  /**
+   * Commits the side ops of a group: one commit per partition, in the order the commands gave them. A
+   * failure is not the command's (its own commit is durable): the index it leaves behind is what `verify`
+   * reports and `visibility.ts` rebuilds.
+   */
+  async #commitSide(side: readonly { partition: Partition; op: Op }[]): Promise<void> {
+    if (side.length === 0) return;
+    const byPartition = new Map<string, { partition: Partition; ops: Op[] }>();
+    for (const { partition, op } of side) {
+      const id = latin1(encodeNested(partition));
+      let g = byPartition.get(id);
+      if (!g) byPartition.set(id, (g = { partition, ops: [] }));
+      g.ops.push(op);
+    }
+    await Promise.all([...byPartition.values()].map((g) => this.kv.commit(g.partition, g.ops).catch(() => undefined)));
   }
 
   /** Forgets cached chain heads (after a partition is dropped or rewritten outside the writer). */
@@ -167,18 +268,43 @@ export class PartitionWriter {
       for (const f of failed) f.p.reject(f.error);
       if (results.length === 0) return;
       if (overlay.ops.length === 0) {
-        for (const r of results) r.p.resolve(r.value);
+        // Nothing to write, but what the commands read may be an earlier group's, not yet durable.
+        this.#acknowledgeInOrder(id, async () => undefined, () => {
+          for (const r of results) r.p.resolve(r.value);
+        }, () => undefined);
         return;
       }
-      const ops: Op[] = [{ type: "check", key: HEAD_KEY, version: startHead.version }, ...overlay.ops];
+      const ops: Op[] = [{ type: "check", key: layout.head, version: startHead.version }, ...overlay.ops];
       if (overlay.events.length > 0) {
-        ops.push({ type: "put", key: HEAD_KEY, value: Buffer.from(JSON.stringify({ seq: chain.seq, hash: chain.hash })) });
+        ops.push({ type: "put", key: layout.head, value: Buffer.from(JSON.stringify({ seq: chain.seq, hash: chain.hash })) });
       }
       try {
-        const { version } = await this.kv.commit(partition, ops);
+        // Resolved once visible: the next group is computed while this one's flush is in flight; its
+        // commit is guarded by this one's head version, so no other process's commit can come between.
+        const { version, durable } = await commitStaged(this.kv, partition, ops);
         if (overlay.events.length > 0) this.#heads.set(id, { seq: chain.seq, hash: chain.hash, version });
-        for (const r of results) r.p.resolve(r.value);
-        if (overlay.events.length > 0) for (const l of this.#listeners) l(partition, overlay.events);
+        const events = overlay.events;
+        const side = overlay.side;
+        // Acknowledged in commit order, once durable and (with events) anchored in the ledger and in the
+        // feed (a write that answered is in every follower's feed). The anchors are later commits: on a
+        // backend that flushes in commit order they can never be on disk without this one, so the ledger
+        // is never ahead of the partition.
+        // The anchors wait for the previous group's, so the ledger never moves back and the feed keeps the
+        // partition's ranges in order on any backend.
+        const settle = async (): Promise<void> => {
+          const anchors = events.length > 0 ? [this.#anchor(partition, chain.seq, chain.hash), this.feed.append(partition, startHead.seq + 1, chain.seq)] : [];
+          if (side.length > 0) anchors.push(this.#commitSide(side));
+          await Promise.all([durable, ...anchors]);
+        };
+        durable.catch(() => undefined); // awaited in settle, after the previous group
+        this.#acknowledgeInOrder(id, settle, () => {
+          for (const r of results) r.p.resolve(r.value);
+          for (const l of this.#groupListeners) l(results.length);
+          if (events.length > 0) for (const l of this.#listeners) l(partition, events);
+        }, (e) => {
+          this.#heads.delete(id);
+          for (const r of results) r.p.reject(e);
+        });
         return;
       } catch (e) {
         this.#heads.delete(id);
@@ -190,6 +316,30 @@ export class PartitionWriter {
         return;
       }
     }
+  }
+
+  /** Once every earlier group of the partition was acknowledged: runs `settle`, then `ok` (or `failed` with its error). */
+  #acknowledgeInOrder(id: string, settle: () => Promise<void>, ok: () => void, failed: (e: unknown) => void): void {
+    const previous = this.#acks.get(id);
+    const mine: Promise<void> = (async () => {
+      await previous;
+      let error: unknown = null;
+      try {
+        await settle();
+      } catch (e) {
+        error = e;
+      }
+      try {
+        if (error === null) ok();
+        else failed(error);
+      } catch {
+        // a listener's failure is not the commit's
+      }
+    })();
+    this.#acks.set(id, mine);
+    void mine.finally(() => {
+      if (this.#acks.get(id) === mine) this.#acks.delete(id);
+    });
   }
 
   #tx(partition: Partition, actor: Actor, group: Overlay, layer: Overlay, chain: { seq: number; hash: string | null }): Tx {
@@ -252,6 +402,9 @@ export class PartitionWriter {
         layer.ops.push({ type: "delete", key });
         layer.values.set(k, null);
       },
+      alsoCommit(other, op) {
+        layer.side.push({ partition: other, op });
+      },
       deletePrefix(prefix) {
         layer.ops.push({ type: "deletePrefix", prefix });
         const { start, end } = prefixRange(prefix);
@@ -266,8 +419,8 @@ export class PartitionWriter {
         const event = sealEvent({ seq, at: now, actor: actor.id, type, path, payload, prev });
         prev = event.hash;
         const bytes = Buffer.from(JSON.stringify(event));
-        layer.ops.push({ type: "put", key: logKey(seq), value: bytes });
-        layer.values.set(latin1(encode(logKey(seq))), bytes);
+        layer.ops.push({ type: "put", key: layout.log(seq), value: bytes });
+        layer.values.set(latin1(encode(layout.log(seq))), bytes);
         layer.ops.push({ type: "put", key: hk, value: Buffer.alloc(0) });
         layer.values.set(hkey, Buffer.alloc(0));
         layer.events.push(event);

@@ -1,31 +1,46 @@
 /**
- * The seed 001 hierarchy, declared with the resources machinery and nothing else: the proof that the
- * resources layer is generic.
+ * The registry platform's tenancy hierarchy, declared with the resources machinery and nothing else:
+ * the proof that the resources layer is generic (HTTP serves it from this declaration alone).
  *
  *   space ─┬─ provider (flat: global id, own partition) ── node (nested under provider)
  *          └─ tenant   (flat: global id, own partition) ─┬─ kms (nested)
  *                                                        └─ contentObject (nested) ── contentObjectVersion (nested)
  *
  * Deleting a tenant removes its kms, content objects and versions in one atomic commit (they share its
- * partition); deleting a space sweeps its providers and tenants, resumably.
+ * partition). A space's flat children go in the seed's ways, declared per child type:
+ *   - providers are counted: the space keeps their count in the same commits as its index of them, and
+ *     deleting the space is refused while the count is above 0 (they are deleted one by one first);
+ *   - tenants are swept: deleting the space sweeps them, resumably;
+ *   - both allow governance delete: while the space carries `governanceDelete` (set by the
+ *     `space.setGovernanceDelete` intent), a provider or tenant is deleted with no other intent.
  */
 import { Type } from "@sinclair/typebox";
 import { defineSchema } from "../resources/schema.js";
 
 const named = Type.Object(
   { name: Type.String({ minLength: 1, maxLength: 200 }), description: Type.Optional(Type.String({ maxLength: 2000 })) },
+  { additionalProperties: false, $id: "Named" },
+);
+
+const spaceFields = Type.Object(
+  { ...named.properties, governanceDelete: Type.Optional(Type.Boolean()) },
   { additionalProperties: false },
 );
 
 export const tenancySchema = defineSchema({
-  space: { parent: null, idStyle: "flat", fields: named },
-  provider: { parent: "space", idStyle: "flat", fields: named },
+  space: {
+    parent: null,
+    idStyle: "flat",
+    fields: spaceFields,
+    ownedFields: { governanceDelete: { by: "PUT /spaces/{spaceId}/governance-flag" } },
+  },
+  provider: { parent: "space", idStyle: "flat", fields: named, parentDelete: "counted", governanceDelete: true },
   node: {
     parent: "provider",
     idStyle: "nested",
     fields: Type.Object({ endpoint: Type.String({ minLength: 1, maxLength: 500 }) }, { additionalProperties: false }),
   },
-  tenant: { parent: "space", idStyle: "flat", fields: named },
+  tenant: { parent: "space", idStyle: "flat", fields: named, parentDelete: "sweep", governanceDelete: true },
   kms: {
     parent: "tenant",
     idStyle: "nested",

@@ -4,22 +4,27 @@
  * (through ResourceStore.mutate/create), so checks and writes are one atomic step. Reads are one range
  * read each; nothing replays history.
  */
-import { ValidationError } from "../errors.js";
-import type { Actor, Permissions } from "../resources/actor.js";
+import { ForbiddenError, NotFoundError, ValidationError } from "../errors.js";
+import { allows, type Actor } from "../access/actor.js";
+import type { Permissions } from "../access/actor.js";
 import type { ResourceEvent } from "../resources/events.js";
-import { childrenPrefix, locate, orderingKey, stateKey, type Ref } from "../resources/keys.js";
-import { RecordView, type Envelope } from "../resources/record.js";
-import type { Page, ResourceStore } from "../resources/store.js";
-import type { ProjectData, ProjectedBudget, SubprojectData, WorkflowitemData, WorkflowSchema } from "./schema.js";
+import type { Envelope } from "../resources/record.js";
+import type { Ref } from "../resources/ref.js";
+import type { HistoryOptions, Page, PageOptions, ResourceStore } from "../resources/store.js";
+import { DEFAULT_EXCHANGE_RATE, normalizeAmount } from "./money.js";
+import { AMOUNT_FIELDS, REJECT_REASON_MAX, type ProjectData, type ProjectedBudget, type SubprojectData, type WorkflowitemData, type WorkflowSchema } from "./schema.js";
 import {
   assertChildrenClosed,
+  assertMayClose,
   assertOpen,
   assertUpdatable,
+  assignedPermissions,
   decideCloseWorkflowitem,
-  reassignPermissions,
+  inheritPermissions,
+  updatePatch,
   withoutProjectedBudget,
   withProjectedBudget,
-  workflowitemPermissions,
+  workflowitemTypeFor,
 } from "./rules.js";
 
 export const projectRef = (p: string): Ref => ({ type: "project", ids: [p] });
@@ -29,8 +34,36 @@ export const workflowitemRef = (p: string, s: string, w: string): Ref => ({ type
 type Without<T, K extends keyof T> = Omit<T, K>;
 export type ProjectInput = Without<ProjectData, "status"> & { id?: string };
 export type SubprojectInput = Without<SubprojectData, "status"> & { id?: string };
-export type WorkflowitemInput = Without<WorkflowitemData, "status" | "rejectReason"> & { id?: string };
+export type WorkflowitemInput = Without<WorkflowitemData, "status" | "rejectReason" | "closedAt"> & { id?: string };
 type BudgetType = "project" | "subproject";
+
+/**
+ * Where assignees are looked up (the identity domain): an assignee must be a group, or a user that is
+ * enabled (TruBudget refuses to assign a disabled user). Without one, assignees are not checked.
+ */
+export interface AssigneeDirectory {
+  exists(id: string): Promise<boolean>;
+  getUser(id: string): Promise<{ enabled: boolean }>;
+}
+
+/**
+ * How a migration (the system actor only) brings a resource over from another system: its original
+ * creation time and creator, and whether (and when) it was closed. The event log records the import as
+ * it happened; the resource's meta carries the original values.
+ */
+export interface Origin {
+  createdAt: string;
+  createdBy: string;
+  /** The time it was closed (closed resources are created closed). */
+  closedAt?: string;
+}
+
+export interface CreateCommandOptions {
+  origin?: Origin;
+}
+
+/** Parent → child intents that do not map by name (TruBudget's mapping). */
+const CREATE_INTENTS: Record<string, string> = { "project.createSubproject": "subproject.createWorkflowitem" };
 
 function splitId<T extends { id?: string }>(input: T): [string | undefined, Omit<T, "id">] {
   if (input === null || typeof input !== "object" || Array.isArray(input)) throw new ValidationError("the body must be an object of fields", "data");
@@ -39,34 +72,84 @@ function splitId<T extends { id?: string }>(input: T): [string | undefined, Omit
 }
 
 export class Workflow {
-  constructor(readonly store: ResourceStore<WorkflowSchema>) {}
+  constructor(
+    readonly store: ResourceStore<WorkflowSchema>,
+    readonly directory?: AssigneeDirectory,
+  ) {}
 
   // ------------------------------------------------------------------ create
 
-  async createProject(actor: Actor, input: ProjectInput): Promise<Envelope<ProjectData>> {
-    const [id, fields] = splitId(input);
-    return this.store.create(actor, "project", null, { ...fields, assignee: fields.assignee ?? actor.id, status: "open" }, { id });
-  }
-
-  async createSubproject(actor: Actor, p: string, input: SubprojectInput): Promise<Envelope<SubprojectData>> {
-    const [id, fields] = splitId(input);
-    return this.store.create(
-      actor,
-      "subproject",
-      projectRef(p),
-      { workflowitemType: "general", workflowMode: "unordered", ...fields, assignee: fields.assignee ?? actor.id, status: "open" },
-      { id, guard: (parent) => assertOpen(parent!.envelope) },
-    );
-  }
-
-  async createWorkflowitem(actor: Actor, p: string, s: string, input: WorkflowitemInput): Promise<Envelope<WorkflowitemData>> {
+  async createProject(actor: Actor, input: ProjectInput, options: CreateCommandOptions = {}): Promise<Envelope<ProjectData>> {
     const [id, fields] = splitId(input);
     const assignee = fields.assignee ?? actor.id;
-    return this.store.create(actor, "workflowitem", subprojectRef(p, s), { ...fields, assignee, status: "open" }, {
+    if (assignee !== actor.id) await this.#assertAssignable(assignee, "data.assignee");
+    const o = this.#origin(actor, options.origin);
+    return this.store.create(actor, "project", null, { ...fields, assignee, status: o.status }, { id, meta: o.meta });
+  }
+
+  async createSubproject(actor: Actor, p: string, input: SubprojectInput, options: CreateCommandOptions = {}): Promise<Envelope<SubprojectData>> {
+    const [id, fields] = splitId(input);
+    const assignee = fields.assignee ?? actor.id;
+    if (assignee !== actor.id) await this.#assertAssignable(assignee, "data.assignee");
+    if (fields.validator !== undefined) await this.#assertAssignable(fields.validator, "data.validator");
+    const o = this.#origin(actor, options.origin);
+    const intents = this.store.schema.type("subproject").intents.all;
+    return this.store.create(actor, "subproject", projectRef(p), { workflowMode: "ordered", ...fields, assignee, status: o.status }, {
       id,
-      guard: (parent) => assertOpen(parent!.envelope),
-      initialPermissions: (defaults, parent) => workflowitemPermissions(defaults, parent!, assignee),
+      meta: o.meta,
+      guard: (parent) => assertOpen(parent!),
+      initialPermissions: (defaults, parent) => inheritPermissions(defaults, "project", "subproject", parent!.permissions, intents, CREATE_INTENTS),
     });
+  }
+
+  async createWorkflowitem(actor: Actor, p: string, s: string, input: WorkflowitemInput, options: CreateCommandOptions = {}): Promise<Envelope<WorkflowitemData>> {
+    const [id, given] = splitId(input);
+    const fields: Record<string, unknown> = { ...given };
+    if (fields.amount !== undefined) fields.amount = normalizeAmount(fields.amount);
+    if (fields.amountType !== "N/A" && fields.amountType !== undefined && fields.exchangeRate === undefined) fields.exchangeRate = DEFAULT_EXCHANGE_RATE;
+    const assignee = (fields.assignee as string | undefined) ?? actor.id;
+    if (assignee !== actor.id) await this.#assertAssignable(assignee, "data.assignee");
+    const o = this.#origin(actor, options.origin);
+    const closed = o.status === "closed" ? { closedAt: options.origin!.closedAt ?? options.origin!.createdAt } : {};
+    const intents = this.store.schema.type("workflowitem").intents.all;
+    let type: "general" | "restricted" = "general";
+    return this.store.create(actor, "workflowitem", subprojectRef(p, s), { ...fields, ...closed, assignee, status: o.status } as WorkflowitemData, {
+      id,
+      meta: o.meta,
+      guard: (parent) => {
+        assertOpen(parent!);
+        type = workflowitemTypeFor(parent!, fields.workflowitemType);
+      },
+      data: (data) => ({ ...data, workflowitemType: type }),
+      initialPermissions: (defaults, parent) =>
+        assignedPermissions(inheritPermissions(defaults, "subproject", "workflowitem", parent!.permissions, intents, CREATE_INTENTS), type, actor, assignee, intents),
+    });
+  }
+
+  /** The status and meta of a new resource: open and now, or, for a migration by the system actor, as it was. */
+  #origin(actor: Actor, origin: Origin | undefined): { status: "open" | "closed"; meta?: { createdAt: string; createdBy: string } } {
+    if (origin === undefined) return { status: "open" };
+    if (!actor.system) throw new ForbiddenError("only the system actor may create a resource with its original creation (a migration)");
+    for (const f of ["createdAt", ...(origin.closedAt !== undefined ? ["closedAt"] : [])] as ("createdAt" | "closedAt")[]) {
+      if (typeof origin[f] !== "string" || Number.isNaN(Date.parse(origin[f]!))) throw new ValidationError(`origin.${f} must be an ISO 8601 date-time`, `origin.${f}`);
+    }
+    if (typeof origin.createdBy !== "string" || origin.createdBy === "") throw new ValidationError("origin.createdBy must name an identity", "origin.createdBy");
+    return {
+      status: origin.closedAt !== undefined ? "closed" : "open",
+      meta: { createdAt: new Date(origin.createdAt).toISOString(), createdBy: origin.createdBy },
+    };
+  }
+
+  /** An assignee (or validator) must be a group or an enabled user (TruBudget's rule); the acting user itself is one by definition. */
+  async #assertAssignable(id: unknown, field: string): Promise<void> {
+    if (!this.directory) return;
+    if (typeof id !== "string" || id.length === 0 || id.length > 128) throw new ValidationError(`${field} must be an identity id`, field);
+    if (!(await this.directory.exists(id))) throw new ValidationError(`${field}: there is no user or group ${id}`, field);
+    const user = await this.directory.getUser(id).catch((e: unknown) => {
+      if (e instanceof NotFoundError || e instanceof ValidationError) return null; // a group
+      throw e;
+    });
+    if (user && !user.enabled) throw new ValidationError(`${field}: the user ${id} is disabled and cannot be assigned`, field);
   }
 
   // ------------------------------------------------------------------ read
@@ -87,55 +170,70 @@ export class Workflow {
     return { subproject, workflowitems };
   }
 
-  /** Workflowitems of a subproject in effective order, as one JSON page ready to send (cached per version). */
-  listWorkflowitemsPage(actor: Actor, p: string, s: string, options: { cursor?: string | null; limit?: number } = {}) {
+  /**
+   * Workflowitems of a subproject in effective order, as one JSON page ready to send (cached per version).
+   * `sequence: "closedFirst"` gives TruBudget's order (closed first, by close time); the default is seed 002's.
+   */
+  listWorkflowitemsPage(actor: Actor, p: string, s: string, options: PageOptions = {}) {
     return this.store.listOrderedPage(actor, subprojectRef(p, s), options);
   }
 
   /** Workflowitems of a subproject in effective order, as JSON bytes (for serving). */
-  listWorkflowitemsJson(actor: Actor, p: string, s: string, options: { cursor?: string | null; limit?: number } = {}) {
+  listWorkflowitemsJson(actor: Actor, p: string, s: string, options: PageOptions = {}) {
     return this.store.listOrderedJson(actor, subprojectRef(p, s), options);
   }
 
-  history(actor: Actor, ref: Ref, options: { cursor?: string | null; limit?: number; reverse?: boolean } = {}): Promise<Page<ResourceEvent>> {
+  /** A resource's events, filtered as TruBudget's history filter does (publisher, since, until, type). */
+  history(actor: Actor, ref: Ref, options: HistoryOptions = {}): Promise<Page<ResourceEvent>> {
     return this.store.history(actor, ref, options);
+  }
+
+  /** Whether the actor may view the resource now (false when it does not exist). */
+  canView(actor: Actor, ref: Ref): Promise<boolean> {
+    return this.store.canView(actor, ref);
+  }
+
+  /** Subscribes to every event committed to a workflow partition (the change feed); returns the unsubscribe. */
+  onChange(listener: (events: readonly ResourceEvent[]) => void): () => void {
+    return this.store.onChange((_partition, events) => listener(events));
   }
 
   // ------------------------------------------------------------------ update, assign
 
   async update(actor: Actor, ref: Ref, patch: Record<string, unknown>, options: { ifVersion?: number } = {}): Promise<Envelope> {
     if (patch === null || typeof patch !== "object" || Array.isArray(patch)) throw new ValidationError("an update is an object of fields", "data");
-    assertUpdatable(patch);
     const t = this.store.schema.type(ref.type);
+    assertUpdatable(t.decl, patch);
     return this.store.mutate(actor, ref, {
       intent: t.intents.update,
       verb: "updated",
       ifVersion: options.ifVersion,
       change: (current) => {
         assertOpen(current);
-        return { patch };
+        const next = updatePatch(current, patch, AMOUNT_FIELDS);
+        if (next.amount !== undefined) next.amount = normalizeAmount(next.amount);
+        return { patch: next };
       },
     });
   }
 
   async assign(actor: Actor, ref: Ref, assignee: string, options: { ifVersion?: number } = {}): Promise<Envelope> {
     if (typeof assignee !== "string" || assignee.length === 0 || assignee.length > 128) throw new ValidationError("assignee must be an identity id", "assignee");
+    await this.#assertAssignable(assignee, "assignee");
+    const intents = this.store.schema.type(ref.type).intents;
     return this.store.mutate(actor, ref, {
       intent: `${ref.type}.assign`,
       verb: "assigned",
       ifVersion: options.ifVersion,
-      change: async (current, tx, _l, perms) => {
+      change: async (current, ctx) => {
         assertOpen(current);
         if (ref.type !== "workflowitem") return { patch: { assignee } };
-        const sub = new RecordView((await tx.get(stateKey(locate(this.store.schema, subprojectRef(ref.ids[0]!, ref.ids[1]!)))))!).envelope();
-        const permissions: Permissions = reassignPermissions(
-          perms,
-          sub.data.workflowitemType === "restricted",
-          current.data.assignee as string | undefined,
-          assignee,
-          current.meta.createdBy,
-        );
-        return { patch: { assignee }, permissions };
+        const type = current.data.workflowitemType;
+        // Restricted (TruBudget's): the reassignment grants and revokes, so it needs the grant intent too.
+        if (type === "restricted" && !actor.system && !allows(ctx.permissions, actor, intents.grantPermission)) {
+          throw new ForbiddenError(`${actor.id} lacks the intent ${intents.grantPermission} (assigning a restricted workflowitem grants it)`);
+        }
+        return { patch: { assignee }, permissions: assignedPermissions(ctx.permissions, type, actor, assignee, intents.all) };
       },
     });
   }
@@ -175,14 +273,15 @@ export class Workflow {
     return this.#closeParent(actor, subprojectRef(p, s), "workflowitem");
   }
 
+  /** Closes a project or subproject: by its assignee (TruBudget's rule), once every child is closed; closing a closed one changes nothing. */
   #closeParent(actor: Actor, ref: Ref, childType: string): Promise<Envelope> {
     return this.store.mutate(actor, ref, {
-      intent: `${ref.type}.close`,
+      intent: null,
       verb: "closed",
-      change: async (current, tx, l) => {
-        assertOpen(current);
-        const children = await tx.scanPrefix(childrenPrefix(l, childType));
-        assertChildrenClosed(current, children.map((c) => new RecordView(c.value)), childType);
+      change: async (current, ctx) => {
+        if (current.data.status === "closed") return { unchanged: true };
+        assertMayClose(actor, current);
+        assertChildrenClosed(current, await ctx.children(childType), childType);
         return { patch: { status: "closed" } };
       },
     });
@@ -190,27 +289,18 @@ export class Workflow {
 
   async closeWorkflowitem(actor: Actor, p: string, s: string, w: string, options: { rejectReason?: string } = {}): Promise<Envelope> {
     const { rejectReason } = options;
-    if (rejectReason !== undefined && (typeof rejectReason !== "string" || rejectReason.length === 0 || rejectReason.length > 2000)) {
-      throw new ValidationError("rejectReason must be a non-empty text of at most 2000 characters", "rejectReason");
+    if (rejectReason !== undefined && (typeof rejectReason !== "string" || rejectReason.length === 0 || rejectReason.length > REJECT_REASON_MAX)) {
+      throw new ValidationError(`rejectReason must be a non-empty text of at most ${REJECT_REASON_MAX} characters`, "rejectReason");
     }
     return this.store.mutate(actor, workflowitemRef(p, s, w), {
-      intent: "workflowitem.close",
+      intent: null,
       verb: "closed",
-      change: async (item, tx) => {
-        const sl = locate(this.store.schema, subprojectRef(p, s));
-        const subproject = new RecordView((await tx.get(stateKey(sl)))!).envelope();
-        let siblings: { id: string; createdAtMs: number; status: string }[] = [];
-        let ordering: string[] = [];
-        if (subproject.data.workflowMode === "ordered") {
-          const rows = await tx.scanPrefix(childrenPrefix(sl, "workflowitem"));
-          siblings = rows.map((r) => {
-            const v = new RecordView(r.value);
-            return { id: v.id, createdAtMs: v.createdAtMs, status: v.status };
-          });
-          const raw = await tx.get(orderingKey(sl, "workflowitem"));
-          ordering = raw ? (JSON.parse(raw.toString("utf8")) as string[]) : [];
-        }
-        return { patch: decideCloseWorkflowitem({ actor, item, subproject, siblings, ordering, rejectReason }) };
+      change: async (item, ctx) => {
+        if (item.data.status === "closed") return { unchanged: true };
+        const subproject = (await ctx.parent())!;
+        const ordered = subproject.data.workflowMode !== "unordered";
+        const [siblings, ordering] = ordered ? await Promise.all([ctx.siblings(), ctx.siblingOrdering()]) : [[], []];
+        return { patch: decideCloseWorkflowitem({ actor, item, subproject, siblings, ordering, rejectReason, now: ctx.now }) };
       },
     });
   }

@@ -1,11 +1,11 @@
 /**
  * A realistic, reproducible demo data set: a few projects with projected budgets, subprojects in several
- * currencies and modes, hundreds of workflowitems with amounts, documents, updates, closes and a manual
+ * currencies and modes, hundreds of workflowitems with amounts, updates, closes and a manual
  * ordering, and permissions for several users and groups. Tests and benchmarks use it; `flowstore demo`
  * loads it.
  */
-import { createHash } from "node:crypto";
-import { SYSTEM, userActor, type Actor } from "../resources/actor.js";
+import { SYSTEM, userActor, type Actor } from "../access/actor.js";
+import type { Identity } from "../identity/index.js";
 import type { Workflow } from "./commands.js";
 import { projectRef, subprojectRef, workflowitemRef } from "./commands.js";
 
@@ -14,6 +14,8 @@ export interface DemoOptions {
   subprojectsPerProject?: number;
   workflowitemsPerSubproject?: number;
   seed?: number;
+  /** Called after each workflowitem with the count so far and the total (progress). */
+  onItem?: (done: number, total: number) => void;
 }
 
 export interface DemoSummary {
@@ -40,6 +42,16 @@ export const DEMO_GROUPS: Record<string, string[]> = {
   field: ["tom"],
   auditors: ["val", "ana"],
 };
+
+/** Creates the demo users and groups that do not exist yet (grants name only identities that exist). */
+export async function ensureDemoIdentities(identity: Identity, password: string): Promise<void> {
+  for (const [id, u] of Object.entries(DEMO_USERS)) {
+    if (!(await identity.exists(id))) await identity.createUser(SYSTEM, { id, displayName: u.displayName, password });
+  }
+  for (const [id, members] of Object.entries(DEMO_GROUPS)) {
+    if (!(await identity.exists(id))) await identity.createGroup(SYSTEM, { id, displayName: id, members });
+  }
+}
 
 function prng(seed: number): () => number {
   let a = seed >>> 0;
@@ -71,6 +83,7 @@ export async function generateDemo(wf: Workflow, options: DemoOptions = {}): Pro
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
   const mary: Actor = userActor("mary", ["managers"]);
   const val: Actor = userActor("val", ["auditors"]);
+  const actorOf = (id: string): Actor => userActor(id, DEMO_USERS[id]?.groups ?? []);
   let events = 0;
   let items = 0;
 
@@ -123,22 +136,24 @@ export async function generateDemo(wf: Workflow, options: DemoOptions = {}): Pro
       for (let i = 0; i < I; i++) {
         const wid = `wi-${String(i + 1).padStart(4, "0")}`;
         const withAmount = r() < 0.7;
+        const assignee = pick(["tom", "jane", "mary"]);
         await wf.createWorkflowitem(mary, pid, sid, {
           id: wid,
           displayName: `${STEPS[i % STEPS.length]} ${Math.floor(i / STEPS.length) + 1}`,
           description: `Step ${i + 1} of ${PHASES[s % PHASES.length]}.`,
-          assignee: pick(["tom", "jane", "mary"]),
+          assignee,
           ...(withAmount
             ? { amountType: pick(["allocated", "disbursed"] as const), amount: money(r, 50_000), currency, exchangeRate: "1.0" }
             : { amountType: "N/A" as const }),
           dueDate: `2027-${String(1 + (i % 12)).padStart(2, "0")}-15`,
-          ...(r() < 0.2 ? { documents: [{ name: `offer-${wid}.pdf`, hash: createHash("sha256").update(`${pid}/${sid}/${wid}`).digest("hex") }] } : {}),
         });
         ids.push(wid);
         items++;
         events++;
+        options.onItem?.(items, P * S * I);
         if (r() < 0.3) {
-          await wf.update(mary, workflowitemRef(pid, sid, wid), { description: `Revised: step ${i + 1}.` });
+          // In a restricted subproject the assignee holds the item's intents (TruBudget's rule), so it revises it.
+          await wf.update(restricted ? actorOf(assignee) : mary, workflowitemRef(pid, sid, wid), { description: `Revised: step ${i + 1}.` });
           events++;
         }
       }
@@ -147,14 +162,14 @@ export async function generateDemo(wf: Workflow, options: DemoOptions = {}): Pro
         await wf.reorderWorkflowitems(mary, pid, sid, [ids[ids.length - 1]!, ...ids.slice(0, 2)]);
         events++;
       }
-      // Close the first few items in effective order (the validator closes where one is set).
-      const closer = s === 0 ? val : mary;
-      if (s === 0) for (const wid of ids.slice(0, 5)) (await wf.grant(mary, workflowitemRef(pid, sid, wid), "workflowitem.close", "val"), events++);
+      // Close the first few items in effective order, each by its assignee (TruBudget's rule); where the
+      // subproject has a validator, the validator closes, so the items are assigned to it first.
       const order = (await wf.store.listOrdered(SYSTEM, subprojectRef(pid, sid), { limit: 10_000 })).items.map((x) => x.id);
       for (const wid of order.slice(0, Math.min(5, order.length))) {
         const it = await wf.store.get(SYSTEM, { ...workflowitemRef(pid, sid, wid), type: "workflowitem" });
         if (it.data.amountType !== "N/A" && (!it.data.amount || !it.data.currency)) continue;
-        await wf.closeWorkflowitem(closer, pid, sid, wid);
+        if (s === 0 && it.data.assignee !== "val") (await wf.assign(mary, workflowitemRef(pid, sid, wid), "val"), events++);
+        await wf.closeWorkflowitem(s === 0 ? val : actorOf(it.data.assignee as string), pid, sid, wid);
         events++;
       }
     }

@@ -4,9 +4,10 @@
  * names what is wrong, and nothing is written when one does.
  */
 import { ConflictError, ForbiddenError, ValidationError } from "../errors.js";
-import type { Actor, Permissions } from "../resources/actor.js";
+import type { Actor, Permissions } from "../access/actor.js";
 import { effectiveOrder, type OrderedChild } from "../resources/ordering.js";
 import type { Envelope } from "../resources/record.js";
+import type { TypeDecl } from "../resources/schema.js";
 import type { ProjectedBudget } from "./schema.js";
 
 type Data = Record<string, unknown>;
@@ -18,15 +19,10 @@ export function assertOpen(resource: Envelope): void {
   }
 }
 
-/** Fields an update may not touch: each has a command of its own. */
-export function assertUpdatable(patch: Data): void {
-  for (const [field, command] of [
-    ["status", "close"],
-    ["assignee", "assign"],
-    ["projectedBudgets", "the projected budget commands"],
-    ["rejectReason", "close"],
-  ] as const) {
-    if (field in patch) throw new ValidationError(`data.${field} cannot be updated; use ${command}`, `data.${field}`);
+/** Fields an update may not touch: each has a command of its own (the type's `ownedFields`). */
+export function assertUpdatable(decl: TypeDecl, patch: Data): void {
+  for (const [field, { by }] of Object.entries(decl.ownedFields ?? {})) {
+    if (field in patch) throw new ValidationError(`data.${field} cannot be updated; use ${by}`, `data.${field}`);
   }
 }
 
@@ -52,6 +48,23 @@ export function withoutProjectedBudget(budgets: ProjectedBudget[] | undefined, o
   return rest;
 }
 
+/**
+ * Who may close a resource (TruBudget's rule for projects, subprojects and workflowitems): its assignee,
+ * as a user or as a member of the assigned group; for a workflowitem of a subproject with a validator,
+ * the validator, who must be the assignee as well. Holding the close intent alone is not enough. The
+ * system actor (migrations, operators) may close anything.
+ */
+export function assertMayClose(actor: Actor, resource: Envelope, validator?: unknown): void {
+  if (actor.system) return;
+  if (typeof validator === "string" && validator !== "" && actor.id !== validator) {
+    throw new ForbiddenError(`only the validator ${validator} may close workflowitems of this subproject`);
+  }
+  const assignee = resource.data.assignee;
+  if (typeof assignee !== "string" || (assignee !== actor.id && !actor.groups.includes(assignee))) {
+    throw new ForbiddenError(`only the assignee${typeof assignee === "string" ? ` ${assignee}` : ""} may close ${resource.type} ${resource.id}`);
+  }
+}
+
 export interface CloseContext {
   actor: Actor;
   item: Envelope;
@@ -60,15 +73,13 @@ export interface CloseContext {
   siblings: (OrderedChild & { status: string })[];
   ordering: string[];
   rejectReason?: string;
+  /** The time of the close (ISO 8601). */
+  now: string;
 }
 
 /** Decides whether a workflowitem may be closed; returns the patch that closes it. */
 export function decideCloseWorkflowitem(c: CloseContext): Data {
-  assertOpen(c.item);
-  const validator = c.subproject.data.validator;
-  if (typeof validator === "string" && validator !== "" && !c.actor.system && c.actor.id !== validator) {
-    throw new ForbiddenError(`only the validator ${validator} may close workflowitems of subproject ${c.subproject.id}`);
-  }
+  assertMayClose(c.actor, c.item, c.subproject.data.validator);
   if (c.rejectReason === undefined && c.item.data.amountType !== "N/A") {
     for (const f of ["amount", "currency"] as const) {
       if (c.item.data[f] === undefined) {
@@ -76,7 +87,7 @@ export function decideCloseWorkflowitem(c: CloseContext): Data {
       }
     }
   }
-  if (c.subproject.data.workflowMode === "ordered") {
+  if (c.subproject.data.workflowMode !== "unordered") {
     const order = effectiveOrder(c.ordering, c.siblings);
     for (const s of order) {
       if (s.id === c.item.id) break;
@@ -85,36 +96,82 @@ export function decideCloseWorkflowitem(c: CloseContext): Data {
       }
     }
   }
-  return c.rejectReason === undefined ? { status: "closed" } : { status: "closed", rejectReason: c.rejectReason };
+  // TruBudget sets the billing date to the time of closing when the item has an amount and none was set.
+  const billingDate = c.item.data.amountType !== "N/A" && c.item.data.billingDate === undefined ? { billingDate: c.now } : {};
+  return { status: "closed", closedAt: c.now, ...billingDate, ...(c.rejectReason === undefined ? {} : { rejectReason: c.rejectReason }) };
+}
+
+/**
+ * The permissions a new child inherits from its parent, intent by intent as TruBudget maps them: the
+ * parent's `<parent>.X` becomes the child's `<child>.X` where the child has that intent, and the
+ * parent's create intent of the child becomes the child's create intent of its own children
+ * (`project.createSubproject` → `subproject.createWorkflowitem`). Intents without a counterpart (a
+ * subproject's budget and reorder intents for a workflowitem) are not inherited. They are added to the
+ * creator's (who holds every intent).
+ */
+export function inheritPermissions(defaults: Permissions, parentType: string, childType: string, parentPermissions: Permissions, childIntents: readonly string[], createIntents: Readonly<Record<string, string>>): Permissions {
+  const out: Permissions = structuredClone(defaults);
+  const own = new Set(childIntents);
+  for (const [intent, holders] of Object.entries(parentPermissions)) {
+    const mapped = createIntents[intent] ?? (intent.startsWith(`${parentType}.`) ? `${childType}.${intent.slice(parentType.length + 1)}` : null);
+    if (!mapped || !own.has(mapped)) continue;
+    out[mapped] = [...new Set([...(out[mapped] ?? []), ...holders])];
+  }
+  return out;
 }
 
 const VIEW_INTENTS = ["workflowitem.list", "workflowitem.viewDetails", "workflowitem.viewHistory"];
+const LIST_INTENT = "workflowitem.list";
 
-/**
- * Who may see a new workflowitem. In a general subproject, everyone who may view the subproject; in a
- * restricted one, only its creator and its assignee (and whoever is granted later).
- */
-export function workflowitemPermissions(defaults: Permissions, subproject: { envelope: Envelope; permissions: Permissions }, assignee: string | undefined): Permissions {
-  const perms: Permissions = structuredClone(defaults);
-  const add = (intent: string, who: string): void => {
-    const list = (perms[intent] ??= []);
-    if (!list.includes(who)) list.push(who);
-  };
-  if (subproject.envelope.data.workflowitemType !== "restricted") {
-    for (const who of subproject.permissions["subproject.viewDetails"] ?? []) for (const i of VIEW_INTENTS) add(i, who);
-  }
-  if (assignee) for (const i of VIEW_INTENTS) add(i, assignee);
-  return perms;
+function add(perms: Permissions, intent: string, who: string): void {
+  const list = (perms[intent] ??= []);
+  if (!list.includes(who)) list.push(who);
 }
 
-/** Permissions after assigning a workflowitem: the assignee sees it; in restricted mode the previous one no longer does. */
-export function reassignPermissions(perms: Permissions, restricted: boolean, previous: string | undefined, next: string, creator: string): Permissions {
+/**
+ * The permissions of a workflowitem once `assignee` is assigned to it by `issuer` (at creation too).
+ * General: the assignee may see it (flowstore's addition: TruBudget leaves visibility to grants).
+ * Restricted (TruBudget's): the assignee receives every workflowitem intent and the issuer, unless it is
+ * the assignee, keeps only `workflowitem.list`.
+ */
+export function assignedPermissions(perms: Permissions, type: unknown, issuer: Actor, assignee: string, allIntents: readonly string[]): Permissions {
   const out: Permissions = structuredClone(perms);
-  for (const i of VIEW_INTENTS) {
-    const list = new Set(out[i] ?? []);
-    if (restricted && previous && previous !== creator && previous !== next) list.delete(previous);
-    list.add(next);
-    out[i] = [...list];
+  if (type !== "restricted") {
+    for (const i of VIEW_INTENTS) add(out, i, assignee);
+    return out;
   }
+  for (const i of allIntents) add(out, i, assignee);
+  if (!issuer.system && issuer.id !== assignee) {
+    for (const i of allIntents) if (i !== LIST_INTENT) out[i] = (out[i] ?? []).filter((who) => who !== issuer.id);
+  }
+  return out;
+}
+
+/** The type a new workflowitem gets: the subproject's fixed type, which a different one given refuses; else the given one, else general. */
+export function workflowitemTypeFor(subproject: Envelope, given: unknown): "general" | "restricted" {
+  const fixed = subproject.data.workflowitemType as "general" | "restricted" | undefined;
+  if (fixed !== undefined && given !== undefined && given !== fixed) {
+    throw new ValidationError(`subproject ${subproject.id} only takes ${fixed} workflowitems`, "data.workflowitemType");
+  }
+  return fixed ?? (given === "restricted" ? "restricted" : "general");
+}
+
+/**
+ * A workflowitem update as TruBudget applies it: `additionalData` is merged key by key (a key set to
+ * null is removed), and an update to amountType `N/A` clears the fields that only make sense with an
+ * amount. Returns the patch to apply (a field set to null is removed).
+ */
+export function updatePatch(current: Envelope, patch: Data, amountFields: readonly string[]): Data {
+  const out: Data = { ...patch };
+  if (patch.additionalData !== undefined && patch.additionalData !== null) {
+    if (typeof patch.additionalData !== "object" || Array.isArray(patch.additionalData)) throw new ValidationError("data.additionalData must be an object", "data.additionalData");
+    const merged: Data = { ...((current.data.additionalData as Data | undefined) ?? {}) };
+    for (const [k, v] of Object.entries(patch.additionalData as Data)) {
+      if (v === null) delete merged[k];
+      else merged[k] = v;
+    }
+    out.additionalData = merged;
+  }
+  if (patch.amountType === "N/A") for (const f of amountFields) if (patch[f] === undefined) out[f] = null;
   return out;
 }

@@ -1,22 +1,30 @@
 /**
- * Projects, subprojects and workflowitems (seed 000, TruBudget's model), declared as data. A project
- * is a partition; its subprojects and workflowitems are nested inside it, so a project's whole tree,
+ * Projects, subprojects and workflowitems (TruBudget's model), declared as data. A project is a
+ * partition; its subprojects and workflowitems are nested inside it, so a project's whole tree,
  * orderings, permissions and history are one partition and every read is one range read.
+ *
+ * Which fields a command owns (status → close, assignee → assign, …) is declared here too
+ * (`ownedFields`): the update rules (rules.ts) and the served create/update bodies derive from it.
  */
 import { Type, type Static } from "@sinclair/typebox";
 import { ValidationError } from "../errors.js";
 import { defineSchema } from "../resources/schema.js";
-import { CurrencyCode, Decimal, IsoDate, isCurrency, isValidDate, PositiveDecimal } from "./money.js";
+import { PROJECT_QUERY } from "./search.js";
+import { Amount, CurrencyCode, Decimal, IsoDate, isCurrency, isValidDate, PositiveDecimal } from "./money.js";
 
 const Identity = Type.String({ minLength: 1, maxLength: 128 });
 const Text = (max: number) => Type.String({ maxLength: max });
 const Tags = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 50, uniqueItems: true });
-const AdditionalData = Type.Record(Type.String(), Type.Unknown(), { description: "free-form data of the client" });
+const AdditionalData = Type.Record(Type.String(), Type.Unknown(), { description: "free-form data of the client", $id: "AdditionalData" });
 const Status = Type.Union([Type.Literal("open"), Type.Literal("closed")]);
+/** A workflowitem's type (TruBudget's): `restricted` gives the assignee every intent and leaves the assigner only `list`. */
+export const WorkflowitemType = Type.Union([Type.Literal("general"), Type.Literal("restricted")]);
+/** When a resource was closed (set by close; kept for TruBudget's order, closed items first by close time). */
+const ClosedAt = Type.String({ ...IsoDate, description: "when it was closed (ISO 8601)" });
 
 export const ProjectedBudget = Type.Object(
   { organization: Type.String({ minLength: 1, maxLength: 200 }), value: Decimal, currencyCode: CurrencyCode },
-  { additionalProperties: false },
+  { additionalProperties: false, $id: "ProjectedBudget" },
 );
 export type ProjectedBudget = Static<typeof ProjectedBudget>;
 
@@ -38,20 +46,43 @@ export const SubprojectFields = Type.Object(
     ...projectFields,
     currency: CurrencyCode,
     validator: Type.Optional(Identity),
-    workflowitemType: Type.Optional(Type.Union([Type.Literal("general"), Type.Literal("restricted")])),
+    /** When set, every workflowitem of the subproject has this type (TruBudget's fixed type). */
+    workflowitemType: Type.Optional(WorkflowitemType),
+    /** `ordered` (the default, TruBudget's): a workflowitem closes only after every earlier one. */
     workflowMode: Type.Optional(Type.Union([Type.Literal("ordered"), Type.Literal("unordered")])),
   },
   { additionalProperties: false },
 );
 
+/** The most documents one workflowitem holds (its record carries their list). */
+export const MAX_DOCUMENTS = 100;
+export const DOCUMENT_COMMENT_MAX = 2_000;
+export const DocumentFileName = Type.String({ minLength: 1, maxLength: 255 });
+export const DocumentComment = Type.String({ maxLength: DOCUMENT_COMMENT_MAX });
+export const DocumentLink = Type.String({ minLength: 1, maxLength: 2_000, pattern: "^https?://", description: "an external link (http or https), stored without content or hash" });
+
+/**
+ * A document of a workflowitem (documents.ts): its content is in the archive's file store, held by
+ * the reference named by the document's id; a link document has no content.
+ */
 export const Document = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 255 }),
-    hash: Type.String({ pattern: "^[0-9a-f]{64}$", description: "sha-256 of the content (the archive's file store keeps it)" }),
-    link: Type.Optional(Type.String({ maxLength: 2_000 })),
+    id: Type.String({ minLength: 1, maxLength: 64 }),
+    fileName: DocumentFileName,
+    hash: Type.Optional(Type.String({ pattern: "^[0-9a-f]{64}$", description: "sha-256 of the content (the ETag of its download)" })),
+    size: Type.Optional(Type.Integer({ minimum: 0 })),
+    link: Type.Optional(DocumentLink),
+    comment: Type.Optional(DocumentComment),
+    createdAt: Type.String({ description: "ISO 8601 date-time" }),
+    createdBy: Type.String(),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, $id: "Document" },
 );
+export type Document = Static<typeof Document>;
+
+/** The longest reason a workflowitem may be rejected with (closed with a reason). */
+export const REJECT_REASON_MAX = 2_000;
+export const RejectReason = Type.String({ minLength: 1, maxLength: REJECT_REASON_MAX });
 
 export const WorkflowitemFields = Type.Object(
   {
@@ -60,15 +91,19 @@ export const WorkflowitemFields = Type.Object(
     status: Status,
     assignee: Type.Optional(Identity),
     amountType: Type.Union([Type.Literal("N/A"), Type.Literal("disbursed"), Type.Literal("allocated")]),
-    amount: Type.Optional(Decimal),
+    amount: Type.Optional(Amount),
     currency: Type.Optional(CurrencyCode),
     exchangeRate: Type.Optional(PositiveDecimal),
     billingDate: Type.Optional(IsoDate),
     dueDate: Type.Optional(IsoDate),
-    documents: Type.Optional(Type.Array(Document, { maxItems: 100 })),
-    rejectReason: Type.Optional(Text(2_000)),
+    documents: Type.Optional(Type.Array(Document, { maxItems: MAX_DOCUMENTS })),
+    rejectReason: Type.Optional(RejectReason),
+    closedAt: Type.Optional(ClosedAt),
     tags: Type.Optional(Tags),
     additionalData: Type.Optional(AdditionalData),
+    workflowitemType: Type.Optional(WorkflowitemType),
+    fundingOrganization: Type.Optional(Text(200)),
+    markdown: Type.Optional(Text(100_000)),
   },
   { additionalProperties: false },
 );
@@ -88,6 +123,14 @@ function checkBudgets(d: Record<string, unknown>): void {
   });
 }
 
+/** The fields that only make sense with an amount: refused with amountType N/A, and cleared by an update to it (TruBudget's). */
+export const AMOUNT_FIELDS = ["amount", "currency", "exchangeRate", "billingDate"] as const;
+
+/** The fields each command owns; the assignee and projected budgets may be given at creation. */
+const assignee = { by: "assign", initial: true } as const;
+const status = { by: "close" } as const;
+const projectedBudgets = { by: "the projected budget commands", initial: true } as const;
+
 export const workflowSchema = defineSchema({
   project: {
     parent: null,
@@ -95,7 +138,10 @@ export const workflowSchema = defineSchema({
     fields: ProjectFields,
     statusField: "status",
     extraIntents: ["project.assign", "project.close", "project.budget.updateProjected", "project.budget.deleteProjected"],
+    ownedFields: { status, assignee, projectedBudgets },
     rules: checkBudgets,
+    assigneeField: "assignee",
+    query: PROJECT_QUERY,
   },
   subproject: {
     parent: "project",
@@ -103,7 +149,12 @@ export const workflowSchema = defineSchema({
     fields: SubprojectFields,
     statusField: "status",
     orderedChildren: "workflowitem",
+    // TruBudget's order of workflowitems, offered beside the native one (seed 002's): closed ones first, by close time.
+    closedFirst: { status: "closed", at: "closedAt" },
     extraIntents: ["subproject.assign", "subproject.close", "subproject.budget.updateProjected", "subproject.budget.deleteProjected"],
+    ownedFields: { status, assignee, projectedBudgets },
+    assigneeField: "assignee",
+    query: PROJECT_QUERY,
     rules: (d) => {
       checkBudgets(d);
       checkCurrency(d.currency, "data.currency");
@@ -115,13 +166,15 @@ export const workflowSchema = defineSchema({
     fields: WorkflowitemFields,
     statusField: "status",
     extraIntents: ["workflowitem.assign", "workflowitem.close"],
+    assigneeField: "assignee",
+    ownedFields: { status, assignee, rejectReason: { by: "close" }, closedAt: { by: "close" }, workflowitemType: { by: "create (it cannot change)", initial: true }, documents: { by: "the document routes" } },
     rules: (d) => {
       checkCurrency(d.currency, "data.currency");
       for (const f of ["billingDate", "dueDate"] as const) {
         if (d[f] !== undefined && !isValidDate(d[f])) throw new ValidationError(`data.${f} is not a valid date`, `data.${f}`);
       }
       if (d.amountType === "N/A") {
-        for (const f of ["amount", "currency", "exchangeRate"] as const) {
+        for (const f of AMOUNT_FIELDS) {
           if (d[f] !== undefined) throw new ValidationError(`data.${f} must not be set when amountType is N/A`, `data.${f}`);
         }
       }

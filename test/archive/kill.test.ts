@@ -3,6 +3,7 @@
  * entry behind; the recovery sweep of the next process removes them, and what was archived before is
  * intact. Runs on LMDB (a store that outlives the process).
  */
+import { SYSTEM } from "../../src/access/actor.js";
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -43,8 +44,8 @@ describe("archive: recovery after SIGKILL mid-write (lmdb)", () => {
         const archive = new Archive(kv);
         const report = await archive.recover();
         expect(report.uploadsRolledBack).toBe(1);
-        const [keep] = (await archive.findSnapshotsByUniqueId("keep")).items;
-        const sha = (await archive.read(keep!.id)).files[0]!.sha256;
+        const [keep] = (await archive.findSnapshotsByUniqueId(SYSTEM, "keep")).items;
+        const sha = (await archive.read(SYSTEM, keep!.id)).files[0]!.sha256;
         // Exactly the kept snapshot remains: its header and document, its date entry, its file and chunks.
         const left = await dump(kv);
         expect(left.filter((l) => l.startsWith('["archive-chunks"'))).toHaveLength(1);
@@ -52,11 +53,11 @@ describe("archive: recovery after SIGKILL mid-write (lmdb)", () => {
         expect(left.filter((l) => l.startsWith('["archive",'))).toEqual(['["archive","keep"]: 3']);
         expect(left.filter((l) => l.startsWith('["archive-file"'))).toEqual([`["archive-file","${sha}"]: 2`]);
         expect(JSON.parse((await kv.get(["archive-file", sha], ["meta"]))!.value.toString()).refs).toBe(1);
-        expect((await archive.findSnapshotsByUniqueId("killed")).items).toEqual([]);
-        expect(await sha256Of((await archive.openFile(keep!.id, "k.bin")).stream)).toEqual({ sha256: sha, size: 1536 * 1024 });
+        expect((await archive.findSnapshotsByUniqueId(SYSTEM, "killed")).items).toEqual([]);
+        expect(await sha256Of((await archive.openFile(SYSTEM, keep!.id, "k.bin")).stream)).toEqual({ sha256: sha, size: 1536 * 1024 });
         // A second sweep has nothing left to do.
         expect(await archive.recover()).toEqual({ uploadsRolledBack: 0, uploadsCompleted: 0, deletesCompleted: 0, deletesAbandoned: 0, freesCompleted: 0 });
-        await archive.delete(keep!.id);
+        await archive.delete(SYSTEM, keep!.id);
         expect(await dump(kv)).toEqual([]);
       } finally {
         await kv.close();

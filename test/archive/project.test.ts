@@ -1,10 +1,13 @@
 /** Archiving a closed project as one snapshot, dropping it, and restoring it byte for byte (every backend). */
+import { randomBytes } from "node:crypto";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { Archive } from "../../src/archive/archive.js";
-import { archiveProject, PROJECT_ARCHIVE_FILE, restoreProject, type ProjectArchiveDeps } from "../../src/archive/project.js";
+import { GlobalPermissions } from "../../src/access/global.js";
+import { IntentRegistry } from "../../src/access/intents.js";
+import { Archive, ARCHIVE_INTENTS } from "../../src/archive/archive.js";
+import { archiveProject, PROJECT_ARCHIVE_FILE, restoreProject, type ProjectArchiveDeps } from "../../src/workflow/archive.js";
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from "../../src/errors.js";
 import { allPartitions, scanAll, type KvStore } from "../../src/kv/contract.js";
-import { SYSTEM, userActor } from "../../src/resources/actor.js";
+import { SYSTEM, userActor } from "../../src/access/actor.js";
 import { ResourceStore } from "../../src/resources/store.js";
 import { projectRef, subprojectRef, Workflow, workflowitemRef } from "../../src/workflow/commands.js";
 import { workflowSchema } from "../../src/workflow/schema.js";
@@ -21,11 +24,15 @@ async function dumpPartition(kv: KvStore, p: string): Promise<string[]> {
   return out;
 }
 
+/** One server's seal key: the snapshot travels to the other store, which the same server restores into. */
+const SEAL_KEY = randomBytes(32);
+
 function open(kv: KvStore): { wf: Workflow; deps: ProjectArchiveDeps; archive: Archive } {
   let t = Date.parse("2026-03-01T00:00:00Z");
-  const wf = new Workflow(new ResourceStore(kv, workflowSchema, { clock: () => (t += 1000) }));
-  const archive = new Archive(kv);
-  return { wf, archive, deps: { archive, store: wf.store } };
+  const global = new GlobalPermissions(kv, { intents: new IntentRegistry(workflowSchema.globalIntents, ARCHIVE_INTENTS) });
+  const wf = new Workflow(new ResourceStore(kv, workflowSchema, { clock: () => (t += 1000), global }));
+  const archive = new Archive(kv, { global });
+  return { wf, archive, deps: { archive, store: wf.store, sealKey: async () => SEAL_KEY } };
 }
 
 /** Everything a reader sees of the project. */
@@ -89,12 +96,12 @@ forEachBackend((backend) => {
     expect(archived.dropped).toBe(false);
     expect(archived.snapshot.id).toMatch(/^project:p-\d+$/);
     expect(archived.counts).toMatchObject({ entries: before.length, resources: { project: 1, subproject: 2, workflowitem: ITEMS + 3 } });
-    const snap = await src.archive.read(archived.snapshot.id);
+    const snap = await src.archive.read(SYSTEM, archived.snapshot.id);
     expect(snap.document.kind).toEqual(["flowstore.project"]);
     expect(snap.document.projectId).toEqual(["p"]);
     expect(snap.document.chainHead).toEqual([archived.chainHead]);
     expect(snap.files.map((f) => f.name)).toEqual([PROJECT_ARCHIVE_FILE]);
-    const lines = (await collect((await src.archive.openFile(snap.id, PROJECT_ARCHIVE_FILE)).stream)).toString("utf8").trimEnd().split("\n");
+    const lines = (await collect((await src.archive.openFile(SYSTEM, snap.id, PROJECT_ARCHIVE_FILE)).stream)).toString("utf8").trimEnd().split("\n");
     expect(lines).toHaveLength(before.length);
     expect(JSON.parse(lines[0]!)).toEqual({ k: expect.any(String), v: expect.any(String) });
     expect(await dumpPartition(h.kv, "p")).toEqual(before); // archiving without drop changes nothing
@@ -153,11 +160,12 @@ forEachBackend((backend) => {
     // jane: no global.writeArchive; then with it but without project.close on the project
     await expect(archiveProject(src.deps, jane, "open")).rejects.toBeInstanceOf(ForbiddenError);
     await src.wf.store.global.grant(SYSTEM, "global.writeArchive", "jane");
-    await expect(archiveProject(src.deps, jane, "open")).rejects.toBeInstanceOf(ForbiddenError);
-    expect((await src.archive.findSnapshotsByUniqueId("project:open")).items).toEqual([]);
+    // jane holds nothing on the project: as if it did not exist (no existence oracle).
+    await expect(archiveProject(src.deps, jane, "open")).rejects.toBeInstanceOf(NotFoundError);
+    expect((await src.archive.findSnapshotsByUniqueId(SYSTEM, "project:open")).items).toEqual([]);
     await src.wf.grant(mary, projectRef("open"), "project.close", "jane");
     const done = await archiveProject(src.deps, jane, "open");
-    expect((await src.archive.findSnapshotsByUniqueId("project:open")).items.map((s) => s.id)).toEqual([done.snapshot.id]);
+    expect((await src.archive.findSnapshotsByUniqueId(SYSTEM, "project:open")).items.map((s) => s.id)).toEqual([done.snapshot.id]);
   });
 
   it("keeps the project when it changes between the snapshot and the drop", async () => {
@@ -171,7 +179,7 @@ forEachBackend((backend) => {
       }
     }
     const archive = new Meddling(h.kv);
-    const err = await archiveProject({ archive, store: wf.store }, mary, "p", { drop: true }).catch((e: unknown) => e);
+    const err = await archiveProject({ ...src.deps, archive }, mary, "p", { drop: true }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConflictError);
     expect((err as Error).message).toMatch(/not dropped/);
     expect((await wf.projectDetails(mary, "p")).project.data.status).toBe("closed");
@@ -179,7 +187,7 @@ forEachBackend((backend) => {
   });
 
   it("refuses a snapshot that is not a project archive, and finishes over the leftover of an interrupted restore", async () => {
-    const plain = await src.archive.write("project:x", { kind: ["something else"] });
+    const plain = await src.archive.write(SYSTEM, "project:x", { kind: ["something else"] });
     await expect(restoreProject(src.deps, mary, plain.id)).rejects.toMatchObject({ status: 400, field: "snapshotId" });
     await expect(restoreProject(src.deps, mary, "no-such-1")).rejects.toBeInstanceOf(NotFoundError);
 

@@ -8,7 +8,7 @@ import type { Command, CommanderError } from "commander";
 import { buildProgram } from "../../src/cli/program.js";
 import { scanAll, type KvStore } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
-import { SYSTEM, userActor } from "../../src/resources/actor.js";
+import { SYSTEM, userActor } from "../../src/access/actor.js";
 import { ResourceStore } from "../../src/resources/store.js";
 import { Workflow } from "../../src/workflow/commands.js";
 import { workflowSchema } from "../../src/workflow/schema.js";

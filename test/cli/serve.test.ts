@@ -1,63 +1,14 @@
 /** The real `flowstore` process: serve, graceful shutdown, refusal without root, operator commands, --help. */
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { request } from "node:http";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Command, CommanderError } from "commander";
 import { buildProgram } from "../../src/cli/program.js";
 import { FlowstoreClient } from "../../src/client/index.js";
-
-const ROOT = resolve(import.meta.dirname, "../..");
-const MAIN = join(ROOT, "src/cli/main.ts");
-
-interface Run {
-  readonly child: ChildProcess;
-  readonly out: () => string;
-  readonly err: () => string;
-  readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-function run(args: string[], env: Record<string, string> = {}, input?: string): Run {
-  const child = spawn(process.execPath, ["--import", "tsx", MAIN, ...args], {
-    cwd: ROOT,
-    env: { ...process.env, FLOWSTORE_ROOT_PASSWORD: "", FLOWSTORE_JWT_SECRET: "", FLOWSTORE_STORE: "", ...env },
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  let out = "";
-  let err = "";
-  child.stdout!.on("data", (d) => (out += d));
-  child.stderr!.on("data", (d) => (err += d));
-  if (input !== undefined) child.stdin!.end(input);
-  else child.stdin!.end();
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.on("exit", (code, signal) => res({ code, signal })));
-  return { child, out: () => out, err: () => err, exit };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.once("error", rej);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => res(port));
-    });
-  });
-}
-
-async function waitHealthy(base: string, r: Run): Promise<void> {
-  for (;;) {
-    const exited = await Promise.race([r.exit.then(() => true), new Promise<false>((res) => setTimeout(() => res(false), 100))]);
-    if (exited) throw new Error(`serve exited early: ${r.err()} ${r.out()}`);
-    try {
-      if ((await fetch(`${base}/health`)).ok) return;
-    } catch {
-      // not listening yet
-    }
-  }
-}
+import { freePort } from "../setup/redis-servers.js";
+import { run, waitHealthy } from "./spawn.js";
 
 let dir: string;
 beforeEach(async () => {

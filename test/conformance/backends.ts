@@ -9,8 +9,10 @@ import { describe, inject } from "vitest";
 import type { KvStore } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { MemoryData, MemoryKv } from "../../src/kv/memory.js";
+import { PostgresKv } from "../../src/kv/postgres.js";
 import { openRedisKv } from "../../src/kv/redis/connect.js";
 import { deleteNamespace } from "../setup/redis-keys.js";
+import { dropSchema } from "../setup/postgres-server.js";
 
 export interface BackendHandle {
   readonly kv: KvStore;
@@ -57,40 +59,79 @@ const lmdb: BackendFactory = {
   },
 };
 
-/** A backend on the shared redis-server processes of test/setup/redis.ts; each create() gets a fresh
- * namespace, and destroy() removes its keys. */
-function redisBackend(name: "redis" | "redis-cluster", url: string): BackendFactory {
+/**
+ * A backend on a shared server: each create() opens stores on a fresh space of their own (`open(space)`),
+ * and destroy() closes them and removes the space with `remove(space)`.
+ */
+function sharedServerBackend(
+  name: string,
+  newSpace: () => string,
+  open: (space: string) => KvStore,
+  remove: (space: string) => Promise<unknown>,
+): BackendFactory {
   return {
     name,
     async create() {
-      const namespace = `t-${process.pid}-${randomBytes(6).toString("hex")}`;
+      const space = newSpace();
       const handles: KvStore[] = [];
-      const open = (): KvStore => {
-        const kv = openRedisKv(url, { namespace });
+      const next = (): KvStore => {
+        const kv = open(space);
         handles.push(kv);
         return kv;
       };
       return {
-        kv: open(),
-        reopen: async () => open(),
+        kv: next(),
+        reopen: async () => next(),
         destroy: async () => {
           await Promise.all(handles.map((h) => h.close()));
-          await deleteNamespace(url, namespace);
+          await remove(space);
         },
       };
     },
   };
 }
 
+/** The shared redis-server processes of test/setup/redis.ts: a namespace per store, its keys deleted. */
 function redisBackends(): BackendFactory[] {
   const redis = inject("redis");
   if (!redis) return [];
-  return [redisBackend("redis", redis.standalone), redisBackend("redis-cluster", redis.cluster)];
+  const newNamespace = (): string => `t-${process.pid}-${randomBytes(6).toString("hex")}`;
+  return ([["redis", redis.standalone], ["redis-cluster", redis.cluster]] as const).map(([name, url]) =>
+    sharedServerBackend(
+      name,
+      newNamespace,
+      (namespace) => openRedisKv(url, { namespace }),
+      (namespace) => deleteNamespace(url, namespace),
+    ),
+  );
 }
 
-export const backends: BackendFactory[] = [memory, lmdb, ...redisBackends()];
+/** The shared PostgreSQL cluster of test/setup/postgres.ts: a schema per store, dropped. */
+function postgresBackends(): BackendFactory[] {
+  const url = inject("postgres");
+  if (!url) return [];
+  return [
+    sharedServerBackend(
+      "postgres",
+      () => `t_${process.pid}_${randomBytes(6).toString("hex")}`,
+      (schema) => PostgresKv.open(url, { schema }),
+      (schema) => dropSchema(url, schema),
+    ),
+  ];
+}
 
-/** Runs `suite` once per backend, inside a describe named after it. */
-export function forEachBackend(suite: (backend: BackendFactory) => void): void {
-  for (const backend of backends) describe(backend.name, () => suite(backend));
+export const backends: BackendFactory[] = [memory, lmdb, ...redisBackends(), ...postgresBackends()];
+
+/**
+ * The backends the HTTP and client suites run on. What they test (routes, status codes, shapes) sits
+ * above the storage contract and is the same on every backend, which the conformance and domain suites
+ * already run on all of them; so these run on the specification (memory) and the embedded default
+ * (lmdb). `FLOWSTORE_TEST_BACKENDS=all` widens them to every backend (`npm run soak` does).
+ */
+export const httpBackends: BackendFactory[] =
+  process.env.FLOWSTORE_TEST_BACKENDS === "all" ? backends : backends.filter((b) => b.name === "memory" || b.name === "lmdb");
+
+/** Runs `suite` once per backend of `among` (every backend by default), inside a describe named after it. */
+export function forEachBackend(suite: (backend: BackendFactory) => void, among: BackendFactory[] = backends): void {
+  for (const backend of among) describe(backend.name, () => suite(backend));
 }

@@ -14,7 +14,7 @@ import { LmdbKv } from "../../src/kv/lmdb.js";
 import { ROOT_PASSWORD, startServer, type Running } from "../http/harness.js";
 
 // Browser globals used inside page.evaluate callbacks (this file is type-checked without the DOM lib).
-declare const sessionStorage: { getItem(key: string): string | null };
+declare const sessionStorage: { getItem(key: string): string | null; setItem(key: string, value: string): void };
 declare function requestAnimationFrame(callback: () => void): number;
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -285,7 +285,7 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
       await eve.page.locator(`tr[data-id="${P}"] a`).waitFor();
       // eve holds no global.createProject (GET /me says so): no "New project".
       expect(await eve.page.getByRole("button", { name: "New project" }).count()).toBe(0);
-      // The page decides what eve may do from the project's permission list, which eve may not read.
+      // The page offers what the project's allowedIntents allow (close: only its assignee); eve may not read its permission list.
       const permissions = eve.page.waitForResponse((r) => r.url().endsWith(`/projects/${P}/permissions`));
       await eve.page.goto(`${server.base}/#/projects/${P}`);
       expect((await permissions).status()).toBe(403);
@@ -364,19 +364,33 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
     await shot(page, "process-data");
   });
 
-  it("lists projects a page at a time, with a search over the loaded ones", async () => {
+  it("lists projects a page at a time, searched and sorted on the server", async () => {
     const root = await server.app.flowstore.identity.actorFor("root");
     await Promise.all(Array.from({ length: 30 }, (_, i) => server.app.flowstore.workflow.createProject(root, { id: `bulk-${String(i).padStart(2, "0")}`, displayName: `Bulk project ${i}`, tags: i === 7 ? ["lucky"] : [] } as never)));
     await page.goto(`${server.base}/#/projects`);
     await page.locator("tr[data-id]").first().waitFor();
     expect(await page.locator("tr[data-id]").count()).toBe(25);
+    const search = page.getByRole("searchbox", { name: "Search projects" });
+    // The server searches every project, not only the loaded page: bulk-29 is not among the first 25.
+    await search.fill("name:project tag:lucky");
+    await expect.poll(() => page.locator("tr[data-id]").allTextContents()).toEqual([expect.stringContaining("Bulk project 7")]);
+    await search.fill("29");
+    await expect.poll(() => page.locator("tr[data-id]").allTextContents()).toEqual([expect.stringContaining("Bulk project 29")]);
+    await search.fill("water supply");
+    await expect.poll(() => page.locator("tr[data-id]").count()).toBe(1);
+    await search.fill("");
+    await expect.poll(() => page.locator("tr[data-id]").count()).toBe(25);
     await page.getByRole("button", { name: "Load more projects" }).click();
     await expect.poll(() => page.locator("tr[data-id]").count()).toBe(31);
     expect(await page.getByRole("button", { name: "Load more projects" }).count()).toBe(0);
-    await page.getByRole("searchbox", { name: "Search projects" }).fill("lucky");
-    await expect.poll(() => page.locator("tr[data-id]").allTextContents()).toEqual([expect.stringContaining("Bulk project 7")]);
-    await page.getByRole("searchbox", { name: "Search projects" }).fill("water supply");
-    await expect.poll(() => page.locator("tr[data-id]").count()).toBe(1);
+    // Sorted by name, newest order last: the server's order, page by page.
+    await page.getByRole("combobox", { name: "Sort projects" }).selectOption("displayName");
+    await page.getByRole("combobox", { name: "Sort order" }).selectOption("desc");
+    const top = (await server.root.projects.search({ sort: "displayName", order: "desc", limit: 1 })).items[0]!;
+    await expect.poll(() => page.locator("tr[data-id]").first().getAttribute("data-id")).toBe(top.id);
+    const names = await page.locator("tr[data-id] td:first-child").allTextContents();
+    expect(names.length).toBe(25);
+    expect(names).toEqual([...names].sort((a, b) => (a.toLowerCase() < b.toLowerCase() ? 1 : a.toLowerCase() > b.toLowerCase() ? -1 : 0)));
     await shot(page, "projects");
   });
 
@@ -411,6 +425,13 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
 
   it("logs out: the login form again and no token left in the tab", async () => {
     await page.getByRole("button", { name: "Log out" }).click();
+    await page.getByRole("form", { name: "Log in" }).waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem("flowstore.session"))).toBeNull();
+  });
+
+  it("a token the server refuses ends the session: the login form again, the tab's token gone", async () => {
+    await page.evaluate(() => sessionStorage.setItem("flowstore.session", JSON.stringify({ token: "not-a-token", user: "root", groups: [], intents: [] })));
+    await page.reload();
     await page.getByRole("form", { name: "Log in" }).waitFor();
     expect(await page.evaluate(() => sessionStorage.getItem("flowstore.session"))).toBeNull();
   });

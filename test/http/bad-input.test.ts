@@ -73,7 +73,8 @@ const cases: Case[] = [
   { name: "bad percent-encoding in a path", method: "POST", path: "/api/v1/users/%E0%A4%A/disable", headers: () => auth, status: 400 },
   { name: "bare percent in a path", method: "POST", path: "/api/v1/users/a%/disable", headers: () => auth, status: 400 },
   { name: "unknown route", method: "GET", path: "/api/v1/nothing", headers: () => auth, status: 404 },
-  { name: "unknown method", method: "DELETE", path: "/api/v1/users", headers: () => auth, status: 404 },
+  { name: "a known path with a method it does not answer", method: "DELETE", path: "/api/v1/users", headers: () => auth, status: 405 },
+  { name: "an unknown path", method: "DELETE", path: "/api/v1/no-such-thing", headers: () => auth, status: 404 },
   { name: "very long path", method: "GET", path: `/api/v1/users/${"x".repeat(5000)}`, headers: () => auth, status: 414 },
   ...awkward.map(
     (id): Case => ({

@@ -3,6 +3,8 @@ import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { FlowstoreClient } from "../../src/client/index.js";
+import { openFlowstore, type FlowstoreOptions } from "../../src/flowstore/index.js";
+import { Metrics } from "../../src/http/metrics.js";
 import { buildServer, type ServerOptions } from "../../src/http/server.js";
 import type { KvStore } from "../../src/kv/contract.js";
 
@@ -20,11 +22,15 @@ export interface Running {
   close(): Promise<void>;
 }
 
-export async function startServer(
-  kv: KvStore,
-  options: { logger?: Logger | false } & Partial<Omit<ServerOptions, "kv" | "logger">> = {},
-): Promise<Running> {
-  const app = await buildServer({ tokenSecret: SECRET, logger: false, ...options, kv });
+/** The store's options (openFlowstore) and the server's (buildServer), in one bag. */
+export type StartOptions = { logger?: Logger | false } & Partial<ServerOptions> & Pick<FlowstoreOptions, "archive" | "archiveSeal" | "processData" | "pageCache" | "clock" | "documents" | "notifications" | "feedRepair">;
+
+/** Opens the store over `kv` (which stays the caller's to close) counted in /metrics, and serves it. */
+export async function startServer(kv: KvStore, options: StartOptions = {}): Promise<Running> {
+  const { archive, archiveSeal, processData, pageCache, clock, documents, notifications, feedRepair, ...http } = options;
+  const metrics = new Metrics();
+  const flowstore = await openFlowstore(kv, { archive, archiveSeal, processData, pageCache, clock, documents, notifications, feedRepair, instrument: (inner) => metrics.wrap(inner) });
+  const app = await buildServer(flowstore, { tokenSecret: SECRET, logger: false, metrics, closeStore: true, ...http });
   await app.flowstore.identity.ensureRoot(ROOT_PASSWORD);
   await app.listen({ host: "127.0.0.1", port: 0 });
   const { port } = app.server.address() as AddressInfo;

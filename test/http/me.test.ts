@@ -18,6 +18,9 @@ describe("GET /api/v1/me", () => {
     expect(me).toEqual({ id: "ann", groups: ["makers"], intents: ["global.createProject"] });
     const root = await s.root.request<{ intents: string[] }>("GET", "/api/v1/me");
     expect(root.intents).toContain("global.createUser");
+    // root holds the whole registry, every domain's intents, and /me reports exactly those
+    expect([...root.intents].sort()).toEqual([...s.app.flowstore.identity.global.intents.list()].sort());
+    expect(root.intents).toEqual(expect.arrayContaining(["global.grantPermission", "global.createProject", "global.writeArchive", "global.readProcessData"]));
   });
 
   it("needs a token", async () => {

@@ -2,44 +2,57 @@
  * The permission matrix (issue 5): every route the running server registers has an entry here, and
  * the test fails for a route without one (or an entry without a route). For each route that needs an
  * intent, a caller holding every other intent of the same scope (all other intents of the type on the
- * resource, or all other global intents) is refused (403, or 404 where existence is hidden) and the
- * store is byte for byte unchanged; the same caller, once granted exactly the needed intent, is served
- * (2xx). Routes that need only a valid token, or none, are declared so and checked as such.
+ * resource, or all other global intents) is refused with 403 (it knows of the resource) and the store
+ * is byte for byte unchanged; the same caller, once granted exactly the needed intent, is served (2xx).
+ * Before it holds anything on the resource, the caller gets the very 404 a missing resource answers
+ * (no existence oracle, docs/security.md). Routes that need only a valid token, or none, are declared so and checked as such.
  * HEAD routes mirror their GET entry and are checked with it.
  *
  * One server over LMDB (the embedded default): permission checks live in the store's domain layers,
  * identical over every backend; the backend suites prove the backends equal.
  */
+import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ALL_KINDS } from "../../src/cli/transfer.js";
+import { ALL_KINDS } from "../../src/flowstore/kinds.js";
 import type { FlowstoreClient } from "../../src/client/index.js";
 import { allPartitions, scanAll, type KvStore } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
-import { GLOBAL_INTENTS, type GlobalIntent } from "../../src/resources/global.js";
+import type { GlobalIntentName as GlobalIntent } from "../../src/http/routes/global.js";
 import { raw, startServer, type Running } from "./harness.js";
 
 const API = "/api/v1";
-type Level = "project" | "subproject" | "workflowitem";
+const TEN = `${API}/tenancy`;
+type WorkflowLevel = "project" | "subproject" | "workflowitem";
+type TenancyType = "space" | "provider" | "node" | "tenant" | "kms" | "contentObject" | "contentObjectVersion";
+type Level = WorkflowLevel | TenancyType;
 
 type Need =
   | { readonly kind: "public" }
   | { readonly kind: "token" }
+  /** Acts on the caller's own session (refresh, logout): checked with a fresh session of its own. */
+  | { readonly kind: "session" }
   | { readonly kind: "global"; readonly intent: GlobalIntent }
-  | { readonly kind: "resource"; readonly intent: string; readonly on: Level };
+  | { readonly kind: "resource"; readonly intent: string; readonly on: Level }
+  /** Eluvio's governance delete: a token and the parent's governanceDelete flag, no intent at all. */
+  | { readonly kind: "governanceFlag" }
+  /** TruBudget's close rule: the resource's assignee only; every intent of the type without it is refused. */
+  | { readonly kind: "assignee"; readonly on: Level };
 
 interface Req {
   readonly path: string;
   readonly body?: unknown;
+  /** A multipart body instead of JSON (made anew for each request). */
+  readonly form?: () => FormData;
 }
 
 /** A fresh project tree, made by root, for one route; `extra` holds what the entry's setup made. */
 interface Fixture {
   readonly p: string;
-  /** /api/v1/projects/{p}, …/subprojects/s, …/workflowitems/w */
-  readonly paths: Record<Level, string>;
+  /** /api/v1/projects/{p}, …/subprojects/s, …/workflowitems/w; or the tenancy tree's addresses */
+  readonly paths: Partial<Record<Level, string>>;
   extra: Record<string, string>;
 }
 
@@ -49,11 +62,13 @@ interface Entry {
   readonly alsoNeeds?: readonly Need[];
   /** The request to make; `setup` runs first (as root) for what the route needs to exist. */
   readonly request: (f: Fixture) => Req;
-  /** What the fixture holds: a project only, a project with an empty subproject, or down to one workflowitem. */
-  readonly tree?: "project" | "subproject" | "workflowitem";
+  /** What the fixture holds: a project only, a project with an empty subproject, down to one workflowitem, or a tenancy tree. */
+  readonly tree?: "project" | "subproject" | "workflowitem" | "tenancy";
   readonly setup?: (root: FlowstoreClient, f: Fixture) => Promise<void | Record<string, string>>;
   /** The HEAD twin of this GET cannot be requested usefully (a stream): check only its 401. */
   readonly streamed?: true;
+  /** A POST that only reads (validating a file against a document): served, it changes nothing either. */
+  readonly readsOnly?: true;
 }
 
 const pub = (path: string): Entry => ({ need: { kind: "public" }, request: () => ({ path }) });
@@ -67,19 +82,21 @@ let seq = 0;
 const unique = (prefix: string): string => `${prefix}${++seq}`;
 
 /** The generic routes of one level, with the intent each needs on the resource it addresses. */
-function levelEntries(level: Level, collection: string, item: string): Record<string, Entry> {
+function levelEntries(level: WorkflowLevel, collection: string, item: string): Record<string, Entry> {
   const on = level;
   const res = (intent: string, request: Entry["request"], extra: Partial<Entry> = {}): Entry => ({ need: { kind: "resource", intent, on }, request, ...extra });
   const at = (f: Fixture, suffix = "") => f.paths[level] + suffix;
-  const parentLevel: Level | null = level === "project" ? null : level === "subproject" ? "project" : "subproject";
+  const parentLevel: WorkflowLevel | null = level === "project" ? null : level === "subproject" ? "project" : "subproject";
   const newBody = level === "project" ? { displayName: "new" } : level === "subproject" ? { displayName: "new", currency: "EUR" } : { displayName: "new", amountType: "N/A" };
   const entries: Record<string, Entry> = {
     [`GET ${item}`]: res(`${level}.viewDetails`, (f) => ({ path: at(f) })),
     [`PATCH ${item}`]: res(`${level}.update`, (f) => ({ path: at(f), body: { description: "changed" } })),
     [`DELETE ${item}`]: res(`${level}.delete`, (f) => ({ path: at(f) })),
-    [`POST ${item}/close`]: res(`${level}.close`, (f) => ({ path: at(f, "/close"), ...(level === "workflowitem" ? { body: {} } : {}) }), {
+    [`POST ${item}/close`]: {
+      need: { kind: "assignee", on },
+      request: (f) => ({ path: at(f, "/close"), ...(level === "workflowitem" ? { body: {} } : {}) }),
       tree: level === "project" ? "project" : level === "subproject" ? "subproject" : "workflowitem",
-    }),
+    },
     [`POST ${item}/assign`]: res(`${level}.assign`, (f) => ({ path: at(f, "/assign"), body: { assignee: "root" } })),
     [`GET ${item}/history`]: res(`${level}.viewHistory`, (f) => ({ path: at(f, "/history") })),
     [`GET ${item}/permissions`]: res(`${level}.intent.listPermissions`, (f) => ({ path: at(f, "/permissions") })),
@@ -97,6 +114,75 @@ function levelEntries(level: Level, collection: string, item: string): Record<st
   if (level !== "workflowitem") {
     entries[`PUT ${item}/projected-budgets`] = res(`${level}.budget.updateProjected`, (f) => ({ path: at(f, "/projected-budgets"), body: { organization: "Other", value: "2", currencyCode: "USD" } }));
     entries[`DELETE ${item}/projected-budgets/:organization/:currencyCode`] = res(`${level}.budget.deleteProjected`, (f) => ({ path: at(f, "/projected-budgets/Org/EUR") }));
+  }
+  return entries;
+}
+
+/**
+ * The tenancy hierarchy's routes, as the declaration's path rule gives them: a type is created and
+ * listed under its parent's address, a root or flat type addressed by its own id, a nested one below
+ * its parent's address; partition owners verify.
+ */
+const TENANCY: Record<TenancyType, { parent: TenancyType | null; collection: string; item: string; body: unknown; patch: unknown }> = {
+  space: { parent: null, collection: `${TEN}/spaces`, item: `${TEN}/spaces/:spaceId`, body: { name: "new" }, patch: { description: "changed" } },
+  provider: { parent: "space", collection: `${TEN}/spaces/:spaceId/providers`, item: `${TEN}/providers/:providerId`, body: { name: "new" }, patch: { description: "changed" } },
+  node: { parent: "provider", collection: `${TEN}/providers/:providerId/nodes`, item: `${TEN}/providers/:providerId/nodes/:nodeId`, body: { endpoint: "https://new" }, patch: { endpoint: "https://changed" } },
+  tenant: { parent: "space", collection: `${TEN}/spaces/:spaceId/tenants`, item: `${TEN}/tenants/:tenantId`, body: { name: "new" }, patch: { description: "changed" } },
+  kms: { parent: "tenant", collection: `${TEN}/tenants/:tenantId/kms`, item: `${TEN}/tenants/:tenantId/kms/:kmsId`, body: { keyRef: "new" }, patch: { keyRef: "changed" } },
+  contentObject: {
+    parent: "tenant",
+    collection: `${TEN}/tenants/:tenantId/content-objects`,
+    item: `${TEN}/tenants/:tenantId/content-objects/:contentObjectId`,
+    body: { name: "new" },
+    patch: { description: "changed" },
+  },
+  contentObjectVersion: {
+    parent: "contentObject",
+    collection: `${TEN}/tenants/:tenantId/content-objects/:contentObjectId/content-object-versions`,
+    item: `${TEN}/tenants/:tenantId/content-objects/:contentObjectId/content-object-versions/:contentObjectVersionId`,
+    body: { hash: "c".repeat(64), size: 1 },
+    patch: { size: 2 },
+  },
+};
+const TENANCY_TYPES = Object.keys(TENANCY) as TenancyType[];
+
+function tenancyEntries(): Record<string, Entry> {
+  const entries: Record<string, Entry> = {};
+  for (const type of TENANCY_TYPES) {
+    const { parent, collection, item, body, patch } = TENANCY[type];
+    const tree = "tenancy" as const;
+    const res = (intent: string, on: TenancyType, request: Entry["request"]): Entry => ({ need: { kind: "resource", intent, on }, request, tree });
+    const at = (f: Fixture, suffix = "") => f.paths[type] + suffix;
+    entries[`GET ${item}`] = res(`${type}.viewDetails`, type, (f) => ({ path: at(f) }));
+    entries[`PATCH ${item}`] = res(`${type}.update`, type, (f) => ({ path: at(f), body: patch }));
+    entries[`DELETE ${item}`] = res(`${type}.delete`, type, (f) => ({ path: at(f) }));
+    if (type === "space") {
+      // The space counts its providers: the fixture's provider is deleted first, or the delete is a 409.
+      entries[`DELETE ${item}`] = {
+        ...entries[`DELETE ${item}`]!,
+        setup: async (root, f) => void expect((await raw(base(), "DELETE", f.paths.provider!, { headers: { authorization: `Bearer ${root.token}` } })).status).toBe(204),
+      };
+      for (const method of ["PUT", "DELETE"]) entries[`${method} ${item}/governance-flag`] = res("space.setGovernanceDelete", type, (f) => ({ path: at(f, "/governance-flag") }));
+    }
+    if (type === "provider" || type === "tenant") {
+      entries[`POST ${item}/governance-delete`] = { need: { kind: "governanceFlag" }, tree, request: (f) => ({ path: at(f, "/governance-delete") }) };
+    }
+    entries[`GET ${item}/history`] = res(`${type}.viewHistory`, type, (f) => ({ path: at(f, "/history") }));
+    entries[`GET ${item}/permissions`] = res(`${type}.intent.listPermissions`, type, (f) => ({ path: at(f, "/permissions") }));
+    entries[`POST ${item}/permissions/grant`] = res(`${type}.intent.grantPermission`, type, (f) => ({ path: at(f, "/permissions/grant"), body: { intent: `${type}.viewDetails`, identity: "watchers" } }));
+    entries[`POST ${item}/permissions/revoke`] = res(`${type}.intent.revokePermission`, type, (f) => ({ path: at(f, "/permissions/revoke"), body: { intent: `${type}.viewDetails`, identity: "root" } }));
+    if (parent === null || TENANCY[type].item.split(":").length === 2) {
+      entries[`GET ${item}/verify`] = res(`${type}.viewHistory`, type, (f) => ({ path: at(f, "/verify") }));
+      entries[`GET ${item}/checkpoint`] = res(`${type}.viewHistory`, type, (f) => ({ path: at(f, "/checkpoint") }));
+    }
+    if (parent === null) {
+      entries[`POST ${collection}`] = global("global.createSpace", () => ({ path: collection, body: { id: unique("space-"), ...(body as object) } }));
+      entries[`GET ${collection}`] = token(collection);
+    } else {
+      const segment = collection.slice(collection.lastIndexOf("/"));
+      entries[`POST ${collection}`] = res(`${parent}.create${type.charAt(0).toUpperCase()}${type.slice(1)}`, parent, (f) => ({ path: f.paths[parent] + segment, body }));
+      entries[`GET ${collection}`] = res(`${parent}.viewDetails`, parent, (f) => ({ path: f.paths[parent] + segment }));
+    }
   }
   return entries;
 }
@@ -138,6 +224,9 @@ const MATRIX: Record<string, Entry> = {
   "GET /docs/static/index.html": pub("/docs/static/index.html"),
   "GET /docs/static/swagger-initializer.js": pub("/docs/static/swagger-initializer.js"),
   "GET /docs/static/*": pub("/docs/static/swagger-ui.css"),
+  [`POST ${API}/auth/refresh`]: { need: { kind: "session" }, request: () => ({ path: `${API}/auth/refresh` }) },
+  [`POST ${API}/auth/logout`]: { need: { kind: "session" }, request: () => ({ path: `${API}/auth/logout` }) },
+  [`POST ${API}/auth/logout-all`]: { need: { kind: "session" }, request: () => ({ path: `${API}/auth/logout-all` }) },
   [`POST ${API}/auth/token`]: { need: { kind: "public" }, request: () => ({ path: `${API}/auth/token`, body: { username: "eve", password: "eve password" } }) },
 
   // any valid token
@@ -151,6 +240,20 @@ const MATRIX: Record<string, Entry> = {
   // global intents
   [`POST ${API}/users`]: global("global.createUser", () => ({ path: `${API}/users`, body: { id: unique("user-"), displayName: "U", password: "a long password" } })),
   [`POST ${API}/users/:u/disable`]: global("global.createUser", () => ({ path: `${API}/users/victim/disable` })),
+  [`POST ${API}/users/:u/enable`]: global("global.createUser", () => ({ path: `${API}/users/victim/enable` })),
+  [`PUT ${API}/users/:u/password`]: global("global.createUser", () => ({ path: `${API}/users/victim/password`, body: { password: "victim password" } })),
+  [`GET ${API}/users/:u/assignments`]: global("global.createUser", () => ({ path: `${API}/users/victim/assignments` })),
+  [`PUT ${API}/me/password`]: { need: { kind: "session" }, request: () => ({ path: `${API}/me/password`, body: { currentPassword: "a long password", password: "a long password" } }) },
+  [`DELETE ${API}/groups/:g/members/:u`]: global(
+    "global.createGroup",
+    (f) => ({ path: `${API}/groups/${f.extra.group!}/members/victim` }),
+    async (root) => ({ group: (await root.groups.create({ id: unique("crew-"), displayName: "C", members: ["victim"] })).id }),
+  ),
+  [`POST ${API}/global/permissions/grant-all`]: global(
+    "global.grantPermission",
+    (f) => ({ path: `${API}/global/permissions/grant-all`, body: { identity: f.extra.group! } }),
+    async (root) => ({ group: (await root.groups.create({ id: unique("all-"), displayName: "A" })).id }),
+  ),
   [`POST ${API}/groups`]: global("global.createGroup", () => ({ path: `${API}/groups`, body: { id: unique("group-"), displayName: "G" } })),
   [`POST ${API}/groups/:g/members`]: global("global.createGroup", () => ({ path: `${API}/groups/watchers/members`, body: { userId: "victim" } })),
   [`GET ${API}/global/permissions`]: global("global.listPermissions", () => ({ path: `${API}/global/permissions` })),
@@ -165,15 +268,23 @@ const MATRIX: Record<string, Entry> = {
   [`POST ${PD}/form-submissions/process-definition/:def/start-form`]: global("global.writeProcessData", () => ({ path: `${PD}/form-submissions/process-definition/order/start-form`, body: { id: "f", data: {} } })),
   [`POST ${PD}/message-payloads/process-definition/:def/start-message`]: global("global.writeProcessData", () => ({ path: `${PD}/message-payloads/process-definition/order/start-message`, body: { id: "m", data: {} } })),
   [`GET ${PD}/:keyspace`]: global("global.readProcessData", () => ({ path: `${PD}/form-scripts` })),
-  [`PUT ${PD}/:keyspace/*`]: global("global.writeProcessData", () => ({ path: `${PD}/form-scripts/written`, body: { id: "written", formScript: "return 1" } })),
-  [`GET ${PD}/:keyspace/*`]: global("global.readProcessData", () => ({ path: `${PD}/form-scripts/kept` })),
-  [`DELETE ${PD}/:keyspace/*`]: global(
+  // a key as one URL-encoded segment ({key}), and the same key with its slashes sent raw (the hidden `*` route)
+  [`PUT ${PD}/:keyspace/:key`]: global("global.writeProcessData", () => ({ path: `${PD}/form-scripts/written`, body: { id: "written", formScript: "return 1" } })),
+  [`GET ${PD}/:keyspace/:key`]: global("global.readProcessData", () => ({ path: `${PD}/form-scripts/kept` })),
+  [`DELETE ${PD}/:keyspace/:key`]: global(
     "global.writeProcessData",
     () => ({ path: `${PD}/form-scripts/doomed` }),
     async (root) => void (await root.processData.put("form-scripts", "doomed", { id: "doomed", formScript: "x" })),
   ),
+  [`PUT ${PD}/:keyspace/*`]: global("global.writeProcessData", () => ({ path: `${PD}/form-submissions/process/pi-9/task/written`, body: { id: "written", data: {} } })),
+  [`GET ${PD}/:keyspace/*`]: global("global.readProcessData", () => ({ path: `${PD}/form-submissions/process/pi-9/task/kept` })),
+  [`DELETE ${PD}/:keyspace/*`]: global(
+    "global.writeProcessData",
+    () => ({ path: `${PD}/form-submissions/process/pi-9/task/doomed` }),
+    async (root) => void (await root.processData.put("form-submissions", "process/pi-9/task/doomed", { id: "doomed", data: {} })),
+  ),
 
-  // the archive (seed 003)
+  // the archive
   [`POST ${API}/archive/snapshots`]: global("global.writeArchive", () => ({ path: `${API}/archive/snapshots`, body: { uniqueId: unique("u-"), document: { items: [1] } } })),
   [`GET ${API}/archive/snapshots`]: global("global.readArchive", () => ({ path: `${API}/archive/snapshots?uniqueId=kept` })),
   [`GET ${API}/archive/snapshots/:id`]: {
@@ -183,6 +294,11 @@ const MATRIX: Record<string, Entry> = {
   [`GET ${API}/archive/snapshots/:id/files/:name`]: {
     ...global("global.readArchive", (f) => ({ path: `${API}/archive/snapshots/${encodeURIComponent(f.extra.id!)}/files/notes.txt` })),
     setup: async (root) => ({ id: await rootSnapshot(base(), root, unique("file-"), { name: "notes.txt", text: "hello" }) }),
+  },
+  [`GET ${API}/archive/files/:hash`]: {
+    // By MD5, the alias Imixs clients use (the sha-256 path is the same route).
+    ...global("global.readArchive", () => ({ path: `${API}/archive/files/${createHash("md5").update("by hash").digest("hex")}` })),
+    setup: async (root) => ({ id: await rootSnapshot(base(), root, unique("hash-"), { name: "h.txt", text: "by hash" }) }),
   },
   [`DELETE ${API}/archive/snapshots/:id`]: {
     ...global("global.writeArchive", (f) => ({ path: `${API}/archive/snapshots/${encodeURIComponent(f.extra.id!)}` })),
@@ -212,12 +328,55 @@ const MATRIX: Record<string, Entry> = {
   ...levelEntries("subproject", `${P}/subprojects`, S),
   ...levelEntries("workflowitem", `${S}/workflowitems`, W),
   [`GET ${P}/verify`]: { need: { kind: "resource", intent: "project.viewHistory", on: "project" }, request: (f) => ({ path: `${f.paths.project}/verify` }) },
+  [`GET ${P}/checkpoint`]: { need: { kind: "resource", intent: "project.viewHistory", on: "project" }, request: (f) => ({ path: `${f.paths.project}/checkpoint` }) },
   [`GET ${S}/workflowitem-ordering`]: { need: { kind: "resource", intent: "subproject.viewDetails", on: "subproject" }, request: (f) => ({ path: `${f.paths.subproject}/workflowitem-ordering` }) },
   [`PUT ${S}/workflowitem-ordering`]: {
     need: { kind: "resource", intent: "subproject.reorderWorkflowitems", on: "subproject" },
     request: (f) => ({ path: `${f.paths.subproject}/workflowitem-ordering`, body: { ordering: ["w"] } }),
   },
+
+  // documents of workflowitems
+  [`POST ${W}/documents`]: {
+    need: { kind: "resource", intent: "workflowitem.update", on: "workflowitem" },
+    request: (f) => ({ path: `${f.paths.workflowitem}/documents`, body: { fileName: "spec", link: "https://example.org/spec" } }),
+  },
+  [`GET ${W}/documents`]: { need: { kind: "resource", intent: "workflowitem.viewDetails", on: "workflowitem" }, request: (f) => ({ path: `${f.paths.workflowitem}/documents` }) },
+  [`GET ${W}/documents/:d`]: {
+    need: { kind: "resource", intent: "workflowitem.viewDetails", on: "workflowitem" },
+    setup: async (root, f) => ({ d: await rootDocument(root, f) }),
+    request: (f) => ({ path: `${f.paths.workflowitem}/documents/${f.extra.d}` }),
+  },
+  [`DELETE ${W}/documents/:d`]: {
+    need: { kind: "resource", intent: "workflowitem.update", on: "workflowitem" },
+    setup: async (root, f) => ({ d: await rootDocument(root, f) }),
+    request: (f) => ({ path: `${f.paths.workflowitem}/documents/${f.extra.d}` }),
+  },
+  [`POST ${W}/documents/:d/validate`]: {
+    need: { kind: "resource", intent: "workflowitem.viewDetails", on: "workflowitem" },
+    setup: async (root, f) => ({ d: await rootDocument(root, f) }),
+    request: (f) => ({ path: `${f.paths.workflowitem}/documents/${f.extra.d}/validate`, form: () => documentForm("hello") }),
+    readsOnly: true,
+  },
+
+  // the caller's own notifications
+  [`GET ${API}/notifications`]: token(`${API}/notifications`),
+  [`GET ${API}/notifications/count`]: token(`${API}/notifications/count`),
+  [`POST ${API}/notifications/read`]: { need: { kind: "token" }, request: () => ({ path: `${API}/notifications/read`, body: { all: true } }) },
+
+  // the tenancy hierarchy, served from its declaration
+  ...tenancyEntries(),
 };
+
+function documentForm(text: string): FormData {
+  const form = new FormData();
+  form.set("file", new Blob([text]), "notes.txt");
+  return form;
+}
+
+/** As root: uploads a small document to the fixture's workflowitem; its id. */
+async function rootDocument(root: FlowstoreClient, f: Fixture): Promise<string> {
+  return (await root.request<{ id: string }>("POST", `${f.paths.workflowitem}/documents`, { body: documentForm("hello") })).id;
+}
 
 /** HEAD twins of GET routes are checked with their GET entry. */
 function entryOf(route: string): Entry | undefined {
@@ -243,13 +402,44 @@ describe("permission matrix", () => {
   let eve: FlowstoreClient;
   let typeIntents: Record<Level, string[]>;
 
-  const call = (who: string | undefined, method: string, req: Req) =>
-    raw(s.base, method, req.path, {
+  const call = async (who: string | undefined, method: string, req: Req) => {
+    if (req.form) {
+      const res = await fetch(s.base + req.path, { method, headers: who ? { authorization: `Bearer ${who}` } : {}, body: req.form() });
+      const text = await res.text();
+      const type = res.headers.get("content-type") ?? "";
+      return { status: res.status, type, body: type.includes("json") && text !== "" ? (JSON.parse(text) as unknown) : text, headers: res.headers };
+    }
+    return raw(s.base, method, req.path, {
       headers: { ...(who ? { authorization: `Bearer ${who}` } : {}), ...(req.body === undefined ? {} : { "content-type": "application/json" }) },
       body: req.body === undefined ? undefined : JSON.stringify(req.body),
     });
+  };
+
+  /** A space with a provider (and its node) and a tenant (with a kms and a content object with a version). */
+  async function tenancyFixture(): Promise<Fixture> {
+    const [space, provider, tenant] = [unique("sp-"), unique("pr-"), unique("tn-")];
+    const paths: Fixture["paths"] = {
+      space: `${TEN}/spaces/${space}`,
+      provider: `${TEN}/providers/${provider}`,
+      node: `${TEN}/providers/${provider}/nodes/n`,
+      tenant: `${TEN}/tenants/${tenant}`,
+      kms: `${TEN}/tenants/${tenant}/kms/k`,
+      contentObject: `${TEN}/tenants/${tenant}/content-objects/c`,
+      contentObjectVersion: `${TEN}/tenants/${tenant}/content-objects/c/content-object-versions/v`,
+    };
+    for (const type of TENANCY_TYPES) {
+      const path = paths[type]!;
+      const collection = path.slice(0, path.lastIndexOf("/"));
+      const parent = TENANCY[type].parent;
+      const under = parent === null ? TEN : paths[parent]!;
+      const r = await call(s.root.token, "POST", { path: under + collection.slice(collection.lastIndexOf("/")), body: { id: path.slice(path.lastIndexOf("/") + 1), ...(TENANCY[type].body as object) } });
+      expect(r.status, `create ${type}: ${JSON.stringify(r.body)}`).toBe(201);
+    }
+    return { p: "", paths, extra: {} };
+  }
 
   async function fixture(tree: Entry["tree"] = "workflowitem"): Promise<Fixture> {
+    if (tree === "tenancy") return tenancyFixture();
     const p = unique("p-");
     const budgets = [{ organization: "Org", value: "1", currencyCode: "EUR" }];
     const paths = { project: `${API}/projects/${p}`, subproject: `${API}/projects/${p}/subprojects/s`, workflowitem: `${API}/projects/${p}/subprojects/s/workflowitems/w` };
@@ -259,12 +449,17 @@ describe("permission matrix", () => {
     return { p, paths, extra: {} };
   }
 
+  /** Every global intent the server's registry holds. */
+  const globalIntents = (): readonly string[] => s.app.flowstore.identity.global.intents.list();
+
   /** Gives eve every intent of the scope but `intent` (as root, through the API). */
   async function grantAllBut(need: Need, f: Fixture | undefined): Promise<void> {
     if (need.kind === "global") {
-      for (const i of GLOBAL_INTENTS) if (i !== need.intent) await s.root.globalPermissions.grant(i, "eve");
+      for (const i of globalIntents()) if (i !== need.intent) await s.root.globalPermissions.grant(i as GlobalIntent, "eve");
     } else if (need.kind === "resource") {
       for (const i of typeIntents[need.on]) if (i !== need.intent) await grant(need, f!, i);
+    } else if (need.kind === "assignee") {
+      for (const i of typeIntents[need.on]) await grant({ kind: "resource", intent: i, on: need.on }, f!, i);
     }
   }
 
@@ -273,6 +468,9 @@ describe("permission matrix", () => {
     else if (need.kind === "resource") {
       const r = await call(s.root.token, "POST", { path: `${f!.paths[need.on]}/permissions/grant`, body: { intent, identity: "eve" } });
       expect(r.status, `grant ${intent}`).toBe(204);
+    } else if (need.kind === "assignee") {
+      const r = await call(s.root.token, "POST", { path: `${f!.paths[need.on]}/assign`, body: { assignee: "eve" } });
+      expect(r.status, "assign eve").toBe(200);
     }
   }
 
@@ -291,10 +489,13 @@ describe("permission matrix", () => {
     await s.root.groups.create({ id: "watchers", displayName: "W" });
     await s.root.processData.put("form-submissions", "process/pi-1/task/t", { id: "t", data: {} });
     await s.root.processData.put("form-scripts", "kept", { id: "kept", formScript: "x" });
+    await s.root.processData.put("form-submissions", "process/pi-9/task/kept", { id: "kept", data: {} });
     await rootSnapshot(s.base, s.root, "kept");
     const f = await fixture();
     const keys = async (path: string) => Object.keys((await call(s.root.token, "GET", { path: `${path}/permissions` })).body as object);
-    typeIntents = { project: await keys(f.paths.project), subproject: await keys(f.paths.subproject), workflowitem: await keys(f.paths.workflowitem) };
+    const t = await tenancyFixture();
+    typeIntents = { project: await keys(f.paths.project!), subproject: await keys(f.paths.subproject!), workflowitem: await keys(f.paths.workflowitem!) } as Record<Level, string[]>;
+    for (const type of TENANCY_TYPES) typeIntents[type] = await keys(t.paths[type]!);
   });
   afterAll(async () => {
     await s?.close();
@@ -311,7 +512,7 @@ describe("permission matrix", () => {
   });
 
   it("knows every intent of every level (the grants below are exact)", () => {
-    for (const level of ["project", "subproject", "workflowitem"] as const) {
+    for (const level of ["project", "subproject", "workflowitem", ...TENANCY_TYPES] as const) {
       for (const [, e] of Object.entries(MATRIX)) {
         if (e.need.kind === "resource" && e.need.on === level) expect(typeIntents[level], e.need.intent).toContain(e.need.intent);
       }
@@ -330,6 +531,45 @@ describe("permission matrix", () => {
         expect(r.status, route).toBeGreaterThanOrEqual(200);
         expect(r.status, route).toBeLessThan(300);
         if (head) expect((await call(undefined, "HEAD", req)).status, `HEAD ${template}`).toBe(r.status);
+      });
+      continue;
+    }
+
+    if (need.kind === "session") {
+      it(`${route} acts on the caller's own session only`, async () => {
+        const req = entry.request(undefined as never);
+        const id = unique("self-");
+        await s.root.users.create({ id, displayName: id, password: "a long password" });
+        const login = await call(undefined, "POST", { path: `${API}/auth/token`, body: { username: id, password: "a long password" } });
+        expect(login.status).toBe(200);
+        const { token, refreshToken } = login.body as { token: string; refreshToken: string };
+        if (template.endsWith("/refresh")) {
+          // The refresh token is the credential: a made-up one is refused, the session's own is served once.
+          expect((await call(undefined, method, { ...req, body: { refreshToken: `${refreshToken}x` } })).status).toBe(401);
+          expect((await call(undefined, method, { ...req, body: { refreshToken } })).status).toBe(200);
+          expect((await call(undefined, method, { ...req, body: { refreshToken } })).status).toBe(401);
+          return;
+        }
+        expect((await call(undefined, method, req)).status).toBe(401);
+        expect((await call(token, method, req)).status).toBe(204);
+        expect((await call(token, "GET", { path: `${API}/me` })).status).toBe(401);
+      });
+      continue;
+    }
+
+    if (need.kind === "governanceFlag") {
+      it(`${route} needs a valid token and the parent's governanceDelete flag, no intent`, async () => {
+        const f = await fixture(entry.tree);
+        const req = entry.request(f);
+        expect((await call(undefined, method, req)).status).toBe(401);
+        const before = await dump(kv);
+        const denied = await call(eve.token, method, req);
+        expect(denied.status, JSON.stringify(denied.body)).toBe(403);
+        expect(denied.type).toContain("application/problem+json");
+        expect(await dump(kv), "the refused request changed the store").toEqual(before);
+        expect((await call(s.root.token, "PUT", { path: `${f.paths.space}/governance-flag` })).status).toBe(200);
+        expect((await call(eve.token, method, req)).status).toBe(204);
+        expect((await call(s.root.token, "GET", { path: req.path.slice(0, -"/governance-delete".length) })).status).toBe(404);
       });
       continue;
     }
@@ -357,30 +597,42 @@ describe("permission matrix", () => {
     }
 
     const needs = [need, ...(entry.alsoNeeds ?? [])];
-    const what = needs.map((n) => (n.kind === "global" ? `the global intent ${n.intent}` : n.kind === "resource" ? `${n.intent} on the ${n.on}` : n.kind)).join(" and ");
+    const what = needs.map((n) => (n.kind === "global" ? `the global intent ${n.intent}` : n.kind === "resource" ? `${n.intent} on the ${n.on}` : n.kind === "assignee" ? `being the ${n.on}'s assignee` : n.kind)).join(" and ");
     it(`${route} refuses a caller with every other intent, changing nothing, and serves it with ${what}`, async () => {
       // Each needed intent is proven necessary on its own: the caller holds all the others (and every
       // other intent of its scope) and is refused; given it too, the caller is served.
       for (const missing of needs) {
-        const f = needs.some((n) => n.kind === "resource") || entry.tree ? await fixture(entry.tree) : undefined;
+        const f = needs.some((n) => n.kind === "resource" || n.kind === "assignee") || entry.tree ? await fixture(entry.tree) : undefined;
         const extra = await entry.setup?.(s.root, f!);
         if (f && extra) f.extra = extra;
         const req = entry.request(f ?? { p: "", paths: {} as Fixture["paths"], extra: extra ?? {} });
         try {
           expect((await call(undefined, method, req)).status, "without a token").toBe(401);
           for (const other of needs) if (other !== missing) await grant(other, f, other.kind === "global" || other.kind === "resource" ? other.intent : "");
+          if (missing.kind === "resource") {
+            // Holding nothing on the resource (nor viewing its parent), the caller learns nothing: the
+            // answer is the one for a resource that does not exist, detail and all (but for the id).
+            const at = f!.paths[missing.on]!;
+            expect(req.path.startsWith(at), req.path).toBe(true);
+            const unknown = await call(eve.token, method, req);
+            const absent = await call(eve.token, method, { ...req, path: `${at}-missing${req.path.slice(at.length)}` });
+            expect(absent.status, `${route} on a missing resource: ${JSON.stringify(absent.body)}`).toBe(404);
+            expect(unknown.status, `${route} on a resource eve does not know of: ${JSON.stringify(unknown.body)}`).toBe(404);
+            expect(JSON.stringify(unknown.body)).toBe(JSON.stringify(absent.body).replace(`${at.slice(at.lastIndexOf("/") + 1)}-missing`, at.slice(at.lastIndexOf("/") + 1)));
+            if (head) expect((await call(eve.token, "HEAD", req)).status).toBe(404);
+          }
           await grantAllBut(missing, f);
           const before = await dump(kv);
           expect(before.size).toBeGreaterThan(0);
           const denied = await call(eve.token, method, req);
           const label = missing.kind === "global" || missing.kind === "resource" ? missing.intent : "";
-          expect([403, 404], `${route} without ${label}: ${JSON.stringify(denied.body)}`).toContain(denied.status);
+          expect(denied.status, `${route} without ${label || missing.kind}: ${JSON.stringify(denied.body)}`).toBe(403);
           expect(denied.type).toContain("application/problem+json");
-          if (head) expect([403, 404]).toContain((await call(eve.token, "HEAD", req)).status);
+          if (head) expect((await call(eve.token, "HEAD", req)).status).toBe(403);
           expect(await dump(kv), "the refused request changed the store").toEqual(before);
 
           await grant(missing, f, label);
-          const granted = method === "GET" ? undefined : await dump(kv);
+          const granted = method === "GET" || entry.readsOnly ? undefined : await dump(kv);
           const served = await call(eve.token, method, req);
           expect(served.status, `${route} with ${label}: ${JSON.stringify(served.body)}`).toBeGreaterThanOrEqual(200);
           expect(served.status).toBeLessThan(300);
@@ -388,7 +640,7 @@ describe("permission matrix", () => {
           // The same comparison sees the write once it is allowed: "unchanged" above is a real check.
           if (granted) expect(await dump(kv), "the served write changed nothing").not.toEqual(granted);
         } finally {
-          if (needs.some((n) => n.kind === "global")) for (const i of GLOBAL_INTENTS) await s.root.globalPermissions.revoke(i, "eve");
+          if (needs.some((n) => n.kind === "global")) for (const i of globalIntents()) await s.root.globalPermissions.revoke(i as GlobalIntent, "eve");
         }
       }
     });

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
+import { forEachBackend, httpBackends, type BackendHandle } from "../conformance/backends.js";
 import { raw, startServer, type Running } from "./harness.js";
 
 const API = "/api/v1";
@@ -68,4 +68,4 @@ forEachBackend((backend) => {
     expect((await call(jane, "GET", "/process-data/form-submissions")).status).toBe(200);
     expect((await call(jane, "DELETE", "/process-data/process-instances/p")).status).toBe(403);
   });
-});
+}, httpBackends);

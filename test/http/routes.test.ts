@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FlowstoreClient, ProblemError } from "../../src/client/index.js";
-import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
+import { forEachBackend, httpBackends, type BackendHandle } from "../conformance/backends.js";
 import { raw, ROOT_PASSWORD, startServer, type Running } from "./harness.js";
 
 async function problemOf(p: Promise<unknown>): Promise<ProblemError> {
@@ -149,7 +149,9 @@ forEachBackend((backend) => {
         expect(doc.body.paths[path], path).toBeDefined();
       }
       const create = doc.body.paths["/api/v1/users"].post;
-      expect(create.requestBody.content["application/json"].schema.additionalProperties).toBe(false);
+      // The body is the named NewUser component (http/components.ts), closed to unknown properties.
+      expect(create.requestBody.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/NewUser" });
+      expect(doc.body.components.schemas.NewUser.additionalProperties).toBe(false);
       expect(create.security).toEqual([{ bearer: [] }]);
       expect(create.responses["401"].content["application/problem+json"]).toBeDefined();
       const ui = await raw(s.base, "GET", "/docs");
@@ -174,13 +176,13 @@ forEachBackend((backend) => {
       expect(text).toContain('flowstore_http_requests_total{method="GET",route="/api/v1/users",status="200"} 1');
       expect(text).toContain('flowstore_http_requests_total{method="GET",route="/api/v1/users",status="401"} 1');
       expect(text).toContain('flowstore_http_requests_total{method="POST",route="/api/v1/auth/token",status="200"} 1');
-      expect(text).toMatch(/flowstore_http_request_duration_seconds_bucket\{method="GET",route="\/api\/v1\/users",le="\+Inf"\} 2/);
+      expect(text).toMatch(/flowstore_http_request_duration_seconds_bucket\{le="\+Inf",method="GET",route="\/api\/v1\/users"\} 2/);
       expect(text).toMatch(/flowstore_http_request_duration_seconds_count\{method="GET",route="\/api\/v1\/users"\} 2/);
-      expect(text).toMatch(/flowstore_store_operations_total\{op="scan"\} [1-9]/);
-      expect(text).toMatch(/flowstore_store_operations_total\{op="get"\} [1-9]/);
-      // every sample line is name{labels} value
+      expect(text).toMatch(/flowstore_store_operation_duration_seconds_count\{backend="[a-z-]+",op="scan"\} [1-9]/);
+      expect(text).toMatch(/flowstore_store_operation_duration_seconds_count\{backend="[a-z-]+",op="get"\} [1-9]/);
+      // every sample line is name{labels} value (prom-client puts a blank line between families)
       for (const line of text.trim().split("\n")) {
-        if (!line.startsWith("#")) expect(line).toMatch(/^[a-z_]+(\{[^}]*\})? [0-9.e+-]+$/);
+        if (line !== "" && !line.startsWith("#")) expect(line).toMatch(/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? ([0-9.e+-]+|NaN|[+-]Inf)$/);
       }
     });
   });
@@ -191,4 +193,4 @@ forEachBackend((backend) => {
     expect(p.status).toBe(404);
     expect(p.problem.type).toMatch(/not_found/);
   });
-});
+}, httpBackends);

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
+import { forEachBackend, httpBackends, type BackendHandle } from "../conformance/backends.js";
 import { raw, startServer, type Running } from "./harness.js";
 
 const API = "/api/v1";
@@ -47,7 +47,7 @@ forEachBackend((backend) => {
     const put = await call(mary, "PUT", "/projects/p1/subprojects/s1/workflowitem-ordering", { ordering: ["w2", "w1"] }, { "if-match": etag });
     expect(put.status).toBe(200);
     const stale = await call(mary, "PUT", "/projects/p1/subprojects/s1/workflowitem-ordering", { ordering: ["w1"] }, { "if-match": etag });
-    expect(stale.status).toBe(409);
+    expect(stale.status).toBe(412);
     expect(stale.type).toContain("application/problem+json");
     const list = await call(mary, "GET", "/projects/p1/subprojects/s1/workflowitems");
     expect(list.body.items.map((i: { id: string }) => i.id)).toEqual(["w2", "w1"]);
@@ -69,7 +69,7 @@ forEachBackend((backend) => {
     const patched = await call(mary, "PATCH", "/projects/p/subprojects/s/workflowitems/w", { amount: "10.5", currency: "USD" }, { "if-match": '"1"' });
     expect(patched.status).toBe(200);
     expect(patched.body.meta.version).toBe(2);
-    expect((await call(mary, "PATCH", "/projects/p/subprojects/s/workflowitems/w", { amount: "11" }, { "if-match": '"1"' })).status).toBe(409);
+    expect((await call(mary, "PATCH", "/projects/p/subprojects/s/workflowitems/w", { amount: "11" }, { "if-match": '"1"' })).status).toBe(412);
     expect((await call(mary, "PATCH", "/projects/p/subprojects/s/workflowitems/w", { amount: "11" }, { "if-match": "yesterday" })).body).toMatchObject({ status: 400, field: "header.if-match" });
     const badCurrency = await call(mary, "PATCH", "/projects/p/subprojects/s/workflowitems/w", { currency: "ABC" });
     expect(badCurrency.body).toMatchObject({ status: 400, field: "body.currency" });
@@ -83,7 +83,7 @@ forEachBackend((backend) => {
     expect((await call(mary, "POST", "/projects/p/subprojects/s/close")).status).toBe(200);
     expect((await call(mary, "POST", "/projects/p/close")).status).toBe(200);
     expect((await call(mary, "POST", "/projects/p/assign", { assignee: "jane" })).status).toBe(409);
-    expect((await call(mary, "DELETE", "/projects/p/subprojects/s", undefined, { "if-match": '"1"' })).status).toBe(409);
+    expect((await call(mary, "DELETE", "/projects/p/subprojects/s", undefined, { "if-match": '"1"' })).status).toBe(412);
     expect((await call(mary, "DELETE", "/projects/p/subprojects/s")).status).toBe(204);
     expect((await call(mary, "GET", "/projects/p/subprojects/s")).status).toBe(404);
   });
@@ -92,21 +92,26 @@ forEachBackend((backend) => {
     await call(mary, "POST", "/projects", { id: "p", displayName: "P" });
     await call(mary, "POST", "/projects/p/subprojects", { id: "s", displayName: "S", currency: "EUR", workflowitemType: "restricted" });
     await call(mary, "POST", "/projects/p/subprojects/s/workflowitems", { id: "w", displayName: "secret", amountType: "N/A" });
-    expect((await call(jane, "GET", "/projects/p")).status).toBe(403);
+    // jane holds nothing on p: it answers as a missing project would (no existence oracle).
+    expect((await call(jane, "GET", "/projects/p")).status).toBe(404);
     expect((await call(jane, "GET", "/projects")).body.items).toEqual([]);
     expect((await call(jane, "POST", "/projects", { displayName: "x" })).status).toBe(403);
-    expect((await call(jane, "POST", "/projects/p/permissions/grant", { intent: "project.viewDetails", identity: "jane" })).status).toBe(403);
-    expect((await call(mary, "POST", "/projects/p/permissions/grant", { intent: "project.viewDetails", identity: "nobody" })).body).toMatchObject({ status: 400, field: "body.identity" });
+    expect((await call(jane, "POST", "/projects/p/permissions/grant", { intent: "project.viewDetails", identity: "jane" })).status).toBe(404);
+    expect((await call(mary, "POST", "/projects/p/permissions/grant", { intent: "project.viewDetails", identity: "nobody" })).body).toMatchObject({ status: 400, field: "identity" });
     expect((await call(mary, "POST", "/projects/p/permissions/grant", { intent: "project.fly", identity: "jane" })).body).toMatchObject({ status: 400, field: "intent" });
     for (const [path, intent] of [["/projects/p", "project.viewDetails"], ["/projects/p/subprojects/s", "subproject.viewDetails"]] as const) {
       expect((await call(mary, "POST", `${path}/permissions/grant`, { intent, identity: "jane" })).status).toBe(204);
     }
     expect((await call(jane, "GET", "/projects/p")).status).toBe(200);
     const items = await call(jane, "GET", "/projects/p/subprojects/s/workflowitems");
-    expect(items.body.items).toEqual([{ id: "w", type: "workflowitem", redacted: true, data: { status: "open" }, meta: { createdAt: expect.any(String) } }]);
+    // jane was granted the subproject after the item was made: nothing was inherited, the item stays redacted.
+    expect(items.body.items).toEqual([{ id: "w", type: "workflowitem", redacted: true, data: { status: "open" }, meta: { createdAt: expect.any(String) }, allowedIntents: [] }]);
     const perms = await call(mary, "GET", "/projects/p/permissions");
     expect(perms.body["project.viewDetails"]).toEqual(["mary", "jane"]);
     expect((await call(mary, "POST", "/projects/p/permissions/revoke", { intent: "project.viewDetails", identity: "jane" })).status).toBe(204);
+    expect((await call(jane, "GET", "/projects/p")).status).toBe(404);
+    // Knowing of it (an intent on it), jane is refused with 403.
+    await call(mary, "POST", "/projects/p/permissions/grant", { intent: "project.update", identity: "jane" });
     expect((await call(jane, "GET", "/projects/p")).status).toBe(403);
   });
 
@@ -144,9 +149,9 @@ forEachBackend((backend) => {
     expect((await call(mary, "GET", "/projects/missing")).status).toBe(404);
   });
 
-  it("streams the change feed, filtered to what the caller may view", async () => {
+  it("streams the change feed, filtered to the history the caller may read", async () => {
     await call(mary, "POST", "/projects", { id: "open", displayName: "visible" });
-    await call(mary, "POST", "/projects/open/permissions/grant", { intent: "project.viewDetails", identity: "jane" });
+    await call(mary, "POST", "/projects/open/permissions/grant", { intent: "project.viewHistory", identity: "jane" });
     const ctrl = new AbortController();
     const res = await fetch(`${s.base}${API}/events`, { headers: { authorization: `Bearer ${jane}` }, signal: ctrl.signal });
     expect(res.headers.get("content-type")).toContain("text/event-stream");
@@ -163,4 +168,4 @@ forEachBackend((backend) => {
     expect(text).toContain("event: project.updated");
     expect(text).not.toContain("not for jane");
   });
-});
+}, httpBackends);

@@ -2,8 +2,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConflictError, ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from "../../src/errors.js";
 import { Identity } from "../../src/identity/index.js";
 import type { KvStore } from "../../src/kv/contract.js";
-import { SYSTEM, userActor } from "../../src/resources/actor.js";
-import { GLOBAL_INTENTS } from "../../src/resources/global.js";
+import { SYSTEM, userActor } from "../../src/access/actor.js";
+import { ACCESS_INTENTS } from "../../src/access/intents.js";
+import { IDENTITY_INTENTS } from "../../src/identity/index.js";
 import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
 
 const pw = "correct horse battery";
@@ -32,7 +33,8 @@ forEachBackend((backend) => {
     it("creates root with every global intent once, then does nothing", async () => {
       expect(await id.ensureRoot(pw)).toEqual({ created: true });
       const root = await id.actorFor("root");
-      for (const intent of GLOBAL_INTENTS) expect(await id.global.has(root, intent)).toBe(true);
+      expect(id.global.intents.list()).toEqual([...ACCESS_INTENTS, ...IDENTITY_INTENTS]);
+      expect(await id.global.held(root)).toEqual(id.global.intents.list());
       expect((await id.authenticate("root", pw)).id).toBe("root");
       // later starts need no password and do not touch root
       expect(await id.ensureRoot(undefined)).toEqual({ created: false });

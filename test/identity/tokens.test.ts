@@ -5,7 +5,7 @@ import { SignJWT } from "jose";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { UnauthorizedError, ValidationError } from "../../src/errors.js";
 import { Identity, loadTokenSecret, Tokens } from "../../src/identity/index.js";
-import { SYSTEM } from "../../src/resources/actor.js";
+import { SYSTEM } from "../../src/access/actor.js";
 import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
 
 const pw = "correct horse battery";
@@ -59,6 +59,59 @@ forEachBackend((backend) => {
     const { token } = await tokens.login("alice", pw);
     await id.disableUser(SYSTEM, "alice");
     await expect(tokens.verify(token)).rejects.toBeInstanceOf(UnauthorizedError);
+  });
+
+  it("refuses a token issued before a password change, and after a disable even once enabled again", async () => {
+    const before = await tokens.login("alice", pw);
+    await id.setPassword(SYSTEM, "alice", "a new password 1");
+    await expect(tokens.verify(before.token)).rejects.toThrow(/revoked/);
+    await expect(tokens.refresh(before.refreshToken)).rejects.toBeInstanceOf(UnauthorizedError);
+    await expect(tokens.login("alice", pw)).rejects.toBeInstanceOf(UnauthorizedError);
+    const after = await tokens.login("alice", "a new password 1");
+    expect(await tokens.verify(after.token)).toEqual({ id: "alice", groups: ["team"] });
+    await id.disableUser(SYSTEM, "alice");
+    await id.enableUser(SYSTEM, "alice");
+    await expect(tokens.verify(after.token)).rejects.toBeInstanceOf(UnauthorizedError);
+    await expect(tokens.refresh(after.refreshToken)).rejects.toBeInstanceOf(UnauthorizedError);
+  });
+
+  it("logout ends one session, logout-all every session of the user", async () => {
+    const a = await tokens.login("alice", pw);
+    const b = await tokens.login("alice", pw);
+    const c = await tokens.login("alice", pw);
+    await tokens.logout(await tokens.verifySession(a.token));
+    await expect(tokens.verify(a.token)).rejects.toThrow(/revoked/);
+    await expect(tokens.refresh(a.refreshToken)).rejects.toBeInstanceOf(UnauthorizedError);
+    expect((await tokens.verify(b.token)).id).toBe("alice");
+    await tokens.logoutAll(await tokens.verifySession(b.token));
+    for (const t of [b, c]) {
+      await expect(tokens.verify(t.token)).rejects.toThrow(/revoked/);
+      await expect(tokens.refresh(t.refreshToken)).rejects.toBeInstanceOf(UnauthorizedError);
+    }
+    expect((await tokens.verify((await tokens.login("alice", pw)).token)).id).toBe("alice");
+  });
+
+  it("refreshes an expired access token once: the spent refresh token is refused and revokes the session", async () => {
+    const first = await tokens.login("alice", pw);
+    clock = new Date(clock.getTime() + 61_000);
+    await expect(tokens.verify(first.token)).rejects.toThrow(/expired/);
+    const second = await tokens.refresh(first.refreshToken);
+    expect(second.refreshToken).not.toBe(first.refreshToken);
+    expect(await tokens.verify(second.token)).toEqual({ id: "alice", groups: ["team"] });
+    await expect(tokens.refresh(first.refreshToken)).rejects.toThrow(/already used/);
+    // The reuse revoked the session: the thief's copy and the rightful holder's tokens alike.
+    await expect(tokens.verify(second.token)).rejects.toThrow(/revoked/);
+    await expect(tokens.refresh(second.refreshToken)).rejects.toBeInstanceOf(UnauthorizedError);
+    for (const bad of ["", "x.y.z", `${Buffer.from("alice").toString("base64url")}.00000000aaaa.nope`, "a".repeat(600)]) {
+      await expect(tokens.refresh(bad)).rejects.toBeInstanceOf(UnauthorizedError);
+    }
+  });
+
+  it("refuses a refresh token past its lifetime", async () => {
+    const short = new Tokens(id, { secret, ttlSeconds: 60, refreshTtlSeconds: 120, now: () => clock });
+    const t = await short.login("alice", pw);
+    clock = new Date(clock.getTime() + 121_000);
+    await expect(short.refresh(t.refreshToken)).rejects.toBeInstanceOf(UnauthorizedError);
   });
 });
 

@@ -9,9 +9,10 @@ import { scanAll } from "../../src/kv/contract.js";
 import { openRedisKv } from "../../src/kv/redis/connect.js";
 import type { RedisKv } from "../../src/kv/redis/store.js";
 import {
-  findRedisBinaries,
+  eventually,
   freePort,
   makeRedisDir,
+  redisBinariesForTests,
   removeDir,
   sleep,
   startCluster,
@@ -19,20 +20,7 @@ import {
   type RedisBinaries,
 } from "../setup/redis-servers.js";
 
-const bin = findRedisBinaries();
-if (!bin && process.env.CI === "true") throw new Error("redis-server / redis-cli are required when CI=true");
-
-/** Retries `step` until it succeeds (the store is serving again), at most `attempts` times. */
-async function eventually<T>(step: () => Promise<T>, attempts = 60): Promise<T> {
-  for (let i = 1; ; i++) {
-    try {
-      return await step();
-    } catch (err) {
-      if (i >= attempts) throw err;
-      await sleep(250);
-    }
-  }
-}
+const bin = redisBinariesForTests();
 
 describe.runIf(bin)("redis faults", () => {
   const b = bin as RedisBinaries;

@@ -1,3 +1,4 @@
+import { SYSTEM } from "../../src/access/actor.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
@@ -28,9 +29,9 @@ forEachBackend((backend) => {
     const pd = await service(h.kv);
     const token = `eyJhbGciOiJSUzI1NiJ9.${randomBytes(24).toString("base64url")}.sig-${randomUUID()}`;
     const pid = randomUUID();
-    await pd.put(FS, keys.task(pid, "t"), { accessToken: token, data: { ok: true } }, { ttlMs: 60_000 });
-    await pd.put(FS, keys.signature(pid, randomUUID()), { accessToken: token, signature: "s" });
-    const sf = await pd.createStartForm("def", { accessToken: token });
+    await pd.put(SYSTEM, FS, keys.task(pid, "t"), { accessToken: token, data: { ok: true } }, { ttlMs: 60_000 });
+    await pd.put(SYSTEM, FS, keys.signature(pid, randomUUID()), { accessToken: token, signature: "s" });
+    const sf = await pd.createStartForm(SYSTEM, "def", { accessToken: token });
 
     const raw = await rawDump(h.kv);
     expect(raw.length).toBeGreaterThanOrEqual(6);
@@ -42,8 +43,8 @@ forEachBackend((backend) => {
       }
     }
     // It is there, sealed, and the single-record get opens it.
-    expect((await pd.get(FS, sf.key)).fields).toMatchObject({ accessToken: token });
-    expect((await pd.list(FS)).items.map((i) => JSON.stringify(i)).join()).not.toContain(token);
+    expect((await pd.get(SYSTEM, FS, sf.key)).fields).toMatchObject({ accessToken: token });
+    expect((await pd.list(SYSTEM, FS)).items.map((i) => JSON.stringify(i)).join()).not.toContain(token);
   });
 
   it("a sealed token moved to another record, or read with another key, does not open", async () => {
@@ -51,29 +52,29 @@ forEachBackend((backend) => {
     const pid = randomUUID();
     const a = keys.task(pid, "a");
     const b = keys.task(pid, "b");
-    await pd.put(FS, a, { accessToken: "secret-a" });
-    await pd.put(FS, b, { data: 1 });
+    await pd.put(SYSTEM, FS, a, { accessToken: "secret-a" });
+    await pd.put(SYSTEM, FS, b, { data: 1 });
     const stored = await h.kv.get([INSTANCE_KIND, pid], [a]);
     await h.kv.commit([INSTANCE_KIND, pid], [{ type: "put", key: [b], value: stored!.value }]);
-    await expect(pd.get(FS, b)).rejects.toBeInstanceOf(UnavailableError);
+    await expect(pd.get(SYSTEM, FS, b)).rejects.toBeInstanceOf(UnavailableError);
     const other = await service(h.kv);
-    await expect(other.get(FS, a)).rejects.toThrow(/sealed with key/);
+    await expect(other.get(SYSTEM, FS, a)).rejects.toThrow(/sealed with key/);
     // Lists do not open tokens, so they still work with the wrong key.
-    expect((await other.listByProcessInstance(pid)).items).toHaveLength(2);
+    expect((await other.listByProcessInstance(SYSTEM, pid)).items).toHaveLength(2);
   });
 
   it("generates a key file in the data directory once and reuses it", async () => {
     const pd = await openProcessData(h.kv, { dataDir: dir });
     const k = keys.task(randomUUID(), "t");
-    await pd.put(FS, k, { accessToken: "tok" });
+    await pd.put(SYSTEM, FS, k, { accessToken: "tok" });
     const file = join(dir, KEY_FILE);
     expect((await stat(file)).mode & 0o777).toBe(0o600);
     const first = await readFile(file, "utf8");
     const again = await openProcessData(h.kv, { dataDir: dir });
-    expect((await again.get(FS, k)).fields).toMatchObject({ accessToken: "tok" });
+    expect((await again.get(SYSTEM, FS, k)).fields).toMatchObject({ accessToken: "tok" });
     expect(await readFile(file, "utf8")).toBe(first);
     const fromConfig = await openProcessData(h.kv, { encryptionKey: first.trim() });
-    expect((await fromConfig.get(FS, k)).fields).toMatchObject({ accessToken: "tok" });
+    expect((await fromConfig.get(SYSTEM, FS, k)).fields).toMatchObject({ accessToken: "tok" });
   });
 });
 

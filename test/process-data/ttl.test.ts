@@ -1,3 +1,4 @@
+import { SYSTEM } from "../../src/access/actor.js";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
 import { NotFoundError } from "../../src/errors.js";
@@ -27,26 +28,26 @@ forEachBackend((backend) => {
     const short = keys.task(pid, "short");
     const long = keys.task(pid, "long");
     const forever = keys.batchSignature(pid, 0);
-    const r = await pd.put(FS, short, { data: 1 }, { ttlMs: 1000 });
+    const r = await pd.put(SYSTEM, FS, short, { data: 1 }, { ttlMs: 1000 });
     expect(r.expiresAt).toBe(clock.now + 1000);
-    await pd.put(FS, long, { data: 2 }, { ttlMs: 3 * HOUR });
-    await pd.put(FS, forever, { data: 3 });
-    const msg = await pd.createStartMessage("d", { data: {} }, { ttlMs: 500 });
-    await pd.put("bpm-form-scripts", "s.js", { formScript: "x" }, { ttlMs: 2000 });
+    await pd.put(SYSTEM, FS, long, { data: 2 }, { ttlMs: 3 * HOUR });
+    await pd.put(SYSTEM, FS, forever, { data: 3 });
+    const msg = await pd.createStartMessage(SYSTEM, "d", { data: {} }, { ttlMs: 500 });
+    await pd.put(SYSTEM, "bpm-form-scripts", "s.js", { formScript: "x" }, { ttlMs: 2000 });
 
     clock.now += 999;
-    expect((await pd.get(FS, short)).fields.data).toBe(1);
+    expect((await pd.get(SYSTEM, FS, short)).fields.data).toBe(1);
     clock.now += 1;
     // Expired: gone from reads before any sweep ran.
-    await expect(pd.get(FS, short)).rejects.toBeInstanceOf(NotFoundError);
-    await expect(pd.get("bpm-message-payloads", msg.key)).rejects.toBeInstanceOf(NotFoundError);
-    expect((await collect((c) => pd.list(FS, { cursor: c, limit: 1 }))).items.map((i) => i.key).sort()).toEqual(
+    await expect(pd.get(SYSTEM, FS, short)).rejects.toBeInstanceOf(NotFoundError);
+    await expect(pd.get(SYSTEM, "bpm-message-payloads", msg.key)).rejects.toBeInstanceOf(NotFoundError);
+    expect((await collect((c) => pd.list(SYSTEM, FS, { cursor: c, limit: 1 }))).items.map((i) => i.key).sort()).toEqual(
       [forever, long].sort(),
     );
-    expect((await pd.listByProcessInstance(pid)).items.map((i) => i.key).sort()).toEqual([forever, long].sort());
-    expect((await pd.list("bpm-message-payloads")).items).toEqual([]);
-    expect(await pd.delete(FS, short)).toBe(false);
-    expect((await pd.get("bpm-form-scripts", "s.js")).fields).toMatchObject({ formScript: "x" });
+    expect((await pd.listByProcessInstance(SYSTEM, pid)).items.map((i) => i.key).sort()).toEqual([forever, long].sort());
+    expect((await pd.list(SYSTEM, "bpm-message-payloads")).items).toEqual([]);
+    expect(await pd.delete(SYSTEM, FS, short)).toBe(false);
+    expect((await pd.get(SYSTEM, "bpm-form-scripts", "s.js")).fields).toMatchObject({ formScript: "x" });
 
     // The sweep at `now` removes what expired (short was deleted above: a stale entry), nothing else.
     const swept = await pd.sweepExpired();
@@ -69,24 +70,24 @@ forEachBackend((backend) => {
   it("a rewrite without TTL keeps the record past its old expiry; a rewrite with a new TTL moves it", async () => {
     const pid = randomUUID();
     const k = keys.task(pid, "t");
-    await pd.put(FS, k, { data: 1 }, { ttlMs: 1000 });
-    await pd.put(FS, k, { data: 2 });
+    await pd.put(SYSTEM, FS, k, { data: 1 }, { ttlMs: 1000 });
+    await pd.put(SYSTEM, FS, k, { data: 2 });
     const j = keys.task(pid, "j");
-    await pd.put(FS, j, { data: 1 }, { ttlMs: 1000 });
-    await pd.put(FS, j, { data: 2 }, { ttlMs: 5000 });
+    await pd.put(SYSTEM, FS, j, { data: 1 }, { ttlMs: 1000 });
+    await pd.put(SYSTEM, FS, j, { data: 2 }, { ttlMs: 5000 });
     clock.now += 2000;
-    expect((await pd.get(FS, k)).fields.data).toBe(2);
-    expect((await pd.get(FS, j)).fields.data).toBe(2);
+    expect((await pd.get(SYSTEM, FS, k)).fields.data).toBe(2);
+    expect((await pd.get(SYSTEM, FS, j)).fields.data).toBe(2);
     expect(await pd.sweepExpired()).toEqual({ removed: 0, entries: 2, more: false });
-    expect((await pd.get(FS, k)).fields.data).toBe(2);
+    expect((await pd.get(SYSTEM, FS, k)).fields.data).toBe(2);
     clock.now += 3000;
-    await expect(pd.get(FS, j)).rejects.toBeInstanceOf(NotFoundError);
+    await expect(pd.get(SYSTEM, FS, j)).rejects.toBeInstanceOf(NotFoundError);
     expect(await pd.sweepExpired()).toEqual({ removed: 1, entries: 1, more: false });
-    expect((await pd.list(FS)).items.map((i) => i.key)).toEqual([k]);
+    expect((await pd.list(SYSTEM, FS)).items.map((i) => i.key)).toEqual([k]);
   });
 
   it("sweeps in bounded steps", async () => {
-    for (let i = 0; i < 25; i++) await pd.put("bpm-form-schemas", `f${i}`, { formData: { components: [] } }, { ttlMs: 10 + i });
+    for (let i = 0; i < 25; i++) await pd.put(SYSTEM, "bpm-form-schemas", `f${i}`, { formData: { components: [] } }, { ttlMs: 10 + i });
     clock.now += HOUR;
     let removed = 0;
     let calls = 0;
@@ -99,6 +100,6 @@ forEachBackend((backend) => {
     }
     expect(removed).toBe(25);
     expect(calls).toBeGreaterThanOrEqual(3);
-    expect((await pd.list("bpm-form-schemas")).items).toEqual([]);
+    expect((await pd.list(SYSTEM, "bpm-form-schemas")).items).toEqual([]);
   });
 });

@@ -5,6 +5,11 @@
  * (a missing, forged or expired token; an id that is awkward, too long or absent; a malformed, mistyped,
  * oversized or wrongly typed body; a bad If-Match), with random query strings and headers on top.
  *
+ * On top, issue 16's rules: ids holding `.`, `..`, control, bidi-override (U+202E …) or zero-width
+ * (U+200B …) characters, in every id position (every path parameter, process-data key parts, and the id
+ * fields of bodies), and bodies nested deeper than the 64-level limit (to ~3,000 levels, arrays and
+ * objects, inside fields that take free-form JSON), must all be refused with a 4xx.
+ *
  * Asserted: no 5xx and no dropped connection; every 4xx is application/problem+json with its status in
  * the body; no non-GET request is accepted; the server still serves afterwards; and the store's raw
  * bytes (every key, value and version in the LMDB environment) are exactly what they were before.
@@ -23,6 +28,7 @@ import { LmdbKv } from "../../src/kv/lmdb.js";
 import { raw, SECRET, startServer, type Running } from "../http/harness.js";
 
 const SEED = Number(process.env.FLOWSTORE_FUZZ_SEED ?? 20260303);
+/** `npm test` runs 3,000 (10,000 take minutes on a small machine); `npm run soak` runs 10,000. */
 const RUNS = Number(process.env.FLOWSTORE_FUZZ_RUNS ?? 3000);
 const CONCURRENCY = 8;
 const BODY_LIMIT = 1024 * 1024;
@@ -52,6 +58,8 @@ const EXISTING: Record<string, string[]> = {
  */
 const ID_PARAMS = new Set(["p", "s", "w", "u", "g", "organization", "currencyCode"]);
 const idParams = (route: { params: readonly string[] }): string[] => route.params.filter((p) => ID_PARAMS.has(p));
+/** Body fields that name an id (or hold ids): issue 16's id rule applies to them. */
+const BODY_ID_FIELDS = new Set(["id", "identity", "assignee", "userId", "members", "ordering", "organization"]);
 
 /** Existing values of a path parameter; a parameter of a route added later gets a plain id. */
 const existing = (param: string): string[] => EXISTING[param] ?? ["x1"];
@@ -164,7 +172,9 @@ function routeTable(doc: any): Route[] {
   const routes: Route[] = [];
   for (const [template, ops] of Object.entries<any>(doc.paths)) {
     for (const [method, op] of Object.entries<any>(ops)) {
-      const schema = op.requestBody?.content?.["application/json"]?.schema;
+      // a body registered as a component is a $ref to it (src/http/components.ts)
+      const given = op.requestBody?.content?.["application/json"]?.schema;
+      const schema = typeof given?.$ref === "string" ? doc.components?.schemas?.[given.$ref.split("/").pop()] : given;
       const m = method.toUpperCase();
       routes.push({
         method: m,
@@ -234,6 +244,27 @@ function badSegmentArb(param: string): fc.Arbitrary<string> {
     return seg;
   });
 }
+
+/** Ids issue 16 refuses everywhere: dot segments, control, bidi-override and zero-width characters. */
+const ID_RULE = [
+  ".", "..", "\u0000", "a\u0000b", "\u0007", "x\ny", "\u001b[31m", "\u007f", "\u0085", "\u009b",
+  "\u202e", "a\u202eb", "\u202d", "\u202a", "\u2066x\u2069", "\u061c", "\u200e", "\u200f",
+  "\u200b", "p\u200b1", "w1\u200b", "\u200c", "\u200d", "\u2060", "x\ufeff",
+];
+const idRuleArb = fc.constantFrom(...ID_RULE);
+
+/** JSON text nested `depth` levels inside the value of a field: objects and arrays, mixed by `mix`. */
+function nested(depth: number, mix: number, top: "object" | "array"): string {
+  let open = top === "object" ? '{"k":' : "[";
+  let close = top === "object" ? "}" : "]";
+  for (let i = 1; i < depth; i++) {
+    const obj = i > 1 && ((mix >> (i % 30)) & 1) === 1;
+    open += obj ? '{"k":' : "[";
+    close = (obj ? "}" : "]") + close;
+  }
+  return `${open}1${close}`;
+}
+const depthArb = fc.oneof(fc.constantFrom(65, 66, 100, 1000, 2400, 3000), fc.integer({ min: 65, max: 3000 }));
 
 const queryArb: fc.Arbitrary<string> = fc.oneof(
   { arbitrary: fc.constant(""), weight: 4 },
@@ -319,6 +350,12 @@ const isJson = (x: string) => {
   }
 };
 
+/** A base body whose own id (if it has one) is new, so that the defect, not a 409 for a taken id, decides the answer. */
+function fresh(route: Route, pick: number): Record<string, unknown> {
+  const b = baseBody(route, pick);
+  return "id" in route.body!.props ? { ...b, id: `fz${pick}` } : b;
+}
+
 function bodyDefectArb(route: Route): fc.Arbitrary<{ body?: string | Buffer; contentType?: string; defect: string }> {
   const props = route.body!.props;
   const names = Object.keys(props);
@@ -340,6 +377,25 @@ function bodyDefectArb(route: Route): fc.Arbitrary<{ body?: string | Buffer; con
     fc.integer({ min: 1000, max: 60_000 }).map((n) => ({ body: `{"zz":${"[".repeat(n)}${"]".repeat(n)}}`, contentType: "application/json", defect: `nested ${n} deep` })),
   ];
   if (names.length > 0) {
+    // free-form fields first (additionalData, a snapshot's document, process data): where depth reaches the encoder
+    const free = names.filter((k) => props[k]?.type === undefined || props[k]?.type === "object" || props[k]?.type === "array");
+    options.push(
+      fc.tuple(fc.nat(), fc.constantFrom(...(free.length > 0 ? free : names)), depthArb, fc.nat()).map(([pick, k, depth, mix]) => {
+        const text = json({ ...fresh(route, pick), [k]: "\u0001" });
+        const value = nested(depth, mix, props[k]?.type === "array" ? "array" : "object");
+        return { body: text.replace('"\\u0001"', value), contentType: "application/json", defect: `${k} nested ${depth} deep` };
+      }),
+    );
+    const idFields = names.filter((k) => BODY_ID_FIELDS.has(k));
+    if (idFields.length > 0) {
+      options.push(
+        fc.tuple(fc.nat(), fc.constantFrom(...idFields), idRuleArb).map(([pick, k, id]) => ({
+          body: json({ ...fresh(route, pick), [k]: props[k]?.type === "array" ? [id] : id }),
+          contentType: "application/json",
+          defect: `${k} ${JSON.stringify(id)}`,
+        })),
+      );
+    }
     options.push(
       fc.tuple(fc.nat(), fc.constantFrom(...names), fc.nat()).map(([pick, k, i]) => {
         const wrong = wrongValues(props[k]);
@@ -369,13 +425,56 @@ function validPath(route: Route, pick: number): string {
   });
 }
 
+/**
+ * Process-data keys of every pattern (src/process-data/keys.ts) with one part breaking the id rule, each
+ * part encoded whole (`%2E%2E`, not a dot segment the client would resolve).
+ */
+const PD_KEYS: readonly ((x: string) => string)[] = [
+  (x) => `form-submissions/process/${x}/task/approve`,
+  (x) => `form-submissions/process/pi-1/task/${x}`,
+  (x) => `form-submissions/process-definition/${x}/start-form/00000000-0000-4000-8000-000000000000`,
+  (x) => `form-submissions/lowcode_${x}_pi-1_system_signature_ceph_key`,
+  (x) => `form-submissions/lowcode_pi-1_${x}_system_signature_ceph_key`,
+  (x) => `form-submissions/lowcode_${x}_system_signature_ceph_key_0`,
+  (x) => `message-payloads/process-definition/${x}/start-message/00000000-0000-4000-8000-000000000000`,
+  (x) => `form-schemas/${x}`,
+  (x) => `form-scripts/${x}`,
+];
+const PD_CREATES: readonly ((x: string) => string)[] = [
+  (x) => `form-submissions/process-definition/${x}/start-form`,
+  (x) => `message-payloads/process-definition/${x}/start-message`,
+];
+
+function processDataKeyArb(): fc.Arbitrary<Req> {
+  return fc.tuple(fc.nat(), idRuleArb, fc.constantFrom("PUT", "PUT", "GET", "DELETE", "POST", "instance")).map(([pick, id, method]) => {
+    const part = pct(id, null);
+    const body = JSON.stringify({ id: "r1", data: { ok: true }, accessToken: "a.b.c", signature: "s", formData: { components: [] } });
+    const path =
+      method === "instance" ? `/api/v1/process-data/process-instances/${part}` : method === "POST" ? `/api/v1/process-data/${PD_CREATES[pick % PD_CREATES.length]!(part)}` : `/api/v1/process-data/${PD_KEYS[pick % PD_KEYS.length]!(part)}`;
+    const m = method === "instance" ? (pick % 2 === 0 ? "GET" : "DELETE") : method;
+    const withBody = m === "PUT" || m === "POST";
+    return {
+      method: m,
+      path,
+      headers: { authorization: `Bearer ${tokens.root}`, ...(withBody ? { "content-type": "application/json" } : {}) },
+      body: withBody ? body : undefined,
+      defect: `process-data key part ${JSON.stringify(id)}`,
+    };
+  });
+}
+
 function requestArb(routes: readonly Route[]): fc.Arbitrary<Req> {
+  return fc.oneof({ arbitrary: routeRequestArb(routes), weight: 15 }, { arbitrary: processDataKeyArb(), weight: 1 });
+}
+
+function routeRequestArb(routes: readonly Route[]): fc.Arbitrary<Req> {
   return fc.constantFrom(...routes).chain((route) => {
     const mutating = route.method !== "GET";
     const kinds: string[] = [];
     if (route.authenticated) kinds.push("auth", "auth");
     if (route.template === "/api/v1/events") return reqOf(route, "auth"); // a valid GET would stream forever
     if (idParams(route).length > 0) kinds.push("path", "path");
+    if (route.params.length > 0) kinds.push("id-rule");
     if (route.body) kinds.push("body", "body", "body");
     if (route.ifMatch) kinds.push("if-match");
     if (route.template === "/api/v1/auth/token") kinds.push("password");
@@ -422,6 +521,19 @@ function reqOf(route: Route, kind: string): fc.Arbitrary<Req> {
           });
         }),
       );
+    case "id-rule":
+      return fc.tuple(common, fc.constantFrom(...route.params), idRuleArb).map(([c, param, id]) => {
+        let i = 0;
+        const path = route.template.replace(/\{(\w+)\}/g, (_, p: string) => (p === param ? pct(id, null) : encodeURIComponent(existing(p)[(c.pick + i++) % existing(p).length]!)));
+        const body = plausible(c.pick);
+        return finish(c, {
+          method: route.method,
+          path,
+          headers: { authorization: auth(c), ...(body ? { "content-type": "application/json" } : {}) },
+          body,
+          defect: `id rule: ${param}=${JSON.stringify(id)}`,
+        });
+      });
     case "body":
       return fc.tuple(common, bodyDefectArb(route)).map(([c, d]) =>
         finish(c, {

@@ -5,7 +5,7 @@
  * or tenant partition swept. The parent kills it with SIGKILL mid-sweep.
  */
 import { LmdbKv } from "../../src/kv/lmdb.js";
-import { userActor } from "../../src/resources/actor.js";
+import { userActor } from "../../src/access/actor.js";
 import { ResourceStore } from "../../src/resources/store.js";
 import { tenancySchema } from "../../src/tenancy/schema.js";
 

@@ -1,6 +1,6 @@
 /**
- * Sweep crash (issue 3, item 6): deleting a space sweeps its flat children (providers, tenants), each a
- * partition of its own. A child process deleting a space is killed with SIGKILL mid-sweep; the parent
+ * Sweep crash (issue 3, item 6): deleting a space sweeps its swept flat children (tenants), each a
+ * partition of its own; its counted providers are deleted one by one before (issue 20). A child process deleting a space is killed with SIGKILL mid-sweep; the parent
  * reopens the store, runs `resumeSweeps`, and every partition of that space's children is gone while the
  * other space is intact, and every chain verifies.
  *
@@ -14,7 +14,7 @@ import { expect, it } from "vitest";
 import { NotFoundError } from "../../src/errors.js";
 import { allPartitions, type KvStore, type Partition } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
-import { SYSTEM, userActor } from "../../src/resources/actor.js";
+import { SYSTEM, userActor } from "../../src/access/actor.js";
 import { ResourceStore } from "../../src/resources/store.js";
 import { tenancySchema } from "../../src/tenancy/schema.js";
 import { runChild } from "./child.js";
@@ -23,7 +23,8 @@ const SEED = Number(process.env.FLOWSTORE_SWEEP_SEED ?? 20260302);
 const SCRIPT = join(import.meta.dirname, "sweep-writer.ts");
 const TENANTS = 30;
 const PROVIDERS = 4;
-const CHILDREN = TENANTS + PROVIDERS;
+/** The children the sweep removes: the tenants (providers are counted and deleted before the space). */
+const CHILDREN = TENANTS;
 const gov = userActor("gov");
 const HASH = "c".repeat(64);
 
@@ -77,7 +78,9 @@ it.each(killPoints.map((k, i) => [i, k]))(`trial %i: killed after %i of ${CHILDR
   const dir = mkdtempSync(join(tmpdir(), "flowstore-sweep-"));
   try {
     let kv = LmdbKv.open(dir);
-    await populate(new ResourceStore(kv, tenancySchema));
+    const before: Store = new ResourceStore(kv, tenancySchema);
+    await populate(before);
+    for (const p of ids("s1").providers) await before.delete(gov, provider(p));
     await kv.close();
 
     let swept = 0;
@@ -98,7 +101,7 @@ it.each(killPoints.map((k, i) => [i, k]))(`trial %i: killed after %i of ${CHILDR
       // The delete was committed: the space reads 404 at once, whatever the sweep's progress.
       await expect(store.get(gov, space("s1"))).rejects.toBeInstanceOf(NotFoundError);
       const s1 = ids("s1");
-      const leftBefore = (await Promise.all([...s1.tenants.map((t) => ["tenant", t]), ...s1.providers.map((p) => ["provider", p])].map((p) => isEmpty(kv, p)))).filter((e) => !e).length;
+      const leftBefore = (await Promise.all(s1.tenants.map((t) => isEmpty(kv, ["tenant", t])))).filter((e) => !e).length;
       console.log(`  ${sweptBeforeKill} children reported swept when killed, ${leftBefore} of ${CHILDREN} partitions left to sweep`);
       expect(leftBefore).toBeLessThanOrEqual(CHILDREN - sweptBeforeKill);
 
@@ -109,18 +112,18 @@ it.each(killPoints.map((k, i) => [i, k]))(`trial %i: killed after %i of ${CHILDR
         expect(await isEmpty(kv, ["tenant", t]), `tenant ${t}`).toBe(true);
         await expect(store.get(gov, tenant(t))).rejects.toBeInstanceOf(NotFoundError);
       }
-      for (const p of s1.providers) expect(await isEmpty(kv, ["provider", p]), `provider ${p}`).toBe(true);
+      for (const p of s1.providers) await expect(store.get(gov, provider(p))).rejects.toBeInstanceOf(NotFoundError);
       const tenantParts = await partitionsOf(kv, "tenant");
       const providerParts = await partitionsOf(kv, "provider");
       expect(s1.tenants.filter((t) => tenantParts.has(t))).toEqual([]);
-      expect(s1.providers.filter((p) => providerParts.has(p))).toEqual([]);
       expect((await kv.scan(["space", "s1"], { prefix: ["c"] })).entries).toEqual([]);
       expect((await kv.scan(["sweeps"])).entries).toEqual([]);
 
       // s2 is intact: every tenant with its nested records, every provider with its node.
       const s2 = ids("s2");
       expect([...tenantParts].sort()).toEqual([...s2.tenants].sort());
-      expect([...providerParts].sort()).toEqual([...s2.providers].sort());
+      // s1's providers were deleted one by one: their tombstones (logs) stay until purged.
+      expect([...providerParts].sort()).toEqual([...s1.providers, ...s2.providers].sort());
       const listed = await store.listChildren(gov, space("s2"), "tenant", { limit: 1000 });
       expect(listed.items.map((t) => t.id).sort()).toEqual([...s2.tenants].sort());
       for (const t of s2.tenants) {
@@ -137,7 +140,7 @@ it.each(killPoints.map((k, i) => [i, k]))(`trial %i: killed after %i of ${CHILDR
       expect(await store.verify(["space", "s1"])).toMatchObject({ ok: true });
       const history = await store.history(SYSTEM, space("s1"), { limit: 1000 });
       const sweptEvents = history.items.filter((e) => e.type === "space.child_swept").map((e) => e.payload.id as string);
-      expect(sweptEvents.sort()).toEqual([...s1.tenants, ...s1.providers].sort());
+      expect(sweptEvents.sort()).toEqual([...s1.tenants].sort());
       expect(await store.resumeSweeps(SYSTEM)).toBe(0);
     } finally {
       await kv.close();

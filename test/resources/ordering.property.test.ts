@@ -1,9 +1,10 @@
 import fc from "fast-check";
-import { afterEach, beforeEach, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConflictError } from "../../src/errors.js";
 import { ResourceStore } from "../../src/resources/store.js";
 import { effectiveOrder } from "../../src/resources/ordering.js";
-import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
+import { layout } from "../../src/resources/layout.js";
+import { backends, forEachBackend, type BackendHandle } from "../conformance/backends.js";
 import { alice, SYSTEM, testSchema } from "./fixture.js";
 
 const F = { type: "folder", ids: ["f"] } as const;
@@ -123,3 +124,101 @@ forEachBackend((backend) => {
     expect((await store.getOrdering(alice, L)).ordering).toEqual(won[0]);
   });
 });
+
+type IndexOp = { kind: "create"; id: string; tick: number } | { kind: "reorder"; pick: number[] } | { kind: "delete"; pick: number };
+
+// The order index (ordering.ts) against the rule it keeps: every page, walked with its cursors at any
+// limit, is the slice of effectiveOrder over the live children; verify recomputes the index from the log.
+for (const backend of backends.filter((b) => b.name === "memory" || b.name === "lmdb")) {
+  describe(`order index (${backend.name})`, () => {
+    let h: BackendHandle;
+    beforeEach(async () => {
+      h = await backend.create();
+    });
+    afterEach(async () => h.destroy());
+
+    it("pages in effective order after creates (ties in time included), reorders and deletes", async () => {
+      let run = 0;
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(
+            fc.oneof(
+              // ids of several scripts (their UTF-16 and UTF-8 orders differ) and clock ticks of 0 (ties)
+              fc.record({ kind: fc.constant("create" as const), id: fc.constantFrom("a", "B", "z9", "é", "\u{1F600}", "\uFF21", "aa", "Z"), tick: fc.nat(2) }),
+              fc.record({ kind: fc.constant("reorder" as const), pick: fc.array(fc.nat(30), { maxLength: 10 }) }),
+              fc.record({ kind: fc.constant("delete" as const), pick: fc.nat(30) }),
+            ),
+            { maxLength: 40 },
+          ),
+          fc.integer({ min: 1, max: 7 }),
+          async (ops: IndexOp[], limit) => {
+            run++;
+            let t = 1_000;
+            const store = new ResourceStore(h.kv, testSchema, { clock: () => t });
+            const folder = { type: "folder", ids: [`g${run}`] } as const;
+            const list = { type: "list", ids: [`g${run}`, "l"] } as const;
+            await store.create(SYSTEM, "folder", null, { title: "f" }, { id: `g${run}` });
+            await store.create(SYSTEM, "list", folder, { title: "l" }, { id: "l" });
+            const live: { id: string; createdAtMs: number }[] = [];
+            let n = 0;
+            for (const op of ops) {
+              if (op.kind === "create") {
+                t += op.tick;
+                const id = `${op.id}${n++}`;
+                await store.create(SYSTEM, "item", list, { title: id, status: "open" }, { id });
+                live.push({ id, createdAtMs: t });
+              } else if (op.kind === "reorder") {
+                await store.setOrdering(SYSTEM, list, [...new Set(op.pick.filter((i) => i < live.length).map((i) => live[i]!.id))]);
+              } else if (live.length > 0) {
+                const [gone] = live.splice(op.pick % live.length, 1);
+                await store.delete(SYSTEM, { type: "item", ids: [...list.ids, gone!.id] });
+              }
+            }
+            const { ordering } = await store.getOrdering(SYSTEM, list);
+            const want = effectiveOrder(ordering, live).map((c) => c.id);
+            const got: string[] = [];
+            let cursor: string | null = null;
+            do {
+              const page: { items: { id: string }[]; nextCursor: string | null } = await store.listOrdered(SYSTEM, list, { limit, cursor });
+              expect(page.items.length).toBeLessThanOrEqual(limit);
+              got.push(...page.items.map((i) => i.id));
+              cursor = page.nextCursor;
+            } while (cursor !== null);
+            expect(got).toEqual(want);
+            expect((await store.verify(store.partitionOf(folder))).ok).toBe(true);
+          },
+        ),
+        { numRuns: backend.name === "memory" ? 150 : 30 },
+      );
+    });
+
+    it("a partition written before the index existed gets it rebuilt from its log (at its first list read, or on demand); a cursor survives writes elsewhere", async () => {
+      let t = 0;
+      const store = new ResourceStore(h.kv, testSchema, { clock: () => ++t });
+      await store.create(SYSTEM, "folder", null, { title: "f" }, { id: "f" });
+      await store.create(SYSTEM, "list", F, { title: "l" }, { id: "l" });
+      for (const id of ["c", "a", "d", "b", "e"]) await store.create(SYSTEM, "item", L, { title: id, status: "open" }, { id });
+      await store.setOrdering(SYSTEM, L, ["d", "b"]);
+      const ids = async () => (await store.listOrdered(SYSTEM, L)).items.map((i) => i.id);
+      const before = await ids();
+      expect(before).toEqual(["d", "b", "c", "a", "e"]);
+      // As such a store is on disk: no index, no marker.
+      const P = store.partitionOf(F);
+      await h.kv.commit(P, [{ type: "deletePrefix", prefix: layout.orderIndexes }]);
+      expect((await store.verify(P)).firstBad).toMatchObject({ family: "x" });
+      // The first read of the list upgrades the partition: nothing comes back empty.
+      expect(await ids()).toEqual(before);
+      expect((await store.verify(P)).ok).toBe(true);
+      await h.kv.commit(P, [{ type: "deletePrefix", prefix: layout.orderIndexes }]);
+      await store.rebuildOrderIndex(P);
+      expect(await ids()).toEqual(before);
+      expect((await store.verify(P)).ok).toBe(true);
+      // A cursor names the last entry served: a child added after it, or one removed before it, moves nothing.
+      const first = await store.listOrdered(SYSTEM, L, { limit: 2 });
+      await store.delete(SYSTEM, { type: "item", ids: ["f", "l", "d"] });
+      await store.create(SYSTEM, "item", L, { title: "f", status: "open" }, { id: "f" });
+      const rest = await store.listOrdered(SYSTEM, L, { cursor: first.nextCursor });
+      expect(rest.items.map((i) => i.id)).toEqual(["c", "a", "e", "f"]);
+    });
+  });
+}

@@ -3,7 +3,7 @@ import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from ".
 import type { KvStore } from "../../src/kv/contract.js";
 import { ResourceStore } from "../../src/resources/store.js";
 import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
-import { userActor } from "../../src/resources/actor.js";
+import { userActor } from "../../src/access/actor.js";
 import { PageCache } from "../../src/resources/page-cache.js";
 import { alice, bob, carol, clock, storeWithRoot, SYSTEM, testSchema } from "./fixture.js";
 
@@ -93,18 +93,50 @@ forEachBackend((backend) => {
 
   it("checks intents in the store, honours groups and lets the system actor through", async () => {
     await store.create(alice, "list", F, { title: "L" }, { id: "l" });
-    await expect(store.get(bob, L("l"))).rejects.toBeInstanceOf(ForbiddenError);
-    await expect(store.update(bob, L("l"), { title: "x" })).rejects.toBeInstanceOf(ForbiddenError);
-    await expect(store.create(bob, "item", L("l"), { title: "x", status: "open" })).rejects.toBeInstanceOf(ForbiddenError);
-    await expect(store.grant(bob, L("l"), "list.viewDetails", "bob")).rejects.toBeInstanceOf(ForbiddenError);
+    // bob holds nothing on the list nor views its folder: refused as if it did not exist.
+    await expect(store.get(bob, L("l"))).rejects.toBeInstanceOf(NotFoundError);
+    await expect(store.update(bob, L("l"), { title: "x" })).rejects.toBeInstanceOf(NotFoundError);
+    await expect(store.create(bob, "item", L("l"), { title: "x", status: "open" })).rejects.toBeInstanceOf(NotFoundError);
+    await expect(store.grant(bob, L("l"), "list.viewDetails", "bob")).rejects.toBeInstanceOf(NotFoundError);
     await store.grant(alice, L("l"), "list.viewDetails", "team");
     expect((await store.get(carol, L("l"))).id).toBe("l");
+    await expect(store.get(bob, L("l"))).rejects.toBeInstanceOf(NotFoundError);
+    // Knowing of it (an intent on it), bob is told it is forbidden.
+    await store.grant(alice, L("l"), "list.update", "bob");
     await expect(store.get(bob, L("l"))).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(store.grant(bob, L("l"), "list.viewDetails", "bob")).rejects.toBeInstanceOf(ForbiddenError);
+    await store.revoke(alice, L("l"), "list.update", "bob");
     expect((await store.listPermissions(alice, L("l")))["list.viewDetails"]).toEqual(["alice", "team"]);
     await store.revoke(alice, L("l"), "list.viewDetails", "team");
-    await expect(store.get(carol, L("l"))).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(store.get(carol, L("l"))).rejects.toBeInstanceOf(NotFoundError);
     await expect(store.grant(alice, L("l"), "list.fly", "bob")).rejects.toMatchObject({ field: "intent" });
     expect((await store.get(SYSTEM, L("l"))).id).toBe("l");
+  });
+
+  it("is no existence oracle: 404 as for a missing resource unless the caller holds an intent on it or views its parent", async () => {
+    await store.create(alice, "list", F, { title: "L" }, { id: "l" });
+    await store.create(alice, "item", L("l"), { title: "t", status: "open" }, { id: "i" });
+    const message = (p: Promise<unknown>) => p.then(() => "served", (e: Error) => `${e.constructor.name}: ${e.message}`);
+    for (const [ref, missing] of [
+      [L("l"), L("nope")],
+      [I("l", "i"), I("l", "nope")],
+    ] as const) {
+      const absent = await message(store.get(bob, missing));
+      expect(absent).toMatch(/^NotFoundError: /);
+      expect(await message(store.get(bob, ref))).toBe(absent.replace("nope", ref.ids.at(-1)!));
+      expect(await message(store.update(bob, ref, { title: "x" }))).toBe(absent.replace("nope", ref.ids.at(-1)!));
+      expect(await message(store.history(bob, ref))).toBe(absent.replace("nope", ref.ids.at(-1)!));
+      expect(await message(store.delete(bob, ref))).toBe(absent.replace("nope", ref.ids.at(-1)!));
+    }
+    // The list intent alone: bob sees the list (redacted) in its folder's list, so he knows of it.
+    await store.grant(alice, L("l"), "list.list", "bob");
+    await expect(store.get(bob, L("l"))).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(store.get(bob, I("l", "i"))).rejects.toBeInstanceOf(NotFoundError);
+    // Viewing the list, bob sees its items redacted in its list: he knows of them too.
+    await store.grant(alice, L("l"), "list.viewDetails", "bob");
+    await expect(store.get(bob, I("l", "i"))).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(store.update(bob, I("l", "i"), { title: "x" })).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(store.get(bob, I("l", "nope"))).rejects.toBeInstanceOf(NotFoundError);
   });
 
   it("lists children one page at a time and redacts those the caller may not view, keeping positions", async () => {
@@ -145,7 +177,7 @@ forEachBackend((backend) => {
     expect(rest.nextCursor).toBeNull();
     const newest = await store.history(alice, I("l", "i"), { reverse: true, limit: 1 });
     expect(newest.items[0]!.payload.data).toEqual({ title: "v6" });
-    await expect(store.history(bob, I("l", "i"))).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(store.history(bob, I("l", "i"))).rejects.toBeInstanceOf(NotFoundError);
     const verified = await store.verify(store.partitionOf(F));
     expect(verified).toEqual({ ok: true, checked: expect.any(Number) });
     expect(verified.checked).toBeGreaterThanOrEqual(8);
@@ -163,7 +195,7 @@ forEachBackend((backend) => {
     await kv.commit(partition, [{ type: "put", key: victim.key, value: Buffer.from(JSON.stringify(event)) }]);
     const result = await store.verify(partition);
     expect(result.ok).toBe(false);
-    expect(result.firstBad).toEqual({ seq: event.seq, reason: expect.stringMatching(/hash/) });
+    expect(result.firstBad).toEqual({ seq: event.seq, reason: expect.stringMatching(/hash/), family: "l" });
   });
 
   it("reads a resource as of a past time", async () => {
@@ -194,7 +226,7 @@ forEachBackend((backend) => {
     await expect(store.setOrdering(alice, L("l"), ["a"], { ifVersion: v })).rejects.toBeInstanceOf(ConflictError);
     await expect(store.setOrdering(alice, L("l"), ["a", "a"])).rejects.toMatchObject({ field: "ordering[1]" });
     await expect(store.setOrdering(alice, L("l"), ["a", "zz"])).rejects.toMatchObject({ field: "ordering[1]" });
-    await expect(store.setOrdering(bob, L("l"), ["a"])).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(store.setOrdering(bob, L("l"), ["a"])).rejects.toBeInstanceOf(NotFoundError);
     expect(await ids()).toEqual(["b", "a", "c", "d"]);
     await store.delete(alice, I("l", "b"));
     expect(await ids()).toEqual(["a", "c", "d"]);
@@ -224,7 +256,7 @@ forEachBackend((backend) => {
     // Another process writing (a second store over the same backend) moves the head too.
     await new ResourceStore(kv, testSchema).update(alice, I("l", "a"), { title: "elsewhere" });
     expect((await page(alice)).items[1].data.title).toBe("elsewhere");
-    await expect(store.listOrderedPage(userActor("nobody"), L("l"))).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(store.listOrderedPage(userActor("nobody"), L("l"))).rejects.toBeInstanceOf(NotFoundError);
   });
 
   it("never serves a cached page of a purged partition to the partition re-created under the same name", async () => {
@@ -259,7 +291,7 @@ forEachBackend((backend) => {
     for (let i = 0; i < 30; i++) await store.create(alice, "item", L("l"), { title: `${i}`, status: "open" }, { id: `i${i}` });
     await store.create(alice, "item", L("l2"), { title: "other", status: "open" }, { id: "i1" });
     await store.setOrdering(alice, L("l"), ["i3", "i1"]);
-    await expect(store.delete(bob, L("l"))).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(store.delete(bob, L("l"))).rejects.toBeInstanceOf(NotFoundError);
     await store.delete(alice, L("l"));
     await expect(store.get(alice, L("l"))).rejects.toBeInstanceOf(NotFoundError);
     await expect(store.get(alice, I("l", "i1"))).rejects.toBeInstanceOf(NotFoundError);

@@ -5,7 +5,7 @@
  * Never touches a Redis it did not start (the machine's own on 6379 included).
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -25,6 +25,13 @@ export function findRedisBinaries(): RedisBinaries | null {
   const server = which("redis-server");
   const cli = which("redis-cli");
   return server && cli ? { server, cli } : null;
+}
+
+/** For a test file with servers of its own: the binaries, null when missing (an error under CI=true). */
+export function redisBinariesForTests(): RedisBinaries | null {
+  const bin = findRedisBinaries();
+  if (!bin && process.env.CI === "true") throw new Error("redis-server / redis-cli are required when CI=true");
+  return bin;
 }
 
 const live = new Set<ChildProcess>();
@@ -55,6 +62,22 @@ export interface ServerOptions {
   /** appendfsync policy (default everysec). */
   readonly appendfsync?: "always" | "everysec" | "no";
   readonly clusterNodeTimeoutMs?: number;
+  /** Start as a replica of this server (`replicaof`). */
+  readonly replicaOf?: { readonly host: string; readonly port: number };
+  /** Start as a Redis Sentinel (`redis-server <conf> --sentinel`) monitoring this master. */
+  readonly sentinel?: SentinelOptions;
+}
+
+export interface SentinelOptions {
+  readonly masterName: string;
+  readonly host: string;
+  readonly port: number;
+  /** Sentinels that must agree the master is down (default 2). */
+  readonly quorum?: number;
+  /** down-after-milliseconds (default 1000). */
+  readonly downAfterMs?: number;
+  /** failover-timeout (default 5000). */
+  readonly failoverTimeoutMs?: number;
 }
 
 export class RedisServer {
@@ -74,8 +97,31 @@ export class RedisServer {
     return this.#proc !== undefined && this.#proc.exitCode === null && this.#proc.signalCode === null;
   }
 
-  #args(): string[] {
+  async #args(): Promise<string[]> {
     const o = this.options;
+    if (o.sentinel) {
+      // A sentinel rewrites its configuration file as it learns the topology: written once, kept on restart.
+      const m = o.sentinel;
+      const conf = join(this.dir, "sentinel.conf");
+      await writeFile(
+        conf,
+        [
+          `port ${this.port}`,
+          "bind 127.0.0.1",
+          `dir ${this.dir}`,
+          `logfile ${join(this.dir, "sentinel.log")}`,
+          `sentinel monitor ${m.masterName} ${m.host} ${m.port} ${m.quorum ?? 2}`,
+          `sentinel down-after-milliseconds ${m.masterName} ${m.downAfterMs ?? 1000}`,
+          `sentinel failover-timeout ${m.masterName} ${m.failoverTimeoutMs ?? 5000}`,
+          `sentinel parallel-syncs ${m.masterName} 1`,
+          "",
+        ].join("\n"),
+        { flag: "wx" },
+      ).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== "EEXIST") throw err;
+      });
+      return [conf, "--sentinel"];
+    }
     const args = [
       "--port", String(this.port),
       "--bind", "127.0.0.1",
@@ -94,12 +140,13 @@ export class RedisServer {
         "--cluster-node-timeout", String(o.clusterNodeTimeoutMs ?? 2000),
       );
     }
+    if (o.replicaOf) args.push("--replicaof", o.replicaOf.host, String(o.replicaOf.port));
     return args;
   }
 
   /** Starts the process (again, on the same port and directory) and waits until it answers PING. */
   async start(): Promise<void> {
-    const proc = spawn(this.bin.server, this.#args(), { stdio: "ignore" });
+    const proc = spawn(this.bin.server, await this.#args(), { stdio: "ignore" });
     this.#proc = proc;
     live.add(proc);
     proc.once("exit", () => live.delete(proc));
@@ -291,3 +338,15 @@ export async function removeDir(dir: string): Promise<void> {
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Retries `step` until it succeeds (the store is serving again), at most `attempts` times, 250 ms apart. */
+export async function eventually<T>(step: () => Promise<T>, attempts = 60): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await step();
+    } catch (err) {
+      if (i >= attempts) throw err;
+      await sleep(250);
+    }
+  }
+}

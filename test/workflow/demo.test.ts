@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { SYSTEM, userActor } from "../../src/resources/actor.js";
+import { SYSTEM, userActor } from "../../src/access/actor.js";
 import { ResourceStore } from "../../src/resources/store.js";
 import { Workflow } from "../../src/workflow/commands.js";
 import { generateDemo } from "../../src/workflow/demo.js";
@@ -23,8 +23,11 @@ forEachBackend((backend) => {
     const { workflowitems } = await wf.subprojectDetails(jane, "demo-1", "sp-2");
     expect(workflowitems.items).toHaveLength(30);
     expect(workflowitems.items[0]!.id).toBe("wi-0030"); // moved to the front by the demo's reorder
-    const restricted = (await wf.subprojectDetails(userActor("ana", ["auditors"]), "demo-1", "sp-3")).workflowitems.items;
-    expect(restricted.every((w) => w.redacted)).toBe(true);
+    // Restricted items (TruBudget's rule): their creator mary keeps only list on those assigned to others.
+    const all = (await wf.subprojectDetails(SYSTEM, "demo-1", "sp-3")).workflowitems.items;
+    const byMary = (await wf.subprojectDetails(userActor("mary", ["managers"]), "demo-1", "sp-3")).workflowitems.items;
+    expect(all.some((w) => w.data.assignee !== "mary")).toBe(true);
+    all.forEach((w, i) => expect(Boolean(byMary[i]!.redacted)).toBe(w.data.assignee !== "mary"));
     for (const p of ["demo-1", "demo-2"]) expect((await wf.store.verify(["project", p])).ok).toBe(true);
     const closed = (await wf.subprojectDetails(SYSTEM, "demo-1", "sp-1")).workflowitems.items.filter((w) => w.data.status === "closed");
     expect(closed.length).toBeGreaterThan(0);

@@ -1,8 +1,7 @@
 /** The explorer's shell: login, the header, and the page for the current route. */
 import { render } from "preact";
 import { useState } from "preact/hooks";
-import { ApiError, login, logout, refreshMe, session } from "./api.js";
-import { feedState, startFeed } from "./events.js";
+import { feedState, startFeed } from "./feed.js";
 import { useValue } from "./observable.js";
 import { ArchivePage } from "./pages/archive.js";
 import { ProcessDataPage } from "./pages/process-data.js";
@@ -10,6 +9,7 @@ import { ProjectPage } from "./pages/project.js";
 import { ProjectsPage } from "./pages/projects.js";
 import { SubprojectPage } from "./pages/subproject.js";
 import { href, route, segments } from "./router.js";
+import { asProblem, login, logout, refreshMe, session } from "./session.js";
 import { ErrorBox } from "./ui.js";
 
 function Login() {
@@ -29,7 +29,8 @@ function Login() {
           try {
             await login(username.trim(), password);
           } catch (err) {
-            setError(err instanceof ApiError && err.status === 401 ? "Wrong username or password." : err instanceof ApiError ? err.detail : String(err));
+            const problem = asProblem(err);
+            setError(problem.status === 401 ? "Wrong username or password." : problem.detail);
           } finally {
             setBusy(false);
           }

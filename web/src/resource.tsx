@@ -3,32 +3,47 @@
  * timeline, the permissions panel, and the update / assign / close forms.
  */
 import { useState } from "preact/hooks";
-import { call, get, heldIntents, resourcePath, type Page, type Permissions } from "./api.js";
+import type { HistoryEvent, PermissionMap, WorkflowitemUpdate } from "../../src/client/index.js";
+import { client, handleOf, session } from "./session.js";
 import { ErrorBox, Field, FormError, fmtDate, useForm, useLive, useLoad } from "./ui.js";
 
 export type Level = "project" | "subproject" | "workflowitem";
 
+/**
+ * A resource as the pages show it, whatever its level: the client's Project, Subproject and
+ * Workflowitem, and the redacted children of a list (kept in their place), all fit it.
+ */
 export interface Resource {
   id: string;
-  type: Level;
+  type: string;
   redacted?: boolean;
   data: Record<string, any>;
   meta: { createdAt: string; createdBy?: string; updatedAt?: string; version?: number };
+  /** The intents the user holds on it, as the server answers with every read and list item. */
+  allowedIntents?: string[];
 }
 
 export const levelOf = (ids: readonly string[]): Level => (["project", "subproject", "workflowitem"] as const)[ids.length - 1]!;
 
 /**
- * The intents the user holds on a resource, from its permission list. A user who may not list the
- * permissions is offered no actions (the server decides in any case).
+ * The intents the user holds on a resource: the `allowedIntents` the server answers with the resource
+ * (the buttons follow them, as TruBudget's UI does), and its permission list for the permissions panel
+ * when the user may list it. The server decides in any case.
  */
 export function useIntents(ids: readonly string[]) {
-  const path = resourcePath(ids);
-  const perms = useLoad(() => get<Permissions>(`${path}/permissions`), [path]);
-  useLive((e) => e.path.length === ids.length && e.path.every((p, i) => p.id === ids[i]) && e.type.includes("permission"), () => void perms.reload(), [path]);
-  const held = heldIntents(perms.data);
+  const path = ids.join("/");
   const level = levelOf(ids);
-  return { perms, can: (verb: string) => held.has(`${level}.${verb}`) };
+  const allowed = useLoad(async () => new Set(((await handleOf(ids).get()) as Resource).allowedIntents ?? []), [path]);
+  const perms = useLoad(() => handleOf(ids).permissions(), [path]);
+  useLive((e) => e.path.length === ids.length && e.path.every((p, i) => p.id === ids[i]), () => (void allowed.reload(), void perms.reload()), [path]);
+  return { perms, can: (verb: string) => allowed.data?.has(`${level}.${verb}`) ?? false };
+}
+
+/** True when the user is the resource's assignee, itself or through a group: who closes it (TruBudget's rule). */
+export function isAssignee(resource: Resource): boolean {
+  const s = session.value;
+  const a = resource.data.assignee;
+  return s !== null && typeof a === "string" && (a === s.user || s.groups.includes(a));
 }
 
 const INTENTS: Record<Level, string[]> = {
@@ -37,23 +52,14 @@ const INTENTS: Record<Level, string[]> = {
   workflowitem: ["list", "viewDetails", "viewHistory", "update", "assign", "close"],
 };
 
-export function intentsOf(level: Level, perms: Permissions | null): string[] {
+export function intentsOf(level: Level, perms: PermissionMap | null): string[] {
   const all = new Set([...INTENTS[level], "intent.listPermissions", "intent.grantPermission", "intent.revokePermission"].map((v) => `${level}.${v}`));
   for (const k of Object.keys(perms ?? {})) all.add(k);
   return [...all].sort();
 }
 
-interface HistoryEvent {
-  seq: number;
-  at: string;
-  actor: string;
-  type: string;
-  path: { type: string; id: string }[];
-  payload: Record<string, any>;
-}
-
 function describe(e: HistoryEvent): string {
-  const p = e.payload;
+  const p = e.payload as Record<string, any>;
   const verb = e.type.slice(e.type.indexOf(".") + 1).replace(/_/g, " ");
   if (p.intent) return `${verb}: ${p.intent} → ${p.identity}`;
   if (p.ordering) return `${verb}: ${(p.ordering as string[]).length} items`;
@@ -67,11 +73,12 @@ function describe(e: HistoryEvent): string {
 }
 
 export function HistoryPanel({ ids }: { ids: readonly string[] }) {
-  const path = resourcePath(ids);
+  const path = ids.join("/");
   const [more, setMore] = useState<HistoryEvent[]>([]);
+  const page = (cursor?: string) => handleOf(ids).history({ order: "desc", limit: 50, cursor });
   const first = useLoad(async () => {
     setMore([]);
-    return get<Page<HistoryEvent>>(`${path}/history?order=desc&limit=50`);
+    return page();
   }, [path]);
   useLive((e) => e.path.length >= ids.length && ids.every((id, i) => e.path[i]?.id === id), () => void first.reload(), [path]);
   const [cursor, setCursor] = useState<string | null | undefined>(undefined);
@@ -92,9 +99,9 @@ export function HistoryPanel({ ids }: { ids: readonly string[] }) {
       {next ? (
         <button
           onClick={async () => {
-            const page = await get<Page<HistoryEvent>>(`${path}/history?order=desc&limit=50&cursor=${encodeURIComponent(next)}`);
-            setMore((m) => [...m, ...page.items]);
-            setCursor(page.nextCursor);
+            const older = await page(next);
+            setMore((m) => [...m, ...older.items]);
+            setCursor(older.nextCursor);
           }}
         >
           Older events
@@ -107,7 +114,6 @@ export function HistoryPanel({ ids }: { ids: readonly string[] }) {
 export function PermissionsPanel({ ids }: { ids: readonly string[] }) {
   const { perms, can } = useIntents(ids);
   const level = levelOf(ids);
-  const path = resourcePath(ids);
   const intents = intentsOf(level, perms.data);
   const [intent, setIntent] = useState(`${level}.viewDetails`);
   const [identity, setIdentity] = useState("");
@@ -116,7 +122,7 @@ export function PermissionsPanel({ ids }: { ids: readonly string[] }) {
   if (!perms.data) return <p class="muted">Loading…</p>;
   const change = (action: "grant" | "revoke", i: string, who: string) =>
     form.submit(async () => {
-      await call("POST", `${path}/permissions/${action}`, { body: { intent: i, identity: who } });
+      await handleOf(ids)[action](i, who);
       await perms.reload();
     });
   return (
@@ -170,9 +176,8 @@ export function PermissionsPanel({ ids }: { ids: readonly string[] }) {
   );
 }
 
-/** Assign and close (with a reject reason for workflowitems), each offered only with its intent. */
+/** Assign (offered with its intent) and close (offered to the assignee, who alone may close), with a reject reason for workflowitems. */
 export function Actions({ ids, resource, version, can, onChange }: { ids: readonly string[]; resource: Resource; version: number | null; can: (v: string) => boolean; onChange: () => void }) {
-  const path = resourcePath(ids);
   const level = levelOf(ids);
   const [assignee, setAssignee] = useState("");
   const [reason, setReason] = useState("");
@@ -186,7 +191,7 @@ export function Actions({ ids, resource, version, can, onChange }: { ids: readon
           class="inline"
           onSubmit={async (e) => {
             e.preventDefault();
-            if (await assign.submit(() => call("POST", `${path}/assign`, { body: { assignee: assignee.trim() }, ifMatch: version }))) {
+            if (await assign.submit(() => handleOf(ids).assign(assignee.trim(), { ifMatch: version ?? undefined }))) {
               setAssignee("");
               onChange();
             }
@@ -199,13 +204,15 @@ export function Actions({ ids, resource, version, can, onChange }: { ids: readon
           <FormError form={assign} fields={["assignee"]} />
         </form>
       ) : null}
-      {can("close") && open ? (
+      {isAssignee(resource) && open ? (
         <form
           class="inline"
           onSubmit={async (e) => {
             e.preventDefault();
-            const body = level === "workflowitem" && reason.trim() ? { rejectReason: reason.trim() } : level === "workflowitem" ? {} : undefined;
-            if (await close.submit(() => call("POST", `${path}/close`, { body }))) {
+            const [p, s, w] = ids as [string, string?, string?];
+            const rejectReason = reason.trim() || undefined;
+            const closing = () => (s !== undefined && w !== undefined ? client.project(p).subproject(s).workflowitem(w).close({ rejectReason }) : handleOf(ids).close());
+            if (await close.submit(closing)) {
               setReason("");
               onChange();
             }
@@ -234,13 +241,14 @@ export function UpdateForm({ ids, resource, version, onDone }: { ids: readonly s
       aria-label={`Update ${level}`}
       onSubmit={async (e) => {
         e.preventDefault();
+        // What the user typed, as the server will validate it (field by field, answered at the field).
         const patch: Record<string, unknown> = {};
         for (const n of names) {
           const before = resource.data[n] == null ? "" : String(resource.data[n]);
           if (values[n] !== before) patch[n] = values[n];
         }
         if (Object.keys(patch).length === 0) return onDone();
-        if (await form.submit(() => call("PATCH", resourcePath(ids), { body: patch, ifMatch: version }))) onDone();
+        if (await form.submit(() => handleOf(ids).update(patch as WorkflowitemUpdate, { ifMatch: version ?? undefined }))) onDone();
       }}
     >
       {names.map((n) => (

@@ -1,12 +1,13 @@
 /** Shared pieces: async loading, forms with errors at the field, tabs, status badges. */
 import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
-import { ApiError } from "./api.js";
-import { onEvent, type FeedEvent } from "./events.js";
+import type { HistoryEvent, ProblemError } from "../../src/client/index.js";
+import { onEvent } from "./feed.js";
+import { asProblem, fieldOf } from "./session.js";
 
 export interface Loaded<T> {
   data: T | null;
-  error: ApiError | null;
+  error: ProblemError | null;
   loading: boolean;
   reload: () => Promise<void>;
   set: (d: T) => void;
@@ -15,7 +16,7 @@ export interface Loaded<T> {
 /** Runs `load` now and whenever `deps` change; `reload()` runs it again. */
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
   const [data, setData] = useState<T | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
+  const [error, setError] = useState<ProblemError | null>(null);
   const [loading, setLoading] = useState(true);
   const gen = useRef(0);
   const reload = useCallback(async () => {
@@ -28,7 +29,7 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
         setError(null);
       }
     } catch (e) {
-      if (mine === gen.current) setError(e instanceof ApiError ? e : new ApiError(0, String(e)));
+      if (mine === gen.current) setError(asProblem(e));
     } finally {
       if (mine === gen.current) setLoading(false);
     }
@@ -42,7 +43,7 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
 }
 
 /** Calls `refresh` (debounced) when a feed event matches. */
-export function useLive(match: (e: FeedEvent) => boolean, refresh: () => void, deps: unknown[]): void {
+export function useLive(match: (e: HistoryEvent) => boolean, refresh: () => void, deps: unknown[]): void {
   useEffect(() => {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const off = onEvent((e) => {
@@ -58,9 +59,16 @@ export function useLive(match: (e: FeedEvent) => boolean, refresh: () => void, d
   }, deps);
 }
 
-export function ErrorBox({ error }: { error: ApiError | string | null | undefined }) {
+export function ErrorBox({ error }: { error: ProblemError | string | null | undefined }) {
   if (!error) return null;
-  const text = typeof error === "string" ? error : error.status === 403 ? `Not allowed: ${error.detail}` : error.detail;
+  const text =
+    typeof error === "string"
+      ? error
+      : error.status === 403
+        ? `Not allowed: ${error.detail}`
+        : error.status === 412
+          ? `Someone else changed this first (${error.detail}): reload it and try again.`
+          : error.detail;
   return (
     <p class="error" role="alert">
       {text}
@@ -74,7 +82,7 @@ export function Status({ status, redacted }: { status?: string; redacted?: boole
 
 export interface FormState {
   busy: boolean;
-  error: ApiError | null;
+  error: ProblemError | null;
   /** The message for a field, when the server named it. */
   fieldError: (name: string) => string | undefined;
   submit: (run: () => Promise<unknown>) => Promise<boolean>;
@@ -82,11 +90,12 @@ export interface FormState {
 
 export function useForm(): FormState {
   const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<ApiError | null>(null);
+  const [error, setError] = useState<ProblemError | null>(null);
+  const field = error ? fieldOf(error) : undefined;
   return {
     busy,
     error,
-    fieldError: (name) => (error?.field && (error.field === name || error.field.startsWith(`${name}.`) || error.field.startsWith(`${name}[`)) ? error.detail : undefined),
+    fieldError: (name) => (field && (field === name || field.startsWith(`${name}.`)) ? error!.detail : undefined),
     async submit(run) {
       setBusy(true);
       setError(null);
@@ -94,7 +103,7 @@ export function useForm(): FormState {
         await run();
         return true;
       } catch (e) {
-        setError(e instanceof ApiError ? e : new ApiError(0, String(e)));
+        setError(asProblem(e));
         return false;
       } finally {
         setBusy(false);
@@ -107,7 +116,7 @@ export function useForm(): FormState {
 export function FormError({ form, fields }: { form: FormState; fields: string[] }) {
   const e = form.error;
   if (!e) return null;
-  if (e.field && fields.some((f) => form.fieldError(f))) return null;
+  if (fields.some((f) => form.fieldError(f))) return null;
   return <ErrorBox error={e} />;
 }
 

@@ -1,63 +1,91 @@
 /**
- * The archive (seed 003) over HTTP:
+ * The archive (Imixs-Archive's snapshot model) over HTTP:
  *
- *   POST   /archive/snapshots                    JSON {uniqueId, document}, or multipart/form-data: fields
- *                                               `uniqueId` and `document` (JSON text) first, then file
- *                                               parts (streamed into the archive, never buffered whole)
- *                                               → 201 summary {id, uniqueId, modified, size}
- *   GET    /archive/snapshots?uniqueId=… | ?date=YYYY-MM-DD   → {items: summaries, nextCursor}
+ *   POST   /archive/snapshots                    JSON {uniqueId, document, modified? | id?}, or multipart/form-data:
+ *                                               fields `uniqueId`, `document` (JSON text), `modified`/`id` first,
+ *                                               then file parts (streamed into the archive, never buffered whole)
+ *                                               → 201 summary {id, uniqueId, modified, size}; with an explicit
+ *                                               time or id (an import), the same snapshot again → 200, other content → 409
+ *   GET    /archive/snapshots?uniqueId=…[&order=desc] | ?date=YYYY-MM-DD   → {items: summaries, nextCursor}
+ *   GET    /archive/files/{sha256 | md5}         → a stored file by its content hash, streamed
  *   GET    /archive/snapshots/{id}               → the snapshot: summary, document, files
  *   GET    /archive/snapshots/{id}/files/{name}  → the file, streamed (Content-Length, ETag = sha-256)
  *   DELETE /archive/snapshots/{id}               → 204
  *   POST   /projects/{p}/archive                 {drop?} → 201 the archived project (a closed project)
  *   POST   /archive/restore                      {snapshotId} → 201 the restored project, its chain verified
  *
- * Reading needs global.readArchive; writing global.writeArchive; archiving a project also the
- * project's `project.close`; restoring one also global.createProject. A JSON document is bounded by the
+ * The archive checks its intents itself (reading needs global.readArchive, writing global.writeArchive);
+ * archiving a project also needs the project's `project.close`, restoring one also global.createProject. A JSON document is bounded by the
  * server's body limit and then by the archive's snapshot limit; larger snapshots come as multipart.
  */
 import multipart, { type Multipart, type MultipartFile } from "@fastify/multipart";
 import { Type, type Static } from "@sinclair/typebox";
-import type { FastifyPluginAsync, FastifyRequest } from "fastify";
-import { archiveProject, restoreProject, type FileInput } from "../../archive/index.js";
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import { parseSnapshotId, type FileInput, type OpenedFile } from "../../archive/index.js";
 import { FlowstoreError, TooLargeError, ValidationError } from "../../errors.js";
 import { PageOf } from "../pagination.js";
 import { problems } from "../problem.js";
-import { ResourceId } from "./workflow.js";
+import { ResourceId, VerifyResult } from "../../resources/wire.js";
 
 const SnapshotId = Type.String({ minLength: 1, maxLength: 300, description: "<uniqueId>-<epochMillis>" });
 const UniqueId = Type.String({ minLength: 1, maxLength: 256 });
-const Document = Type.Record(Type.String(), Type.Array(Type.Unknown()), {
+export const Document = Type.Record(Type.String(), Type.Array(Type.Unknown()), {
+  $id: "SnapshotDocument",
   description: "an item collection: item names to lists of JSON values",
 });
-const Summary = Type.Object(
+export const Summary = Type.Object(
   { id: Type.String(), uniqueId: Type.String(), modified: Type.String({ format: "date-time" }), size: Type.Integer() },
-  { title: "SnapshotSummary" },
+  { $id: "SnapshotSummary", title: "SnapshotSummary" },
 );
-const ArchivedFile = Type.Object({ name: Type.String(), size: Type.Integer(), sha256: Type.String() }, { title: "ArchivedFile" });
-const Snapshot = Type.Object({ ...Summary.properties, document: Document, files: Type.Array(ArchivedFile) }, { title: "Snapshot" });
-const NewSnapshot = Type.Object({ uniqueId: UniqueId, document: Document }, { additionalProperties: false, title: "NewSnapshot" });
+export const ArchivedFile = Type.Object(
+  { name: Type.String(), size: Type.Integer(), sha256: Type.String(), md5: Type.Optional(Type.String({ description: "absent on files archived before the MD5 was kept" })) },
+  { $id: "ArchivedFile", title: "ArchivedFile" },
+);
+export const Snapshot = Type.Object({ ...Summary.properties, document: Document, files: Type.Array(ArchivedFile) }, { $id: "Snapshot", title: "Snapshot" });
+const Millis = Type.Integer({ minimum: 0, maximum: 8_640_000_000_000_000, description: "the snapshot time, epoch milliseconds (an import keeps its ids)" });
+const NewSnapshot = Type.Object(
+  {
+    uniqueId: UniqueId,
+    document: Document,
+    modified: Type.Optional(Millis),
+    id: Type.Optional({ ...SnapshotId, description: "the full id <uniqueId>-<epochMillis> of an imported snapshot" }),
+  },
+  { additionalProperties: false, $id: "NewSnapshot", title: "NewSnapshot" },
+);
 /** Documentation only: a multipart body is read as a stream by the handler, not validated up front. */
 const MultipartSnapshot = Type.Unsafe<unknown>({
   description: "fields uniqueId and document (JSON text) first, then any number of file parts (their filename names them)",
   properties: {
     uniqueId: { type: "string" },
     document: { type: "string", description: "the document as JSON text" },
+    modified: { type: "string", description: "optional: the snapshot time, epoch milliseconds" },
+    id: { type: "string", description: "optional: the full id <uniqueId>-<epochMillis>" },
     files: { type: "array", items: { type: "string", format: "binary" } },
   },
 });
-const ListQuery = Type.Object(
+export const ListQuery = Type.Object(
   {
     uniqueId: Type.Optional(UniqueId),
     date: Type.Optional(Type.String({ pattern: "^\\d{4}-\\d{2}-\\d{2}$", description: "YYYY-MM-DD (UTC)" })),
+    order: Type.Optional(Type.Union([Type.Literal("asc"), Type.Literal("desc")], { description: "with uniqueId: asc (default) oldest first, desc newest first" })),
     cursor: Type.Optional(Type.String({ maxLength: 2048, description: "nextCursor of the previous page" })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
   },
   { additionalProperties: false },
 );
 const IdParams = Type.Object({ id: SnapshotId });
+const HashParams = Type.Object({ hash: Type.String({ pattern: "^([0-9a-f]{32}|[0-9a-f]{64})$", description: "sha-256 (64 hex digits) or MD5 (32)" }) });
+
+/** The time of an explicit snapshot: `modified` or the millis of `id` (which must name `uniqueId`); both must agree. */
+function explicitTime(uniqueId: string, modified: number | undefined, id: string | undefined, where: string): number | undefined {
+  if (id === undefined) return modified;
+  const parsed = parseSnapshotId(id, `${where}.id`);
+  if (parsed.uniqueId !== uniqueId) throw new ValidationError(`${where}.id names the unique id ${parsed.uniqueId}, not ${uniqueId}`, `${where}.id`);
+  if (modified !== undefined && modified !== parsed.millis) throw new ValidationError(`${where}.modified and ${where}.id name two times`, `${where}.modified`);
+  return parsed.millis;
+}
 const FileParams = Type.Object({ id: SnapshotId, name: Type.String({ minLength: 1, maxLength: 1024 }) });
-const ArchiveBody = Type.Object({ drop: Type.Optional(Type.Boolean({ default: false })) }, { additionalProperties: false });
+export const ArchiveBody = Type.Object({ drop: Type.Optional(Type.Boolean({ default: false })) }, { additionalProperties: false });
 const Counts = Type.Object({
   entries: Type.Integer(),
   bytes: Type.Integer(),
@@ -65,27 +93,33 @@ const Counts = Type.Object({
   events: Type.Integer(),
 });
 const ChainHead = Type.Object({ seq: Type.Integer(), hash: Type.Union([Type.String(), Type.Null()]) });
-const ArchivedProject = Type.Object(
+export const ArchivedProject = Type.Object(
   { projectId: Type.String(), snapshot: Summary, counts: Counts, chainHead: ChainHead, dropped: Type.Boolean() },
-  { title: "ArchivedProject" },
+  { $id: "ArchivedProject", title: "ArchivedProject" },
 );
-const RestoreBody = Type.Object({ snapshotId: SnapshotId }, { additionalProperties: false });
-const RestoredProject = Type.Object(
+const RestoreBody = Type.Object({ snapshotId: SnapshotId }, { additionalProperties: false, $id: "RestoreRequest", title: "RestoreRequest" });
+export const RestoredProject = Type.Object(
   {
     projectId: Type.String(),
     snapshotId: Type.String(),
     entries: Type.Integer(),
-    verify: Type.Object({ ok: Type.Boolean(), checked: Type.Integer(), firstBad: Type.Optional(Type.Object({ seq: Type.Integer(), reason: Type.String() })) }),
+    verify: VerifyResult,
   },
-  { title: "RestoredProject" },
+  { $id: "RestoredProject", title: "RestoredProject" },
 );
+
+/** Streams a stored file, its sha-256 the ETag (If-None-Match: 304). */
+function sendFile(reply: FastifyReply, file: OpenedFile) {
+  // A matching If-None-Match answers 304 (conventions.ts), the stream then closed unread.
+  reply.header("etag", `"${file.sha256}"`);
+  return reply.type("application/octet-stream").header("content-length", file.size).send(file.stream);
+}
 
 /** Most fields and files one multipart snapshot may hold. */
 const MAX_FILES = 1000;
 
 export const archiveRoutes: FastifyPluginAsync = async (app) => {
-  const { identity, archive, workflow } = app.flowstore;
-  const deps = { archive, store: workflow.store };
+  const { identity, archive } = app.flowstore;
   const fieldLimit = app.initialConfig.bodyLimit ?? 1024 * 1024;
   // Scoped to this plugin: only the archive's routes accept multipart bodies. A file may reach the
   // archive's limit (the archive itself answers 413 naming it); the document field the body limit.
@@ -93,8 +127,6 @@ export const archiveRoutes: FastifyPluginAsync = async (app) => {
     preservePath: true, // a file name may hold a path ("scans/page 1.pdf"): it names the file in the snapshot
     limits: { fileSize: archive.maxSnapshotBytes + 1, fieldSize: fieldLimit, fields: 10, files: MAX_FILES, parts: MAX_FILES + 10 },
   });
-  const can = (request: FastifyRequest, what: "read" | "write") =>
-    identity.global.assert(request.actor, what === "read" ? "global.readArchive" : "global.writeArchive");
   const tags = ["archive"];
 
   app.post<{ Body: Static<typeof NewSnapshot> | undefined }>(
@@ -109,21 +141,23 @@ export const archiveRoutes: FastifyPluginAsync = async (app) => {
             "multipart/form-data": { schema: MultipartSnapshot },
           },
         },
-        response: { 201: Summary, ...problems(400, 403, 409, 413, 415) },
+        response: { 201: Summary, 200: Summary, ...problems(400, 403, 409, 413, 415) },
       },
     },
     async (request, reply) => {
-      await can(request, "write");
       if (!request.isMultipart()) {
         const body = request.body;
         // Without a content type no schema applies: say what is expected rather than fail later.
         if (body === undefined || body === null || typeof body !== "object") {
           throw new ValidationError("send application/json {uniqueId, document} or multipart/form-data", "body");
         }
-        return reply.code(201).send(await archive.write(body.uniqueId, body.document));
+        const modified = explicitTime(body.uniqueId, body.modified, body.id, "body");
+        const written = await archive.write(request.actor, body.uniqueId, body.document, undefined, { modified });
+        return reply.code(written.created ? 201 : 200).send(written);
       }
       try {
-        return reply.code(201).send(await writeMultipart(request));
+        const written = await writeMultipart(request);
+        return reply.code(written.created ? 201 : 200).send(written);
       } catch (e) {
         // Read the rest of the body away, so the client gets this answer rather than a reset connection.
         request.raw.unpipe();
@@ -148,12 +182,19 @@ export const archiveRoutes: FastifyPluginAsync = async (app) => {
     };
     let uniqueId: unknown;
     let document: unknown;
+    let modified: number | undefined;
+    let id: string | undefined;
     let part = await next();
     for (; part && part.type === "field"; part = await next()) {
       const field = `body.${part.fieldname}`;
-      if (part.fieldname !== "uniqueId" && part.fieldname !== "document") throw new ValidationError(`${field} is not a known field`, field);
+      if (!["uniqueId", "document", "modified", "id"].includes(part.fieldname)) throw new ValidationError(`${field} is not a known field`, field);
       if (part.valueTruncated) throw new TooLargeError(`${field} exceeds the limit of ${fieldLimit} bytes (send large content as files)`, fieldLimit);
       if (part.fieldname === "uniqueId") uniqueId = part.value;
+      else if (part.fieldname === "modified") {
+        const text = String(part.value);
+        if (!/^(0|[1-9][0-9]{0,15})$/.test(text)) throw new ValidationError("body.modified is epoch milliseconds", field);
+        modified = Number(text);
+      } else if (part.fieldname === "id") id = String(part.value);
       else if (typeof part.value === "string") {
         try {
           document = JSON.parse(part.value);
@@ -174,7 +215,7 @@ export const archiveRoutes: FastifyPluginAsync = async (app) => {
         file = after;
       }
     }
-    return archive.write(uniqueId, document, files());
+    return archive.write(request.actor, uniqueId, document, files(), { modified: explicitTime(uniqueId, modified, id, "body") });
   }
 
   app.get<{ Querystring: Static<typeof ListQuery> }>(
@@ -184,18 +225,18 @@ export const archiveRoutes: FastifyPluginAsync = async (app) => {
         tags,
         summary: "Snapshots of a unique id (time order) or of a day (?uniqueId= or ?date=)",
         querystring: ListQuery,
-        response: { 200: PageOf(Summary), ...problems(400, 403) },
+        response: { 200: PageOf(Summary, "SnapshotPage"), ...problems(400, 403) },
       },
     },
     async (request) => {
-      await can(request, "read");
-      const { uniqueId, date, cursor, limit } = request.query;
+      const { uniqueId, date, cursor, limit, order } = request.query;
       if ((uniqueId === undefined) === (date === undefined)) {
         throw new ValidationError("give exactly one of uniqueId and date", uniqueId === undefined ? "query.uniqueId" : "query.date");
       }
+      if (order !== undefined && uniqueId === undefined) throw new ValidationError("order applies to a unique id's snapshots", "query.order");
       return uniqueId !== undefined
-        ? archive.findSnapshotsByUniqueId(uniqueId, { cursor, limit })
-        : archive.findSnapshotsByDate(date!, { cursor, limit });
+        ? archive.findSnapshotsByUniqueId(request.actor, uniqueId, { cursor, limit, order })
+        : archive.findSnapshotsByDate(request.actor, date!, { cursor, limit });
     },
   );
 
@@ -203,14 +244,14 @@ export const archiveRoutes: FastifyPluginAsync = async (app) => {
     "/archive/snapshots/:id",
     { schema: { tags, summary: "Read a snapshot: its document and the list of its files", params: IdParams, response: { 200: Snapshot, ...problems(400, 403, 404) } } },
     async (request) => {
-      await can(request, "read");
-      return archive.read(request.params.id);
+      return archive.read(request.actor, request.params.id);
     },
   );
 
   app.get<{ Params: Static<typeof FileParams> }>(
     "/archive/snapshots/:id/files/:name",
     {
+      config: { etag: true },
       schema: {
         tags,
         summary: "Download a file of a snapshot (streamed; ETag is its sha-256)",
@@ -218,25 +259,28 @@ export const archiveRoutes: FastifyPluginAsync = async (app) => {
         response: { 200: { description: "the file's bytes", content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } }, ...problems(400, 403, 404) },
       },
     },
-    async (request, reply) => {
-      await can(request, "read");
-      const file = await archive.openFile(request.params.id, request.params.name);
-      const etag = `"${file.sha256}"`;
-      reply.header("etag", etag);
-      if (request.headers["if-none-match"] === etag) {
-        file.stream.destroy();
-        return reply.code(304).send();
-      }
-      return reply.type("application/octet-stream").header("content-length", file.size).send(file.stream);
+    async (request, reply) => sendFile(reply, await archive.openFile(request.actor, request.params.id, request.params.name)),
+  );
+
+  app.get<{ Params: Static<typeof HashParams> }>(
+    "/archive/files/:hash",
+    {
+      config: { etag: true },
+      schema: {
+        tags,
+        summary: "Download a stored file by its content hash: sha-256, or MD5 as Imixs clients ask (streamed; ETag is its sha-256)",
+        params: HashParams,
+        response: { 200: { description: "the file's bytes", content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } }, ...problems(400, 403, 404) },
+      },
     },
+    async (request, reply) => sendFile(reply, await archive.openFileByHash(request.actor, request.params.hash)),
   );
 
   app.delete<{ Params: Static<typeof IdParams> }>(
     "/archive/snapshots/:id",
     { schema: { tags, summary: "Delete a snapshot (files no other snapshot holds go with it)", params: IdParams, response: { 204: Type.Null(), ...problems(400, 403, 404) } } },
     async (request, reply) => {
-      await can(request, "write");
-      await archive.delete(request.params.id);
+      await archive.delete(request.actor, request.params.id);
       return reply.code(204).send();
     },
   );
@@ -253,7 +297,7 @@ export const archiveRoutes: FastifyPluginAsync = async (app) => {
       },
     },
     async (request, reply) => {
-      const archived = await archiveProject(deps, request.actor, request.params.p, { drop: request.body?.drop === true });
+      const archived = await app.flowstore.archiveProject(request.actor, request.params.p, { drop: request.body?.drop === true });
       return reply.code(201).send(archived);
     },
   );
@@ -269,7 +313,7 @@ export const archiveRoutes: FastifyPluginAsync = async (app) => {
       },
     },
     async (request, reply) => {
-      return reply.code(201).send(await restoreProject(deps, request.actor, request.body.snapshotId));
+      return reply.code(201).send(await app.flowstore.restoreProject(request.actor, request.body.snapshotId));
     },
   );
 };

@@ -1,25 +1,33 @@
-/** Global permissions: list (global.listPermissions), grant and revoke (global.grant/revokePermission). */
+/**
+ * Global permissions: list (global.listPermissions), grant and revoke (global.grant/revokePermission).
+ * The intents a body may name are the registry's (the domains' declarations), read when the routes are
+ * registered; the domain refuses a grant to an unknown user or group.
+ */
 import { Type, type Static } from "@sinclair/typebox";
 import type { FastifyPluginAsync } from "fastify";
-import { ValidationError } from "../../errors.js";
-import { GLOBAL_INTENTS, type GlobalIntent as GlobalIntentName } from "../../resources/global.js";
 import { problems } from "../problem.js";
 import { IdentityId } from "./users.js";
 
 export const PermissionMap = Type.Record(Type.String(), Type.Array(Type.String()), {
+  $id: "Permissions",
   title: "Permissions",
   description: "intent → identities (user or group ids) holding it",
 });
 export type PermissionMap = Static<typeof PermissionMap>;
 
-export const GlobalIntent = Type.Unsafe<GlobalIntentName>({ type: "string", enum: [...GLOBAL_INTENTS], description: "a global intent" });
+/** A global intent: `global.<name>`, one of the registry's. */
+export type GlobalIntentName = `global.${string}`;
 
-export const PermissionChange = Type.Object({ intent: GlobalIntent, identity: IdentityId }, { additionalProperties: false });
-export type PermissionChange = Static<typeof PermissionChange>;
+/** The body of a grant or revoke, naming one of `intents` (the registry's). */
+export function permissionChange(intents: readonly string[]) {
+  const intent = Type.Unsafe<GlobalIntentName>({ type: "string", enum: [...intents], description: "a global intent" });
+  return Type.Object({ intent, identity: IdentityId }, { additionalProperties: false, $id: "GlobalPermissionChange" });
+}
+export type PermissionChange = Static<ReturnType<typeof permissionChange>>;
 
 export const globalRoutes: FastifyPluginAsync = async (app) => {
-  const { identity } = app.flowstore;
-  const global = identity.global;
+  const global = app.flowstore.identity.global;
+  const PermissionChange = permissionChange(global.intents.list());
 
   app.get(
     "/global/permissions",
@@ -46,13 +54,26 @@ export const globalRoutes: FastifyPluginAsync = async (app) => {
       },
       async (request, reply) => {
         const { intent, identity: who } = request.body;
-        if (action === "grant" && !(await identity.exists(who))) {
-          throw new ValidationError(`no user or group ${who}`, "identity");
-        }
         if (action === "grant") await global.grant(request.actor, intent, who);
         else await global.revoke(request.actor, intent, who);
         return reply.code(204).send();
       },
     );
   }
+
+  app.post<{ Body: Static<typeof GrantAll> }>(
+    "/global/permissions/grant-all",
+    {
+      schema: {
+        tags: ["permissions"],
+        summary: "Grant every global intent to a user or group at once (global.grantPermission)",
+        body: GrantAll,
+        response: { 200: GrantedAll, ...problems(400, 403, 415) },
+      },
+    },
+    async (request) => ({ intents: [...(await global.grantAll(request.actor, request.body.identity))] }),
+  );
 };
+
+export const GrantAll = Type.Object({ identity: IdentityId }, { additionalProperties: false, $id: "GrantAll" });
+export const GrantedAll = Type.Object({ intents: Type.Array(Type.String()) }, { $id: "GrantedAll" });

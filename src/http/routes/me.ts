@@ -1,26 +1,51 @@
 /**
- * GET /me: who the token belongs to, its groups and the global intents it holds. Any valid token may
+ * GET /me: who the token belongs to, its groups and the global intents (of the registry) it holds. Any valid token may
  * ask (it tells the caller only about itself), so a client such as the web explorer can offer only the
  * global actions the user may take without needing global.listPermissions.
  */
-import { Type } from "@sinclair/typebox";
+import { Type, type Static } from "@sinclair/typebox";
+import { PASSWORD_MAX, PASSWORD_MIN } from "../../identity/index.js";
+import { problems } from "../problem.js";
 import type { FastifyPluginAsync } from "fastify";
-import { GLOBAL_INTENTS } from "../../resources/global.js";
 
-const Me = Type.Object(
+export const Me = Type.Object(
   {
     id: Type.String(),
     groups: Type.Array(Type.String()),
     intents: Type.Array(Type.String(), { description: "the global intents the caller holds, directly or through a group" }),
   },
-  { title: "Me" },
+  { $id: "Me", title: "Me" },
 );
+
+export const PasswordChange = Type.Object(
+  {
+    currentPassword: Type.String({ minLength: 1, maxLength: PASSWORD_MAX }),
+    password: Type.String({ minLength: PASSWORD_MIN, maxLength: PASSWORD_MAX }),
+  },
+  { additionalProperties: false, $id: "PasswordChange" },
+);
+export type PasswordChange = Static<typeof PasswordChange>;
 
 export const meRoutes: FastifyPluginAsync = async (app) => {
   const global = app.flowstore.identity.global;
   app.get("/me", { schema: { tags: ["users"], summary: "The caller: id, groups and the global intents it holds", response: { 200: Me } } }, async (request) => {
     const actor = request.actor;
-    const held = await Promise.all(GLOBAL_INTENTS.map(async (i) => ((await global.has(actor, i)) ? i : null)));
-    return { id: actor.id, groups: [...actor.groups], intents: held.filter((i): i is (typeof GLOBAL_INTENTS)[number] => i !== null) };
+    return { id: actor.id, groups: [...actor.groups], intents: await global.held(actor) };
   });
+
+  app.put<{ Body: PasswordChange }>(
+    "/me/password",
+    {
+      schema: {
+        tags: ["users"],
+        summary: "Change one's own password, giving the current one; every token of the caller is revoked",
+        body: PasswordChange,
+        response: { 204: Type.Null({ description: "done" }), ...problems(400, 415) },
+      },
+    },
+    async (request, reply) => {
+      await app.flowstore.identity.changeOwnPassword(request.actor, request.body.currentPassword, request.body.password);
+      return reply.code(204).send();
+    },
+  );
 };

@@ -5,10 +5,10 @@ import { UnavailableError } from "../../errors.js";
 import { METRICS_CONTENT_TYPE } from "../metrics.js";
 import { problems } from "../problem.js";
 
-const Status = Type.Object({ status: Type.String() });
+const Status = Type.Object({ status: Type.String() }, { $id: "Status" });
 
-export const systemRoutes: FastifyPluginAsync = async (app) => {
-  const { kv, metrics } = app.flowstore;
+export const systemRoutes: FastifyPluginAsync<{ metricsRoute?: boolean }> = async (app, options) => {
+  const { metrics } = app.flowstore;
 
   app.get("/health", { schema: { tags: ["system"], summary: "The process is up", response: { 200: Status } } }, async () => ({
     status: "ok",
@@ -19,7 +19,7 @@ export const systemRoutes: FastifyPluginAsync = async (app) => {
     { schema: { tags: ["system"], summary: "The store answers", response: { 200: Status, ...problems(503) } } },
     async () => {
       try {
-        await kv.get(["global"], ["permissions"]);
+        await app.flowstore.ready();
       } catch (e) {
         app.log.warn({ err: e }, "readiness check failed");
         throw new UnavailableError("the store does not answer");
@@ -28,6 +28,7 @@ export const systemRoutes: FastifyPluginAsync = async (app) => {
     },
   );
 
+  if (options.metricsRoute === false) return;
   app.get(
     "/metrics",
     {
@@ -37,6 +38,6 @@ export const systemRoutes: FastifyPluginAsync = async (app) => {
         response: { 200: { description: "metrics", content: { "text/plain": { schema: Type.String() } } } },
       },
     },
-    async (_request, reply) => reply.type(METRICS_CONTENT_TYPE).send(metrics.render()),
+    async (_request, reply) => reply.type(METRICS_CONTENT_TYPE).send(await metrics.render()),
   );
 };

@@ -94,7 +94,7 @@ export class RedisKv implements KvStore {
 
   constructor(
     client: Client,
-    readonly backend: "redis" | "redis-cluster",
+    readonly backend: "redis" | "redis-cluster" | "redis-sentinel",
     options: RedisKvOptions = {},
   ) {
     const o = resolveRedisKvOptions(options);

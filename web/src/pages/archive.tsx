@@ -1,19 +1,10 @@
 /** The archive browser: snapshots by unique id or by day, a snapshot's document, its files to download. */
 import { useState } from "preact/hooks";
-import { BASE, enc, get, session, type Page } from "../api.js";
 import { go, href } from "../router.js";
+import { asProblem, client } from "../session.js";
 import { ErrorBox, fmtDate, useLoad } from "../ui.js";
 
-interface Summary {
-  id: string;
-  uniqueId: string;
-  modified: string;
-  size: number;
-}
-interface Snapshot extends Summary {
-  document: Record<string, unknown>;
-  files: { name: string; size: number; sha256: string }[];
-}
+const enc = encodeURIComponent;
 
 const size = (n: number) => (n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`);
 
@@ -23,7 +14,7 @@ export function ArchivePage({ query, snapshot }: { query: URLSearchParams; snaps
   const [u, setU] = useState(uniqueId);
   const [d, setD] = useState(date);
   const search = uniqueId ? `uniqueId=${enc(uniqueId)}` : date ? `date=${enc(date)}` : "";
-  const list = useLoad(async () => (search ? get<Page<Summary>>(`/archive/snapshots?${search}&limit=100`) : null), [search]);
+  const list = useLoad(async () => (uniqueId ? client.archive.list({ uniqueId, limit: 100 }) : date ? client.archive.list({ date, limit: 100 }) : null), [search]);
   return (
     <main>
       <h1>Archive</h1>
@@ -87,8 +78,7 @@ export function ArchivePage({ query, snapshot }: { query: URLSearchParams; snaps
 }
 
 async function download(id: string, name: string): Promise<void> {
-  const res = await fetch(`${BASE}/archive/snapshots/${enc(id)}/files/${enc(name)}`, { headers: { authorization: `Bearer ${session.value?.token ?? ""}` } });
-  if (!res.ok) throw new Error(`download failed: ${res.status}`);
+  const res = await client.archive.file(id, name);
   const url = URL.createObjectURL(await res.blob());
   const a = document.createElement("a");
   a.href = url;
@@ -100,7 +90,7 @@ async function download(id: string, name: string): Promise<void> {
 }
 
 function SnapshotView({ id }: { id: string }) {
-  const s = useLoad(() => get<Snapshot>(`/archive/snapshots/${enc(id)}`), [id]);
+  const s = useLoad(() => client.archive.get(id), [id]);
   const [error, setError] = useState<string | null>(null);
   return (
     <aside class="panel" aria-label="Snapshot">
@@ -115,7 +105,7 @@ function SnapshotView({ id }: { id: string }) {
             <ul class="files">
               {s.data.files.map((f) => (
                 <li>
-                  <button class="link" onClick={() => download(id, f.name).catch((e) => setError(String(e)))}>
+                  <button class="link" onClick={() => download(id, f.name).catch((e) => setError(`download failed: ${asProblem(e).detail}`))}>
                     {f.name}
                   </button>{" "}
                   <span class="muted">{size(f.size)}</span>

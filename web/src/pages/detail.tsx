@@ -1,19 +1,20 @@
 /** The head of a resource page: fields, status, assignee, budgets and the actions the user may take. */
 import { useState } from "preact/hooks";
-import { call, resourcePath } from "../api.js";
 import { Actions, levelOf, UpdateForm, useIntents, type Resource } from "../resource.js";
+import { handleOf } from "../session.js";
 import { ErrorBox, fmtDate, Status, useLive, useLoad, type Loaded } from "../ui.js";
 
 export interface Loadedresource {
   resource: Resource;
+  /** Its version (the ETag), sent back as If-Match with a change. */
   version: number | null;
 }
 
 export function useResource(ids: readonly string[]): Loaded<Loadedresource> {
-  const path = resourcePath(ids);
+  const path = ids.join("/");
   const r = useLoad(async () => {
-    const a = await call<Resource>("GET", path);
-    return { resource: a.data, version: a.version };
+    const resource: Resource = await handleOf(ids).get();
+    return { resource, version: resource.meta.version ?? null };
   }, [path]);
   // Another user's change to this very resource appears without a reload.
   useLive((e) => e.path.length === ids.length && e.path.every((p, i) => p.id === ids[i]), () => void r.reload(), [path]);

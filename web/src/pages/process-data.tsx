@@ -1,19 +1,12 @@
 /** A read-only browser of the BPM process data: keyspaces, their records, one record. Access tokens are never shown. */
 import { useState } from "preact/hooks";
-import { enc, get, type Page } from "../api.js";
+import type { ProcessRecord } from "../../../src/client/index.js";
 import { href } from "../router.js";
+import { client } from "../session.js";
 import { ErrorBox, fmtDate, useLoad } from "../ui.js";
 
 export const KEYSPACES = ["bpm-form-submissions", "bpm-message-payloads", "bpm-form-schemas", "bpm-form-scripts"];
-
-interface ProcessRecord {
-  keyspace: string;
-  key: string;
-  fields: Record<string, unknown>;
-  expiresAt: number | null;
-  updatedAt: number;
-  version: number;
-}
+const enc = encodeURIComponent;
 
 /** Removes credentials from what is shown, whatever the server sent. */
 function visible(fields: Record<string, unknown>): Record<string, unknown> {
@@ -44,7 +37,7 @@ function Keyspace({ keyspace, selected }: { keyspace: string; selected?: string 
   const first = useLoad(async () => {
     setMore([]);
     setCursor(undefined);
-    return get<Page<ProcessRecord>>(`/process-data/${enc(keyspace)}?limit=50`);
+    return client.processData.list(keyspace, { limit: 50 });
   }, [keyspace]);
   const next = cursor === undefined ? first.data?.nextCursor : cursor;
   const records = [...(first.data?.items ?? []), ...more];
@@ -76,7 +69,7 @@ function Keyspace({ keyspace, selected }: { keyspace: string; selected?: string 
         {next ? (
           <button
             onClick={async () => {
-              const page = await get<Page<ProcessRecord>>(`/process-data/${enc(keyspace)}?limit=50&cursor=${enc(next)}`);
+              const page = await client.processData.list(keyspace, { limit: 50, cursor: next });
               setMore((m) => [...m, ...page.items]);
               setCursor(page.nextCursor);
             }}
@@ -95,7 +88,7 @@ function RecordView({ keyspace, recordKey }: { keyspace: string; recordKey: stri
   const r = useLoad(async () => {
     let cursor: string | null = null;
     do {
-      const page: Page<ProcessRecord> = await get<Page<ProcessRecord>>(`/process-data/${enc(keyspace)}?limit=1000${cursor ? `&cursor=${enc(cursor)}` : ""}`);
+      const page = await client.processData.list(keyspace, { limit: 1000, cursor });
       const hit = page.items.find((i) => i.key === recordKey);
       if (hit) return hit;
       cursor = page.nextCursor;

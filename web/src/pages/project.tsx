@@ -1,8 +1,9 @@
 /** A project: its head, its subprojects (create where allowed), history and permissions. */
 import { useState } from "preact/hooks";
-import { call, getAll, resourcePath } from "../api.js";
+import type { NewSubproject } from "../../../src/client/index.js";
 import { HistoryPanel, PermissionsPanel, useIntents, type Resource } from "../resource.js";
 import { go, href } from "../router.js";
+import { client, every } from "../session.js";
 import { ErrorBox, Field, FormError, Status, Tabs, useForm, useLive, useLoad } from "../ui.js";
 import { ResourceHead, useResource } from "./detail.js";
 
@@ -10,7 +11,7 @@ export function ProjectPage({ p }: { p: string }) {
   const ids = [p];
   const loaded = useResource(ids);
   const { can } = useIntents(ids);
-  const subs = useLoad(() => getAll<Resource>(`${resourcePath(ids)}/subprojects`), [p]);
+  const subs = useLoad(() => every<Resource>((page) => client.project(p).subprojects.list(page)), [p]);
   useLive((e) => e.path[0]?.id === p && e.path.length === 2, () => void subs.reload(), [p]);
   const [creating, setCreating] = useState(false);
   return (
@@ -68,7 +69,7 @@ export function ProjectPage({ p }: { p: string }) {
 }
 
 function CreateSubproject({ p, onCreated }: { p: string; onCreated: (id: string) => void }) {
-  const [v, setV] = useState({ id: "", displayName: "", currency: "EUR", workflowMode: "unordered", validator: "" });
+  const [v, setV] = useState({ id: "", displayName: "", currency: "EUR", workflowMode: "ordered", validator: "" });
   const form = useForm();
   const set = (k: keyof typeof v) => (x: string) => setV((s) => ({ ...s, [k]: x }));
   return (
@@ -77,17 +78,21 @@ function CreateSubproject({ p, onCreated }: { p: string; onCreated: (id: string)
       aria-label="New subproject"
       onSubmit={async (e) => {
         e.preventDefault();
-        const body: Record<string, unknown> = { displayName: v.displayName, currency: v.currency, workflowMode: v.workflowMode };
-        if (v.id.trim()) body.id = v.id.trim();
-        if (v.validator.trim()) body.validator = v.validator.trim();
+        const body: NewSubproject = {
+          displayName: v.displayName,
+          currency: v.currency,
+          workflowMode: v.workflowMode as NewSubproject["workflowMode"],
+          ...(v.id.trim() ? { id: v.id.trim() } : {}),
+          ...(v.validator.trim() ? { validator: v.validator.trim() } : {}),
+        };
         let id = "";
-        if (await form.submit(async () => (id = (await call<Resource>("POST", `/projects/${encodeURIComponent(p)}/subprojects`, { body })).data.id))) onCreated(id);
+        if (await form.submit(async () => (id = (await client.project(p).subprojects.create(body)).id))) onCreated(id);
       }}
     >
       <Field form={form} name="id" label="Id (optional)" value={v.id} onInput={set("id")} />
       <Field form={form} name="displayName" label="Name" value={v.displayName} onInput={set("displayName")} />
       <Field form={form} name="currency" label="Currency" value={v.currency} onInput={set("currency")} />
-      <Field form={form} name="workflowMode" label="Mode" value={v.workflowMode} onInput={set("workflowMode")} options={["unordered", "ordered"]} />
+      <Field form={form} name="workflowMode" label="Mode" value={v.workflowMode} onInput={set("workflowMode")} options={["ordered", "unordered"]} />
       <Field form={form} name="validator" label="Validator (optional)" value={v.validator} onInput={set("validator")} />
       <FormError form={form} fields={["id", "displayName", "currency", "workflowMode", "validator"]} />
       <button type="submit" disabled={form.busy}>

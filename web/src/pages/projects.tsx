@@ -1,29 +1,45 @@
-/** Projects: a paginated list with a search over the loaded pages, and the create form. */
-import { useState } from "preact/hooks";
-import { call, get, session, type Page } from "../api.js";
+/** Projects: a paginated list searched and sorted on the server (TruBudget's search syntax), and the create form. */
+import { useRef, useState } from "preact/hooks";
+import type { NewProject } from "../../../src/client/index.js";
 import { useValue } from "../observable.js";
 import type { Resource } from "../resource.js";
+import { client, session } from "../session.js";
 import { ErrorBox, Field, FormError, Status, useForm, useLive, useLoad } from "../ui.js";
 import { go, href } from "../router.js";
 
 const PAGE = 25;
 
+type SortField = "" | "displayName" | "createdAt" | "status" | "assignee";
+
 export function ProjectsPage() {
-  const [pages, setPages] = useState<Resource[][]>([]);
-  const [cursor, setCursor] = useState<string | null>(null);
-  const first = useLoad(async () => {
-    const page = await get<Page<Resource>>(`/projects?limit=${PAGE}`);
-    setPages([page.items]);
-    setCursor(page.nextCursor);
-    return page;
-  }, []);
-  useLive((e) => e.path.length === 1, () => void first.reload(), []);
   const [query, setQuery] = useState("");
+  const [sort, setSort] = useState<SortField>("");
+  const [order, setOrder] = useState<"asc" | "desc">("asc");
+  const q = query.trim();
+  // How many pages the reader has asked for. A live reload refetches all of them (under one
+  // generation, so a late reload never replaces a longer list with its first page); a new search or
+  // sort starts again from one page.
+  const wanted = useRef(1);
+  const first = useLoad(async () => {
+    const pages: Resource[][] = [];
+    let cursor: string | null = null;
+    const searched = q !== "" || sort !== "";
+    do {
+      const paging: { limit: number; cursor?: string } = { limit: PAGE, ...(cursor ? { cursor } : {}) };
+      const page: { items: Resource[]; nextCursor: string | null } = searched
+        ? await client.projects.search({ ...paging, ...(q ? { search: q } : {}), ...(sort ? { sort, order } : {}) })
+        : await client.projects.list(paging);
+      pages.push(page.items);
+      cursor = page.nextCursor;
+    } while (cursor && pages.length < wanted.current);
+    return { pages, cursor };
+  }, [q, sort, order]);
+  const pages = first.data?.pages ?? [];
+  const cursor = first.data?.cursor ?? null;
+  useLive((e) => e.path.length === 1, () => void first.reload(), [first.reload]);
   const [creating, setCreating] = useState(false);
   const mayCreate = useValue(session)?.intents?.includes("global.createProject") ?? false;
-  const q = query.trim().toLowerCase();
-  const all = pages.flat();
-  const shown = q ? all.filter((p) => p.id.toLowerCase().includes(q) || String(p.data.displayName ?? "").toLowerCase().includes(q) || (p.data.tags ?? []).some((t: string) => t.toLowerCase().includes(q))) : all;
+  const shown = pages.flat();
   return (
     <main>
       <div class="head">
@@ -31,7 +47,44 @@ export function ProjectsPage() {
         {mayCreate ? <button onClick={() => setCreating((c) => !c)}>{creating ? "Cancel" : "New project"}</button> : null}
       </div>
       {creating ? <CreateProject onCreated={(id) => go(`/projects/${encodeURIComponent(id)}`)} /> : null}
-      <input class="search" type="search" placeholder="Search projects by name, id or tag" aria-label="Search projects" value={query} onInput={(e) => setQuery(e.currentTarget.value)} />
+      <div class="row">
+        <input
+          class="search"
+          type="search"
+          placeholder="Search: words, or name:, tag:, status:"
+          aria-label="Search projects"
+          value={query}
+          onInput={(e) => {
+            wanted.current = 1;
+            setQuery(e.currentTarget.value);
+          }}
+        />
+        <select
+          aria-label="Sort projects"
+          value={sort}
+          onChange={(e) => {
+            wanted.current = 1;
+            setSort(e.currentTarget.value as SortField);
+          }}
+        >
+          <option value="">By id</option>
+          <option value="displayName">By name</option>
+          <option value="createdAt">By creation</option>
+          <option value="status">By status</option>
+          <option value="assignee">By assignee</option>
+        </select>
+        <select
+          aria-label="Sort order"
+          value={order}
+          onChange={(e) => {
+            wanted.current = 1;
+            setOrder(e.currentTarget.value as "asc" | "desc");
+          }}
+        >
+          <option value="asc">Ascending</option>
+          <option value="desc">Descending</option>
+        </select>
+      </div>
       <ErrorBox error={first.error} />
       <table class="list">
         <thead>
@@ -55,19 +108,18 @@ export function ProjectsPage() {
           ))}
         </tbody>
       </table>
-      {first.data && shown.length === 0 ? <p class="muted">{q ? "No loaded project matches." : "No projects yet."}</p> : null}
+      {first.data && shown.length === 0 ? <p class="muted">{q ? "No project matches." : "No projects yet."}</p> : null}
       {cursor ? (
         <button
-          onClick={async () => {
-            const page = await get<Page<Resource>>(`/projects?limit=${PAGE}&cursor=${encodeURIComponent(cursor)}`);
-            setPages((ps) => [...ps, page.items]);
-            setCursor(page.nextCursor);
+          onClick={() => {
+            wanted.current = pages.length + 1;
+            void first.reload();
           }}
         >
           Load more projects
         </button>
       ) : null}
-      <p class="muted small">{all.length} loaded{cursor ? ", more on the server" : ""}. Search looks through the loaded projects.</p>
+      <p class="muted small">{shown.length} loaded{cursor ? ", more on the server" : ""}. Search and sort run on the server, over every project you may see.</p>
     </main>
   );
 }
@@ -82,11 +134,15 @@ function CreateProject({ onCreated }: { onCreated: (id: string) => void }) {
       aria-label="New project"
       onSubmit={async (e) => {
         e.preventDefault();
-        const body: Record<string, unknown> = { displayName: v.displayName, description: v.description };
-        if (v.id.trim()) body.id = v.id.trim();
-        if (v.organization || v.value || v.currencyCode) body.projectedBudgets = [{ organization: v.organization, value: v.value, currencyCode: v.currencyCode }];
+        const budget = v.organization || v.value || v.currencyCode ? { organization: v.organization, value: v.value, currencyCode: v.currencyCode } : null;
+        const body: NewProject = {
+          displayName: v.displayName,
+          description: v.description,
+          ...(v.id.trim() ? { id: v.id.trim() } : {}),
+          ...(budget ? { projectedBudgets: [budget] } : {}),
+        };
         let id = "";
-        if (await form.submit(async () => (id = (await call<Resource>("POST", "/projects", { body })).data.id))) onCreated(id);
+        if (await form.submit(async () => (id = (await client.projects.create(body)).id))) onCreated(id);
       }}
     >
       <Field form={form} name="id" label="Id (optional)" value={v.id} onInput={set("id")} />

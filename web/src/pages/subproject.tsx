@@ -1,33 +1,36 @@
 /**
  * A subproject: its workflowitems in effective order, in a virtualized list; reorder by drag and drop
  * or with the move up / move down buttons. Every reorder sends the whole ordering with If-Match (the
- * subproject's version as last read): when someone else changed it first, the server answers 409, and
+ * subproject's version as last read): when someone else changed it first, the server answers 412 (Precondition Failed), and
  * the page says so and shows the current order instead of overwriting it.
  */
 import { useState } from "preact/hooks";
-import { ApiError, call, getAll, resourcePath } from "../api.js";
+import type { NewWorkflowitem } from "../../../src/client/index.js";
 import { HistoryPanel, PermissionsPanel, useIntents, type Resource } from "../resource.js";
 import { go, href } from "../router.js";
+import { asProblem, client, every } from "../session.js";
 import { ErrorBox, Field, FormError, Status, Tabs, useForm, useLive, useLoad } from "../ui.js";
 import { VirtualList } from "../virtual-list.js";
 import { ResourceHead, useResource } from "./detail.js";
 
 interface Items {
   items: Resource[];
-  version: number | null;
+  /** The subproject's version as an ETag, sent back as If-Match with a reorder. */
+  etag: string;
 }
 
 export function SubprojectPage({ p, s, w }: { p: string; s: string; w?: string }) {
   const ids = [p, s];
-  const base = resourcePath(ids);
+  const base = ids.join("/");
+  const sub = client.project(p).subproject(s);
   const loaded = useResource(ids);
   const { can } = useIntents(ids);
   // The version is read before the items: if a reorder lands in between, ours is stale and the
   // server refuses it, rather than the page overwriting an order it has not shown.
   const list = useLoad<Items>(async () => {
-    const { version } = await call("GET", `${base}/workflowitem-ordering`);
-    const items = await getAll<Resource>(`${base}/workflowitems`);
-    return { items, version };
+    const { etag } = await sub.getOrdering();
+    const items = await every<Resource>((page) => sub.workflowitems.list(page));
+    return { items, etag };
   }, [base]);
   useLive((e) => e.path[0]?.id === p && e.path[1]?.id === s && (e.path.length === 3 || e.type.endsWith("ordering_set")), () => void list.reload(), [base]);
   const [notice, setNotice] = useState<{ kind: "conflict" | "error" | "ok"; text: string } | null>(null);
@@ -42,17 +45,18 @@ export function SubprojectPage({ p, s, w }: { p: string; s: string; w?: string }
     const items = [...current.items];
     const [moved] = items.splice(from, 1);
     items.splice(to, 0, moved!);
-    list.set({ items, version: current.version });
+    list.set({ items, etag: current.etag });
     setFocusIndex(to);
     try {
-      const a = await call("PUT", `${base}/workflowitem-ordering`, { body: { ordering: items.map((i) => i.id) }, ifMatch: current.version });
-      list.set({ items, version: a.version });
+      const { etag } = await sub.setOrdering(items.map((i) => i.id), { ifMatch: current.etag });
+      list.set({ items, etag });
       setNotice({ kind: "ok", text: `Moved "${moved!.redacted ? moved!.id : moved!.data.displayName}" to position ${to + 1}.` });
     } catch (e) {
-      if (e instanceof ApiError && e.status === 409) {
+      const problem = asProblem(e);
+      if (problem.status === 412) {
         setNotice({ kind: "conflict", text: "Someone else reordered these workflowitems (or changed the subproject) first. Your move was not saved; this is the current order." });
       } else {
-        setNotice({ kind: "error", text: e instanceof ApiError ? e.detail : String(e) });
+        setNotice({ kind: "error", text: problem.detail });
       }
       await Promise.all([list.reload(), loaded.reload()]);
     }
@@ -182,10 +186,14 @@ function CreateWorkflowitem({ p, s, currency, onCreated }: { p: string; s: strin
       aria-label="New workflowitem"
       onSubmit={async (e) => {
         e.preventDefault();
-        const body: Record<string, unknown> = { displayName: v.displayName, amountType: v.amountType };
-        for (const k of ["id", "amount", "dueDate", "description"] as const) if (v[k].trim()) body[k] = v[k].trim();
-        if (v.amountType !== "N/A" && v.currency.trim()) body.currency = v.currency.trim();
-        if (await form.submit(() => call("POST", `/projects/${encodeURIComponent(p)}/subprojects/${encodeURIComponent(s)}/workflowitems`, { body }))) onCreated();
+        const given = (["id", "amount", "dueDate", "description"] as const).filter((k) => v[k].trim());
+        const body: NewWorkflowitem = {
+          displayName: v.displayName,
+          amountType: v.amountType as NewWorkflowitem["amountType"],
+          ...Object.fromEntries(given.map((k) => [k, v[k].trim()])),
+          ...(v.amountType !== "N/A" && v.currency.trim() ? { currency: v.currency.trim() } : {}),
+        };
+        if (await form.submit(() => client.project(p).subproject(s).workflowitems.create(body))) onCreated();
       }}
     >
       <Field form={form} name="id" label="Id (optional)" value={v.id} onInput={set("id")} />

@@ -1,0 +1,55 @@
+/**
+ * Assignments: for each identity, the resources whose declared `assigneeField` names it, in the
+ * partition `["assigned", identity]` (layout.ts). The entry is written as a side op of the command that
+ * sets or changes the assignee (writer.ts `alsoCommit`), and removed when the assignee changes or the
+ * resource is deleted. Descendants removed by a subtree delete keep their entries: a read checks each
+ * entry against the resource's record and leaves out what is gone or assigned elsewhere, so the index
+ * is a hint that can only be wider than the truth, never narrower.
+ */
+import { scanAll } from "../kv/contract.js";
+import type { Core } from "./core.js";
+import { layout } from "./layout.js";
+import { RecordView } from "./record.js";
+import { locate, type Located, type Ref } from "./ref.js";
+import type { CompiledType } from "./schema.js";
+import type { Tx } from "./writer.js";
+
+/** The identity a resource's data assigns it to, or null. */
+export function assigneeOf(t: CompiledType, data: Record<string, unknown> | null): string | null {
+  const f = t.decl.assigneeField;
+  const v = f && data ? data[f] : undefined;
+  return typeof v === "string" && v !== "" ? v : null;
+}
+
+/** Gives the change of a resource's assignee to its command's commit. */
+export function writeAssignment(tx: Tx, l: Located, before: string | null, after: string | null): void {
+  if (before === after) return;
+  const key = layout.assignedEntry(l.type.name, l.ref.ids);
+  if (before !== null) tx.alsoCommit(layout.assigned(before), { type: "delete", key });
+  if (after !== null) tx.alsoCommit(layout.assigned(after), { type: "put", key, value: Buffer.alloc(0) });
+}
+
+export interface Assignment {
+  readonly type: string;
+  readonly ids: readonly string[];
+  readonly displayName?: string;
+  readonly status: string;
+}
+
+/** What is assigned to an identity now (every entry checked against its record), in key order. */
+export async function assignmentsOf(c: Core, identity: string): Promise<Assignment[]> {
+  const out: Assignment[] = [];
+  for await (const e of scanAll(c.kv, layout.assigned(identity), { limit: 2000 })) {
+    const ref: Ref = layout.refOfAssigned(e.key);
+    const t = c.schema.types.get(ref.type);
+    if (!t || ref.ids.length !== t.chain.length) continue; // another schema's
+    const l = locate(c.schema, ref);
+    const state = await c.kv.get(l.partition, layout.state(l));
+    if (!state) continue;
+    const envelope = new RecordView(state.value).envelope();
+    if (assigneeOf(t, envelope.data) !== identity) continue;
+    const displayName = envelope.data.displayName;
+    out.push({ type: ref.type, ids: ref.ids, ...(typeof displayName === "string" ? { displayName } : {}), status: new RecordView(state.value).status });
+  }
+  return out;
+}

@@ -1,0 +1,260 @@
+/**
+ * The audit trail: a resource's history (its index into the partition's log), the resource as it was at
+ * a time (a replay of its history), and verification of a partition: its hash chain, its anchor in the
+ * ledger, and every stored key against the replay of the log.
+ */
+import { ValidationError } from "../errors.js";
+import { scanAll, type Key, type Partition } from "../kv/contract.js";
+import { allows, type Actor, type Permissions } from "../access/actor.js";
+import { pageLimit, MAX_PAGE, type Core, type Page } from "./core.js";
+import { checkLink, fold, type ResourceEvent, type VerifyResult } from "./events.js";
+import { layout } from "./layout.js";
+import { RecordView, type Envelope } from "./record.js";
+import { indexEntries } from "./visibility.js";
+import { locate, type Ref } from "./ref.js";
+import { PartitionReplay, ReplayError, type ReplayedEntry } from "./replay.js";
+
+export interface HistoryOptions {
+  cursor?: string | null;
+  limit?: number;
+  reverse?: boolean;
+  /** Only events of this actor (TruBudget's `publisher`). */
+  publisher?: string;
+  /** Only events at or after this time (ISO 8601). */
+  since?: string;
+  /** Only events at or before this time (ISO 8601). */
+  until?: string;
+  /** Only events of this type (`<resourceType>.<verb>`). */
+  type?: string;
+}
+
+function timeOf(value: string | undefined, field: string): number | null {
+  if (value === undefined) return null;
+  const t = Date.parse(value);
+  if (Number.isNaN(t)) throw new ValidationError(`${field} must be an ISO 8601 date-time`, field);
+  return t;
+}
+
+/** The event filter of a history read (TruBudget's history filter: publisher, time range, event type), or null for none. */
+function historyFilter(o: HistoryOptions): ((e: ResourceEvent) => boolean) | null {
+  const since = timeOf(o.since, "since");
+  const until = timeOf(o.until, "until");
+  if (since !== null && until !== null && since > until) throw new ValidationError("since must not be after until", "since");
+  if (o.publisher === undefined && o.type === undefined && since === null && until === null) return null;
+  return (e) => {
+    if (o.publisher !== undefined && e.actor !== o.publisher) return false;
+    if (o.type !== undefined && e.type !== o.type) return false;
+    const at = Date.parse(e.at);
+    return (since === null || at >= since) && (until === null || at <= until);
+  };
+}
+
+export interface VerifyOptions {
+  /** A head kept earlier (a checkpoint's): the log must still hold this hash at this seq. */
+  since?: { seq: number; hash: string | null };
+  /** With `since`: check the chain from it on only, and not the stored keys (a fast periodic check). */
+  incremental?: boolean;
+}
+
+export class Audit {
+  constructor(private readonly c: Core) {}
+
+  /** One range read of the history index plus one batched read of the log. The system actor also reads a deleted resource's. */
+  async history(actor: Actor, ref: Ref, options: HistoryOptions = {}): Promise<Page<ResourceEvent>> {
+    const { kv } = this.c;
+    const l = locate(this.c.schema, ref);
+    const read = this.c.reader(l);
+    const state = await read(layout.state(l));
+    if (state || !actor.system) await this.c.authorize(read, l, actor, l.type.intents.history, { state });
+    const limit = pageLimit(options.limit);
+    const keep = historyFilter(options);
+    // Unfiltered: one page of the index. Filtered: index pages are read on until the page is full or the
+    // history ends; the cursor stays a position in the index, so paging on continues after the last read.
+    const items: ResourceEvent[] = [];
+    let cursor = options.cursor ?? null;
+    do {
+      const page = await kv.scan(l.partition, { prefix: layout.history(l), after: cursor, limit: limit - items.length, reverse: options.reverse === true });
+      const logs = await kv.getMany(l.partition, page.entries.map((e) => layout.log(layout.seqOfHistory(e.key))));
+      for (const e of logs) {
+        if (e === undefined) continue;
+        const event = JSON.parse(e.value.toString("utf8")) as ResourceEvent;
+        if (!keep || keep(event)) items.push(event);
+      }
+      cursor = page.cursor;
+    } while (keep && cursor !== null && items.length < limit);
+    return { items, nextCursor: cursor };
+  }
+
+  /**
+   * An event as the actor may read it over REST, or null: every event needs the resource's history
+   * intent, a permission change its `intent.listPermissions`; a `created` event's permission map is
+   * left out for those who may not list permissions. Null too when the resource is gone (as its
+   * history answers 404), except for the system actor.
+   */
+  async eventFor(actor: Actor, event: ResourceEvent): Promise<ResourceEvent | null> {
+    const last = event.path.at(-1);
+    if (!last) return null;
+    let l;
+    try {
+      l = locate(this.c.schema, { type: last.type, ids: event.path.map((p) => p.id) });
+    } catch {
+      return null; // a type of another schema
+    }
+    if (actor.system) return event;
+    const verb = event.type.slice(event.type.lastIndexOf(".") + 1);
+    const { intents } = l.type;
+    const intent = verb === "permission_granted" || verb === "permission_revoked" ? intents.listPermissions : intents.history;
+    let access;
+    try {
+      ({ access } = await this.c.authorize(this.c.reader(l), l, actor, intent, { withAccess: true }));
+    } catch {
+      return null;
+    }
+    if (event.payload.permissions === undefined || allows(access?.permissions, actor, intents.listPermissions)) return event;
+    const { permissions: _, ...payload } = event.payload;
+    return { ...event, payload };
+  }
+
+  async asOf(actor: Actor, ref: Ref, time: Date | string): Promise<Envelope | null> {
+    const at = new Date(time);
+    if (Number.isNaN(at.getTime())) throw new ValidationError("time must be an ISO 8601 date-time", "time");
+    const events: ResourceEvent[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: Page<ResourceEvent> = await this.history(actor, ref, { cursor, limit: MAX_PAGE });
+      for (const e of page.items) if (Date.parse(e.at) <= at.getTime()) events.push(e);
+      cursor = page.nextCursor;
+    } while (cursor !== null);
+    const s = fold(events);
+    if (!s || s.deleted) return null;
+    return {
+      id: ref.ids.at(-1)!,
+      type: ref.type,
+      data: s.data,
+      meta: { createdAt: s.createdAt, createdBy: s.createdBy, updatedAt: s.updatedAt, version: s.version },
+    };
+  }
+
+  /**
+   * Verifies a partition: the hash chain of its log; the head, against the log and against the ledger
+   * (a cut tail); then every other key, against the replay of the log (replay.ts), in key order. The
+   * first divergence fails it: a stored key the replay does not produce (an unknown key, a stray index
+   * entry), a key it produces that is missing, or a value that differs (an edited amount, a user added
+   * to an access record). `since` (a head kept earlier, e.g. a checkpoint's) also requires the log to
+   * hold that hash at that seq: history after it was not rewritten.
+   */
+  async verify(partition: Partition, options: VerifyOptions = {}): Promise<VerifyResult> {
+    const since = options.since;
+    // Incremental: the chain is checked from the checkpoint on (its event included); the stored keys are not compared.
+    const incremental = options.incremental === true && since !== undefined && since.seq > 0;
+    let prev: string | null = null;
+    let expected = incremental ? since.seq : 1;
+    const replay = incremental ? null : new PartitionReplay(this.c.schema, partition);
+    const bad = (seq: number, reason: string, family?: string, key?: Key): VerifyResult => ({
+      ok: false,
+      checked: expected - 1,
+      firstBad: { seq, reason, ...(family ? { family } : {}), ...(key ? { key: JSON.stringify(key) } : {}) },
+    });
+    const range = incremental ? { start: layout.log(since.seq), end: layout.afterLogs } : { prefix: layout.logs };
+    for await (const e of scanAll(this.c.kv, partition, { ...range, limit: 2000 })) {
+      let event: ResourceEvent;
+      try {
+        event = JSON.parse(e.value.toString("utf8")) as ResourceEvent;
+      } catch {
+        return bad(expected, "event is not valid JSON", "l");
+      }
+      const keySeq = layout.seqOfLog(e.key);
+      if (incremental && expected === since.seq) prev = event.prev; // the checkpoint's own event links to one not re-read
+      const reason = keySeq !== event.seq ? `stored under seq ${String(keySeq)} but says ${event.seq}` : checkLink(event, expected, prev);
+      if (reason) return bad(expected, reason, "l");
+      if (since && since.seq > 0 && event.seq === since.seq && event.hash !== since.hash) return bad(event.seq, `event ${event.seq} differs from the checkpoint: history was rewritten`, "l");
+      try {
+        replay?.apply(event);
+      } catch (err) {
+        if (err instanceof ReplayError) return bad(event.seq, err.message, "l");
+        throw err;
+      }
+      prev = event.hash;
+      expected++;
+    }
+    const last = expected - 1;
+    if (since && since.seq > last) return bad(last + 1, `the log ends at ${last}, before the checkpoint's seq ${since.seq}: its tail was cut`, "l");
+    const head = await this.c.writer.readHead(partition);
+    if (head.seq !== last || head.hash !== prev) return bad(last + 1, `chain head says seq ${head.seq}, the log ends at ${last}`, "m", layout.head);
+    const anchor = await this.c.writer.readLedger(partition);
+    if (anchor && anchor.seq > last) return bad(last + 1, `the ledger anchors seq ${anchor.seq}, the log ends at ${last}: its tail was cut`, "ledger");
+    if (anchor && anchor.seq > 0) {
+      const at = await this.c.kv.get(partition, layout.log(anchor.seq));
+      const hash = at ? (JSON.parse(at.value.toString("utf8")) as ResourceEvent).hash : null;
+      if (hash !== anchor.hash) return bad(anchor.seq, `event ${anchor.seq} differs from the ledger's anchor: history was rewritten`, "ledger");
+    }
+    if (!replay) return { ok: true, checked: last - since!.seq + 1 };
+    const divergence = (await this.#compare(partition, replay.entries())) ?? (await this.#compareVisibility(replay));
+    return divergence ? bad(divergence.seq, divergence.reason, divergence.family, divergence.key) : { ok: true, checked: last };
+  }
+
+  /** A root's entries in its listers' index of visible roots (visibility.ts) against the replay's owner. */
+  async #compareVisibility(replay: PartitionReplay): Promise<{ seq: number; reason: string; family: string; key: Key } | null> {
+    const owner = replay.owner();
+    if (!owner) return null;
+    const t = this.c.schema.type(owner.type);
+    const key = layout.visibleRoot(t.name, owner.envelope.id);
+    for (const [identity, value] of indexEntries(t, owner.envelope, owner.permissions)) {
+      const stored = await this.c.kv.get(layout.visible(identity), key);
+      if (!stored) return { seq: 0, reason: `${t.name} ${owner.envelope.id} is missing from the visible roots of ${identity} (its permissions list it)`, family: layout.visibleKind, key: [...layout.visible(identity), ...key] };
+      if (!stored.value.equals(value)) return { seq: 0, reason: `${t.name} ${owner.envelope.id}'s entry in the visible roots of ${identity} differs from its record`, family: layout.visibleKind, key: [...layout.visible(identity), ...key] };
+    }
+    return null;
+  }
+
+  /**
+   * The other direction, one identity's index of visible roots: every entry must name a root whose
+   * record lets that identity list it, with the row its record gives (an entry left behind by a revoke
+   * or a delete, or a changed row, is reported). Returns the first divergence, or null.
+   */
+  async verifyVisible(identity: string): Promise<{ key: Key; reason: string } | null> {
+    for await (const e of scanAll(this.c.kv, layout.visible(identity), { limit: 2000 })) {
+      const type = e.key[0];
+      const id = layout.idOfVisible(e.key);
+      const t = typeof type === "string" ? this.c.schema.types.get(type) : undefined;
+      if (!t || t.decl.parent !== null || typeof id !== "string" || e.key.length !== 2) continue; // another schema's roots
+      const l = locate(this.c.schema, { type: t.name, ids: [id] });
+      const [state, access] = await this.c.kv.getMany(l.partition, [layout.state(l), layout.access(l)]);
+      const permissions = access ? (JSON.parse(access.value.toString("utf8")) as { permissions: Permissions }).permissions : null;
+      const want = state && permissions ? indexEntries(t, new RecordView(state.value).envelope(), permissions).get(identity) : undefined;
+      if (!want) return { key: e.key, reason: `${identity}'s visible roots list ${t.name} ${id}, which it may not list` };
+      if (!want.equals(e.value)) return { key: e.key, reason: `${identity}'s entry for ${t.name} ${id} differs from its record` };
+    }
+    return null;
+  }
+
+  /** Walks the stored keys (log and head aside) beside the replayed ones, both in key order. */
+  async #compare(partition: Partition, want: ReplayedEntry[]): Promise<{ seq: number; reason: string; family: string; key: Key } | null> {
+    let i = 0;
+    const missing = (w: ReplayedEntry) => ({ seq: seqOf(w.key), reason: `${describe(w.key)} is missing (the log produces it)`, family: String(w.key[0]), key: w.key });
+    for await (const e of scanAll(this.c.kv, partition, { limit: 2000 })) {
+      const family = e.key[0];
+      if (family === "l" || (family === "m" && e.key[1] === "head")) continue;
+      while (i < want.length && Buffer.compare(want[i]!.keyBytes, e.keyBytes) < 0) return missing(want[i]!);
+      const w = want[i];
+      if (!w || !w.keyBytes.equals(e.keyBytes)) {
+        return { seq: seqOf(e.key), reason: `${describe(e.key)} is stored but the log does not produce it`, family: String(family), key: e.key };
+      }
+      if (!w.value.equals(e.value)) return { seq: seqOf(e.key), reason: `${describe(e.key)} differs from the replay of the log`, family: String(family), key: e.key };
+      i++;
+    }
+    return i < want.length ? missing(want[i]!) : null;
+  }
+}
+
+const FAMILIES: Record<string, string> = { s: "state record", a: "access record", o: "ordering", c: "flat child index entry", h: "history index entry", m: "meta key", x: "order index entry" };
+
+/** A key as a reader names it: its family and the resource path. */
+function describe(key: Key): string {
+  const family = String(key[0]);
+  const name = FAMILIES[family] ?? `key of unknown family ${JSON.stringify(family)}`;
+  return `${name} ${JSON.stringify(key.slice(1))}`;
+}
+
+/** The seq a history entry names (0 for other keys: they are state, not events). */
+const seqOf = (key: Key): number => (key[0] === "h" && typeof key.at(-1) === "number" ? (key.at(-1) as number) : 0);

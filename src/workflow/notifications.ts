@@ -1,0 +1,335 @@
+/**
+ * Notifications (TruBudget's): when a project, subproject or workflowitem is created, assigned, updated
+ * or closed (a document added or deleted counts as an update), its assignee hears of it: a user, or
+ * every member of an assigned group, never the actor who caused it.
+ *
+ * Durability: notifications are PROJECTED from the partitions' own committed logs by a resumable
+ * follower of the store-wide feed, not written beside the command (a user's inbox is not in the
+ * project's partition, so no commit could hold both). The follower's cursor (a feed position) and, per
+ * partition, the last seq it projected are stored; it reads each feed entry's events from the log, and
+ * the events between a partition's last projected seq and an entry's first (a crash left them without
+ * an entry of their own) too. A commit whose process died before its feed entry reaches the feed by
+ * the writer's repair (`repairAnchor`, run at open). Every notification's id is derived from its event
+ * (partition, seq) and its recipient, so projecting an event twice (two servers, a retry after a crash)
+ * stores it once. Whatever was committed yields its notifications.
+ *
+ * Layout (this file's own, as the archive and identity keep theirs):
+ *   ["inbox", userId]          ["m"] {next, unread, total}    the inbox's counters
+ *                              ["n", k] notification          k = 1, 2, 3… in arrival order (newest last)
+ *                              ["i", id] k                    the index by id (dedupe, mark read)
+ *   ["notification-follower"]  ["cursor"] {position}          the feed position projected up to
+ *                              ["seq", ...partition] seq      the last seq projected of each partition
+ * Retention: an inbox keeps its newest `keepNewest` notifications; an arrival past it drops the oldest
+ * in the same commit.
+ */
+import { Type, type Static } from "@sinclair/typebox";
+import { createHash } from "node:crypto";
+import type { Actor } from "../access/actor.js";
+import { SYSTEM } from "../access/actor.js";
+import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
+import type { Identity } from "../identity/index.js";
+import type { Key, KvStore, Op, Partition } from "../kv/contract.js";
+import { scanAll } from "../kv/contract.js";
+import type { ResourceEvent } from "../resources/events.js";
+import type { Feed } from "../resources/feed.js";
+import type { Ref } from "../resources/ref.js";
+import type { ResourceStore } from "../resources/store.js";
+import { PathItem } from "../resources/wire.js";
+import type { WorkflowSchema } from "./schema.js";
+
+export const DEFAULT_KEEP_NOTIFICATIONS = 1000;
+const FOLLOWER: Partition = ["notification-follower"];
+const inboxOf = (user: string): Partition => ["inbox", user];
+const META: Key = ["m"];
+const CURSOR: Key = ["cursor"];
+const ATTEMPTS = 50;
+/** The feed entries one pass projects at most. */
+const BATCH = 100;
+
+/** The partition kinds this file writes (for export, import and the registry of kinds). */
+export const NOTIFICATION_KINDS: readonly string[] = [inboxOf("x")[0] as string, FOLLOWER[0] as string];
+
+export const Notification = Type.Object(
+  {
+    id: Type.String(),
+    eventType: Type.String({ description: "the event that caused it, e.g. workflowitem.assigned" }),
+    path: Type.Array(PathItem, { description: "the resource: from its project down to it" }),
+    displayName: Type.String({ description: "the resource's display name when the notification was made" }),
+    actor: Type.String({ description: "who caused it" }),
+    createdAt: Type.String({ format: "date-time" }),
+    read: Type.Boolean(),
+  },
+  { $id: "Notification", additionalProperties: false },
+);
+export type Notification = Static<typeof Notification>;
+
+export const NotificationCount = Type.Object({ unread: Type.Integer({ minimum: 0 }), total: Type.Integer({ minimum: 0 }) }, { $id: "NotificationCount" });
+export type NotificationCount = Static<typeof NotificationCount>;
+
+interface Meta {
+  next: number;
+  unread: number;
+  total: number;
+}
+
+const json = (v: unknown): Buffer => Buffer.from(JSON.stringify(v));
+const parse = <T>(b: Buffer): T => JSON.parse(b.toString("utf8")) as T;
+
+/** The verbs that notify (of the three workflow types). */
+const NOTIFYING = new Set(["created", "assigned", "updated", "closed", "document_uploaded", "document_deleted"]);
+const TYPES = new Set(["project", "subproject", "workflowitem"]);
+
+export interface NotificationsOptions {
+  /** Keep the newest N notifications per user (default 1000). */
+  readonly keepNewest?: number;
+}
+
+export class Notifications {
+  readonly keepNewest: number;
+
+  constructor(
+    private readonly kv: KvStore,
+    private readonly store: ResourceStore<WorkflowSchema>,
+    private readonly identity: Identity,
+    options: NotificationsOptions = {},
+  ) {
+    const keep = options.keepNewest ?? DEFAULT_KEEP_NOTIFICATIONS;
+    if (!Number.isSafeInteger(keep) || keep < 1) throw new ValidationError("keepNewest is a positive integer", "keepNewest");
+    this.keepNewest = keep;
+  }
+
+  // ------------------------------------------------------------------ the inbox
+
+  /** The caller's notifications, newest first. */
+  async list(actor: Actor, options: { limit?: number; cursor?: string | null } = {}): Promise<{ items: Notification[]; nextCursor: string | null }> {
+    const limit = options.limit ?? 50;
+    const page = await this.kv.scan(inboxOf(actor.id), { prefix: ["n"], reverse: true, limit, after: options.cursor ?? null }).catch((e: unknown) => {
+      if (options.cursor) throw new ValidationError("cursor is not a cursor of this list", "cursor");
+      throw e;
+    });
+    return { items: page.entries.map((e) => parse<Notification>(e.value)), nextCursor: page.cursor };
+  }
+
+  async count(actor: Actor): Promise<NotificationCount> {
+    const m = await this.#meta(actor.id);
+    return { unread: m.value.unread, total: m.value.total };
+  }
+
+  /** Notifications that arrived after arrival number `after` (oldest first), and the newest arrival number. */
+  async since(userId: string, after: number): Promise<{ items: Notification[]; last: number }> {
+    const m = await this.#meta(userId);
+    if (m.value.next - 1 <= after) return { items: [], last: m.value.next - 1 };
+    const page = await this.kv.scan(inboxOf(userId), { start: ["n", after + 1], end: ["n", m.value.next], limit: 100 });
+    return { items: page.entries.map((e) => parse<Notification>(e.value)), last: page.cursor ? (page.entries.at(-1)!.key[1] as number) : m.value.next - 1 };
+  }
+
+  /** The newest arrival number of an inbox (0 when empty). */
+  async lastArrival(userId: string): Promise<number> {
+    return (await this.#meta(userId)).value.next - 1;
+  }
+
+  /** Marks the given notifications (or all) read; unknown ids are a NotFoundError naming them. Returns the counts. */
+  async markRead(actor: Actor, which: { ids?: readonly string[]; all?: boolean }): Promise<NotificationCount> {
+    const partition = inboxOf(actor.id);
+    if (which.all !== true && (!Array.isArray(which.ids) || which.ids.length === 0)) throw new ValidationError("give ids (a non-empty list) or all: true", "ids");
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      const meta = await this.#meta(actor.id);
+      const targets: { key: Key; value: Notification }[] = [];
+      if (which.all === true) {
+        for await (const e of scanAll(this.kv, partition, { prefix: ["n"], limit: 1000 })) {
+          const n = parse<Notification>(e.value);
+          if (!n.read) targets.push({ key: e.key, value: n });
+        }
+      } else {
+        const ids = [...new Set(which.ids)];
+        const index = await this.kv.getMany(partition, ids.map((id) => ["i", id]));
+        const missing = ids.filter((_, i) => !index[i]);
+        if (missing.length > 0) throw new NotFoundError(`no notification ${missing.join(", ")}`);
+        const keys = index.map((e) => ["n", parse<number>(e!.value)]);
+        const found = await this.kv.getMany(partition, keys);
+        found.forEach((e, i) => {
+          const n = e && parse<Notification>(e.value);
+          if (n && !n.read) targets.push({ key: keys[i]!, value: n });
+        });
+      }
+      if (targets.length === 0) return { unread: meta.value.unread, total: meta.value.total };
+      const next: Meta = { ...meta.value, unread: Math.max(0, meta.value.unread - targets.length) };
+      try {
+        await this.kv.commit(partition, [
+          { type: "check", key: META, version: meta.version },
+          ...targets.map((t) => ({ type: "put" as const, key: t.key, value: json({ ...t.value, read: true }) })),
+          { type: "put", key: META, value: json(next) },
+        ]);
+        return { unread: next.unread, total: next.total };
+      } catch (e) {
+        if (!(e instanceof ConflictError)) throw e;
+      }
+    }
+    throw new ConflictError("too much contention on the inbox", "ids");
+  }
+
+  async #meta(userId: string): Promise<{ value: Meta; version: number | null }> {
+    const e = await this.kv.get(inboxOf(userId), META);
+    return e ? { value: parse<Meta>(e.value), version: e.version } : { value: { next: 1, unread: 0, total: 0 }, version: null };
+  }
+
+  /** Stores new notifications in one inbox (those already there skipped), dropping the oldest past retention. */
+  async #deliver(userId: string, notes: Notification[]): Promise<void> {
+    const partition = inboxOf(userId);
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      const meta = await this.#meta(userId);
+      const known = await this.kv.getMany(partition, notes.map((n) => ["i", n.id]));
+      const fresh = notes.filter((_, i) => !known[i]);
+      if (fresh.length === 0) return;
+      const m = { ...meta.value };
+      const ops: Op[] = [{ type: "check", key: META, version: meta.version }];
+      for (const n of fresh) {
+        const k = m.next++;
+        ops.push({ type: "put", key: ["n", k], value: json(n) }, { type: "put", key: ["i", n.id], value: json(k) });
+        m.total++;
+        m.unread++;
+      }
+      const excess = m.total - this.keepNewest;
+      if (excess > 0) {
+        // The oldest stored ones first; a fresh one past retention is dropped as it arrives (it is older).
+        const oldest = await this.kv.scan(partition, { prefix: ["n"], limit: excess });
+        let dropped = 0;
+        for (const e of oldest.entries) {
+          const n = parse<Notification>(e.value);
+          ops.push({ type: "delete", key: e.key }, { type: "delete", key: ["i", n.id] });
+          if (!n.read) m.unread--;
+          dropped++;
+        }
+        // Fresh ones beyond what stored entries could make room for (a burst bigger than keepNewest).
+        const stillOver = excess - dropped;
+        if (stillOver > 0) {
+          const k0 = m.next - fresh.length;
+          for (let i = 0; i < stillOver; i++) ops.push({ type: "delete", key: ["n", k0 + i] }, { type: "delete", key: ["i", fresh[i]!.id] });
+          m.unread -= stillOver;
+        }
+        m.total = this.keepNewest;
+      }
+      ops.push({ type: "put", key: META, value: json(m) });
+      try {
+        await this.kv.commit(partition, ops);
+        return;
+      } catch (e) {
+        if (!(e instanceof ConflictError)) throw e;
+      }
+    }
+    throw new ConflictError(`too much contention on the inbox of ${userId}`);
+  }
+
+  // ------------------------------------------------------------------ the follower
+
+  /**
+   * Projects what the feed holds past the follower's cursor into the inboxes, and advances the cursor.
+   * Returns how many feed entries it projected. Safe to run in several processes at once.
+   */
+  async follow(feed: Feed): Promise<number> {
+    let cursor = await this.kv.get(FOLLOWER, CURSOR);
+    if (!cursor) {
+      // First run on this store: start at the feed's head (notifications are of what happens from now).
+      await this.kv.commit(FOLLOWER, [{ type: "check", key: CURSOR, version: null }, { type: "put", key: CURSOR, value: json({ position: await feed.head() }) }]).catch((e: unknown) => {
+        if (!(e instanceof ConflictError)) throw e;
+      });
+      cursor = (await this.kv.get(FOLLOWER, CURSOR))!;
+    }
+    const position = parse<{ position: number }>(cursor.value).position;
+    const entries = await feed.read(position, BATCH);
+    if (entries.length === 0) return 0;
+    const seqKey = (p: Partition): Key => ["seq", ...p];
+    const projected = entries.filter((e) => e.partition[0] === "project");
+    const partitions = [...new Map(projected.map((e) => [JSON.stringify(e.partition), e.partition])).values()];
+    const marks = new Map<string, number>();
+    (await this.kv.getMany(FOLLOWER, partitions.map(seqKey))).forEach((e, i) => {
+      if (e) marks.set(JSON.stringify(partitions[i]), parse<number>(e.value));
+    });
+    const byUser = new Map<string, Notification[]>();
+    for (const entry of projected) {
+      const key = JSON.stringify(entry.partition);
+      const mark = marks.get(key);
+      if (mark !== undefined && entry.to <= mark) continue; // projected already (a repeated range)
+      const from = mark !== undefined && mark < entry.from ? mark + 1 : entry.from;
+      for (const event of await feed.events(entry.partition, from, entry.to)) {
+        for (const [user, n] of await this.#notificationsOf(entry.partition, event)) {
+          let list = byUser.get(user);
+          if (!list) byUser.set(user, (list = []));
+          list.push(n);
+        }
+      }
+      marks.set(key, entry.to);
+    }
+    for (const [user, notes] of byUser) await this.#deliver(user, notes);
+    const last = entries.at(-1)!.position;
+    await this.kv
+      .commit(FOLLOWER, [
+        { type: "check", key: CURSOR, version: cursor.version },
+        { type: "put", key: CURSOR, value: json({ position: last }) },
+        ...partitions.map((p) => ({ type: "put" as const, key: seqKey(p), value: json(marks.get(JSON.stringify(p)) ?? 0) })),
+      ])
+      .catch((e: unknown) => {
+        if (!(e instanceof ConflictError)) throw e; // another process advanced it: its projection is the same
+      });
+    return entries.length;
+  }
+
+  /** Follows until the feed's end (for a pump after a wake-up). */
+  async followAll(feed: Feed): Promise<void> {
+    while ((await this.follow(feed)) > 0);
+  }
+
+  /** Who hears of `event`, and what: the resource's assignee (a group's members), never the actor. */
+  async #notificationsOf(partition: Partition, event: ResourceEvent): Promise<[string, Notification][]> {
+    const dot = event.type.indexOf(".");
+    const type = event.type.slice(0, dot);
+    if (!TYPES.has(type) || !NOTIFYING.has(event.type.slice(dot + 1))) return [];
+    const ref: Ref = { type, ids: event.path.map((p) => p.id) };
+    let data: Record<string, unknown>;
+    try {
+      data = (await this.store.get(SYSTEM, ref as Ref & { type: "project" })).data as Record<string, unknown>;
+    } catch (e) {
+      if (e instanceof NotFoundError) return []; // deleted since
+      throw e;
+    }
+    // The assignee when the event happened (the follower may run behind later assignments).
+    const assignee = await this.#assigneeAt(ref, event);
+    if (!assignee) return [];
+    const recipients = await this.#expand(assignee);
+    const out: [string, Notification][] = [];
+    for (const user of recipients) {
+      if (user === event.actor) continue;
+      const id = createHash("sha256").update(JSON.stringify([partition, event.seq, user])).digest("base64url").slice(0, 22);
+      out.push([
+        user,
+        { id, eventType: event.type, path: event.path, displayName: String(data.displayName ?? ""), actor: event.actor, createdAt: event.at, read: false },
+      ]);
+    }
+    return out;
+  }
+
+  /** The assignee as of `event`: the last create or assign of the resource at or before its seq (its history, newest first). */
+  async #assigneeAt(ref: Ref, event: ResourceEvent): Promise<string | undefined> {
+    let cursor: string | null = null;
+    do {
+      const page = await this.store.history(SYSTEM, ref, { reverse: true, limit: 100, cursor });
+      for (const e of page.items) {
+        if (e.seq > event.seq) continue;
+        const assignee = (e.payload as { data?: Record<string, unknown> }).data?.assignee;
+        if (typeof assignee === "string") return assignee;
+      }
+      cursor = page.nextCursor;
+    } while (cursor !== null);
+    return undefined;
+  }
+
+  async #expand(identity: string): Promise<string[]> {
+    try {
+      const group = await this.identity.getGroup(identity);
+      return [...new Set(group.members)];
+    } catch (e) {
+      if (e instanceof NotFoundError || e instanceof ValidationError) return [identity];
+      throw e;
+    }
+  }
+}

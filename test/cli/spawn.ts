@@ -1,0 +1,46 @@
+/**
+ * The real `flowstore` process, spawned as `node --import tsx src/cli/main.ts …`, with its output captured:
+ * used by the CLI tests and by the fleet (several `serve` processes on one store).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { join, resolve } from "node:path";
+
+export const ROOT = resolve(import.meta.dirname, "../..");
+const MAIN = join(ROOT, "src/cli/main.ts");
+
+export interface Run {
+  readonly child: ChildProcess;
+  readonly out: () => string;
+  readonly err: () => string;
+  readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Runs the CLI with `args`; the environment's FLOWSTORE_* settings are blanked unless `env` gives them. */
+export function run(args: string[], env: Record<string, string> = {}, input?: string): Run {
+  const child = spawn(process.execPath, ["--import", "tsx", MAIN, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, FLOWSTORE_ROOT_PASSWORD: "", FLOWSTORE_JWT_SECRET: "", FLOWSTORE_STORE: "", ...env },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => (err += d));
+  if (input !== undefined) child.stdin!.end(input);
+  else child.stdin!.end();
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.on("exit", (code, signal) => res({ code, signal })));
+  return { child, out: () => out, err: () => err, exit };
+}
+
+/** Polls `base`/health until it answers 200; throws when the process exits first. */
+export async function waitHealthy(base: string, r: Run): Promise<void> {
+  for (;;) {
+    const exited = await Promise.race([r.exit.then(() => true), new Promise<false>((res) => setTimeout(() => res(false), 100))]);
+    if (exited) throw new Error(`serve exited early: ${r.err()} ${r.out()}`);
+    try {
+      if ((await fetch(`${base}/health`)).ok) return;
+    } catch {
+      // not listening yet
+    }
+  }
+}

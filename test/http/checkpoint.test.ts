@@ -1,0 +1,125 @@
+/**
+ * Signed checkpoints over real HTTP and the real `flowstore verify --checkpoint` process, on LMDB: a
+ * checkpoint verifies while history extends it; a rewritten history (re-chained, head and ledger
+ * rewritten, so the chain alone looks sound) fails naming the rewritten seq; a forged one is refused.
+ */
+import { spawn } from "node:child_process";
+import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { FlowstoreClient } from "../../src/client/index.js";
+import { openFlowstore, type Flowstore } from "../../src/flowstore/index.js";
+import { buildServer } from "../../src/http/server.js";
+import { LmdbKv } from "../../src/kv/lmdb.js";
+import { CHECKPOINT_KEY_FILE } from "../../src/resources/checkpoint.js";
+import { sealEvent, type ResourceEvent } from "../../src/resources/events.js";
+import { layout } from "../../src/resources/layout.js";
+import { raw, ROOT_PASSWORD, SECRET } from "./harness.js";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+const MAIN = join(ROOT, "src/cli/main.ts");
+const P = ["project", "p1"];
+
+/** Runs the real CLI; its stdout and exit code. */
+const flowstore = (args: string[]): Promise<{ code: number | null; out: string }> =>
+  new Promise((res) => {
+    const child = spawn(process.execPath, ["--import", "tsx", MAIN, ...args], { cwd: ROOT, env: { ...process.env, FLOWSTORE_STORE: "", FLOWSTORE_DATA: "" }, stdio: ["ignore", "pipe", "inherit"] });
+    const out: Buffer[] = [];
+    child.stdout.on("data", (d: Buffer) => out.push(d));
+    child.on("exit", (code) => res({ code, out: Buffer.concat(out).toString("utf8") }));
+  });
+
+let dir: string;
+let kv: LmdbKv;
+let fs: Flowstore;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "flowstore-checkpoint-"));
+  kv = LmdbKv.open(dir);
+  fs = await openFlowstore(kv, { checkpointKey: { dataDir: dir } });
+});
+afterEach(async () => {
+  await fs.close();
+  await kv.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Rewrites event `seq` (with `edit`) and re-chains everything after it, head and ledger included. */
+async function rewriteFrom(seq: number, edit: (e: ResourceEvent) => void): Promise<void> {
+  const head = JSON.parse((await kv.get(P, layout.head))!.value.toString("utf8"));
+  let prev = seq > 1 ? (JSON.parse((await kv.get(P, layout.log(seq - 1)))!.value.toString("utf8")) as ResourceEvent).hash : null;
+  const ops = [];
+  for (let s = seq; s <= head.seq; s++) {
+    const { hash: _old, ...e } = JSON.parse((await kv.get(P, layout.log(s)))!.value.toString("utf8")) as ResourceEvent;
+    if (s === seq) edit(e as ResourceEvent);
+    const sealed = sealEvent({ ...e, prev });
+    prev = sealed.hash;
+    ops.push({ type: "put" as const, key: layout.log(s), value: Buffer.from(JSON.stringify(sealed)) });
+  }
+  ops.push({ type: "put" as const, key: layout.head, value: Buffer.from(JSON.stringify({ seq: head.seq, hash: prev })) });
+  await kv.commit(P, ops);
+  await kv.commit(layout.ledger, [{ type: "put", key: layout.ledgerEntry(P), value: Buffer.from(JSON.stringify({ seq: head.seq, hash: prev })) }]);
+}
+
+it("serves a signed checkpoint to holders of project.viewHistory; verify --checkpoint proves history extends it and names a rewritten seq", async () => {
+  const app = await buildServer(fs, { tokenSecret: SECRET, logger: false });
+  await fs.identity.ensureRoot(ROOT_PASSWORD);
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  try {
+    const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    const root = new FlowstoreClient({ baseUrl: base });
+    await root.login("root", ROOT_PASSWORD);
+    await root.users.create({ id: "jane", displayName: "jane", password: "jane password" });
+    const jane = new FlowstoreClient({ baseUrl: base });
+    await jane.login("jane", "jane password");
+    const auth = (c: FlowstoreClient) => ({ authorization: `Bearer ${c.token!}` });
+    const json = { "content-type": "application/json" };
+    expect((await raw(base, "POST", "/api/v1/projects", { headers: { ...auth(root), ...json }, body: JSON.stringify({ id: "p1", displayName: "School" }) })).status).toBe(201);
+    for (const name of ["A", "B", "C"]) {
+      const r = await raw(base, "PATCH", "/api/v1/projects/p1", { headers: { ...auth(root), ...json }, body: JSON.stringify({ description: name }) });
+      expect(r.status).toBe(200);
+    }
+    const denied = await raw(base, "GET", "/api/v1/projects/p1/checkpoint", { headers: auth(jane) });
+    expect([403, 404]).toContain(denied.status);
+    const got = await raw(base, "GET", "/api/v1/projects/p1/checkpoint", { headers: auth(root) });
+    expect(got.status).toBe(200);
+    const checkpoint = got.body;
+    expect(checkpoint).toMatchObject({ partition: P, seq: 4 });
+    expect((await stat(join(dir, CHECKPOINT_KEY_FILE))).mode & 0o777).toBe(0o600);
+
+    // History extends it: one more event, and the checkpoint still verifies (full and incremental).
+    expect((await raw(base, "PATCH", "/api/v1/projects/p1", { headers: { ...auth(root), ...json }, body: JSON.stringify({ description: "D" }) })).status).toBe(200);
+    expect(await fs.verifyCheckpoint(checkpoint, { trustedFingerprint: checkpoint.keyFingerprint })).toMatchObject({ ok: true, checked: 5 });
+    expect(await fs.verifyCheckpoint(checkpoint, { incremental: true })).toMatchObject({ ok: true, checked: 2 });
+
+    // A forged checkpoint (a seq changed, a signature by another key) is refused.
+    expect((await fs.verifyCheckpoint({ ...checkpoint, seq: 3 })).firstBad!.reason).toContain("signature does not verify");
+    const file = join(dir, "checkpoint.json");
+    await writeFile(file, JSON.stringify({ ...checkpoint, hash: "0".repeat(64) }));
+    await app.close();
+    await fs.close();
+    await kv.close();
+    const forged = await flowstore(["verify", "--data", dir, "--checkpoint", file]);
+    expect(forged.code).toBe(1);
+    expect(forged.out).toContain("signature does not verify");
+
+    // History rewritten from event 3 on (re-chained): the chain alone is sound, the checkpoint is not.
+    kv = LmdbKv.open(dir);
+    fs = await openFlowstore(kv, { checkpointKey: { dataDir: dir } });
+    await rewriteFrom(3, (e) => {
+      e.at = "2020-01-01T00:00:00.000Z";
+    });
+    await writeFile(file, JSON.stringify(checkpoint));
+    await fs.close();
+    await kv.close();
+    const rewritten = await flowstore(["verify", "--data", dir, "--checkpoint", file]);
+    expect(rewritten.code).toBe(1);
+    expect(JSON.parse(rewritten.out)).toMatchObject({ ok: false, firstBad: { seq: 4 } });
+    expect(rewritten.out).toContain("differs from the checkpoint");
+  } finally {
+    await app.close().catch(() => undefined);
+    kv = LmdbKv.open(dir);
+    fs = await openFlowstore(kv);
+  }
+}, 120_000);
