@@ -194,15 +194,22 @@ export async function commitStaged(kv: KvStore, partition: Partition, ops: reado
   return { version, durable: DURABLE };
 }
 
+/**
+ * A cursor is "." followed by the base64url of the key it stands after. The mark keeps it non-empty,
+ * so the empty key (a valid key) has a cursor no reader can mistake for "no cursor", and it makes a
+ * cursor of another format an error instead of a silent misreading.
+ */
+const CURSOR_MARK = ".";
+
 export function cursorOf(keyBytes: Uint8Array): string {
-  return Buffer.from(keyBytes).toString("base64url");
+  return CURSOR_MARK + Buffer.from(keyBytes).toString("base64url");
 }
 
 export function cursorBytes(cursor: string): Buffer {
-  if (typeof cursor !== "string" || cursor.length > 4 * MAX_KEY_BYTES || !/^[A-Za-z0-9_-]*$/.test(cursor)) {
+  if (typeof cursor !== "string" || cursor.length > 4 * MAX_KEY_BYTES || !/^\.[A-Za-z0-9_-]*$/.test(cursor)) {
     throw new CursorError();
   }
-  return Buffer.from(cursor, "base64url");
+  return Buffer.from(cursor.slice(CURSOR_MARK.length), "base64url");
 }
 
 export class CursorError extends ValidationError {

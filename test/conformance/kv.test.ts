@@ -112,6 +112,20 @@ forEachBackend((backend) => {
     expect(n).toBe(3003);
   });
 
+  it("pages one entry at a time through a partition holding the empty key, forward and reverse", async () => {
+    // The empty key sorts first; its cursor must still be a cursor (a falsy one once restarted the scan).
+    const keys: Key[] = [[], [null], ["a\u0000"], [218, "b"]];
+    await kv.commit(P, keys.map((k, i) => put(k, `${i}`)));
+    for (const reverse of [false, true]) {
+      const seen = await pages(kv, P, { prefix: [], limit: 1, reverse });
+      expect(seen).toHaveLength(keys.length);
+      expect(seen[reverse ? seen.length - 1 : 0]).toEqual([]);
+    }
+    const first = await kv.scan(P, { limit: 1 });
+    expect(first.cursor).not.toBe("");
+    expect(keysOf((await kv.scan(P, { limit: 10, after: first.cursor })).entries)).toHaveLength(keys.length - 1);
+  });
+
   it("reverse scans honour start (inclusive) and end (exclusive)", async () => {
     await kv.commit(P, ["a", "b", "c", "d", "e"].map((k) => put([k], k)));
     const rev = await kv.scan(P, { start: ["b"], end: ["d"], reverse: true });

@@ -32,6 +32,12 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("drop" as const), p: partition }) },
 );
 
+/** More pages than any generated partition can fill: a cursor that stops advancing fails, never hangs. */
+const MAX_PAGES = 500;
+const bounded = (pages: unknown[]): void => {
+  if (pages.length > MAX_PAGES) throw new Error(`paging did not end after ${MAX_PAGES} pages`);
+};
+
 /** Runs a step and describes its whole observable outcome (paging scans and listings to the end). */
 async function run(kv: KvStore, s: Step): Promise<unknown> {
   try {
@@ -46,6 +52,7 @@ async function run(kv: KvStore, s: Step): Promise<unknown> {
         do {
           const page = await kv.scan(s.p, { ...(s.prefix ? { prefix: s.prefix } : {}), limit: s.limit, reverse: s.reverse, after });
           pages.push(page.entries.map((e) => [e.key, [...e.value], e.version]));
+          bounded(pages);
           after = page.cursor;
         } while (after !== null);
         return pages;
@@ -56,6 +63,7 @@ async function run(kv: KvStore, s: Step): Promise<unknown> {
         do {
           const page = await kv.listPartitions(s.kindName, { limit: s.limit, after });
           pages.push(page.partitions);
+          bounded(pages);
           after = page.cursor;
         } while (after !== null);
         return pages;
