@@ -6,7 +6,7 @@
 import { ValidationError } from "../errors.js";
 import { cursorBytes, cursorOf, scanAll, type Entry } from "../kv/contract.js";
 import { encodeNested } from "../kv/tuple.js";
-import type { Actor, Permissions } from "../access/actor.js";
+import { allows, type Actor, type Permissions } from "../access/actor.js";
 import { flatChildRecords } from "./context.js";
 import { allowedIntents, pageLimit, permissionsOf, MAX_PAGE, withAllowedIntents, type Core, type Page, type PageOptions } from "./core.js";
 import { layout } from "./layout.js";
@@ -82,16 +82,19 @@ export class Reads {
 
   /**
    * A resource as the actor may see it right after writing it: whole when the actor holds its view
-   * intent (as the record now stored says), else redacted as lists show it. A caller that may act on a
-   * resource but not view it learns no more from its write than from a list.
+   * intent, else redacted as lists show it, with the intents it holds when asked. A caller that may act
+   * on a resource but not view it learns no more from its write than from a list. Both are decided from
+   * the permissions the write itself wrote (no read after it); an envelope no write of this store
+   * returned has its access entry read instead.
    */
-  async seenBy(actor: Actor, ref: Ref, envelope: Envelope): Promise<Envelope | RedactedEnvelope> {
+  async seenBy(actor: Actor, ref: Ref, envelope: Envelope, options: { allowedIntents?: boolean } = {}): Promise<(Envelope | RedactedEnvelope) & { allowedIntents?: string[] }> {
     const l = locate(this.c.schema, ref);
-    const view = await this.c.record(l);
-    if (view?.viewableBy(actor)) return envelope;
+    const permissions = this.c.written.get(envelope) ?? permissionsOf((await this.c.kv.get(l.partition, layout.access(l)))?.value);
+    const intents = options.allowedIntents ? { allowedIntents: allowedIntents(l.type, permissions, actor) } : {};
+    if (allows(permissions, actor, l.type.intents.view)) return { ...envelope, ...intents };
     const { statusField } = l.type.decl;
     const status = statusField ? envelope.data[statusField] : undefined;
-    return redacted(l.type.name, envelope.id, statusField, typeof status === "string" ? status : "", envelope.meta.createdAt);
+    return { ...redacted(l.type.name, envelope.id, statusField, typeof status === "string" ? status : "", envelope.meta.createdAt), ...intents };
   }
 
   async listChildrenJson(actor: Actor, parent: Ref | null, childType: string, options: PageOptions = {}): Promise<Page<Buffer>> {

@@ -98,11 +98,12 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
   }
 
   /**
-   * What a write answers to its actor: the written resource whole when the actor may view it now, else
-   * its redacted form (id, status, createdAt), as lists show it (issue 16, finding 9).
+   * What a write answers to its actor: the written resource whole when the actor may view it as written,
+   * else its redacted form (id, status, createdAt), as lists show it (issue 16, finding 9); with the
+   * intents the actor holds on it when asked (`allowedIntents`, as reads carry them).
    */
-  seenBy(actor: Actor, ref: Ref, envelope: Envelope): Promise<Envelope | RedactedEnvelope> {
-    return this.#reads.seenBy(actor, ref, envelope);
+  seenBy(actor: Actor, ref: Ref, envelope: Envelope, options: { allowedIntents?: boolean } = {}): Promise<(Envelope | RedactedEnvelope) & { allowedIntents?: string[] }> {
+    return this.#reads.seenBy(actor, ref, envelope, options);
   }
 
   /** Refuses unless the actor holds `intent` on the resource now, a check before costly work: the one check (404 when it may not know of it, else 403). */

@@ -159,6 +159,7 @@ export class Writes {
     if (parent) tx.put(layout.parentLink, Buffer.from(JSON.stringify(parent)));
     // A flat resource's event names its parent: the replay (replay.ts) rebuilds the access record and link from it.
     tx.append(`${l.type.name}.created`, pathOf(l), { data, permissions, ...(parent ? { parent } : {}), ...(origin ? { origin } : {}) }, (seq) => layout.historyEntry(l, seq));
+    this.c.written.set(envelope, permissions);
     return envelope;
   }
 
@@ -178,7 +179,10 @@ export class Writes {
         throw new StaleVersionError(`${ref.type} ${ref.ids.join("/")} is at version ${current.meta.version}, not ${spec.ifVersion}`);
       }
       const decided = await spec.change(current, { ...readContext(this.c.kv, this.c.schema, tx, l), permissions: priv.permissions });
-      if (decided.unchanged) return current;
+      if (decided.unchanged) {
+        this.c.written.set(current, priv.permissions);
+        return current;
+      }
       const { patch, record, permissions } = decided;
       alsoWrite?.(tx, l, decided);
       const data = patch ? this.c.schema.validate(l.type, applyPatch(current.data, patch)) : current.data;
@@ -192,6 +196,7 @@ export class Writes {
       // a grant or revoke records its intent and identity instead.
       const payload = { ...(patch ? { data: patch } : {}), ...(permissions && record?.intent === undefined ? { permissions } : {}), ...(record ?? {}) };
       tx.append(`${l.type.name}.${spec.verb}`, pathOf(l), payload, (seq) => layout.historyEntry(l, seq));
+      this.c.written.set(next, perms);
       return next;
     });
   }

@@ -6,6 +6,7 @@
  * | case                 | TruBudget rule (api/src/service/domain/workflow/…)                                         |
  * |----------------------|---------------------------------------------------------------------------------------------|
  * | allowed-intents      | project_list/subproject_list/workflowitem_list: each item carries the caller's allowedIntents |
+ * | write-intents        | the same on a write's answer (create, update, assign, close, budgets), as the resource is after it |
  * | history-filter       | historyFilter.ts: publisher, startAt/endAt (since/until), eventType (type)                  |
  * | close-assignee       | *_close.ts: only the assignee closes (403 otherwise); a closed one closes again as a no-op 200 |
  * | defaults-and-money   | subproject_create: workflowMode "ordered"; money.ts: signed, comma-grouped amounts; exchangeRate "1.0" |
@@ -75,6 +76,35 @@ it("allowed-intents: list items and details carry the intents the caller holds",
   expect(items.body.items[0].allowedIntents).toEqual(expect.arrayContaining(["workflowitem.viewDetails", "workflowitem.assign", "workflowitem.close"]));
   const item = await call(mary, "GET", `${p}/subprojects/s/workflowitems/w`);
   expect(item.body.allowedIntents).toEqual(items.body.items[0].allowedIntents);
+});
+
+it("write-intents: every write's answer carries the intents the caller holds on the resource as written", async () => {
+  const p = await tree();
+  const sp = `${p}/subprojects/s`;
+  /** The write's allowedIntents equal the ones a read answers right after it. */
+  const sameAsRead = async (token: string, write: Awaited<ReturnType<typeof call>>, path: string, status = 200): Promise<void> => {
+    expect(write.status, JSON.stringify(write.body)).toBe(status);
+    const read = await call(token, "GET", path);
+    expect(read.status).toBe(200);
+    expect(write.body.allowedIntents).toEqual(read.body.allowedIntents);
+    expect(write.body.allowedIntents).toEqual(expect.arrayContaining([expect.any(String)]));
+  };
+  await sameAsRead(mary, await call(mary, "POST", "/projects", { id: `${p.split("/")[2]}x`, displayName: "x" }), `/projects/${p.split("/")[2]}x`, 201);
+  await sameAsRead(mary, await call(mary, "PATCH", p, { description: "d" }), p);
+  await sameAsRead(mary, await call(mary, "PUT", `${p}/projected-budgets`, { organization: "KfW", value: "7", currencyCode: "EUR" }), p);
+  await sameAsRead(mary, await call(mary, "DELETE", `${p}/projected-budgets/KfW/EUR`), p);
+  await sameAsRead(mary, await call(mary, "POST", `${sp}/workflowitems`, { id: "g", displayName: "g", amountType: "N/A" }), `${sp}/workflowitems/g`, 201);
+  await sameAsRead(mary, await call(mary, "POST", `${sp}/workflowitems/g/assign`, { assignee: "mary" }), `${sp}/workflowitems/g`);
+  await sameAsRead(mary, await call(mary, "POST", `${sp}/workflowitems/g/close`, {}), `${sp}/workflowitems/g`);
+  // Closing again changes nothing, and answers the same intents.
+  await sameAsRead(mary, await call(mary, "POST", `${sp}/workflowitems/g/close`, {}), `${sp}/workflowitems/g`);
+  // A restricted item assigned to jane: mary keeps only list, so her answer is redacted with that intent alone.
+  expect((await call(mary, "POST", `${sp}/workflowitems`, { id: "r", displayName: "r", amountType: "N/A", workflowitemType: "restricted" })).status).toBe(201);
+  const handed = await call(mary, "POST", `${sp}/workflowitems/r/assign`, { assignee: "jane" });
+  expect(handed.status).toBe(200);
+  expect(handed.body).toMatchObject({ id: "r", redacted: true, allowedIntents: ["workflowitem.list"] });
+  const listed = (await call(mary, "GET", `${sp}/workflowitems`)).body.items.find((x: { id: string }) => x.id === "r");
+  expect(listed.allowedIntents).toEqual(["workflowitem.list"]);
 });
 
 it("history-filter: publisher, since, until and type on a history route; a bad time is a 400 naming it", async () => {

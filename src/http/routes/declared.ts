@@ -166,11 +166,12 @@ export function ifMatch(request: FastifyRequest): number | undefined {
 }
 
 /**
- * Answers a write: the written resource as the actor may see it now (redacted, as lists show it, when
- * it may act on it but not view it), with its version as the ETag (for the next If-Match).
+ * Answers a write: the written resource as the actor may see it (redacted, as lists show it, when it may
+ * act on it but not view it) with the intents it holds on it (allowedIntents, as reads answer), and its
+ * version as the ETag (for the next If-Match).
  */
 export async function sendWritten(reply: FastifyReply, store: ResourceStore, actor: Actor, ref: Ref, written: Envelope, code = 200): Promise<FastifyReply> {
-  return sendResource(reply, await store.seenBy(actor, ref, written), written.meta.version, code);
+  return sendResource(reply, await store.seenBy(actor, ref, written, { allowedIntents: true }), written.meta.version, code);
 }
 
 /** Answers a resource (or its stored JSON bytes) with its version as the ETag (the route declares `config.etag`). */
@@ -377,11 +378,12 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
               tags,
               summary: `${on ? "Set" : "Clear"} the ${T}'s governanceDelete flag (${t.intents.governance}): while set, its ${t.children.filter((c) => store.schema.type(c).decl.governanceDelete).join(" and ")} children may be governance-deleted`,
               params,
-              response: { 200: schemas.resource, ...problems(400, 403, 404, 409) },
+              response: { 200: schemas.written, ...problems(400, 403, 404, 409) },
             },
             handler: async (request, reply) => {
-              const updated = await store.setGovernanceDelete(request.actor, s.refOf(request.params), on, { ifVersion: ifMatch(request) });
-              return sendResource(reply, updated, updated.meta.version);
+              const ref = s.refOf(request.params);
+              const updated = await store.setGovernanceDelete(request.actor, ref, on, { ifVersion: ifMatch(request) });
+              return sendWritten(reply, store, request.actor, ref, updated);
             },
           });
         }
