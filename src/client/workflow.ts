@@ -10,6 +10,7 @@ import type {
   CloseBody,
   HistoryEvent as HistoryEventSchema,
   HistoryQuery,
+  OrderedListQuery,
   Ordering as OrderingSchema,
   ProjectSchemas,
   Redacted,
@@ -36,6 +37,10 @@ export type WorkflowitemUpdate = Static<typeof WorkflowitemSchemas.update>;
 export type WorkflowitemPage = Static<typeof WorkflowitemSchemas.page>;
 export type HistoryEvent = Static<typeof HistoryEventSchema>;
 export type HistoryParams = Static<typeof HistoryQuery>;
+/** A page of an ordered list, and the order: `manual` (the ordering, then by creation; default) or `closedFirst` (TruBudget's). */
+export interface OrderedListParams extends PageParams {
+  readonly sequence?: Static<typeof OrderedListQuery>["sequence"];
+}
 export type VerifyResult = Static<typeof VerifyResultSchema>;
 export type Budget = ProjectedBudget;
 export type CloseOptions = Static<typeof CloseBody>;
@@ -76,6 +81,13 @@ export class Collection<R, N, P> {
   }
   list(page: PageParams = {}): Promise<P> {
     return this.core.request<P>("GET", this.path, { query: { ...page } });
+  }
+}
+
+/** An ordered collection (a subproject's workflowitems): listed in its effective order, or closed first. */
+export class OrderedCollection<R, N, P> extends Collection<R, N, P> {
+  override list(params: OrderedListParams = {}): Promise<P> {
+    return this.core.request<P>("GET", this.path, { query: { ...params } });
   }
 }
 
@@ -156,7 +168,7 @@ export class ProjectHandle extends BudgetedHandle<Project, ProjectUpdate> {
 }
 
 export class SubprojectHandle extends BudgetedHandle<Subproject, SubprojectUpdate> {
-  readonly workflowitems = new Collection<Workflowitem, NewWorkflowitem, WorkflowitemPage>(this.core, `${this.path}/workflowitems`);
+  readonly workflowitems = new OrderedCollection<Workflowitem, NewWorkflowitem, WorkflowitemPage>(this.core, `${this.path}/workflowitems`);
   workflowitem(w: string): WorkflowitemHandle {
     return new WorkflowitemHandle(this.core, `${this.path}/workflowitems/${seg(w)}`);
   }

@@ -8,7 +8,7 @@ import { allows, type Actor, type Permissions } from "../access/actor.js";
 import { GlobalPermissions, type IdentityDirectory } from "../access/global.js";
 import { IntentRegistry } from "../access/intents.js";
 import { INDEX_VERBS } from "./events.js";
-import { PAGE_LIMIT } from "./wire.js";
+import { PAGE_LIMIT, type ListSequence } from "./wire.js";
 import { layout } from "./layout.js";
 import { PageCache } from "./page-cache.js";
 import { encodeRecord, RecordView, type Envelope, type Private } from "./record.js";
@@ -30,7 +30,7 @@ export interface PageOptions {
   /** Each item carries `allowedIntents`: the intents the caller holds on it (what a UI shows buttons for). */
   allowedIntents?: boolean;
   /** An ordered collection's effective order: its own (default), or its declared `closedFirst` option. */
-  sequence?: "manual" | "closedFirst";
+  sequence?: ListSequence;
 }
 
 /** The intents of a type the actor holds, given the resource's permissions (every one for the system actor). */

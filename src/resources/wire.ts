@@ -15,6 +15,17 @@ import { FORBIDDEN_ID_CHARS } from "../ids.js";
 export const PAGE_LIMIT = { default: 100, max: 10_000 } as const;
 
 /**
+ * The order an ordered collection is listed in: `manual`, the effective order of its ordering (seed 002:
+ * listed ids first, the rest by creation time), or `closedFirst`, its declared second order (TruBudget's:
+ * closed children first by close time, then the effective order).
+ */
+export const ListSequence = Type.Union([Type.Literal("manual"), Type.Literal("closedFirst")], {
+  default: "manual",
+  description: "manual: the ordering's ids, then the rest by creation time (default); closedFirst: closed items first by close time, then that order (TruBudget's)",
+});
+export type ListSequence = Static<typeof ListSequence>;
+
+/**
  * The rule of a resource id, declared once: 1–128 code points of well-formed Unicode; not `.` or `..`;
  * no surrounding white space; none of `/ ? # % \\`; none of the characters src/ids.ts forbids in every id.
  * It is a JSON Schema pattern (Ajv compiles it with the `u` flag) and assertId in schema.ts compiles the

@@ -6,6 +6,7 @@
  * | case                 | TruBudget rule (api/src/service/domain/workflow/…)                                         |
  * |----------------------|---------------------------------------------------------------------------------------------|
  * | allowed-intents      | project_list/subproject_list/workflowitem_list: each item carries the caller's allowedIntents |
+ * | closed-first         | workflowitem_list: closed items first, by close time, then the ordering (sequence=closedFirst) |
  * | write-intents        | the same on a write's answer (create, update, assign, close, budgets), as the resource is after it |
  * | history-filter       | historyFilter.ts: publisher, startAt/endAt (since/until), eventType (type)                  |
  * | close-assignee       | *_close.ts: only the assignee closes (403 otherwise); a closed one closes again as a no-op 200 |
@@ -105,6 +106,40 @@ it("write-intents: every write's answer carries the intents the caller holds on 
   expect(handed.body).toMatchObject({ id: "r", redacted: true, allowedIntents: ["workflowitem.list"] });
   const listed = (await call(mary, "GET", `${sp}/workflowitems`)).body.items.find((x: { id: string }) => x.id === "r");
   expect(listed.allowedIntents).toEqual(["workflowitem.list"]);
+});
+
+it("closed-first: sequence=closedFirst lists closed items first by close time, then the ordering; the default stays seed 002's", async () => {
+  const p = await tree();
+  const sp = `${p}/subprojects/s`;
+  for (const id of ["a", "b", "c"]) expect((await call(mary, "POST", `${sp}/workflowitems`, { id, displayName: id, amountType: "N/A" })).status).toBe(201);
+  // Ordered mode: close in the effective order, c then b; then put them back last.
+  expect((await call(mary, "PUT", `${sp}/workflowitem-ordering`, { ordering: ["c", "b", "a"] })).status).toBe(200);
+  for (const id of ["c", "b"]) expect((await call(mary, "POST", `${sp}/workflowitems/${id}/close`, {})).status).toBe(200);
+  expect((await call(mary, "PUT", `${sp}/workflowitem-ordering`, { ordering: ["a", "b", "c"] })).status).toBe(200);
+  const ids = (r: Awaited<ReturnType<typeof call>>): string[] => r.body.items.map((x: { id: string }) => x.id);
+  expect(ids(await call(mary, "GET", `${sp}/workflowitems`))).toEqual(["a", "b", "c"]);
+  expect(ids(await call(mary, "GET", `${sp}/workflowitems?sequence=manual`))).toEqual(["a", "b", "c"]);
+  const closedFirst = await call(mary, "GET", `${sp}/workflowitems?sequence=closedFirst`);
+  expect(ids(closedFirst)).toEqual(["c", "b", "a"]);
+  expect(closedFirst.body.items[0].allowedIntents).toEqual(expect.arrayContaining(["workflowitem.viewDetails"]));
+  // Paged one by one through the typed client, the cursor keeps the order.
+  const items = s.client(mary).project(p.split("/")[2]!).subproject("s").workflowitems;
+  const walked: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const page: Awaited<ReturnType<typeof items.list>> = await items.list({ sequence: "closedFirst", limit: 1, cursor });
+    walked.push(...page.items.map((x) => x.id));
+    cursor = page.nextCursor;
+  } while (cursor !== null);
+  expect(walked).toEqual(["c", "b", "a"]);
+  const bad = await call(mary, "GET", `${sp}/workflowitems?sequence=closedLast`);
+  expect(bad.status).toBe(400);
+  expect(JSON.stringify(bad.body)).toContain("sequence");
+  // Declared in the OpenAPI document, on the ordered list only.
+  const spec = (await raw(s.base, "GET", "/openapi.json")).body as { paths: Record<string, Record<string, { parameters?: { name: string; in: string }[] }>> };
+  const listed = Object.entries(spec.paths).filter(([path]) => path.endsWith("/workflowitems"));
+  expect(listed.map(([, ops]) => ops.get!.parameters!.find((x) => x.name === "sequence" && x.in === "query"))).toEqual([expect.objectContaining({ name: "sequence" })]);
+  expect(JSON.stringify(spec.paths[Object.keys(spec.paths).find((path) => path.endsWith("/subprojects"))!]!.get)).not.toContain("closedFirst");
 });
 
 it("history-filter: publisher, since, until and type on a history route; a bad time is a 400 naming it", async () => {

@@ -28,7 +28,7 @@ import type { Envelope } from "../../resources/record.js";
 import type { CommandOnlyKeys, CompiledType, OwnedKeys, Schema, SchemaDecl } from "../../resources/schema.js";
 import { DEFAULT_SORT, SEARCH_MAX } from "../../resources/query.js";
 import type { ResourceStore } from "../../resources/store.js";
-import { EnvelopeOf, Event, PAGE_LIMIT, Redacted, ResourceId, SignedCheckpoint, VerifyResult } from "../../resources/wire.js";
+import { EnvelopeOf, Event, ListSequence, PAGE_LIMIT, Redacted, ResourceId, SignedCheckpoint, VerifyResult } from "../../resources/wire.js";
 import type { ServerContext } from "../context.js";
 import { PageOf, pageQueryOf, sendJsonPage } from "../pagination.js";
 import { problems } from "../problem.js";
@@ -49,6 +49,10 @@ export const HistoryQuery = Type.Object(
   { additionalProperties: false },
 );
 export const EventPage = PageOf(Event, "EventPage");
+
+/** The list of an ordered collection whose parent declares a second order (`closedFirst`): the page's query and the order to list in. */
+export const OrderedListQuery = Type.Object({ ...ResourcePageQuery.properties, sequence: Type.Optional(ListSequence) }, { additionalProperties: false });
+export type OrderedListQuery = Static<typeof OrderedListQuery>;
 
 /** The search and sort parameters of a list whose type declares a `query` (resources/query.ts). */
 export interface ListQueryParams {
@@ -249,18 +253,19 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
       );
 
       const searchable = t.decl.query;
-      app.get<{ Params: Params; Querystring: ResourcePageQuery & ListQueryParams }>(
+      const sequenced = orderedUnder && store.schema.type(t.decl.parent!).decl.closedFirst !== undefined;
+      app.get<{ Params: Params; Querystring: ResourcePageQuery & ListQueryParams & Pick<OrderedListQuery, "sequence"> }>(
         s.collection,
         {
           schema: {
             tags,
             summary: orderedUnder
-              ? `List ${T}s in effective order (ordering first, then by creation)`
+              ? `List ${T}s in effective order (ordering first, then by creation${sequenced ? "; sequence=closedFirst: closed first, by close time, as TruBudget lists them" : ""})`
               : searchable
                 ? `List ${T}s; search (TruBudget's syntax: name:, tag:, status: prefixes) and sort on the server`
                 : `List ${T}s`,
             params: s.parentParams,
-            querystring: searchable ? listQueryOf(searchable.sort) : ResourcePageQuery,
+            querystring: searchable ? listQueryOf(searchable.sort) : sequenced ? OrderedListQuery : ResourcePageQuery,
             response: { 200: schemas.page, ...problems(400, 403, 404) },
           },
         },

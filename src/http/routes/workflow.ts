@@ -16,7 +16,7 @@ import { problems } from "../problem.js";
 import { asBody, declaredRoutes, HistoryQuery, ifMatch, sendResource, sendWritten, typeSchemas, type ServedType } from "./declared.js";
 import { IdentityId } from "./users.js";
 
-export { HistoryQuery, ResourcePermissionChange } from "./declared.js";
+export { HistoryQuery, OrderedListQuery, ResourcePermissionChange } from "./declared.js";
 export { Event as HistoryEvent, Redacted, ResourceId, VerifyResult };
 
 export const ProjectSchemas = typeSchemas(workflowSchema, "project");
