@@ -189,7 +189,7 @@ export class Audit {
       if (hash !== anchor.hash) return bad(anchor.seq, `event ${anchor.seq} differs from the ledger's anchor: history was rewritten`, "ledger");
     }
     if (!replay) return { ok: true, checked: last - since!.seq + 1 };
-    const divergence = (await this.#compare(partition, replay.entries())) ?? (await this.#compareVisibility(replay));
+    const divergence = (await this.#compare(partition, replay.entries())) ?? (await this.#compareVisibility(replay)) ?? (await this.#compareAssignments(replay));
     return divergence ? bad(divergence.seq, divergence.reason, divergence.family, divergence.key) : { ok: true, checked: last };
   }
 
@@ -203,6 +203,21 @@ export class Audit {
       const stored = await this.c.kv.get(layout.visible(identity), key);
       if (!stored) return { seq: 0, reason: `${t.name} ${owner.envelope.id} is missing from the visible roots of ${identity} (its permissions list it)`, family: layout.visibleKind, key: [...layout.visible(identity), ...key] };
       if (!stored.value.equals(value)) return { seq: 0, reason: `${t.name} ${owner.envelope.id}'s entry in the visible roots of ${identity} differs from its record`, family: layout.visibleKind, key: [...layout.visible(identity), ...key] };
+    }
+    return null;
+  }
+
+  /**
+   * Each live resource's entry in its assignee's assignments index (assignments.ts) against the replay:
+   * present, with its empty value. (Entries the index keeps for deleted descendants are a documented hint
+   * a read filters out, so only what the log says must be there is checked.)
+   */
+  async #compareAssignments(replay: PartitionReplay): Promise<{ seq: number; reason: string; family: string; key: Key } | null> {
+    for (const { identity, key } of replay.assignments()) {
+      const stored = await this.c.kv.get(layout.assigned(identity), key);
+      const at = [...layout.assigned(identity), ...key];
+      if (!stored) return { seq: 0, reason: `${key[0]} ${key.slice(1).join("/")} is missing from the assignments of ${identity} (its assignee)`, family: layout.assignedKind, key: at };
+      if (stored.value.length !== 0) return { seq: 0, reason: `${key[0]} ${key.slice(1).join("/")}'s entry in the assignments of ${identity} differs from the replay of the log`, family: layout.assignedKind, key: at };
     }
     return null;
   }

@@ -139,6 +139,11 @@ export const layout = {
     const strings = family === "h" ? rest.slice(0, -1) : rest;
     return strings.every((x) => typeof x === "string") && (family !== "h" || Number.isSafeInteger(rest.at(-1)));
   },
+  /** The resource a state key of a partition holds (its owner's id, then the ids of its (type, id) pairs), or null when it is no state key. */
+  refOfState: (partition: Partition, key: Key): { type: string; ids: string[] } | null =>
+    key[0] !== "s"
+      ? null
+      : { type: key.length === 2 ? (partition[0] as string) : (key.at(-2) as string), ids: [partition[1] as string, ...key.slice(2).filter((_, i) => i % 2 === 1).map(String)] },
   /** The resource type a key of a partition holds the state of, or null when it is no state key. */
   stateTypeOf: (partition: Partition, key: Key): string | null =>
     key[0] !== "s" ? null : key.length === 2 ? (partition[0] as string) : (key.at(-2) as string),

@@ -33,6 +33,7 @@ import { scanAll, type Key, type Op, type Partition } from "../kv/contract.js";
 import { decode, encode } from "../kv/tuple.js";
 import type { Core } from "./core.js";
 import { layout } from "./layout.js";
+import { assigneeOf } from "./assignments.js";
 import { indexEntries, visibilityOps } from "./visibility.js";
 import type { Permissions } from "../access/actor.js";
 import { RecordView, type Envelope } from "./record.js";
@@ -176,6 +177,14 @@ export class PartitionDumps {
     const ownerBytes = encode(layout.state(l));
     const ownerAccessBytes = encode(layout.access(l));
     let ownerAccess: Buffer | undefined;
+    // The restored resources' entries in their assignees' assignments index (assignments.ts), by assignee.
+    const assigned = new Map<string, Key[]>();
+    const assignedOf = (line: Line): void => {
+      const r = layout.refOfState(partition, line.key);
+      const t = r && this.c.schema.types.get(r.type);
+      const who = t ? assigneeOf(t, new RecordView(line.value).envelope().data) : null;
+      if (who !== null) assigned.set(who, [...(assigned.get(who) ?? []), layout.assignedEntry(r!.type, r!.ids)]);
+    };
     // The head is written first (it sorts after the log, so take it from the summary); the dump's own
     // head entry must then be exactly these bytes.
     const headValue = Buffer.from(JSON.stringify({ seq: source.head.seq, hash: source.head.hash }));
@@ -219,6 +228,7 @@ export class PartitionDumps {
         const refused = refusal(partition, line);
         if (refused !== null) throw bad(`line ${n} of ${dump}: ${refused}`);
         if (line.keyBytes.equals(ownerAccessBytes)) ownerAccess = line.value;
+        assignedOf(line);
         if (line.keyBytes.equals(headBytes)) held = { ...held, head: line };
         else if (line.keyBytes.equals(ownerBytes)) held = { ...held, owner: line };
         else {
@@ -239,6 +249,7 @@ export class PartitionDumps {
       // The restored root enters its listers' index of visible roots (visibility.ts).
       const index = visibilityOps(l.type, envelope.id, new Map(), indexEntries(l.type, envelope, accessOf.permissions ?? {}));
       for (const { partition: p, op } of index) await kv.commit(p, [op]);
+      for (const [who, keys] of assigned) await kv.commit(layout.assigned(who), keys.map((key) => ({ type: "put" as const, key, value: Buffer.alloc(0) })));
       // Anchored as restored, so the feed's repair (writer.ts) does not take the restored log for new events.
       const restoredHead = JSON.parse(held.head.value.toString("utf8")) as { seq: number; hash: string };
       await writer.anchor(partition, restoredHead.seq, restoredHead.hash);

@@ -27,6 +27,7 @@ import { encode } from "../kv/tuple.js";
 import type { Permissions } from "../access/actor.js";
 import { encodeAccess, encodeResource } from "./core.js";
 import { INDEX_VERBS, type ResourceEvent } from "./events.js";
+import { assigneeOf } from "./assignments.js";
 import { layout } from "./layout.js";
 import type { Envelope } from "./record.js";
 import { orderIndexOf, restSortKey } from "./ordering.js";
@@ -178,6 +179,16 @@ export class PartitionReplay {
   owner(): { type: string; envelope: Envelope; permissions: Permissions } | null {
     for (const r of this.#live.values()) if (r.l.depth === 0) return { type: r.l.type.name, envelope: r.envelope, permissions: r.permissions };
     return null;
+  }
+
+  /** The assignments index entries the live resources give (assignments.ts): identity and key, each with an empty value. */
+  assignments(): { identity: string; key: Key }[] {
+    const out: { identity: string; key: Key }[] = [];
+    for (const r of this.#live.values()) {
+      const identity = assigneeOf(r.l.type, r.envelope.data);
+      if (identity !== null) out.push({ identity, key: layout.assignedEntry(r.l.type.name, r.l.ref.ids) });
+    }
+    return out;
   }
 
   /** Every key the writer stores for the replayed events (log and chain head aside), in key order. */

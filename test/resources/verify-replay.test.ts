@@ -4,6 +4,7 @@
  * the key. Edits go through the kv API of the same store, as an attacker with the data files would.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { SYSTEM } from "../../src/access/actor.js";
 import { layout } from "../../src/resources/layout.js";
 import { locate } from "../../src/resources/ref.js";
 import { RecordView } from "../../src/resources/record.js";
@@ -67,6 +68,24 @@ for (const backend of backends.filter((b) => b.name === "lmdb" || b.name === "re
       r = await wf.store.verify(P);
       expect(r).toMatchObject({ ok: false, firstBad: { family: "z" } });
       expect(r.firstBad!.reason).toContain("unknown family");
+    });
+
+    it("a missing or altered entry of the assignments index fails, naming it and its assignee", async () => {
+      const who = (await wf.store.get(SYSTEM, { ...wi, type: "workflowitem" as const })).data.assignee as string;
+      expect(who).toEqual(expect.any(String));
+      const key = layout.assignedEntry(wi.type, wi.ids);
+      const at = layout.assigned(who);
+      expect((await h.kv.get(at, key))?.value.length).toBe(0);
+      await h.kv.commit(at, [{ type: "delete", key }]);
+      let r = await wf.store.verify(P);
+      expect(r).toMatchObject({ ok: false, firstBad: { family: layout.assignedKind, key: JSON.stringify([...at, ...key]) } });
+      expect(r.firstBad!.reason).toContain(`missing from the assignments of ${who}`);
+      await h.kv.commit(at, [{ type: "put", key, value: Buffer.from("x") }]);
+      r = await wf.store.verify(P);
+      expect(r).toMatchObject({ ok: false, firstBad: { family: layout.assignedKind, key: JSON.stringify([...at, ...key]) } });
+      expect(r.firstBad!.reason).toContain("differs");
+      await h.kv.commit(at, [{ type: "put", key, value: Buffer.alloc(0) }]);
+      expect((await wf.store.verify(P)).ok).toBe(true);
     });
 
     it("a moved order index entry fails, naming the order index", async () => {
