@@ -258,7 +258,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     kv,
     clock,
     kinds: PARTITION_KINDS,
-    workflow: new Workflow(resources, identity),
+    workflow: new Workflow(resources, identity, documents),
     documents,
     notifications,
     resources,

@@ -11,6 +11,7 @@ import type { ResourceEvent } from "../resources/events.js";
 import type { Envelope } from "../resources/record.js";
 import type { Ref } from "../resources/ref.js";
 import type { HistoryOptions, Page, PageOptions, ResourceStore } from "../resources/store.js";
+import type { Documents } from "./documents.js";
 import { DEFAULT_EXCHANGE_RATE, normalizeAmount } from "./money.js";
 import { AMOUNT_FIELDS, REJECT_REASON_MAX, type ProjectData, type ProjectedBudget, type SubprojectData, type WorkflowitemData, type WorkflowSchema } from "./schema.js";
 import {
@@ -75,6 +76,8 @@ export class Workflow {
   constructor(
     readonly store: ResourceStore<WorkflowSchema>,
     readonly directory?: AssigneeDirectory,
+    /** Whose file references a delete releases (the documents of what it deletes). */
+    readonly documents?: Pick<Documents, "deleteReleasing">,
   ) {}
 
   // ------------------------------------------------------------------ create
@@ -323,7 +326,9 @@ export class Workflow {
     return this.store.revoke(actor, ref, intent, identity);
   }
 
+  /** Deletes a resource and everything under it; with documents, releases their content's references (documents.ts). */
   delete(actor: Actor, ref: Ref, options: { ifVersion?: number } = {}): Promise<void> {
-    return this.store.delete(actor, ref, options);
+    if (!this.documents) return this.store.delete(actor, ref, options);
+    return this.documents.deleteReleasing(ref, (ifChainAt) => this.store.delete(actor, ref, { ...options, ifChainAt }));
   }
 }

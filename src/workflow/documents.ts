@@ -21,13 +21,17 @@ import { SYSTEM, type Actor } from "../access/actor.js";
 import type { Archive, FileContent, OpenedFile } from "../archive/index.js";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
 import type { Envelope } from "../resources/record.js";
-import type { ResourceStore } from "../resources/store.js";
+import type { Ref } from "../resources/ref.js";
+import { PAGE_LIMIT } from "../resources/wire.js";
+import type { Page, ResourceStore } from "../resources/store.js";
 import { workflowitemRef } from "./commands.js";
 import { assertOpen } from "./rules.js";
 import { DOCUMENT_COMMENT_MAX, MAX_DOCUMENTS, type Document, type WorkflowSchema } from "./schema.js";
 
 /** The default size limit of one document. */
 export const DEFAULT_MAX_DOCUMENT_BYTES = 100 * 1024 * 1024;
+/** How often a delete is tried again when a write came between reading its documents and deleting. */
+const DELETE_ATTEMPTS = 10;
 /** Whose holds these are in the archive's journal. */
 const OWNER = "workflowitem-document";
 const MAX_FILE_NAME = 255;
@@ -211,6 +215,54 @@ export class Documents {
       },
     });
     if (removed?.hash) await this.archive.releaseFile(removed.hash, removed.id);
+  }
+
+  /**
+   * Deletes a workflowitem, subproject or project (`remove`, given the partition's seq its delete must
+   * find unchanged) and then releases the references its documents and its descendants' hold in the
+   * file store, so that content no longer referenced is freed. The documents are read before the delete,
+   * at a seq the delete then requires (`ifChainAt`): a document added meanwhile moves the log on, and the
+   * delete is tried again on fresh state. A kill between the delete and the releases leaves references
+   * to content no record names: kept, not lost (as a document's own delete).
+   */
+  async deleteReleasing(ref: Ref, remove: (ifChainAt: number) => Promise<void>): Promise<void> {
+    const partition = this.store.partitionOf(ref);
+    for (let attempt = 1; ; attempt++) {
+      const { seq } = await this.store.writer.readHead(partition);
+      const held = await this.#heldUnder(ref);
+      try {
+        await remove(seq);
+      } catch (e) {
+        if (e instanceof ConflictError && e.field === "chain" && attempt < DELETE_ATTEMPTS) continue;
+        throw e;
+      }
+      for (const d of held) await this.archive.releaseFile(d.hash!, d.id);
+      return;
+    }
+  }
+
+  /** The documents with content of a resource and everything under it (none when it does not exist). */
+  async #heldUnder(ref: Ref): Promise<Document[]> {
+    const out: Document[] = [];
+    const visit = async (r: Ref): Promise<void> => {
+      const t = this.store.schema.type(r.type);
+      if (t.name === "workflowitem") {
+        const item = await this.store.get(SYSTEM, r as Ref & { type: "workflowitem" }).catch((e: unknown) => (e instanceof NotFoundError ? null : Promise.reject(e)));
+        if (item) out.push(...documentsOf(item).filter((d) => d.hash !== undefined));
+        return;
+      }
+      const child = t.decl.orderedChildren ?? t.children[0];
+      if (!child) return;
+      let cursor: string | null = null;
+      do {
+        const page: Page<Envelope> | null = await this.store.listChildren(SYSTEM, r, child as never, { cursor, limit: PAGE_LIMIT.max }).catch((e: unknown) => (e instanceof NotFoundError ? null : Promise.reject(e)));
+        if (!page) return;
+        for (const c of page.items) await visit({ type: child, ids: [...r.ids, c.id] });
+        cursor = page.nextCursor;
+      } while (cursor !== null);
+    };
+    await visit(ref);
+    return out;
   }
 
   /** Settles the holds a killed process left (older than `olderThanMs`): kept where the item holds the document. */

@@ -8,6 +8,7 @@
  * | validate a file against a document    | documents/validate answers whether the hash matches                   |
  * | upload needs workflowitem.update      | documents are added by workflowitem.update                            |
  * | closed item is read-only              | a closed workflowitem cannot be updated                               |
+ * | deleting an item (or its parents)     | (flowstore) releases its documents' content references: freed when last |
  */
 import { createHash } from "node:crypto";
 import { request as httpRequest } from "node:http";
@@ -177,5 +178,33 @@ describe("documents", () => {
     for (let i = 0; i < 2000 && JSON.stringify(await stored()) !== JSON.stringify(baseline); i++) await new Promise((r) => setTimeout(r, 5));
     expect(await stored()).toEqual(baseline);
     expect(await item(s.root, "w3").documents.list()).toEqual(before);
+  });
+  it("deleting a workflowitem, then its project (a cascade), releases its documents' references: content no longer referenced is freed", async () => {
+    // What earlier cases keep (a closed item's document; the journal is theirs to settle, not compared).
+    const content = async () => (await stored()).filter((l) => !l.startsWith('["archive-journal"'));
+    const before = await content();
+    await s.root.projects.create({ id: "q", displayName: "Released" });
+    for (const sp of ["a", "b"]) await s.root.project("q").subprojects.create({ id: sp, displayName: sp, currency: "EUR", workflowMode: "unordered" });
+    const at = (sp: string, w: string) => s.root.project("q").subproject(sp).workflowitem(w);
+    for (const [sp, w] of [["a", "x"], ["b", "y"], ["b", "z"]] as const) await s.root.project("q").subproject(sp).workflowitems.create({ id: w, displayName: w, amountType: "N/A" });
+    const shared = bytes(MiB + 5, 11);
+    const own = bytes(1000, 12);
+    await at("a", "x").documents.upload({ content: new Blob([shared]), fileName: "shared.pdf" });
+    await at("b", "y").documents.upload({ content: new Blob([shared]), fileName: "shared-copy.pdf" });
+    await at("b", "z").documents.upload({ content: new Blob([own]), fileName: "own.pdf" });
+    await at("b", "z").documents.addLink({ fileName: "spec", link: "https://example.org/spec.pdf" });
+    const mine = [sha256(shared), sha256(own)];
+    const files = async () => (await stored()).filter((l) => l.startsWith('["archive-file"') && mine.some((h) => l.includes(h))).sort();
+    expect(await files()).toEqual([`["archive-file","${sha256(shared)}"]: 3`, `["archive-file","${sha256(own)}"]: 2`].sort());
+
+    // The item goes: its reference goes; the twin's keeps the shared content.
+    await at("a", "x").delete();
+    expect(await files()).toEqual([`["archive-file","${sha256(shared)}"]: 2`, `["archive-file","${sha256(own)}"]: 2`].sort());
+    expect(Buffer.from(await (await at("b", "y").documents.download((await at("b", "y").documents.list())[0]!.id)).arrayBuffer()).equals(shared)).toBe(true);
+
+    // The project goes with its subprojects and items: nothing references the content any more, so nothing is kept.
+    await s.root.project("q").delete();
+    expect(await files()).toEqual([]);
+    expect(await content()).toEqual(before);
   });
 });
