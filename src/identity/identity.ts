@@ -4,7 +4,7 @@
  * groups); the system actor bypasses the checks. Any authenticated actor may list users and groups.
  */
 import { ConflictError, NotFoundError, UnauthorizedError, ValidationError } from "../errors.js";
-import type { KvStore, Op } from "../kv/contract.js";
+import type { Entry, KvStore, Op } from "../kv/contract.js";
 import { SYSTEM, type Actor } from "../access/actor.js";
 import { GlobalPermissions, type IdentityDirectory } from "../access/global.js";
 import { IntentRegistry } from "../access/intents.js";
@@ -274,46 +274,54 @@ export class Identity implements IdentityDirectory {
 
   /** Adds a user to a group (no-op when it is a member already). Needs `global.createGroup`. */
   async addMember(actor: Actor, groupId: string, userId: string): Promise<GroupRecord> {
-    checkId(groupId, "groupId");
-    checkId(userId, "userId");
-    await this.global.assert(actor, "global.createGroup");
-    return withRetry(async () => {
-      const [g, u] = await this.kv.getMany(PARTITION, [groupKey(groupId), userKey(userId)]);
-      if (!g) throw new NotFoundError(`no group ${groupId}`);
+    return this.#changeMembership(actor, groupId, userId, (group, g, u) => {
       if (!u) throw new ValidationError(`no user ${userId}`, "userId");
-      const group = decodeRecord<GroupRecord>(g);
-      const user = decodeRecord<UserRecord>(u);
-      if (group.members.includes(userId)) return group;
+      if (group.members.includes(userId)) return null;
       if (group.members.length >= MAX_GROUP_MEMBERS) {
         throw new ValidationError(`a group has at most ${MAX_GROUP_MEMBERS} members`, "userId");
       }
+      const user = decodeRecord<UserRecord>(u);
       const next = { ...group, members: [...group.members, userId] };
-      await commitOrRace(this.kv, [
-        ...replace(groupKey(groupId), g.version, next),
-        ...replace(userKey(userId), u.version, { ...user, groups: [...user.groups, groupId] }),
-      ]);
-      return next;
+      return { next, ops: [...replace(groupKey(groupId), g.version, next), ...replace(userKey(userId), u.version, { ...user, groups: [...user.groups, groupId] })] };
     });
   }
 
   /** Removes a user from a group (no-op when it is no member). Needs `global.createGroup`. */
   async removeMember(actor: Actor, groupId: string, userId: string): Promise<GroupRecord> {
-    checkId(groupId, "groupId");
-    checkId(userId, "userId");
-    await this.global.assert(actor, "global.createGroup");
-    return withRetry(async () => {
-      const [g, u] = await this.kv.getMany(PARTITION, [groupKey(groupId), userKey(userId)]);
-      if (!g) throw new NotFoundError(`no group ${groupId}`);
-      const group = decodeRecord<GroupRecord>(g);
-      if (!group.members.includes(userId)) return group;
+    return this.#changeMembership(actor, groupId, userId, (group, g, u) => {
+      if (!group.members.includes(userId)) return null;
       const next = { ...group, members: group.members.filter((m) => m !== userId) };
       const ops: Op[] = [...replace(groupKey(groupId), g.version, next)];
       if (u) {
         const user = decodeRecord<UserRecord>(u);
         ops.push(...replace(userKey(userId), u.version, { ...user, groups: user.groups.filter((x) => x !== groupId) }));
       }
-      await commitOrRace(this.kv, ops);
-      return next;
+      return { next, ops };
+    });
+  }
+
+  /**
+   * What adding and removing a member share: the ids checked, the intent (global.createGroup), the group
+   * and the user read together, and the change committed guarded by both versions (retried on a race).
+   * `change` answers the group's next record and the ops, or null when the membership is already so.
+   */
+  async #changeMembership(
+    actor: Actor,
+    groupId: string,
+    userId: string,
+    change: (group: GroupRecord, g: Entry, u: Entry | undefined) => { next: GroupRecord; ops: Op[] } | null,
+  ): Promise<GroupRecord> {
+    checkId(groupId, "groupId");
+    checkId(userId, "userId");
+    await this.global.assert(actor, "global.createGroup");
+    return withRetry(async () => {
+      const [g, u] = await this.kv.getMany(PARTITION, [groupKey(groupId), userKey(userId)]);
+      if (!g) throw new NotFoundError(`no group ${groupId}`);
+      const group = decodeRecord<GroupRecord>(g);
+      const decided = change(group, g, u);
+      if (!decided) return group;
+      await commitOrRace(this.kv, decided.ops);
+      return decided.next;
     });
   }
 
