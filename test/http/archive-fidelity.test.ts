@@ -5,20 +5,13 @@
  * LMDB: the archive's rules are the same over every backend (test/http/archive.test.ts runs them all).
  */
 import { createHash } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { KvStore } from "../../src/kv/contract.js";
-import { LmdbKv } from "../../src/kv/lmdb.js";
-import { raw, startServer, type Running } from "./harness.js";
+import { raw, startLmdbServer, type Running } from "./harness.js";
 
 const API = "/api/v1";
 const hex = (algorithm: string, b: Uint8Array | string) => createHash(algorithm).update(b).digest("hex");
 
 describe("archive fidelity to Imixs-Archive", () => {
-  let dir: string;
-  let kv: KvStore;
   let s: Running;
   let root: string;
 
@@ -37,15 +30,11 @@ describe("archive fidelity to Imixs-Archive", () => {
   const ids = async (query: string) => ((await call("GET", `/archive/snapshots?${query}`)).body.items as { id: string }[]).map((i) => i.id);
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "flowstore-archive-fidelity-"));
-    kv = LmdbKv.open(dir);
-    s = await startServer(kv);
+    s = await startLmdbServer("archive-fidelity");
     root = s.root.token!;
   });
   afterAll(async () => {
     await s?.close();
-    await kv?.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it("imports a snapshot with its time or full id: the same content again is a 200, other content a 409", async () => {

@@ -1,4 +1,7 @@
 /** Starts a real server on 127.0.0.1 (port 0) over a backend, with root created, for the HTTP suites. */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
@@ -7,6 +10,7 @@ import { openFlowstore, type FlowstoreOptions } from "../../src/flowstore/index.
 import { Metrics } from "../../src/http/metrics.js";
 import { buildServer, type ServerOptions } from "../../src/http/server.js";
 import type { KvStore } from "../../src/kv/contract.js";
+import { LmdbKv } from "../../src/kv/lmdb.js";
 
 export const ROOT_PASSWORD = "root password 123";
 export const SECRET = new TextEncoder().encode("test secret that is long enough 0123456789");
@@ -50,6 +54,37 @@ export async function startServer(kv: KvStore, options: StartOptions = {}): Prom
       return c;
     },
     close: () => app.close(),
+  };
+}
+
+/**
+ * A server over LMDB files of its own, for a suite that runs one server per file: a fresh directory
+ * (named after `name`), the store, the server; `close` stops the server, closes the store and removes
+ * the directory.
+ */
+export async function startLmdbServer(name: string, options: StartOptions = {}): Promise<Running> {
+  const dir = mkdtempSync(join(tmpdir(), `flowstore-${name}-`));
+  const kv = LmdbKv.open(dir);
+  const cleanUp = async (): Promise<void> => {
+    await kv.close();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  let running: Running;
+  try {
+    running = await startServer(kv, options);
+  } catch (e) {
+    await cleanUp();
+    throw e;
+  }
+  return {
+    ...running,
+    async close() {
+      try {
+        await running.close();
+      } finally {
+        await cleanUp();
+      }
+    },
   };
 }
 

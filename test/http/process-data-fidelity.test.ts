@@ -5,20 +5,13 @@
  * `x-access-token`. One server over LMDB: the keys' rules are the same over every backend.
  */
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { KvStore } from "../../src/kv/contract.js";
-import { LmdbKv } from "../../src/kv/lmdb.js";
-import { raw, startServer, type Running } from "./harness.js";
+import { raw, startLmdbServer, type Running } from "./harness.js";
 
 const FS = "/api/v1/process-data/form-submissions";
 const PI = "/api/v1/process-data/process-instances";
 
 describe("process data fidelity to the registry platform", () => {
-  let dir: string;
-  let kv: KvStore;
   let s: Running;
   let root: string;
 
@@ -29,15 +22,11 @@ describe("process data fidelity to the registry platform", () => {
     });
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "flowstore-pd-fidelity-"));
-    kv = LmdbKv.open(dir);
-    s = await startServer(kv);
+    s = await startLmdbServer("pd-fidelity");
     root = s.root.token!;
   });
   afterAll(async () => {
     await s?.close();
-    await kv?.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it("accepts the external system's start-form key; no instance owns it", async () => {

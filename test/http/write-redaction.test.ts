@@ -4,20 +4,13 @@
  * version as its ETag. Finding 11 over HTTP: a caller that does not know of a resource gets the 404 a
  * missing one answers. One server over LMDB.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FlowstoreClient } from "../../src/client/index.js";
-import type { KvStore } from "../../src/kv/contract.js";
-import { LmdbKv } from "../../src/kv/lmdb.js";
-import { raw, startServer, type Running } from "./harness.js";
+import { raw, startLmdbServer, type Running } from "./harness.js";
 
 const IBAN = "DE89370400440532013000";
 
 describe("write responses and existence", () => {
-  let dir: string;
-  let kv: KvStore;
   let s: Running;
   let eve: FlowstoreClient;
   const P = "/api/v1/projects/secret";
@@ -31,9 +24,7 @@ describe("write responses and existence", () => {
     });
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "flowstore-redaction-"));
-    kv = LmdbKv.open(dir);
-    s = await startServer(kv);
+    s = await startLmdbServer("redaction");
     eve = await s.userClient("eve");
     await s.root.projects.create({ id: "secret", displayName: "Secret" });
     await s.root.project("secret").subprojects.create({ id: "s", displayName: "S", currency: "EUR" });
@@ -48,8 +39,6 @@ describe("write responses and existence", () => {
   });
   afterAll(async () => {
     await s?.close();
-    await kv?.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it("a caller that knows nothing of a resource gets the 404 of a missing one; once it holds an intent, 403", async () => {
