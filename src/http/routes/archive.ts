@@ -19,7 +19,7 @@
  * server's body limit and then by the archive's snapshot limit; larger snapshots come as multipart.
  */
 import multipart, { type Multipart, type MultipartFile } from "@fastify/multipart";
-import { Type, type Static } from "@sinclair/typebox";
+import { Type, type Static, type TSchema } from "@sinclair/typebox";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { parseSnapshotId, type FileInput, type OpenedFile } from "../../archive/index.js";
 import { FlowstoreError, TooLargeError, ValidationError } from "../../errors.js";
@@ -248,31 +248,26 @@ export const archiveRoutes: FastifyPluginAsync = async (app) => {
     },
   );
 
+  /** A download route's options: streamed bytes with their sha-256 as the ETag. */
+  const download = <P extends TSchema>(summary: string, params: P) => ({
+    config: { etag: true },
+    schema: {
+      tags,
+      summary: `${summary} (streamed; ETag is its sha-256)`,
+      params,
+      response: { 200: { description: "the file's bytes", content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } }, ...problems(400, 403, 404) },
+    },
+  });
+
   app.get<{ Params: Static<typeof FileParams> }>(
     "/archive/snapshots/:id/files/:name",
-    {
-      config: { etag: true },
-      schema: {
-        tags,
-        summary: "Download a file of a snapshot (streamed; ETag is its sha-256)",
-        params: FileParams,
-        response: { 200: { description: "the file's bytes", content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } }, ...problems(400, 403, 404) },
-      },
-    },
+    download("Download a file of a snapshot", FileParams),
     async (request, reply) => sendFile(reply, await archive.openFile(request.actor, request.params.id, request.params.name)),
   );
 
   app.get<{ Params: Static<typeof HashParams> }>(
     "/archive/files/:hash",
-    {
-      config: { etag: true },
-      schema: {
-        tags,
-        summary: "Download a stored file by its content hash: sha-256, or MD5 as Imixs clients ask (streamed; ETag is its sha-256)",
-        params: HashParams,
-        response: { 200: { description: "the file's bytes", content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } }, ...problems(400, 403, 404) },
-      },
-    },
+    download("Download a stored file by its content hash: sha-256, or MD5 as Imixs clients ask", HashParams),
     async (request, reply) => sendFile(reply, await archive.openFileByHash(request.actor, request.params.hash)),
   );
 
