@@ -13,6 +13,11 @@ import type { FastifyPluginAsync } from "fastify";
 import type { LoginRateLimits } from "../rate-limit.js";
 import { authenticated, authRoutes } from "./auth.js";
 import { translateProblems } from "./envelope.js";
+import { levelRoutes } from "./levels.js";
+import { notificationRoutes } from "./notifications.js";
+import { projectRoutes } from "./projects.js";
+import { subprojectRoutes } from "./subprojects.js";
+import { workflowitemRoutes } from "./workflowitems.js";
 
 /** Where TruBudget's frontend (its nginx proxy) and tools expect the API. */
 export const TRUBUDGET_PREFIX = "/api";
@@ -21,7 +26,7 @@ export const TRUBUDGET_PREFIX = "/api";
 const PUBLIC_AREAS: readonly FastifyPluginAsync[] = [];
 
 /** Areas behind authentication (a `token` cookie or a Bearer header): request.actor is the caller. */
-const SECURED_AREAS: readonly FastifyPluginAsync[] = [];
+const SECURED_AREAS: readonly FastifyPluginAsync[] = [projectRoutes, subprojectRoutes, workflowitemRoutes, levelRoutes, notificationRoutes];
 
 export interface TrubudgetApiOptions {
   /** Limits on log in and refresh, as the native API's (false for none). */
