@@ -16,7 +16,8 @@ import { projectRef } from "../../workflow/commands.js";
 import { ProjectFields, SubprojectFields } from "../../workflow/schema.js";
 import { ResourceId } from "../../resources/wire.js";
 import { SEARCH_MAX } from "../../resources/query.js";
-import { Envelope, ok } from "./envelope.js";
+import { PageCache } from "../../resources/page-cache.js";
+import { API_VERSION, Envelope, ok } from "./envelope.js";
 import { exposeProject, exposeSubproject, type Served } from "./expose.js";
 import { tbIntents } from "./intents.js";
 import { fieldsAt, optional, parsed, readAll, under } from "./workflow-common.js";
@@ -65,6 +66,11 @@ const V2Query = Type.Object(
   },
   { additionalProperties: false },
 );
+const LIST_OPEN = Buffer.from(`{"apiVersion":"${API_VERSION}","data":{"items":[`);
+const LIST_CLOSE = Buffer.from("]}}");
+const COMMA = Buffer.from(",");
+const EMPTY = Buffer.alloc(0);
+
 /** TruBudget's page size when none is asked for (its lib/pagination.ts). */
 const V2_DEFAULT_LIMIT = 10;
 
@@ -85,9 +91,27 @@ export const projectRoutes: FastifyPluginAsync = async (app) => {
     },
   );
 
-  app.get("/project.list", async (request) => {
+  /**
+   * project.list's translated items, by the bytes of the record they translate (which carry the caller's
+   * allowedIntents): a project unchanged since the last list is not parsed and written again. Bounded as
+   * the store's page cache is (count and bytes, oldest first out).
+   */
+  const translated = new PageCache(20_000, 32 * 1024 * 1024);
+  const REDACTED = Buffer.alloc(0);
+  app.get("/project.list", async (request, reply) => {
     const items = await readAll((cursor, limit) => workflow.store.listChildrenJson(request.actor, null, "project", { cursor, limit, allowedIntents: true }));
-    return ok({ items: exposeAll(items) });
+    const parts: Buffer[] = [];
+    for (const raw of items) {
+      const key = raw.toString("latin1");
+      let item = translated.get(key);
+      if (item === undefined) {
+        const r = JSON.parse(raw.toString("utf8")) as Served;
+        item = r.redacted ? REDACTED : Buffer.from(JSON.stringify(exposeProject(r, intents)));
+        translated.set(key, item);
+      }
+      if (item.length > 0) parts.push(parts.length > 0 ? COMMA : EMPTY, item);
+    }
+    return reply.type("application/json; charset=utf-8").send(Buffer.concat([LIST_OPEN, ...parts, LIST_CLOSE]));
   });
 
   app.get<{ Querystring: Static<typeof V2Query> }>("/v2/project.list", { schema: { querystring: V2Query } }, async (request) => {

@@ -25,6 +25,7 @@ import { Type, type Static, type TSchema } from "@sinclair/typebox";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { TooLargeError, ValidationError } from "../../errors.js";
 import type { Actor } from "../../access/actor.js";
+import { PAGE_LIMIT } from "../../resources/wire.js";
 import { DocumentComment, DocumentFileName, DocumentLink, MAX_DOCUMENTS, WorkflowitemFields } from "../../workflow/schema.js";
 import { validatorCompiler } from "../validation.js";
 import { Envelope, ok } from "./envelope.js";
@@ -227,11 +228,25 @@ export const workflowitemRoutes: FastifyPluginAsync = async (app) => {
     return { apiVersion: "2.0", data: await create(request.actor, data as WithDocs & { projectId: string; subprojectId: string }, pending) };
   });
 
+  /**
+   * The answers of workflowitem.list, by the rendered page they translate: the store's page cache hands
+   * out the same page (one Buffer) while the partition and the caller are unchanged, so an unchanged
+   * list is translated once, as the native list is rendered once. Entries go with their pages.
+   */
+  const translated = new WeakMap<Buffer, Buffer>();
   const ListQuery = idsWith("subproject");
-  app.get<{ Querystring: { projectId: string; subprojectId: string } }>("/workflowitem.list", { schema: { querystring: ListQuery } }, async (request) => {
+  app.get<{ Querystring: { projectId: string; subprojectId: string } }>("/workflowitem.list", { schema: { querystring: ListQuery } }, async (request, reply) => {
     const { projectId, subprojectId } = request.query;
-    const items = await readAll((cursor, limit) => workflow.listWorkflowitemsJson(request.actor, projectId, subprojectId, { cursor, limit, allowedIntents: true, sequence: "closedFirst" }));
-    return ok({ workflowitems: parsed<Served>(items).map((r) => exposeWorkflowitem(r, intents)) });
+    const options = { allowedIntents: true, sequence: "closedFirst" } as const;
+    const first = (await workflow.listWorkflowitemsPage(request.actor, projectId, subprojectId, { ...options, limit: PAGE_LIMIT.max })).json;
+    let body = translated.get(first);
+    if (body === undefined) {
+      const page = JSON.parse(first.toString("utf8")) as { items: Served[]; nextCursor: string | null };
+      const rest = page.nextCursor === null ? [] : parsed<Served>(await readAll((cursor, limit) => workflow.listWorkflowitemsJson(request.actor, projectId, subprojectId, { ...options, cursor: cursor ?? page.nextCursor, limit })));
+      body = Buffer.from(JSON.stringify(ok({ workflowitems: [...page.items, ...rest].map((r) => exposeWorkflowitem(r, intents)) })));
+      if (page.nextCursor === null) translated.set(first, body);
+    }
+    return reply.type("application/json; charset=utf-8").send(body);
   });
 
   app.get<{ Querystring: ItemIds }>("/workflowitem.viewDetails", { schema: { querystring: idsWith("workflowitem") } }, async (request) => {

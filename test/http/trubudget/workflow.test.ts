@@ -284,6 +284,8 @@ describe("TruBudget's workflow routes", () => {
     const updated = await M.post("project.update", { projectId: p, description: "a bigger school" });
     ok200(updated);
     expectShape(EMPTY, updated.body);
+    const relisted = (await M.get("project.list")).body.data.items.find((i: { data: { id: string } }) => i.data.id === p);
+    expect(relisted.data.description).toBe("a bigger school"); // the list translated before is not served stale
 
     // ---- grants, under TruBudget's names
     for (const intent of ["project.viewDetails", "project.viewHistory"]) {
