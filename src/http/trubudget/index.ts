@@ -13,19 +13,33 @@ import type { FastifyPluginAsync } from "fastify";
 import type { LoginRateLimits } from "../rate-limit.js";
 import { authenticated, authRoutes } from "./auth.js";
 import { translateProblems } from "./envelope.js";
+import { globalRoutes } from "./global.js";
+import { groupRoutes } from "./groups.js";
+import { networkRoutes } from "./network.js";
+import { publicSystemRoutes, systemRoutes } from "./system.js";
+import { userRoutes } from "./users.js";
 
 /** Where TruBudget's frontend (its nginx proxy) and tools expect the API. */
 export const TRUBUDGET_PREFIX = "/api";
 
 /** Areas anyone may call (besides log in, refresh and log out: auth.ts). */
-const PUBLIC_AREAS: readonly FastifyPluginAsync[] = [];
+const PUBLIC_AREAS: readonly FastifyPluginAsync[] = [
+  publicSystemRoutes, // readiness, liveness
+];
 
 /** Areas behind authentication (a `token` cookie or a Bearer header): request.actor is the caller. */
-const SECURED_AREAS: readonly FastifyPluginAsync[] = [];
+const SECURED_AREAS: readonly FastifyPluginAsync[] = [
+  userRoutes, // user.list, user.changePassword, global.createUser|enableUser|disableUser|listAssignments
+  groupRoutes, // global.createGroup, group.list|addUser|removeUser
+  globalRoutes, // global.listPermissions|grantPermission|grantAllPermissions|revokePermission
+  systemRoutes, // version, provisioned, system.createBackup|restoreBackup
+];
 
 export interface TrubudgetApiOptions {
   /** Limits on log in and refresh, as the native API's (false for none). */
   readonly rateLimit?: LoginRateLimits | false;
+  /** The organization of this node, as network.list answers it (default "flowstore"). */
+  readonly organization?: string;
 }
 
 export const trubudgetApi: FastifyPluginAsync<TrubudgetApiOptions> = async (app, options) => {
@@ -38,5 +52,6 @@ export const trubudgetApi: FastifyPluginAsync<TrubudgetApiOptions> = async (app,
   await app.register(async (secured) => {
     authenticated(secured);
     for (const area of SECURED_AREAS) await secured.register(area);
+    await secured.register(networkRoutes, { organization: options.organization });
   });
 };
