@@ -3,7 +3,7 @@
  * flowstore's tokens (identity/tokens.ts), so one user logs in through either API:
  *
  * - `POST /user.authenticate` answers the user (id, displayName, organization, allowedIntents: the global
- *   intents held, groups as {groupId, displayName}) and sets the access token as TruBudget's HttpOnly
+ *   intents held, by TruBudget's names (intents.ts), groups as {groupId, displayName}) and sets the access token as TruBudget's HttpOnly
  *   `token` cookie and the refresh token as its `refreshToken` cookie (paths /api/user.refreshtoken and
  *   /api/user.logout). TruBudget 2.18 puts no token in the body; its Postman collection, provisioning and
  *   load tests read `data.user.token`, so the body carries it too (for `Authorization: Bearer`).
@@ -20,6 +20,7 @@ import type { IssuedToken } from "../../identity/index.js";
 import { bearerToken } from "../auth.js";
 import { DEFAULT_LOGIN_RATE_LIMITS, loginLimiter, type LoginRateLimits } from "../rate-limit.js";
 import { Envelope, errorBody, ok, Reply } from "./envelope.js";
+import { trubudgetIntents } from "./intents.js";
 
 /** The cookies TruBudget sets, and where its frontend sends the refresh token. */
 export const TOKEN_COOKIE = "token";
@@ -61,7 +62,7 @@ function cookie(request: FastifyRequest, name: string, value: string, path: stri
   return attributes.join("; ");
 }
 
-function setSessionCookies(request: FastifyRequest, reply: FastifyReply, issued: IssuedToken | undefined): void {
+export function setSessionCookies(request: FastifyRequest, reply: FastifyReply, issued: IssuedToken | undefined): void {
   const expire = issued === undefined;
   reply.header("set-cookie", [
     cookie(request, TOKEN_COOKIE, issued?.token ?? "", "/", expire),
@@ -141,7 +142,7 @@ export const authRoutes: FastifyPluginAsync<AuthOptions> = async (app, options) 
           id: user.id,
           displayName: user.displayName,
           organization: user.organization ?? "",
-          allowedIntents: await identity.global.held(actor),
+          allowedIntents: trubudgetIntents(await identity.global.held(actor)),
           groups,
           token: issued.token,
         },

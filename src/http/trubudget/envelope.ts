@@ -42,7 +42,8 @@ export function translateProblems(app: FastifyInstance): void {
     const problem = JSON.parse(payload) as Problem;
     reply.header("content-type", "application/json; charset=utf-8");
     reply.removeHeader("www-authenticate");
-    const message = problem.status === 401 ? AUTHENTICATION_FAILED : problem.detail;
+    const named = problem.field === undefined || problem.detail.includes(problem.field) ? problem.detail : `${problem.detail} (${problem.field})`;
+    const message = problem.status === 401 ? AUTHENTICATION_FAILED : named;
     done(null, JSON.stringify(errorBody(problem.status, message)));
   });
 }

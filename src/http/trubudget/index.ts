@@ -13,24 +13,43 @@ import type { FastifyPluginAsync } from "fastify";
 import type { LoginRateLimits } from "../rate-limit.js";
 import { authenticated, authRoutes } from "./auth.js";
 import { translateProblems } from "./envelope.js";
+import { globalRoutes } from "./global.js";
+import { groupRoutes } from "./groups.js";
 import { levelRoutes } from "./levels.js";
+import { networkRoutes } from "./network.js";
 import { notificationRoutes } from "./notifications.js";
 import { projectRoutes } from "./projects.js";
 import { subprojectRoutes } from "./subprojects.js";
+import { publicSystemRoutes, systemRoutes } from "./system.js";
+import { userRoutes } from "./users.js";
 import { workflowitemRoutes } from "./workflowitems.js";
 
 /** Where TruBudget's frontend (its nginx proxy) and tools expect the API. */
 export const TRUBUDGET_PREFIX = "/api";
 
 /** Areas anyone may call (besides log in, refresh and log out: auth.ts). */
-const PUBLIC_AREAS: readonly FastifyPluginAsync[] = [];
+const PUBLIC_AREAS: readonly FastifyPluginAsync[] = [
+  publicSystemRoutes, // readiness, liveness
+];
 
 /** Areas behind authentication (a `token` cookie or a Bearer header): request.actor is the caller. */
-const SECURED_AREAS: readonly FastifyPluginAsync[] = [projectRoutes, subprojectRoutes, workflowitemRoutes, levelRoutes, notificationRoutes];
+const SECURED_AREAS: readonly FastifyPluginAsync[] = [
+  userRoutes, // user.list, user.changePassword, global.createUser|enableUser|disableUser|listAssignments
+  groupRoutes, // global.createGroup, group.list|addUser|removeUser
+  globalRoutes, // global.listPermissions|grantPermission|grantAllPermissions|revokePermission
+  systemRoutes, // version, provisioned, system.createBackup|restoreBackup
+  projectRoutes, // global.createProject, project.list (and v2), project.viewDetails, project.createSubproject
+  subprojectRoutes, // subproject.list, subproject.viewDetails, subproject.reorderWorkflowitems
+  workflowitemRoutes, // subproject.createWorkflowitem (and v2), workflowitem.list|viewDetails|update (and v2), documents
+  levelRoutes, // <level>.viewHistory|update|assign|close|intent.*|budget.* of projects, subprojects, workflowitems
+  notificationRoutes, // notification.list|count|markRead
+];
 
 export interface TrubudgetApiOptions {
   /** Limits on log in and refresh, as the native API's (false for none). */
   readonly rateLimit?: LoginRateLimits | false;
+  /** The organization of this node, as network.list answers it (default "flowstore"). */
+  readonly organization?: string;
 }
 
 export const trubudgetApi: FastifyPluginAsync<TrubudgetApiOptions> = async (app, options) => {
@@ -43,5 +62,6 @@ export const trubudgetApi: FastifyPluginAsync<TrubudgetApiOptions> = async (app,
   await app.register(async (secured) => {
     authenticated(secured);
     for (const area of SECURED_AREAS) await secured.register(area);
+    await secured.register(networkRoutes, { organization: options.organization });
   });
 };

@@ -84,6 +84,9 @@ describe("TruBudget sessions", () => {
     expectError(await tbCall(s.base, "user.authenticate", { body: { apiVersion: "2.0", data: { user: { id: "root", password: "x" } } } }), 400, "apiVersion");
     expectError(await tbCall(s.base, "user.authenticate", { body: { data: { user: { id: "root", password: "x" } } } }), 400, "apiVersion");
     expectError(await tbCall(s.base, "user.authenticate", { body: "{not json" }), 400, "body");
+    // the server's own refusals come in TruBudget's shape too
+    expectError(await tbCall(s.base, "user.authenticate", { body: "x", headers: { "content-type": "text/plain" } }), 415);
+    expectError(await tbCall(s.base, "user.authenticate", { body: { apiVersion: "1.0", data: { user: { id: "root", password: "p".repeat(2 * 1024 * 1024) } } } }), 413);
   });
 
   it("refreshes from the refresh cookie: a token cookie that works, a new refresh cookie, the spent refresh token refused", async () => {
