@@ -15,7 +15,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { raw } from "../harness.js";
-import { envelopeOf, expectError, expectShape, startTruBudget, TB, tbLogin, type Answer, type TbRunning } from "./harness.js";
+import { envelopeOf, expectError, expectShape, startTruBudget, TB, type Answer, type TbRunning } from "./harness.js";
 
 // ---------------------------------------------------------------- TruBudget's schemas, as data
 
@@ -216,8 +216,6 @@ let s: TbRunning;
 let mary: string;
 let jane: string;
 let olga: string;
-const native = (token: string, method: string, path: string, body?: unknown) =>
-  raw(s.base, method, `/api/v1${path}`, { headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) }, body: body === undefined ? undefined : JSON.stringify(body) });
 const as = (token: string) => ({
   get: (intent: string, query: Record<string, string> = {}) => s.call(intent, { token, query }),
   post: (intent: string, data: unknown) => s.call(intent, { token, data }),
@@ -232,12 +230,11 @@ const ok200 = (a: Answer) => expect(a.status, JSON.stringify(a.body)).toBe(200);
 
 beforeAll(async () => {
   s = await startTruBudget(undefined, { notifications: { follow: true, pollMs: 20 } });
-  // The admin creates the users and a group (the native API: identities are shared with TruBudget's log in).
-  for (const id of ["mary", "jane", "olga"]) await s.root.users.create({ id, displayName: id, password: `${id} password 123` });
-  expect((await native(s.rootToken, "POST", "/groups", { id: "builders", displayName: "Builders", members: ["jane", "olga"] })).status).toBe(201);
-  expect((await native(s.rootToken, "POST", "/global/permissions/grant", { intent: "global.createProject", identity: "mary" })).status).toBe(204);
-  const login = async (id: string) => (await tbLogin(s.base, id, `${id} password 123`)).token;
-  [mary, jane, olga] = [await login("mary"), await login("jane"), await login("olga")];
+  // The admin creates the users and a group, and lets mary create projects, all through TruBudget's API.
+  [mary, jane, olga] = [await s.user("mary"), await s.user("jane"), await s.user("olga")];
+  ok200(await s.call("global.createGroup", { data: { group: { id: "builders", displayName: "Builders", users: ["jane"] } } }));
+  ok200(await s.call("group.addUser", { data: { groupId: "builders", userIds: ["olga"] } }));
+  ok200(await s.call("global.grantPermission", { data: { identity: "mary", intent: "global.createProject" } }));
 });
 afterAll(async () => {
   await s?.close();
