@@ -27,6 +27,7 @@ import { TooLargeError, ValidationError } from "../../errors.js";
 import type { Actor } from "../../access/actor.js";
 import { PAGE_LIMIT } from "../../resources/wire.js";
 import { DocumentComment, DocumentFileName, DocumentLink, MAX_DOCUMENTS, WorkflowitemFields } from "../../workflow/schema.js";
+import { subprojectRef } from "../../workflow/commands.js";
 import { validatorCompiler } from "../validation.js";
 import { Envelope, ok } from "./envelope.js";
 import { exposeWorkflowitem, type Served } from "./expose.js";
@@ -136,7 +137,16 @@ export const workflowitemRoutes: FastifyPluginAsync = async (app) => {
     return fields;
   }
 
-  async function create(actor: Actor, data: WithDocs & { projectId: string; subprojectId: string }, pending: Pending[]) {
+  async function create(actor: Actor, data: WithDocs & { projectId: string; subprojectId: string; assignee?: string; workflowitemType?: string }, pending: Pending[]) {
+    if (pending.length > MAX_DOCUMENTS) throw new ValidationError(`a workflowitem holds at most ${MAX_DOCUMENTS} documents`, "data.documents");
+    if (pending.length > 0 && data.assignee !== undefined && data.assignee !== actor.id) {
+      // A restricted item assigned to another leaves its creator only workflowitem.list (TruBudget's rule), so
+      // its documents could not be added after it: refused before anything is written, never half-made.
+      const sp = await workflow.store.get(actor, { ...subprojectRef(data.projectId, data.subprojectId), type: "subproject" });
+      if ((sp.data.workflowitemType ?? data.workflowitemType) === "restricted") {
+        throw new ValidationError("documents of a restricted workflowitem assigned to another user are added by its assignee, after the create", "data.documents");
+      }
+    }
     const item = await workflow.createWorkflowitem(actor, data.projectId, data.subprojectId, fieldsOf(data, false) as never);
     await attach(actor, { projectId: data.projectId, subprojectId: data.subprojectId, workflowitemId: item.id }, pending);
     return { project: { id: data.projectId }, subproject: { id: data.subprojectId }, workflowitem: { id: item.id } };
@@ -145,6 +155,10 @@ export const workflowitemRoutes: FastifyPluginAsync = async (app) => {
   async function update(actor: Actor, data: WithDocs & ItemIds, pending: Pending[]) {
     const fields = fieldsOf(data, true);
     const { projectId, subprojectId, workflowitemId } = data;
+    // Room for every new document, checked before the first write (the list needs the item's view, as the update does).
+    if (pending.length > 0 && (await documents.list(actor, projectId, subprojectId, workflowitemId)).length + pending.length > MAX_DOCUMENTS) {
+      throw new ValidationError(`a workflowitem holds at most ${MAX_DOCUMENTS} documents`, "data.documents");
+    }
     if (Object.keys(fields).length > 0) await workflow.update(actor, { type: "workflowitem", ids: [projectId, subprojectId, workflowitemId] }, fields);
     await attach(actor, { projectId, subprojectId, workflowitemId }, pending);
   }
