@@ -3,7 +3,7 @@
  * 127.0.0.1 over LMDB in a temp directory, serving the bundle built by esbuild in beforeAll.
  * Screenshots of each main page go to test/e2e/screenshots/ (gitignored).
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -12,18 +12,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildWeb } from "../../web/build.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { ROOT_PASSWORD, startServer, type Running } from "../http/harness.js";
+import { CHROMIUM, hasChromium, LAUNCH_ARGS, loggedIn, type PageOptions } from "./browser.js";
 
 // Browser globals used inside page.evaluate callbacks (this file is type-checked without the DOM lib).
 declare const sessionStorage: { getItem(key: string): string | null; setItem(key: string, value: string): void };
 declare function requestAnimationFrame(callback: () => void): number;
 
-const CHROMIUM = "/usr/bin/chromium";
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium && process.env.CI) throw new Error(`${CHROMIUM} is missing: the e2e suite needs Debian's chromium (apt-get install -y chromium)`);
-
 const HERE = dirname(fileURLToPath(import.meta.url));
 const SHOTS = resolve(HERE, "screenshots");
-const LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
 const P = "water";
 const S = "phase-1";
@@ -52,17 +48,7 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
     return page.items.map((i) => i.id);
   }
 
-  async function newPage(user: string, password: string, options: { blockEvents?: boolean } = {}): Promise<{ context: BrowserContext; page: Page }> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-    if (options.blockEvents) await context.route("**/api/v1/events", (r) => r.abort());
-    const pg = await context.newPage();
-    await pg.goto(`${server.base}/`);
-    await pg.fill("input[name=username]", user);
-    await pg.fill("input[name=password]", password);
-    await pg.click("button[type=submit]");
-    await pg.getByRole("heading", { name: "Projects" }).waitFor();
-    return { context, page: pg };
-  }
+  const newPage = (user: string, password: string, options: PageOptions = {}) => loggedIn(browser, server.base, user, password, options);
 
   const shot = (pg: Page, name: string) => pg.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 
@@ -74,7 +60,8 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
     kv = LmdbKv.open(join(dir, "data"), { durable: false });
     server = await startServer(kv, { webRoot: outdir });
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
-    ctx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    // Amounts are shown as the reader's locale writes them: this suite reads them in en-US.
+    ctx = await browser.newContext({ viewport: { width: 1280, height: 860 }, locale: "en-US" });
     page = await ctx.newPage();
   });
 
@@ -131,7 +118,7 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
     await form.getByLabel("Currency").fill("BRL");
     await form.getByRole("button", { name: "Create project" }).click();
     await page.locator(".resource-head[data-level=project]").waitFor();
-    await expect(page.locator(".budgets").textContent()).resolves.toContain("12000.00");
+    await expect(page.locator(".budgets").textContent()).resolves.toContain("12,000.00");
 
     await page.getByRole("button", { name: "New subproject" }).click();
     const sub = page.getByRole("form", { name: "New subproject" });
@@ -239,7 +226,7 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
     await expect(edit.locator(".field-error[data-field=amount]").textContent()).resolves.toBeTruthy();
     await edit.getByLabel("amount", { exact: true }).fill("47000.00");
     await edit.getByRole("button", { name: "Save" }).click();
-    await page.locator('.wi[data-id="contract"] .amount', { hasText: "47000.00" }).waitFor();
+    await page.locator('.wi[data-id="contract"] .amount', { hasText: "47,000.00 BRL" }).waitFor();
     await panel.getByLabel("Assign to").fill("root");
     await panel.getByRole("button", { name: "Assign" }).click();
     await panel.getByRole("button", { name: "Edit" }).waitFor();
