@@ -17,6 +17,8 @@ import { ROOT_PASSWORD, startServer, type Running } from "../http/harness.js";
 import { CHROMIUM, hasChromium, LAUNCH_ARGS, loggedIn } from "./browser.js";
 
 const P = "parity";
+/** The server's document size limit here (the default is 100 MiB). */
+const MAX_DOCUMENT = 2 * 1024 * 1024;
 const S = "docs";
 const itemUrl = (w: string) => `/#/projects/${P}/subprojects/${S}/workflowitems/${w}`;
 
@@ -42,7 +44,7 @@ describe.skipIf(!hasChromium)("web explorer: documents, notifications, allowedIn
     const { outdir } = await buildWeb(join(dir, "web"));
     kv = LmdbKv.open(join(dir, "data"), { durable: false });
     // The server projects notifications from the feed (follow), as `flowstore serve` does.
-    server = await startServer(kv, { webRoot: outdir, notifications: { follow: true } });
+    server = await startServer(kv, { webRoot: outdir, notifications: { follow: true }, documents: { maxBytes: MAX_DOCUMENT } });
     await server.root.projects.create({ id: P, displayName: "Parity", projectedBudgets: [{ organization: "KfW", value: "250000.00", currencyCode: "BRL" }] } as never);
     await server.root.project(P).subprojects.create({ id: S, displayName: "Documents", currency: "EUR", workflowMode: "unordered" } as never);
     for (const [id, extra] of [
@@ -52,6 +54,7 @@ describe.skipIf(!hasChromium)("web explorer: documents, notifications, allowedIn
     ] as const) {
       await sub().workflowitems.create({ id, displayName: `Item ${id}`, ...extra } as never);
     }
+    await docsOf("done").upload({ fileName: "final.txt", content: new Blob(["the final report"]) });
     await sub().workflowitem("done").assign("root");
     await sub().workflowitem("done").close();
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
@@ -77,7 +80,7 @@ describe.skipIf(!hasChromium)("web explorer: documents, notifications, allowedIn
     await form.getByLabel("Comment (optional)").fill("signed copy");
     await form.getByRole("button", { name: "Upload" }).click();
     // The bytes sent are counted from the upload's progress events (a multipart body a little over 1.5 MiB).
-    await expect(form.getByRole("status").textContent()).resolves.toMatch(/^Uploaded report\.pdf \(3\.0 MiB; 3\.0 MiB sent\)\.$/);
+    await expect(form.getByRole("status").textContent()).resolves.toMatch(/^Uploaded report\.pdf \(1\.5 MiB; 1\.5 MiB sent\)\.$/);
     const row = panel.locator(".documents tr[data-id]", { hasText: "report.pdf" });
     await expect(row.locator(".hash").textContent()).resolves.toBe(sha);
     await expect(row.locator(".comment").textContent()).resolves.toBe("signed copy");
@@ -103,11 +106,34 @@ describe.skipIf(!hasChromium)("web explorer: documents, notifications, allowedIn
     expect(history.items.map((e) => e.type)).toContain("workflowitem.document_deleted");
   });
 
+  it("documents: an external link (a bad one refused at its field); a file over the limit refused naming it, nothing stored", async () => {
+    const panel = await openItem(page, "other");
+    await panel.getByRole("tab", { name: "Documents" }).click();
+    const link = panel.getByRole("form", { name: "Add a link" });
+    await link.getByLabel("Link name").fill("Tender notice");
+    await link.getByLabel("Link", { exact: true }).fill("ftp://example.org/notice");
+    await link.getByRole("button", { name: "Add link" }).click();
+    await link.locator(".field-error[data-field=link]").waitFor();
+    await link.getByLabel("Link", { exact: true }).fill("https://example.org/notice");
+    await link.getByRole("button", { name: "Add link" }).click();
+    await expect(panel.locator(".documents tr[data-id] a", { hasText: "Tender notice" }).getAttribute("href")).resolves.toBe("https://example.org/notice");
+
+    const form = panel.getByRole("form", { name: "Upload a document" });
+    await form.getByLabel("File").setInputFiles({ name: "huge.bin", mimeType: "application/octet-stream", buffer: Buffer.alloc(MAX_DOCUMENT + 1024, 7) });
+    await form.getByRole("button", { name: "Upload" }).click();
+    await expect(form.getByRole("alert").textContent()).resolves.toContain(String(MAX_DOCUMENT));
+    expect((await docsOf("other").list()).map((d) => d.fileName)).toEqual(["Tender notice"]);
+  });
+
   it("documents of a closed workflowitem are read-only: listed and downloadable, no upload, no delete", async () => {
     const panel = await openItem(page, "done");
     await panel.getByRole("tab", { name: "Documents" }).click();
     await panel.getByText("The workflowitem is closed: its documents are read-only.").waitFor();
+    const [download] = await Promise.all([page.waitForEvent("download"), panel.getByRole("button", { name: "Download final.txt" }).click()]);
+    expect(readFileSync((await download.path())!, "utf8")).toBe("the final report");
     expect(await panel.getByRole("form", { name: "Upload a document" }).count()).toBe(0);
+    expect(await panel.getByRole("form", { name: "Add a link" }).count()).toBe(0);
+    expect(await panel.getByRole("button", { name: "Delete final.txt" }).count()).toBe(0);
   });
 
   it("offers the actions the server's allowedIntents allow, per workflowitem", async () => {
@@ -132,8 +158,11 @@ describe.skipIf(!hasChromium)("web explorer: documents, notifications, allowedIn
 
       panel = await openItem(vic.page, "other");
       await panel.getByRole("tab", { name: "Documents" }).click();
-      await panel.getByText("No documents.").waitFor();
+      // Listed (viewDetails), but neither added to nor deleted from without workflowitem.update.
+      await panel.locator(".documents tr[data-id]", { hasText: "Tender notice" }).waitFor();
+      expect(await panel.getByRole("button", { name: /^Delete / }).count()).toBe(0);
       expect(await panel.getByRole("form", { name: "Upload a document" }).count()).toBe(0);
+      expect(await panel.getByRole("form", { name: "Add a link" }).count()).toBe(0);
       expect(await panel.getByRole("button", { name: "Edit", exact: true }).count()).toBe(0);
       expect(await panel.getByLabel("Assign to").count()).toBe(0);
     } finally {

@@ -1,6 +1,7 @@
 /**
  * A workflowitem's documents: the list (name, size, sha-256, comment, who and when), download, validate
- * a local file against a document's hash, delete, and upload with a progress bar. Upload and delete are
+ * a local file against a document's hash, delete, upload with a progress bar, and external links (kept
+ * without content or hash). Adding and deleting are
  * offered with workflowitem.update on an open item (a closed item's documents are read-only); the
  * server decides in any case.
  *
@@ -78,7 +79,12 @@ export function DocumentsPanel({ ids, resource, can }: { ids: readonly string[];
   return (
     <div class="documents">
       <ErrorBox error={list.error ?? error} />
-      {writable ? <UploadForm ids={ids} onDone={() => void list.reload()} /> : resource.data.status === "closed" ? <p class="muted small">The workflowitem is closed: its documents are read-only.</p> : null}
+      {writable ? (
+        <>
+          <UploadForm ids={ids} onDone={() => void list.reload()} />
+          <LinkForm ids={ids} onDone={() => void list.reload()} />
+        </>
+      ) : resource.data.status === "closed" ? <p class="muted small">The workflowitem is closed: its documents are read-only.</p> : null}
       <table class="list">
         <thead>
           <tr>
@@ -240,6 +246,35 @@ function UploadForm({ ids, onDone }: { ids: readonly string[]; onDone: () => voi
         </p>
       ) : null}
       <FormError form={form} fields={["comment"]} />
+    </form>
+  );
+}
+
+/** An external link recorded as a document (no content, no hash). */
+function LinkForm({ ids, onDone }: { ids: readonly string[]; onDone: () => void }) {
+  const [v, setV] = useState({ fileName: "", link: "", comment: "" });
+  const form = useForm();
+  const set = (k: keyof typeof v) => (x: string) => setV((st) => ({ ...st, [k]: x }));
+  return (
+    <form
+      class="inline"
+      aria-label="Add a link"
+      onSubmit={async (e) => {
+        e.preventDefault();
+        const comment = v.comment.trim();
+        if (await form.submit(() => documentsOf(ids).addLink({ fileName: v.fileName.trim(), link: v.link.trim(), ...(comment ? { comment } : {}) }))) {
+          setV({ fileName: "", link: "", comment: "" });
+          onDone();
+        }
+      }}
+    >
+      <Field form={form} name="fileName" label="Link name" value={v.fileName} onInput={set("fileName")} />
+      <Field form={form} name="link" label="Link" value={v.link} onInput={set("link")} placeholder="https://…" />
+      <Field form={form} name="comment" label="Link comment (optional)" value={v.comment} onInput={set("comment")} />
+      <button type="submit" disabled={form.busy}>
+        Add link
+      </button>
+      <FormError form={form} fields={["fileName", "link", "comment"]} />
     </form>
   );
 }
