@@ -3,16 +3,13 @@
  * 127.0.0.1 over LMDB in a temp directory, serving the bundle built by esbuild in beforeAll.
  * Screenshots of each main page go to test/e2e/screenshots/ (gitignored).
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildWeb } from "../../web/build.js";
-import { LmdbKv } from "../../src/kv/lmdb.js";
-import { ROOT_PASSWORD, startServer, type Running } from "../http/harness.js";
-import { CHROMIUM, hasChromium, LAUNCH_ARGS, loggedIn, type PageOptions } from "./browser.js";
+import { ROOT_PASSWORD, type Running } from "../http/harness.js";
+import { hasChromium, loggedIn, startExplorer, type Explorer, type PageOptions } from "./browser.js";
 
 // Browser globals used inside page.evaluate callbacks (this file is type-checked without the DOM lib).
 declare const sessionStorage: { getItem(key: string): string | null; setItem(key: string, value: string): void };
@@ -26,8 +23,7 @@ const S = "phase-1";
 const subprojectPath = (p: string, s: string) => `/api/v1/projects/${encodeURIComponent(p)}/subprojects/${encodeURIComponent(s)}`;
 
 describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
-  let dir: string;
-  let kv: LmdbKv;
+  let explorer: Explorer | undefined;
   let server: Running;
   let browser: Browser;
   let ctx: BrowserContext;
@@ -53,26 +49,16 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
   const shot = (pg: Page, name: string) => pg.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "flowstore-e2e-"));
     mkdirSync(SHOTS, { recursive: true });
-    const { outdir } = await buildWeb(join(dir, "web"));
-    // Real LMDB files; commits not flushed to disk, which this suite does not test.
-    kv = LmdbKv.open(join(dir, "data"), { durable: false });
-    server = await startServer(kv, { webRoot: outdir });
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
+    explorer = await startExplorer();
+    ({ server, browser } = explorer);
     // Amounts are shown as the reader's locale writes them: this suite reads them in en-US.
     ctx = await browser.newContext({ viewport: { width: 1280, height: 860 }, locale: "en-US" });
     page = await ctx.newPage();
   });
 
   afterAll(async () => {
-    await browser?.close();
-    // This process's own fetch() keeps idle keep-alive connections that app.close() would otherwise wait
-    // out (up to Fastify's 72 s keep-alive timeout, seen here): the browser is gone, drop them.
-    server?.app.server.closeAllConnections();
-    await server?.close();
-    await kv?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await explorer?.close();
   });
 
   it("serves the page beside the API: /, the bundle, /health and /docs", async () => {

@@ -6,15 +6,11 @@
  * administration. Every step waits for an element or an answer, never for a time.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { readFileSync } from "node:fs";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildWeb } from "../../web/build.js";
-import { LmdbKv } from "../../src/kv/lmdb.js";
-import { ROOT_PASSWORD, startServer, type Running } from "../http/harness.js";
-import { CHROMIUM, hasChromium, LAUNCH_ARGS, loggedIn } from "./browser.js";
+import { ROOT_PASSWORD, type Running } from "../http/harness.js";
+import { hasChromium, loggedIn, startExplorer, type Explorer } from "./browser.js";
 
 const P = "parity";
 /** The server's document size limit here (the default is 100 MiB). */
@@ -23,8 +19,7 @@ const S = "docs";
 const itemUrl = (w: string) => `/#/projects/${P}/subprojects/${S}/workflowitems/${w}`;
 
 describe.skipIf(!hasChromium)("web explorer: documents, notifications, allowedIntents, locale, user administration", () => {
-  let dir: string;
-  let kv: LmdbKv;
+  let explorer: Explorer | undefined;
   let server: Running;
   let browser: Browser;
   let page: Page;
@@ -40,11 +35,9 @@ describe.skipIf(!hasChromium)("web explorer: documents, notifications, allowedIn
   }
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "flowstore-e2e-parity-"));
-    const { outdir } = await buildWeb(join(dir, "web"));
-    kv = LmdbKv.open(join(dir, "data"), { durable: false });
     // The server projects notifications from the feed (follow), as `flowstore serve` does.
-    server = await startServer(kv, { webRoot: outdir, notifications: { follow: true }, documents: { maxBytes: MAX_DOCUMENT } });
+    explorer = await startExplorer({ notifications: { follow: true }, documents: { maxBytes: MAX_DOCUMENT } });
+    ({ server, browser } = explorer);
     await server.root.projects.create({ id: P, displayName: "Parity", projectedBudgets: [{ organization: "KfW", value: "250000.00", currencyCode: "BRL" }] } as never);
     await server.root.project(P).subprojects.create({ id: S, displayName: "Documents", currency: "EUR", workflowMode: "unordered" } as never);
     for (const [id, extra] of [
@@ -57,16 +50,11 @@ describe.skipIf(!hasChromium)("web explorer: documents, notifications, allowedIn
     await docsOf("done").upload({ fileName: "final.txt", content: new Blob(["the final report"]) });
     await sub().workflowitem("done").assign("root");
     await sub().workflowitem("done").close();
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
     page = (await loggedIn(browser, server.base, "root", ROOT_PASSWORD)).page;
   });
 
   afterAll(async () => {
-    await browser?.close();
-    server?.app.server.closeAllConnections();
-    await server?.close();
-    await kv?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await explorer?.close();
   });
 
   it("documents: upload with progress, list, download, validate, delete", async () => {
