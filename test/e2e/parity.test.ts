@@ -221,6 +221,36 @@ describe.skipIf(!hasChromium)("web explorer: documents, notifications, allowedIn
     }
   });
 
+  it("the unread badge is counted at login, without the change feed; one's own password changed ends the session", async () => {
+    await server.root.users.create({ id: "pia", displayName: "Pia", password: "pia password 123" });
+    await sub().workflowitem("invoice").assign("pia");
+    await expect.poll(async () => (await server.client((await server.client().login("pia", "pia password 123")).token).notifications.count()).unread).toBe(1);
+    const pia = await loggedIn(browser, server.base, "pia", "pia password 123", { blockEvents: true });
+    try {
+      const pg = pia.page;
+      await pg.locator(".inbox .unread[data-count='1']").waitFor();
+      expect(await pg.locator(".feed.live").count()).toBe(0);
+
+      await pg.getByRole("link", { name: "pia", exact: true }).click();
+      const form = pg.getByRole("form", { name: "Change my password" });
+      await form.getByLabel("Current password").fill("not my password");
+      await form.getByLabel("New password").fill("pia changed 789");
+      await form.getByRole("button", { name: "Change password" }).click();
+      await form.locator(".field-error[data-field=currentPassword]").waitFor();
+      await form.getByLabel("Current password").fill("pia password 123");
+      await form.getByRole("button", { name: "Change password" }).click();
+      await pg.getByRole("form", { name: "Log in" }).waitFor();
+      await expect(server.client().login("pia", "pia password 123")).rejects.toMatchObject({ status: 401 });
+      await pg.fill("input[name=username]", "pia");
+      await pg.fill("input[name=password]", "pia changed 789");
+      await pg.click("button[type=submit]");
+      // Logged in again, on the page the session ended on.
+      await pg.getByRole("heading", { name: "pia", exact: true }).waitFor();
+    } finally {
+      await pia.context.close();
+    }
+  });
+
   it("user administration: create, disable refused while assigned (409 shown) then forced, enable, reset password, grant all global intents", async () => {
     await page.goto(`${server.base}/#/projects`);
     await page.getByRole("link", { name: "Users", exact: true }).click();

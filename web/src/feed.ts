@@ -96,6 +96,8 @@ export function startFeed(): void {
     current = token;
     feedState.value = "off";
     if (token) {
+      // The badge does not wait for the feed (which a proxy may hold back): ask once now.
+      void refreshUnread();
       controller = new AbortController();
       void run(controller.signal);
     }

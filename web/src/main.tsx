@@ -9,7 +9,7 @@ import { ProcessDataPage } from "./pages/process-data.js";
 import { ProjectPage } from "./pages/project.js";
 import { ProjectsPage } from "./pages/projects.js";
 import { SubprojectPage } from "./pages/subproject.js";
-import { GroupsPage, UsersPage } from "./pages/users.js";
+import { GroupsPage, MePage, UsersPage } from "./pages/users.js";
 import { href, route, segments } from "./router.js";
 import { asProblem, login, logout, refreshMe, session } from "./session.js";
 import { ErrorBox } from "./ui.js";
@@ -67,6 +67,7 @@ function Page({ path }: { path: string }) {
   if (seg[0] === "archive") return <ArchivePage query={new URLSearchParams(query)} snapshot={seg[1]} />;
   if (seg[0] === "notifications") return <NotificationsPage />;
   if (seg[0] === "users") return <UsersPage u={seg[1]} />;
+  if (seg[0] === "me") return <MePage />;
   if (seg[0] === "groups") return <GroupsPage g={seg[1]} />;
   return (
     <main>
@@ -111,9 +112,9 @@ function App() {
         <span class={`feed ${feed}`} title="live updates">
           {feed === "live" ? "● live" : feed === "connecting" ? "○ connecting" : ""}
         </span>
-        <span class="user" data-user={s.user}>
+        <a href={href("/me")} class="user" data-user={s.user} title="your account">
           {s.user}
-        </span>
+        </a>
         <button class="secondary" onClick={logout}>
           Log out
         </button>

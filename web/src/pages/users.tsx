@@ -2,12 +2,13 @@
  * User and group administration: the users (create; per user: enable or disable, reset the password,
  * grant every global intent, the resources assigned to it) and the groups (create; add and remove
  * members). Disabling a user who still has assignments is refused by the server (409 naming them):
- * the page shows that answer and offers to disable anyway.
+ * the page shows that answer and offers to disable anyway. And the caller's own page: change one's
+ * password (given the current one; every session of the user ends, this one too).
  */
 import { useState } from "preact/hooks";
 import type { Group, NewUser, User } from "../../../src/client/index.js";
 import { go, href } from "../router.js";
-import { asProblem, client, every } from "../session.js";
+import { asProblem, client, every, session, setSession } from "../session.js";
 import { ErrorBox, Field, fmtDate, FormError, useForm, useLoad } from "../ui.js";
 import { resourceHref } from "./notifications.js";
 
@@ -326,5 +327,36 @@ function GroupPanel({ id, onChange }: { id: string; onChange: () => void }) {
         </div>
       ) : null}
     </aside>
+  );
+}
+
+export function MePage() {
+  const me = session.value;
+  const [current, setCurrent] = useState("");
+  const [next, setNext] = useState("");
+  const form = useForm();
+  return (
+    <main>
+      <h1>{me?.user}</h1>
+      <p class="muted">
+        Groups: {me?.groups.join(", ") || "none"} · global intents: {me?.intents.length ?? 0}
+      </p>
+      <form
+        class="card stack"
+        aria-label="Change my password"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          // The server revokes every token of the user: this session is over, log in again.
+          if (await form.submit(() => client.changePassword(current, next))) setSession(null);
+        }}
+      >
+        <Field form={form} name="currentPassword" label="Current password" type="password" value={current} onInput={setCurrent} />
+        <Field form={form} name="password" label="New password" type="password" value={next} onInput={setNext} />
+        <FormError form={form} fields={["currentPassword", "password"]} />
+        <button type="submit" disabled={form.busy}>
+          Change password
+        </button>
+      </form>
+    </main>
   );
 }
