@@ -34,6 +34,8 @@ import { processDataRoutes } from "./routes/process-data.js";
 import { archiveRoutes } from "./routes/archive.js";
 import { documentRoutes } from "./routes/documents.js";
 import { notificationRoutes } from "./routes/notifications.js";
+import { serializerCompiler } from "./serialization.js";
+import { TRUBUDGET_PREFIX, trubudgetApi, type TrubudgetApiOptions } from "./trubudget/index.js";
 import { validatorCompiler } from "./validation.js";
 import { defaultWebRoot, registerWeb } from "./web.js";
 
@@ -93,6 +95,11 @@ export interface ServerOptions {
   readonly closeStore?: boolean;
   /** CORS, compression, security headers and back pressure (conventions.ts; each has its default there). */
   readonly http?: HttpConventionOptions;
+  /**
+   * Serve TruBudget's HTTP API (v2.18) at /api as well (default false): its frontend and tools then run
+   * on this store (src/http/trubudget). Its routes stay out of /openapi.json.
+   */
+  readonly trubudgetApi?: boolean | Omit<TrubudgetApiOptions, "rateLimit">;
   /** Called for every route as it is registered, before any plugin's (e.g. to enumerate the routes). */
   readonly onRoute?: (route: RouteOptions) => void;
 }
@@ -137,8 +144,14 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
     },
     requestTimeout: timeouts.requestSeconds * 1000,
     keepAliveTimeout: timeouts.keepAliveSeconds * 1000,
-    // Validation knows the named schemas of each scope (components.ts).
-    schemaController: { compilersFactory: { buildValidator: ((external: Record<string, unknown>) => validatorCompiler(external)) as never } },
+    // Validation and serialization know the named schemas of each scope (components.ts); both keep
+    // what they compile for the process.
+    schemaController: {
+      compilersFactory: {
+        buildValidator: ((external: Record<string, unknown>) => validatorCompiler(external)) as never,
+        buildSerializer: serializerCompiler as never,
+      },
+    },
   }) as unknown as FastifyInstance;
 
   if (options.onRoute) app.addHook("onRoute", options.onRoute);
@@ -222,5 +235,9 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
     },
     { prefix: API_PREFIX },
   );
+  if (options.trubudgetApi) {
+    const tb = options.trubudgetApi === true ? {} : options.trubudgetApi;
+    await app.register(trubudgetApi, { ...tb, prefix: TRUBUDGET_PREFIX, rateLimit: options.loginRateLimit });
+  }
   return app;
 }
