@@ -34,6 +34,7 @@ import { processDataRoutes } from "./routes/process-data.js";
 import { archiveRoutes } from "./routes/archive.js";
 import { documentRoutes } from "./routes/documents.js";
 import { notificationRoutes } from "./routes/notifications.js";
+import { serializerCompiler } from "./serialization.js";
 import { validatorCompiler } from "./validation.js";
 import { defaultWebRoot, registerWeb } from "./web.js";
 
@@ -137,8 +138,14 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
     },
     requestTimeout: timeouts.requestSeconds * 1000,
     keepAliveTimeout: timeouts.keepAliveSeconds * 1000,
-    // Validation knows the named schemas of each scope (components.ts).
-    schemaController: { compilersFactory: { buildValidator: ((external: Record<string, unknown>) => validatorCompiler(external)) as never } },
+    // Validation and serialization know the named schemas of each scope (components.ts); both keep
+    // what they compile for the process.
+    schemaController: {
+      compilersFactory: {
+        buildValidator: ((external: Record<string, unknown>) => validatorCompiler(external)) as never,
+        buildSerializer: serializerCompiler as never,
+      },
+    },
   }) as unknown as FastifyInstance;
 
   if (options.onRoute) app.addHook("onRoute", options.onRoute);

@@ -3,8 +3,6 @@
  * Cluster (a namespace of its own) and its PostgreSQL (a schema of its own) — sharing the JWT secret and
  * the process-data key through configuration, with no session affinity: every request may go to any
  * server. Real processes, real HTTP on 127.0.0.1, a real SIGKILL. Bounded in count.
- *
- * Not covered here: the change feed across servers (it is being built; see docs/fleet.md).
  */
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -12,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { API } from "../../src/client/core.js";
+import { FlowstoreClient, type FeedMessage } from "../../src/client/index.js";
 import { run, waitHealthy, type Run } from "../cli/spawn.js";
 import { dropSchema } from "../setup/postgres-server.js";
 import { deleteNamespace } from "../setup/redis-keys.js";
@@ -169,6 +168,55 @@ describe.each(fleetStores())("a fleet of $name", (store) => {
       expect([...listed].sort()).toEqual(expected);
     }
     expect((await call(2, "GET", "/projects/creates/verify")).body).toMatchObject({ ok: true, checked: 2 + SERVERS * perServer });
+  });
+
+  it("streams on every server the events committed through every other, and resumes on another server by Last-Event-ID", async () => {
+    const client = (i: number): FlowstoreClient => new FlowstoreClient({ baseUrl: servers[i]!.base, token });
+    /** Every message of one stream on server `i`, until `stop` is aborted. */
+    const stream = async (i: number, stop: AbortController, lastEventId?: string) => {
+      const messages: FeedMessage[] = [];
+      let opened!: () => void;
+      const open = new Promise<void>((r) => (opened = r));
+      const done = (async () => {
+        try {
+          for await (const m of client(i).events({ signal: stop.signal, onOpen: opened, ...(lastEventId ? { lastEventId } : {}) })) messages.push(m);
+        } catch (e) {
+          if (!stop.signal.aborted) throw e;
+        }
+      })();
+      await Promise.race([open, done]);
+      /** Waits (bounded: 30 s) until the project `id`'s created event has arrived. */
+      const until = async (id: string): Promise<FeedMessage> => {
+        for (let n = 0; n < 600; n++) {
+          const found = messages.find((m) => m.event === "project.created" && m.data.path[0]?.id === id);
+          if (found) return found;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        throw new Error(`project ${id} not streamed by server ${i}; got ${messages.map((m) => m.event).join(", ")}`);
+      };
+      return { messages, until, done };
+    };
+    const created = (id: string, i: number) => call(i, "POST", "/projects", { id, displayName: id, projectedBudgets: [] });
+
+    const first = new AbortController();
+    const watcher = await stream(2, first);
+    for (const i of [0, 1]) expect((await created(`feed-${i}`, i)).status).toBe(201);
+    const seen0 = await watcher.until("feed-0");
+    const seen1 = await watcher.until("feed-1");
+    // one store-wide feed: positions follow the commit order, whichever server committed
+    expect(Number(seen1.id!.split("-")[0])).toBeGreaterThan(Number(seen0.id!.split("-")[0]));
+    first.abort();
+    await watcher.done;
+
+    // Written while no stream is open, then resumed on another server from the last id seen.
+    for (const i of [1, 0]) expect((await created(`missed-${i}`, i)).status).toBe(201);
+    const second = new AbortController();
+    const resumed = await stream(0, second, seen1.id);
+    await resumed.until("missed-0");
+    second.abort();
+    await resumed.done;
+    const projects = resumed.messages.filter((m) => m.event === "project.created").map((m) => m.data.path[0]!.id);
+    expect(projects).toEqual(["missed-1", "missed-0"]);
   });
 
   // Kills a server: the last test of the file.
