@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { expect, it } from "vitest";
 import { MemoryKv } from "../src/kv/memory.js";
 import { openFlowstore, PARTITION_KINDS, SYSTEM, userActor, ValidationError } from "../src/index.js";
+import { formioForm } from "./process-data/helpers.js";
 
 it("openFlowstore gives the whole store over LMDB, and the data survives a reopen", async () => {
   const dir = mkdtempSync(join(tmpdir(), "flowstore-index-"));
@@ -17,7 +18,7 @@ it("openFlowstore gives the whole store over LMDB, and the data survives a reope
     await fs.workflow.createSubproject(mary, "p", { id: "s", displayName: "S", currency: "EUR" });
     await fs.tenancy.create(SYSTEM, "space", null, { name: "space" }, { id: "sp" });
     await fs.archive.write(SYSTEM, "order-1", { status: ["done"] });
-    await fs.processData.put(SYSTEM, "bpm-form-schemas", "form-a", { id: "form-a", formData: { components: [] } });
+    await fs.processData.createFormSchema(SYSTEM, { id: "form-a", formData: formioForm("form-a") });
     await fs.close();
     fs = await openFlowstore(dir);
     expect((await fs.workflow.projectDetails(mary, "p")).subprojects.items.map((s) => s.id)).toEqual(["s"]);

@@ -45,6 +45,15 @@ interface ServeOptions extends StoreOptions {
   securityHeaders: boolean;
   maxEventLoopDelay: string;
   retryAfter: string;
+  trubudgetApi?: boolean;
+}
+
+/** A yes/no environment variable: 1/true/yes or 0/false/no/empty (anything else is a usage error). */
+function envFlag(name: string): boolean {
+  const value = (process.env[name] ?? "").trim().toLowerCase();
+  if (["", "0", "false", "no"].includes(value)) return false;
+  if (["1", "true", "yes"].includes(value)) return true;
+  throw new UsageError(`${name} must be 1 or 0`);
 }
 
 /** A whole number of at least `min` from an option (named in the error). */
@@ -79,6 +88,7 @@ export function serveCommand(program: Command): void {
     .addOption(new Option("--shutdown-grace <seconds>", "on SIGTERM/SIGINT, how long in-flight requests may take before the process exits anyway").env("FLOWSTORE_SHUTDOWN_GRACE").default(String(DEFAULT_SHUTDOWN_GRACE_SECONDS)))
     .addOption(new Option("--metrics-port <port>", "serve GET /metrics on this port instead of the API's (on --host)").env("FLOWSTORE_METRICS_PORT"))
     .addOption(new Option("--cors-origin <origins>", "comma-separated origins whose pages may call the API (default: none, CORS off)").env("FLOWSTORE_CORS_ORIGINS"))
+    .addOption(new Option("--trubudget-api", "also serve TruBudget's HTTP API (v2.18) at /api, for its frontend and tools (env FLOWSTORE_TRUBUDGET_API=1)"))
     .addOption(new Option("--no-compress", "do not compress JSON answers"))
     .addOption(new Option("--no-security-headers", "do not send security headers (helmet)"))
     .addOption(new Option("--max-event-loop-delay <ms>", "answer 503 with Retry-After while the event loop lags more (0: never)").env("FLOWSTORE_MAX_EVENT_LOOP_DELAY").default(String(DEFAULT_PRESSURE.maxEventLoopDelayMs)))
@@ -100,6 +110,7 @@ export function serveCommand(program: Command): void {
       const perUser = count(options.loginLimitUser, "--login-limit-user");
       const perAddress = count(options.loginLimitAddress, "--login-limit-address");
       const http = {
+        trubudgetApi: options.trubudgetApi === true || envFlag("FLOWSTORE_TRUBUDGET_API"),
         tokenTtlSeconds: count(options.tokenTtl, "--token-ttl", 1),
         refreshTtlSeconds: count(options.refreshTtl, "--refresh-ttl", 1),
         // A limit of 0 lifts that limit only.

@@ -31,7 +31,8 @@ export class ProblemError extends Error {
 export interface RequestOptions {
   /** JSON, or FormData sent as multipart/form-data. */
   readonly body?: unknown;
-  readonly query?: Record<string, string | number | boolean | null | undefined>;
+  /** A list value repeats its parameter (`?alsoKeys=a&alsoKeys=b`). */
+  readonly query?: Record<string, string | number | boolean | readonly string[] | null | undefined>;
   readonly headers?: Record<string, string>;
   readonly signal?: AbortSignal;
   /** Send no token (logging in): a 401 then means the credentials, not the session. */
@@ -141,7 +142,10 @@ export class HttpCore {
   /** Sends a request and answers the Response once its status is a success; throws ProblemError otherwise. */
   async open(method: string, path: string, options: RequestOptions = {}, retried = false): Promise<Response> {
     const query = new URLSearchParams();
-    for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined && v !== null) query.set(k, String(v));
+    for (const [k, v] of Object.entries(options.query ?? {})) {
+      if (Array.isArray(v)) for (const item of v as readonly string[]) query.append(k, item);
+      else if (v !== undefined && v !== null) query.set(k, String(v));
+    }
     const qs = query.toString();
     const url = this.baseUrl + path + (qs ? `?${qs}` : "");
     const headers: Record<string, string> = { accept: "application/json", ...options.headers };

@@ -20,7 +20,7 @@ import { NotificationsApi, ProjectHandle, projectPath, projectsPath, SearchableC
 export { ProblemError, type TokenPair, type ClientOptions, type Page, type PageParams, type Problem, type RequestOptions, type WriteOptions } from "./core.js";
 export type { ArchiveDocument, ArchiveFileInput, RestoredProject, Snapshot, SnapshotQuery, SnapshotSummary } from "./archive.js";
 export type { FeedMessage, FeedOptions } from "./events.js";
-export type { ProcessFields, ProcessRecord, ProcessRecordCreated, TtlOptions } from "./process-data.js";
+export type { ProcessFields, ProcessRecord, ProcessRecordCreated, PutOptions as ProcessPutOptions, TtlOptions } from "./process-data.js";
 export type * from "./workflow.js";
 export { whole } from "./workflow.js";
 export type { TokenResponse, PermissionMap, Group, GroupPage, NewGroup, NewUser, User, UserPage };

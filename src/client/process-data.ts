@@ -3,12 +3,14 @@
  * key as one URL-encoded path segment, its `/`s as %2F: the `{key}` parameter of the OpenAPI document), start forms and start messages under generated uuids, and process instances.
  */
 import type { Static } from "@sinclair/typebox";
-import type { ProcessRecord as ProcessRecordSchema, ProcessRecordCreated as CreatedSchema, TtlQuery } from "../http/routes/process-data.js";
+import type { ProcessRecord as ProcessRecordSchema, ProcessRecordCreated as CreatedSchema, PutQuery, TtlQuery } from "../http/routes/process-data.js";
 import { API, seg, type HttpCore, type Page, type PageParams } from "./core.js";
 
 export type ProcessRecord = Static<typeof ProcessRecordSchema>;
 export type ProcessRecordCreated = Static<typeof CreatedSchema>;
 export type TtlOptions = Static<typeof TtlQuery>;
+/** A write's options: its time to live, and the process instance it is registered under (a batch signature's root). */
+export type PutOptions = Static<typeof PutQuery>;
 export type ProcessFields = Record<string, unknown>;
 
 const base = `${API}/process-data`;
@@ -18,7 +20,7 @@ export class ProcessDataApi {
   constructor(private readonly core: HttpCore) {}
 
   /** Stores (replaces) the record at a key of a keyspace (`form-submissions` or `bpm-form-submissions`, …). */
-  put(keyspace: string, key: string, fields: ProcessFields, options: TtlOptions = {}): Promise<ProcessRecord> {
+  put(keyspace: string, key: string, fields: ProcessFields, options: PutOptions = {}): Promise<ProcessRecord> {
     return this.core.request("PUT", `${base}/${seg(keyspace)}/${keyPath(key)}`, { body: fields, query: { ...options } });
   }
   /** The record at a key, with its access token decrypted. */
@@ -44,8 +46,16 @@ export class ProcessDataApi {
   instance(processInstanceId: string, page: PageParams = {}): Promise<Page<ProcessRecord>> {
     return this.core.request("GET", `${base}/process-instances/${seg(processInstanceId)}`, { query: { ...page } });
   }
-  /** Deletes every record of a finished process instance. */
-  deleteInstance(processInstanceId: string): Promise<{ deleted: number }> {
-    return this.core.request("DELETE", `${base}/process-instances/${seg(processInstanceId)}`);
+  /** Deletes every record of a finished process instance, and the form-submission keys given with it (its start form). */
+  deleteInstance(processInstanceId: string, alsoKeys: readonly string[] = []): Promise<{ deleted: number }> {
+    return this.core.request("DELETE", `${base}/process-instances/${seg(processInstanceId)}`, { query: { alsoKeys: [...alsoKeys] } });
+  }
+  /** Creates a form schema (a Form.io form) under its `name`, lower-cased; a ConflictError (409) when one exists. */
+  createFormSchema(formData: Record<string, unknown>, options: TtlOptions = {}): Promise<ProcessRecord> {
+    return this.core.request("POST", `${base}/form-schemas`, { body: { formData }, query: { ...options } });
+  }
+  /** Replaces an existing form schema (its key is case-insensitive); a NotFoundError (404) when there is none. */
+  updateFormSchema(key: string, formData: Record<string, unknown>, options: TtlOptions = {}): Promise<ProcessRecord> {
+    return this.put("form-schemas", key, { formData }, options);
   }
 }

@@ -35,6 +35,7 @@ import { archiveRoutes } from "./routes/archive.js";
 import { documentRoutes } from "./routes/documents.js";
 import { notificationRoutes } from "./routes/notifications.js";
 import { serializerCompiler } from "./serialization.js";
+import { TRUBUDGET_PREFIX, trubudgetApi, type TrubudgetApiOptions } from "./trubudget/index.js";
 import { validatorCompiler } from "./validation.js";
 import { defaultWebRoot, registerWeb } from "./web.js";
 
@@ -94,6 +95,11 @@ export interface ServerOptions {
   readonly closeStore?: boolean;
   /** CORS, compression, security headers and back pressure (conventions.ts; each has its default there). */
   readonly http?: HttpConventionOptions;
+  /**
+   * Serve TruBudget's HTTP API (v2.18) at /api as well (default false): its frontend and tools then run
+   * on this store (src/http/trubudget). Its routes stay out of /openapi.json.
+   */
+  readonly trubudgetApi?: boolean | Omit<TrubudgetApiOptions, "rateLimit">;
   /** Called for every route as it is registered, before any plugin's (e.g. to enumerate the routes). */
   readonly onRoute?: (route: RouteOptions) => void;
 }
@@ -229,5 +235,9 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
     },
     { prefix: API_PREFIX },
   );
+  if (options.trubudgetApi) {
+    const tb = options.trubudgetApi === true ? {} : options.trubudgetApi;
+    await app.register(trubudgetApi, { ...tb, prefix: TRUBUDGET_PREFIX, rateLimit: options.loginRateLimit });
+  }
   return app;
 }

@@ -12,7 +12,10 @@
  * - records owned by a process instance (task submissions, signature records) live in the instance's
  *   partition `["pd-instance", owner]`, keyed `[key]`; the owner of `lowcode_{root}_{pid}_…` is the
  *   ROOT instance (the one that lives longest and reads its children's seals), the owner of
- *   `lowcode_{pid}_…_{index}` and of `process/{pid}/task/…` is `pid`;
+ *   `process/{pid}/task/…` is `pid`; a batch signature `lowcode_{pid}_…_{index}` is registered, as the
+ *   platform does (its signing delegate puts it under the execution's root process instance), under the
+ *   instance its write names (`processInstanceId`: the root), by default `pid`; its bucket pointer names
+ *   that owner when it is not `pid` (records.ts, `pointerTo`);
  * - every other record lives in its keyspace bucket partition `["pd-keyspace:<keyspace>", bucket]`
  *   (an external system's start form `lowcode_{def}_start_form_{uuid}` too: no instance exists yet, so
  *   the platform names it when it deletes the instance's data, `deleteProcessInstance`'s `alsoKeys`);
@@ -69,7 +72,7 @@ export const PATTERNS: Record<Keyspace, readonly string[]> = {
     "lowcode_{processDefinitionKey}_start_form_{uuid}",
   ],
   "bpm-message-payloads": ["process-definition/{processDefinitionKey}/start-message/{uuid}"],
-  "bpm-form-schemas": ["{formKey}"],
+  "bpm-form-schemas": ["{formKey} (case-insensitive: stored lower-cased)"],
   "bpm-form-scripts": ["{scriptName}"],
 };
 
@@ -147,8 +150,11 @@ export function parseKey(keyspaceName: string, key: unknown): ParsedKey {
         uuid: validateUuid(parts[3]!),
       };
     }
-    case "bpm-form-schemas":
-      return { keyspace, kind: "form-schema", key, formKey: validatePart("formKey", key) };
+    case "bpm-form-schemas": {
+      // form keys are case-insensitive, as the platform's form-schema provider has them: stored lower-cased
+      const formKey = validatePart("formKey", key.toLowerCase());
+      return { keyspace, kind: "form-schema", key: formKey, formKey };
+    }
     case "bpm-form-scripts":
       return { keyspace, kind: "form-script", key, scriptName: validatePart("scriptName", key) };
   }
@@ -245,7 +251,11 @@ export const keys = {
 export const INSTANCE_KIND = "pd-instance";
 export const bucketKind = (keyspace: Keyspace): string => `pd-keyspace:${keyspace}`;
 
-/** The process instance owning a record (its data goes when that instance is deleted), if any. */
+/**
+ * The process instance the key names as the record's owner (its data goes when that instance is deleted),
+ * if any. A batch signature's owner is the instance its write registers it under: this is the default,
+ * the instance in its key.
+ */
 export function ownerOf(p: ParsedKey): string | null {
   switch (p.kind) {
     case "task":

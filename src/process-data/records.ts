@@ -4,9 +4,11 @@
  *
  * Stored value of a record: the UTF-8 JSON `{"v":1,"f":{public fields},"t":<sealed token>?,"e":<expiresAt
  * ms>|null,"u":<updatedAt ms>}`. The access token is never in `f`; `t` holds it sealed (crypto.ts).
- * A pointer (an instance-owned record's entry in its keyspace bucket) is the single byte `P`.
+ * A pointer (an instance-owned record's entry in its keyspace bucket) is the byte `P`, followed by the owning
+ * instance's id when the key does not name it (`pointerTo`).
  */
 import { TooLargeError, ValidationError } from "../errors.js";
+import { validateFormioForm, type FormioForm } from "./form-schema.js";
 import type { Keyspace, ParsedKey } from "./keys.js";
 
 export interface FormSubmissionFields {
@@ -21,7 +23,7 @@ export interface MessagePayloadFields {
 }
 export interface FormSchemaFields {
   id: string;
-  formData: { components: unknown[]; [k: string]: unknown };
+  formData: FormioForm;
 }
 export interface FormScriptFields {
   id: string;
@@ -121,7 +123,7 @@ function unalias(p: ParsedKey, input: Record<string, unknown>): Record<string, u
 
 /**
  * Validates the fields given for the record at `p` and returns them normalized (id filled in).
- * Unknown fields, wrong types, a formData that is not a Form.io form and oversized values are refused
+ * Unknown fields, wrong types, a formData that is not a Form.io form (form-schema.ts) and oversized values are refused
  * with an error naming the field.
  */
 export function validateFields(p: ParsedKey, raw: unknown, limits: Limits = DEFAULT_LIMITS): RecordFields {
@@ -138,7 +140,8 @@ export function validateFields(p: ParsedKey, raw: unknown, limits: Limits = DEFA
   }
   const given = optionalString("id", input["id"], 255);
   if (given === "") throw new ValidationError("id must not be empty", "id");
-  const id = given ?? defaultId(p);
+  // a form schema's key is case-insensitive (keys.ts lower-cases it), and so is the id that repeats it
+  const id = given === undefined ? defaultId(p) : p.kind === "form-schema" ? given.toLowerCase() : given;
   if ((p.kind === "form-schema" || p.kind === "form-script") && id !== defaultId(p)) {
     throw new ValidationError(`id must equal the record's key (${p.key})`, "id");
   }
@@ -167,19 +170,7 @@ export function validateFields(p: ParsedKey, raw: unknown, limits: Limits = DEFA
     case "bpm-form-schemas": {
       const formData = input["formData"];
       if (formData === undefined) throw new ValidationError("formData is required", "formData");
-      if (!isPlainObject(formData)) {
-        throw new ValidationError("formData must be a Form.io form: a JSON object with a components array", "formData");
-      }
-      const components = formData["components"];
-      if (!Array.isArray(components)) {
-        throw new ValidationError("formData.components must be an array (a Form.io form)", "formData.components");
-      }
-      components.forEach((c, i) => {
-        if (!isPlainObject(c)) {
-          throw new ValidationError(`formData.components[${i}] must be an object`, `formData.components[${i}]`);
-        }
-      });
-      fields = { id, formData: JSON.parse(jsonOf("formData", formData)) as FormSchemaFields["formData"] };
+      fields = { id, formData: JSON.parse(jsonOf("formData", validateFormioForm(formData, p.formKey))) as FormSchemaFields["formData"] };
       break;
     }
     case "bpm-form-scripts": {
@@ -217,8 +208,21 @@ export interface StoredRecord {
 
 export const POINTER = Buffer.from("P");
 
+/**
+ * The pointer to a record its key does not place: `P` and the owning instance's id (a batch signature
+ * registered under its root instance). A record's stored JSON begins with `{`, never `P`.
+ */
+export function pointerTo(owner: string | null): Buffer {
+  return owner === null ? POINTER : Buffer.concat([POINTER, Buffer.from(owner, "utf8")]);
+}
+
 export function isPointer(value: Uint8Array): boolean {
-  return value.length === 1 && value[0] === POINTER[0];
+  return value.length >= 1 && value[0] === POINTER[0];
+}
+
+/** The owner a pointer names, or null for a bare pointer (the owner is the one the key names). */
+export function pointerOwner(value: Uint8Array): string | null {
+  return value.length > 1 ? Buffer.from(value.buffer, value.byteOffset + 1, value.byteLength - 1).toString("utf8") : null;
 }
 
 export function encodeRecord(r: StoredRecord): Buffer {

@@ -21,6 +21,7 @@ import { IntentRegistry } from "../access/intents.js";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
 import { allPartitions, scanAll, type Entry, type KvStore, type Partition } from "../kv/contract.js";
 import { TokenCipher, type KeyConfig } from "./crypto.js";
+import { formKeyOf } from "./form-schema.js";
 import { assertSealingKey, recordSealingKey, replaceSealingKey } from "./sealing-key.js";
 import { expiryEntry, expiryPartition, sweepExpiryIndex, type SweepResult } from "./expiry.js";
 import {
@@ -44,7 +45,8 @@ import {
   encodeRecord,
   isExpired,
   isPointer,
-  POINTER,
+  pointerOwner,
+  pointerTo,
   validateFields,
   validateTtl,
   type AnyRecordFields,
@@ -100,6 +102,12 @@ export interface ListPage {
 export interface PutOptions {
   /** Time to live in milliseconds; the record is gone from reads once it passes. */
   ttlMs?: number;
+  /**
+   * The process instance the record is registered under (the platform's `processInstanceId` of a form-data
+   * write): a batch signature's root instance (default: the instance in its key). For a key that names its
+   * owner it must be that owner; a key no instance owns takes none.
+   */
+  processInstanceId?: string;
 }
 
 const DEFAULT_LIST_LIMIT = 100;
@@ -135,16 +143,47 @@ export class ProcessData {
     return this.#global.assert(actor, what === "read" ? "global.readProcessData" : "global.writeProcessData");
   }
 
-  /** Writes (replaces) the record at `key`. The answer carries no access token. */
+  /**
+   * Writes (replaces) the record at `key`. The answer carries no access token. A form schema is only
+   * replaced here (NotFoundError when there is none: the platform's update); `createFormSchema` creates one.
+   */
   async put(actor: Actor, keyspace: string, key: string, fields: unknown, options: PutOptions = {}): Promise<ProcessRecord> {
     await this.#may(actor, "write");
-    return this.#put(keyspace, key, fields, options);
+    const p = parseKey(keyspace, key);
+    if (p.kind !== "form-schema") return this.#put(p, fields, options);
+    if (options.processInstanceId !== undefined) registrationOf(p, options.processInstanceId);
+    const valid = validateFields(p, fields, this.#limits);
+    const entry = await this.#kv.get(bucketPartition(p), [p.key]);
+    if (!entry || !this.#visible(p, entry, false)) throw new NotFoundError(`no form schema ${p.key} to update (create it with POST)`);
+    return this.#put(p, valid, options, entry.version);
   }
 
-  async #put(keyspace: string, key: string, fields: unknown, options: PutOptions): Promise<ProcessRecord> {
-    const p = parseKey(keyspace, key);
+  /**
+   * Creates a form schema (the registry platform's form-schema provider): its key is the form's `name`,
+   * lower-cased; a form schema under that key already is a ConflictError naming `formData.name`.
+   */
+  async createFormSchema(actor: Actor, fields: unknown, options: PutOptions = {}): Promise<ProcessRecord> {
+    await this.#may(actor, "write");
+    const raw = fields !== null && typeof fields === "object" && !Array.isArray(fields) ? (fields as { formData?: unknown }).formData : undefined;
+    if (raw === undefined) throw new ValidationError("formData is required", "formData");
+    const p = parseKey("bpm-form-schemas", formKeyOf(raw));
+    const valid = validateFields(p, fields, this.#limits);
+    const entry = await this.#kv.get(bucketPartition(p), [p.key]);
+    if (entry && this.#visible(p, entry, false)) throw new ConflictError(`a form schema ${p.key} exists already (update it with PUT)`, "formData.name");
+    return this.#put(p, valid, options, entry?.version ?? null);
+  }
+
+  /**
+   * Writes the record at `p`. `expected`: the version the record must still have (null: absent), checked in
+   * the record's commit, so that a create or an update racing another write is a ConflictError.
+   */
+  async #put(p: ParsedKey, fields: unknown, options: PutOptions, expected?: number | null): Promise<ProcessRecord> {
     const valid = validateFields(p, fields, this.#limits);
     const ttl = validateTtl(options.ttlMs);
+    const owner = registrationOf(p, options.processInstanceId);
+    // a batch signature registered anew under another instance leaves its record under the one its pointer named
+    const pointer = p.kind === "batch-signature" ? await this.#kv.get(bucketPartition(p), [p.key]) : undefined;
+    const previous = pointer && isPointer(pointer.value) ? (pointerOwner(pointer.value) ?? ownerOf(p)) : owner;
     const now = this.#clock();
     const expiresAt = ttl === null ? null : now + ttl;
     const { accessToken, ...publicFields } = valid as RecordFields & { accessToken?: string };
@@ -157,12 +196,16 @@ export class ProcessData {
       stored.t = this.#cipher.seal(accessToken, aad(p));
     }
 
-    const owner = ownerOf(p);
     const before: Promise<unknown>[] = [];
-    if (owner !== null) before.push(this.#kv.commit(bucketPartition(p), [{ type: "put", key: [p.key], value: POINTER }]));
+    if (owner !== null) {
+      const pointer = pointerTo(owner === ownerOf(p) ? null : owner);
+      before.push(this.#kv.commit(bucketPartition(p), [{ type: "put", key: [p.key], value: pointer }]));
+    }
     if (expiresAt !== null) before.push(this.#kv.commit(expiryPartition(expiresAt), [expiryEntry(expiresAt, p.keyspace, p.key)]));
     await Promise.all(before);
-    const { version } = await this.#kv.commit(homeOf(p), [{ type: "put", key: [p.key], value: encodeRecord(stored) }]);
+    const check = expected === undefined ? [] : [{ type: "check" as const, key: [p.key], version: expected }];
+    const { version } = await this.#kv.commit(homeOf(p, owner), [...check, { type: "put", key: [p.key], value: encodeRecord(stored) }]);
+    if (previous !== owner) await this.#kv.commit([INSTANCE_KIND, previous!], [{ type: "delete", key: [p.key] }]);
     return { keyspace: p.keyspace, key: p.key, fields: publicFields as AnyRecordFields, expiresAt, updatedAt: now, version };
   }
 
@@ -170,7 +213,7 @@ export class ProcessData {
   async get(actor: Actor, keyspace: string, key: string): Promise<ProcessRecord> {
     await this.#may(actor, "read");
     const p = parseKey(keyspace, key);
-    const entry = await this.#kv.get(homeOf(p), [p.key]);
+    const entry = await this.#kv.get(await this.#home(p), [p.key]);
     const record = entry && this.#visible(p, entry, true);
     if (!record) throw new NotFoundError(`no record ${p.key} in ${p.keyspace}`);
     return record;
@@ -180,7 +223,7 @@ export class ProcessData {
   async delete(actor: Actor, keyspace: string, key: string): Promise<boolean> {
     await this.#may(actor, "write");
     const p = parseKey(keyspace, key);
-    const home = homeOf(p);
+    const home = await this.#home(p);
     const entry = await this.#kv.get(home, [p.key]);
     const existed = entry !== undefined && this.#visible(p, entry, false) !== undefined;
     if (entry) await this.#kv.commit(home, [{ type: "delete", key: [p.key] }]);
@@ -192,7 +235,7 @@ export class ProcessData {
   async createStartForm(actor: Actor, processDefinitionKey: string, fields: unknown, options: PutOptions = {}) {
     await this.#may(actor, "write");
     const uuid = randomUUID();
-    const record = await this.#put("bpm-form-submissions", keys.startForm(processDefinitionKey, uuid), fields, options);
+    const record = await this.#put(parseKey("bpm-form-submissions", keys.startForm(processDefinitionKey, uuid)), fields, options);
     return { key: record.key, uuid, record };
   }
 
@@ -200,7 +243,7 @@ export class ProcessData {
   async createStartMessage(actor: Actor, processDefinitionKey: string, fields: unknown, options: PutOptions = {}) {
     await this.#may(actor, "write");
     const uuid = randomUUID();
-    const record = await this.#put("bpm-message-payloads", keys.startMessage(processDefinitionKey, uuid), fields, options);
+    const record = await this.#put(parseKey("bpm-message-payloads", keys.startMessage(processDefinitionKey, uuid)), fields, options);
     return { key: record.key, uuid, record };
   }
 
@@ -221,12 +264,12 @@ export class ProcessData {
 
   /**
    * The signature records a process instance owns: `lowcode_{pid}_{child}_…` for each child process and
-   * its batch signatures `lowcode_{pid}_…_{index}`.
+   * the batch signatures registered under it (`lowcode_{pid or a child}_…_{index}`).
    */
   async listSignatures(actor: Actor, processInstanceId: string, options: ListOptions = {}): Promise<ListPage> {
     await this.#may(actor, "read");
     const pid = validateProcessInstanceId(processInstanceId);
-    const { start, end } = prefixBounds(`lowcode_${pid}_`);
+    const { start, end } = prefixBounds("lowcode_");
     return this.#scanPage([INSTANCE_KIND, pid], { start: [start], end: [end] }, options);
   }
 
@@ -259,15 +302,17 @@ export class ProcessData {
     const pid = validateProcessInstanceId(processInstanceId);
     const also = options.alsoKeys ?? [];
     if (!Array.isArray(also) || also.length > MAX_ALSO_KEYS) throw new ValidationError(`alsoKeys is a list of at most ${MAX_ALSO_KEYS} keys`, "alsoKeys");
-    const extra = also.map((key, i) => {
-      let p: ParsedKey;
+    const parsed = also.map((key, i) => {
       try {
-        p = parseKey("bpm-form-submissions", key);
+        return parseKey("bpm-form-submissions", key);
       } catch (e) {
         if (e instanceof ValidationError) throw new ValidationError(`alsoKeys[${i}]: ${e.message}`, `alsoKeys[${i}]`);
         throw e;
       }
-      const owner = ownerOf(p);
+    });
+    const owners = await Promise.all(parsed.map((p) => this.#ownerOf(p)));
+    const extra = parsed.map((p, i) => {
+      const owner = owners[i]!;
       if (owner !== null && owner !== pid) throw new ValidationError(`alsoKeys[${i}] belongs to process instance ${owner}, not ${pid}`, `alsoKeys[${i}]`);
       return p;
     });
@@ -289,7 +334,7 @@ export class ProcessData {
       ),
     );
     for (const p of extra) {
-      if (ownerOf(p) !== null) continue; // this instance's own record: gone with its partition
+      if (ownerOf(p) !== null) continue; // this instance's own record: gone with its partition (a batch signature's too)
       const entry = await this.#kv.get(homeOf(p), [p.key]);
       if (!entry) continue;
       if (this.#visible(p, entry, false)) deleted++;
@@ -308,7 +353,7 @@ export class ProcessData {
       } catch {
         return false;
       }
-      const home = homeOf(p);
+      const home = await this.#home(p);
       const entry = await this.#kv.get(home, [p.key]);
       if (!entry || isPointer(entry.value)) return false;
       const stored = decodeRecord(entry.value);
@@ -384,6 +429,21 @@ export class ProcessData {
 
   // ---- internals -------------------------------------------------------------------------------------
 
+  /**
+   * The instance owning the record at `p` (null: none): the one its key names, or for a batch signature
+   * the one its bucket pointer names (the instance in its key when the pointer names none, or there is none).
+   */
+  async #ownerOf(p: ParsedKey): Promise<string | null> {
+    if (p.kind !== "batch-signature") return ownerOf(p);
+    const pointer = await this.#kv.get(bucketPartition(p), [p.key]);
+    return (pointer && isPointer(pointer.value) ? pointerOwner(pointer.value) : null) ?? p.processInstanceId;
+  }
+
+  /** The partition holding the record at `p`. */
+  async #home(p: ParsedKey): Promise<Partition> {
+    return homeOf(p, await this.#ownerOf(p));
+  }
+
   #visible(p: ParsedKey, entry: Entry, withToken: boolean): ProcessRecord | undefined {
     if (isPointer(entry.value)) return undefined;
     const stored = decodeRecord(entry.value);
@@ -400,7 +460,7 @@ export class ProcessData {
     const byOwner = new Map<string, number[]>();
     entries.forEach((e, i) => {
       if (!isPointer(e.value)) return;
-      const owner = ownerOf(parsed[i]!)!;
+      const owner = pointerOwner(e.value) ?? ownerOf(parsed[i]!)!;
       let list = byOwner.get(owner);
       if (!list) byOwner.set(owner, (list = []));
       list.push(i);
@@ -481,8 +541,23 @@ function bucketPartition(p: ParsedKey): Partition {
   return [bucketKind(p.keyspace), bucketOf(p)];
 }
 
-function homeOf(p: ParsedKey): Partition {
-  const owner = ownerOf(p);
+/**
+ * The instance a write registers the record at `p` under: the owner its key names, or for a batch
+ * signature the instance the write names (its root), by default the one in its key.
+ */
+function registrationOf(p: ParsedKey, processInstanceId: string | undefined): string | null {
+  const named = ownerOf(p);
+  if (processInstanceId === undefined) return named;
+  const given = validateProcessInstanceId(processInstanceId);
+  if (named === null) throw new ValidationError(`no process instance owns a ${p.kind} record: give no processInstanceId`, "processInstanceId");
+  if (p.kind !== "batch-signature" && given !== named) {
+    throw new ValidationError(`the key ${p.key} belongs to process instance ${named}, not ${given}`, "processInstanceId");
+  }
+  return given;
+}
+
+/** The partition holding the record at `p` owned by `owner` (default: the owner its key names). */
+function homeOf(p: ParsedKey, owner: string | null = ownerOf(p)): Partition {
   return owner === null ? bucketPartition(p) : [INSTANCE_KIND, owner];
 }
 

@@ -11,6 +11,7 @@ import { decode } from "../../src/kv/tuple.js";
 import { SYSTEM, userActor } from "../../src/access/actor.js";
 import { ensureDemoIdentities, generateDemo } from "../../src/workflow/demo.js";
 import { backends, forEachBackend, type BackendHandle } from "../conformance/backends.js";
+import { formioForm } from "../process-data/helpers.js";
 
 /** Opens the whole store over `kv` (which stays open) for one piece of work. */
 async function over<T>(kv: KvStore, run: (fs: Flowstore) => Promise<T>): Promise<T> {
@@ -35,7 +36,7 @@ const populate = (kv: KvStore) =>
     await archive.write(SYSTEM, "order-1", { $workflowgroup: ["Invoice"] }, [{ name: "a.bin", content: randomBytes(1_500_000) }]);
     await pd.put(SYSTEM, "bpm-form-submissions", "process/pi-1/task/t1", { id: "r", accessToken: "plain-access-token-0123456789", data: { a: 1 } }, { ttlMs: 3_600_000 });
     await pd.createStartMessage(SYSTEM, "order", { id: "m", data: {} });
-    await pd.put(SYSTEM, "bpm-form-schemas", "form-a", { id: "form-a", formData: { components: [] } });
+    await pd.createFormSchema(SYSTEM, { id: "form-a", formData: formioForm("form-a") });
   });
 
 const verifyAll = (kv: KvStore) => over(kv, (fs) => fs.verifyAll());

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { forEachBackend, httpBackends, type BackendHandle } from "../conformance/backends.js";
 import { raw, startServer, type Running } from "./harness.js";
+import { formioForm } from "../process-data/helpers.js";
 
 const API = "/api/v1";
 
@@ -43,8 +44,9 @@ forEachBackend((backend) => {
     expect(instance.body.items).toHaveLength(2);
     expect((await call(root, "DELETE", "/process-data/process-instances/pi-1")).body).toEqual({ deleted: 2 });
     expect((await call(root, "GET", "/process-data/form-submissions/process/pi-1/task/approve")).status).toBe(404);
-    expect((await call(root, "PUT", "/process-data/form-schemas/order-form", { id: "order-form", formData: { components: [] } })).status).toBe(200);
-    expect((await call(root, "PUT", "/process-data/form-schemas/bad-form", { id: "bad-form", formData: { title: "no components" } })).status).toBe(400);
+    expect((await call(root, "POST", "/process-data/form-schemas", { id: "order-form", formData: formioForm("order-form") })).status).toBe(201);
+    expect((await call(root, "PUT", "/process-data/form-schemas/order-form", { id: "order-form", formData: formioForm("order-form") })).status).toBe(200);
+    expect((await call(root, "POST", "/process-data/form-schemas", { formData: { ...formioForm("bad-form"), components: undefined } })).status).toBe(400);
     expect((await call(root, "DELETE", "/process-data/form-schemas/order-form")).status).toBe(204);
     expect((await call(root, "DELETE", "/process-data/form-schemas/order-form")).status).toBe(404);
   });

@@ -53,3 +53,20 @@ export async function collect<T>(
   } while (cursor !== null);
   return { items, pages };
 }
+
+/** A Form.io form as the platform's modelling tools produce it (a valid form-schema body named `name`). */
+export function formioForm(name: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    title: "Add a lab",
+    name,
+    path: name.toLowerCase(),
+    display: "form",
+    type: "form",
+    components: [
+      { type: "textfield", key: "labName", label: "Name" },
+      { type: "columns", key: "cols", columns: [{ components: [{ type: "day", key: "opened" }] }] },
+      { type: "button", key: "submit", label: "Submit" },
+    ],
+    ...extra,
+  };
+}

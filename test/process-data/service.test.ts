@@ -1,12 +1,12 @@
 import { SYSTEM } from "../../src/access/actor.js";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
-import { NotFoundError, TooLargeError, ValidationError } from "../../src/errors.js";
+import { ConflictError, NotFoundError, TooLargeError, ValidationError } from "../../src/errors.js";
 import { keys } from "../../src/process-data/keys.js";
 import type { ProcessData } from "../../src/process-data/service.js";
 import { compareTuples } from "../../src/kv/tuple.js";
 import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
-import { collect, rawDump, service } from "./helpers.js";
+import { collect, formioForm, rawDump, service } from "./helpers.js";
 
 const FS = "bpm-form-submissions";
 
@@ -45,11 +45,14 @@ forEachBackend((backend) => {
     expect((await pd.get(SYSTEM, FS, task)).fields).toEqual({ id: task, data: [1, 2] });
 
     await pd.put(SYSTEM, "bpm-message-payloads", keys.startMessage("proc", randomUUID()), { data: { a: 1 } });
-    await pd.put(SYSTEM, "bpm-form-schemas", "add-lab", { formData: { display: "form", components: [{ key: "name", type: "textfield" }] } });
-    expect((await pd.get(SYSTEM, "bpm-form-schemas", "add-lab")).fields).toEqual({
-      id: "add-lab",
-      formData: { display: "form", components: [{ key: "name", type: "textfield" }] },
-    });
+    await pd.createFormSchema(SYSTEM, { formData: formioForm("Add-Lab") });
+    expect((await pd.get(SYSTEM, "bpm-form-schemas", "ADD-LAB")).fields).toEqual({ id: "add-lab", formData: formioForm("add-lab", { path: "add-lab" }) });
+    await pd.put(SYSTEM, "bpm-form-schemas", "add-lab", { formData: formioForm("add-lab", { title: "Changed" }) });
+    expect((await pd.get(SYSTEM, "bpm-form-schemas", "add-lab")).fields.formData).toMatchObject({ title: "Changed" });
+    expect((await errorOf(pd.put(SYSTEM, "bpm-form-schemas", "absent", { formData: formioForm("absent") }))).error).toBeInstanceOf(NotFoundError);
+    const taken = await errorOf(pd.createFormSchema(SYSTEM, { formData: formioForm("ADD-lab") }));
+    expect(taken.error).toBeInstanceOf(ConflictError);
+    expect(taken.field).toBe("formData.name");
     await pd.put(SYSTEM, "bpm-form-scripts", "lab.js", { formScript: "return 1;" });
     expect((await pd.get(SYSTEM, "bpm-form-scripts", "lab.js")).fields).toEqual({ id: "lab.js", formScript: "return 1;" });
 
@@ -89,13 +92,11 @@ forEachBackend((backend) => {
     expect((await errorOf(pd.put(SYSTEM, "bpm-message-payloads", keys.startMessage("p", randomUUID()), { signature: "s" }))).field).toBe(
       "signature",
     );
-    expect((await errorOf(pd.put(SYSTEM, "bpm-form-schemas", "f", {}))).field).toBe("formData");
-    expect((await errorOf(pd.put(SYSTEM, "bpm-form-schemas", "f", { formData: [] }))).field).toBe("formData");
-    expect((await errorOf(pd.put(SYSTEM, "bpm-form-schemas", "f", { formData: { title: "x" } }))).field).toBe("formData.components");
-    expect((await errorOf(pd.put(SYSTEM, "bpm-form-schemas", "f", { formData: { components: [1] } }))).field).toBe(
-      "formData.components[0]",
-    );
-    expect((await errorOf(pd.put(SYSTEM, "bpm-form-schemas", "f", { id: "g", formData: { components: [] } }))).field).toBe("id");
+    expect((await errorOf(pd.createFormSchema(SYSTEM, {}))).field).toBe("formData");
+    expect((await errorOf(pd.createFormSchema(SYSTEM, { formData: [] }))).field).toBe("formData");
+    expect((await errorOf(pd.createFormSchema(SYSTEM, { formData: { ...formioForm("f"), components: undefined } }))).field).toBe("formData.components");
+    expect((await errorOf(pd.createFormSchema(SYSTEM, { formData: { ...formioForm("f"), components: [1] } }))).field).toBe("formData.components[0]");
+    expect((await errorOf(pd.createFormSchema(SYSTEM, { id: "g", formData: formioForm("f") }))).field).toBe("id");
     expect((await errorOf(pd.put(SYSTEM, "bpm-form-scripts", "s.js", { formScript: 42 }))).field).toBe("formScript");
     const big = await errorOf(pd.put(SYSTEM, "bpm-form-scripts", "s.js", { formScript: "x".repeat(256 * 1024 + 1) }));
     expect(big.error).toBeInstanceOf(TooLargeError);
@@ -123,7 +124,7 @@ forEachBackend((backend) => {
       await pd.put(SYSTEM, FS, k, { data: { i }, accessToken: `secret-${i}` });
       written.push(k);
     }
-    await pd.put(SYSTEM, "bpm-form-schemas", "other-keyspace", { formData: { components: [] } });
+    await pd.createFormSchema(SYSTEM, { formData: formioForm("other-keyspace") });
     const expected = [...written].sort(byKey);
     for (const limit of [1, 7, 100]) {
       const { items, pages } = await collect((cursor) => pd.list(SYSTEM, FS, { cursor, limit }));
@@ -181,7 +182,7 @@ forEachBackend((backend) => {
       keys.startForm("д".repeat(127) + "x", randomUUID()),
     ];
     for (const k of long) await pd.put(SYSTEM, FS, k, { data: 1, accessToken: "t" }, { ttlMs: 1000 });
-    await pd.put(SYSTEM, "bpm-form-schemas", "ф".repeat(127) + "x", { formData: { components: [] } }, { ttlMs: 1000 });
+    await pd.createFormSchema(SYSTEM, { formData: formioForm("ф".repeat(127) + "x") }, { ttlMs: 1000 });
     for (const k of long) expect((await pd.get(SYSTEM, FS, k)).key).toBe(k);
     expect((await collect((cursor) => pd.list(SYSTEM, FS, { cursor, limit: 2 }))).items.map((r) => r.key)).toEqual([...long].sort(byKey));
     expect((await pd.deleteProcessInstance(SYSTEM, pid)).deleted).toBe(2);

@@ -5,7 +5,7 @@ import { NotFoundError } from "../../src/errors.js";
 import { keys } from "../../src/process-data/keys.js";
 import type { ProcessData } from "../../src/process-data/service.js";
 import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
-import { collect, fixedClock, rawDump, service, type Clock } from "./helpers.js";
+import { collect, fixedClock, formioForm, rawDump, service, type Clock } from "./helpers.js";
 
 const FS = "bpm-form-submissions";
 const HOUR = 3_600_000;
@@ -87,7 +87,7 @@ forEachBackend((backend) => {
   });
 
   it("sweeps in bounded steps", async () => {
-    for (let i = 0; i < 25; i++) await pd.put(SYSTEM, "bpm-form-schemas", `f${i}`, { formData: { components: [] } }, { ttlMs: 10 + i });
+    for (let i = 0; i < 25; i++) await pd.createFormSchema(SYSTEM, { formData: formioForm(`f${i}`) }, { ttlMs: 10 + i });
     clock.now += HOUR;
     let removed = 0;
     let calls = 0;

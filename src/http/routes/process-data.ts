@@ -4,6 +4,8 @@
  *   PUT|GET|DELETE /process-data/form-submissions/process/{pid}/task/{taskKey}
  *   POST           /process-data/form-submissions/process-definition/{def}/start-form   → 201 {key, uuid, record}
  *   POST           /process-data/message-payloads/process-definition/{def}/start-message → 201 {key, uuid, record}
+ *   POST           /process-data/form-schemas                  → 201: a form schema under its lower-cased name (409 if taken);
+ *                                                                PUT on its key updates it (404 when absent)
  *   GET            /process-data/{keyspace}                     → a page of records (never access tokens)
  *   GET|DELETE     /process-data/process-instances/{pid}         → an instance's records / remove them all
  *                                                                (DELETE ?alsoKeys=…: and the platform's extra keys, its start form)
@@ -39,6 +41,19 @@ export const ProcessRecord = Type.Object(
 const Fields = Type.Record(Type.String(), Type.Unknown(), { $id: "ProcessFields", description: "the record's fields (see the keyspace)" });
 export const TtlQuery = Type.Object(
   { ttlMs: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_TTL_MS, description: "time to live in milliseconds" })) },
+  { additionalProperties: false },
+);
+export const PutQuery = Type.Object(
+  {
+    ...TtlQuery.properties,
+    processInstanceId: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 255,
+        description: "the process instance the record is registered under: a batch signature's root instance (default: the instance in its key); for other instance-owned keys, the one the key names",
+      }),
+    ),
+  },
   { additionalProperties: false },
 );
 const Deleted = Type.Object({ deleted: Type.Integer({ description: "how many records were deleted" }) }, { $id: "DeletedCount", title: "DeletedCount" });
@@ -106,6 +121,22 @@ export const processDataRoutes: FastifyPluginAsync = async (app) => {
     );
   }
 
+  app.post<{ Body: Record<string, unknown>; Querystring: Static<typeof TtlQuery> }>(
+    "/process-data/form-schemas",
+    {
+      schema: {
+        tags,
+        summary: "Create a form schema (a Form.io form in formData) under its name, lower-cased; an existing one is a 409 (update it with PUT on its key)",
+        querystring: TtlQuery,
+        body: Fields,
+        response: { 201: ProcessRecord, ...problems(400, 403, 409, 413, 415) },
+      },
+    },
+    async (request, reply) => {
+      return reply.code(201).send(await pd.createFormSchema(request.actor, request.body, { ttlMs: request.query.ttlMs }));
+    },
+  );
+
   app.get<{ Params: { keyspace: string }; Querystring: PageQuery }>(
     "/process-data/:keyspace",
     { schema: { tags, summary: "List a keyspace in key order (access tokens never listed)", params: Type.Object({ keyspace: Keyspace }), querystring: PageQuery, response: { 200: PageOf(ProcessRecord, "ProcessRecordPage"), ...problems(400, 403) } } },
@@ -122,11 +153,20 @@ export const processDataRoutes: FastifyPluginAsync = async (app) => {
     ["/process-data/:keyspace/*", PathParams, true],
   ] as const) {
     const at = { params, ...(hide ? { hide } : {}) };
-    app.put<{ Params: KeyAddress; Body: Record<string, unknown>; Querystring: Static<typeof TtlQuery> }>(
+    app.put<{ Params: KeyAddress; Body: Record<string, unknown>; Querystring: Static<typeof PutQuery> }>(
       path,
-      { schema: { tags, summary: "Store (replace) the record at a key", ...at, querystring: TtlQuery, body: Fields, response: { 200: ProcessRecord, ...problems(400, 403, 413, 415) } } },
+      {
+        schema: {
+          tags,
+          summary: "Store (replace) the record at a key; a form schema only if it exists (404 otherwise: create it with POST /process-data/form-schemas)",
+          ...at,
+          querystring: PutQuery,
+          body: Fields,
+          response: { 200: ProcessRecord, ...problems(400, 403, 404, 409, 413, 415) },
+        },
+      },
       async (request) => {
-        return pd.put(request.actor, request.params.keyspace, keyOf(request.params), request.body, { ttlMs: request.query.ttlMs });
+        return pd.put(request.actor, request.params.keyspace, keyOf(request.params), request.body, request.query);
       },
     );
 

@@ -1,0 +1,179 @@
+/**
+ * Sessions as TruBudget has them (its user_authenticate.ts, user_refreshToken.ts, user_logout.ts), on
+ * flowstore's tokens (identity/tokens.ts), so one user logs in through either API:
+ *
+ * - `POST /user.authenticate` answers the user (id, displayName, organization, allowedIntents: the global
+ *   intents held, by TruBudget's names (intents.ts), groups as {groupId, displayName}) and sets the access token as TruBudget's HttpOnly
+ *   `token` cookie and the refresh token as its `refreshToken` cookie (paths /api/user.refreshtoken and
+ *   /api/user.logout). TruBudget 2.18 puts no token in the body; its Postman collection, provisioning and
+ *   load tests read `data.user.token`, so the body carries it too (for `Authorization: Bearer`).
+ * - Every other route takes the `token` cookie, or else a Bearer header (authenticated(), below).
+ * - `POST /user.refreshtoken` spends the refresh cookie for a new access token cookie (flowstore rotates
+ *   the refresh token, so its cookie is renewed as well); `POST /user.logout` ends the session the token
+ *   names and clears the cookies.
+ */
+import { Type, type Static } from "@sinclair/typebox";
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import { UnauthorizedError } from "../../errors.js";
+import { PASSWORD_MAX } from "../../identity/index.js";
+import type { IssuedToken } from "../../identity/index.js";
+import { bearerToken } from "../auth.js";
+import { DEFAULT_LOGIN_RATE_LIMITS, loginLimiter, type LoginRateLimits } from "../rate-limit.js";
+import { Envelope, errorBody, ok, Reply } from "./envelope.js";
+import { trubudgetIntents } from "./intents.js";
+
+/** The cookies TruBudget sets, and where its frontend sends the refresh token. */
+export const TOKEN_COOKIE = "token";
+export const REFRESH_COOKIE = "refreshToken";
+const REFRESH_PATHS = ["/api/user.refreshtoken", "/api/user.logout"] as const;
+
+/** TruBudget's answer to a route called without a valid token (its httpd/server.ts). */
+export const TOKEN_REQUIRED = "A valid JWT auth bearer token is required for this route.";
+
+/** The cookies of a request, by name (RFC 6265's `name=value; …`; the first of a name wins). */
+export function cookies(request: FastifyRequest): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of (request.headers.cookie ?? "").split(";")) {
+    const eq = part.indexOf("=");
+    if (eq < 0) continue;
+    const name = part.slice(0, eq).trim();
+    if (name === "" || name in out) continue;
+    let value = part.slice(eq + 1).trim();
+    if (value.startsWith('"') && value.endsWith('"') && value.length >= 2) value = value.slice(1, -1);
+    try {
+      out[name] = decodeURIComponent(value);
+    } catch {
+      out[name] = value;
+    }
+  }
+  return out;
+}
+
+/** The access token of a request: TruBudget's `token` cookie wins over the Authorization header. */
+export function accessToken(request: FastifyRequest): string {
+  return cookies(request)[TOKEN_COOKIE] ?? bearerToken(request);
+}
+
+/** A `Set-Cookie` value as TruBudget sets its cookies: HttpOnly, SameSite=Strict, Secure over https. */
+function cookie(request: FastifyRequest, name: string, value: string, path: string, expire = false): string {
+  const attributes = [`${name}=${encodeURIComponent(value)}`, `Path=${path}`, "HttpOnly", "SameSite=Strict"];
+  if (request.protocol === "https") attributes.push("Secure");
+  if (expire) attributes.push("Expires=Thu, 01 Jan 1970 00:00:00 GMT", "Max-Age=0");
+  return attributes.join("; ");
+}
+
+export function setSessionCookies(request: FastifyRequest, reply: FastifyReply, issued: IssuedToken | undefined): void {
+  const expire = issued === undefined;
+  reply.header("set-cookie", [
+    cookie(request, TOKEN_COOKIE, issued?.token ?? "", "/", expire),
+    ...REFRESH_PATHS.map((path) => cookie(request, REFRESH_COOKIE, issued?.refreshToken ?? "", path, expire)),
+  ]);
+}
+
+/**
+ * Makes every route of `scope` need a valid access token (cookie or Bearer): `request.actor` is the
+ * caller. Without one the answer is TruBudget's 401, before the body is read.
+ */
+export function authenticated(scope: FastifyInstance): void {
+  scope.addHook("onRequest", async (request, reply) => {
+    try {
+      request.actor = await request.server.flowstore.tokens.verify(accessToken(request));
+    } catch (e) {
+      if (!(e instanceof UnauthorizedError)) throw e;
+      return reply.code(401).send(errorBody(401, TOKEN_REQUIRED));
+    }
+    return undefined;
+  });
+}
+
+const Credentials = Envelope(
+  Type.Object(
+    {
+      user: Type.Object(
+        { id: Type.String({ minLength: 1, maxLength: 256 }), password: Type.String({ minLength: 1, maxLength: PASSWORD_MAX }) },
+        { additionalProperties: false },
+      ),
+    },
+    { additionalProperties: false },
+  ),
+);
+/** The body of user.refreshtoken and user.logout: TruBudget's frontend sends an empty `data`. */
+const Empty = Envelope(Type.Object({}));
+const Optional = Type.Optional(Empty);
+
+const LoginUser = Type.Object({
+  id: Type.String(),
+  displayName: Type.String(),
+  organization: Type.String(),
+  allowedIntents: Type.Array(Type.String()),
+  groups: Type.Array(Type.Object({ groupId: Type.String(), displayName: Type.String() })),
+  token: Type.String(),
+});
+const LoginReply = Reply(Type.Object({ user: LoginUser, accessTokenExp: Type.Number() }));
+const RefreshReply = Reply(Type.Object({ accessTokenExp: Type.Number() }));
+const Done = Reply(Type.Object({}));
+
+export interface AuthOptions {
+  /** Limits on log in and refresh (as the native /auth routes'); false for none. */
+  readonly rateLimit?: LoginRateLimits | false;
+}
+
+export const authRoutes: FastifyPluginAsync<AuthOptions> = async (app, options) => {
+  const { tokens, identity } = app.flowstore;
+  const limits = options.rateLimit === false ? undefined : await loginLimiter(app, options.rateLimit ?? DEFAULT_LOGIN_RATE_LIMITS);
+  /** The access token's lifetime in milliseconds, as TruBudget's accessTokenExp. */
+  const lifetime = (issued: IssuedToken) => Math.max(0, issued.expiresAt * 1000 - app.flowstore.clock());
+
+  app.post<{ Body: Static<typeof Credentials> }>(
+    "/user.authenticate",
+    {
+      schema: { body: Credentials, response: { 200: LoginReply } },
+      ...(limits ? { onRequest: limits.perAddress, preHandler: limits.perUser((r) => (r.body as Static<typeof Credentials>).data.user.id) } : {}),
+    },
+    async (request, reply) => {
+      const { id, password } = request.body.data.user;
+      const issued = await tokens.login(id, password);
+      const actor = await tokens.verify(issued.token);
+      const user = await identity.getUser(actor.id);
+      const groups = await Promise.all(user.groups.map(async (g) => ({ groupId: g, displayName: (await identity.getGroup(g)).displayName })));
+      setSessionCookies(request, reply, issued);
+      return ok({
+        user: {
+          id: user.id,
+          displayName: user.displayName,
+          organization: user.organization ?? "",
+          allowedIntents: trubudgetIntents(await identity.global.held(actor)),
+          groups,
+          token: issued.token,
+        },
+        accessTokenExp: lifetime(issued),
+      });
+    },
+  );
+
+  app.post<{ Body: Static<typeof Empty> | undefined }>(
+    "/user.refreshtoken",
+    { schema: { body: Optional, response: { 200: RefreshReply } }, ...(limits ? { onRequest: limits.perAddress } : {}) },
+    async (request, reply) => {
+      const refresh = cookies(request)[REFRESH_COOKIE];
+      if (refresh === undefined || refresh === "") throw new UnauthorizedError("no refresh token cookie");
+      const issued = await tokens.refresh(refresh);
+      setSessionCookies(request, reply, issued);
+      return ok({ accessTokenExp: lifetime(issued) });
+    },
+  );
+
+  // Ends the session the token names (if it still is one) and clears the cookies in any case: logging
+  // out of a session that has already ended is done, not an error.
+  app.post<{ Body: Static<typeof Empty> | undefined }>("/user.logout", { schema: { body: Optional, response: { 200: Done } } }, async (request, reply) => {
+    let session;
+    try {
+      session = await tokens.verifySession(accessToken(request));
+    } catch (e) {
+      if (!(e instanceof UnauthorizedError)) throw e;
+    }
+    if (session) await tokens.logout(session);
+    setSessionCookies(request, reply, undefined);
+    return ok({});
+  });
+};

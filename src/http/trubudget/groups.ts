@@ -1,0 +1,75 @@
+/**
+ * Groups as TruBudget's API has them (api/src/group_*.ts, v2.18) on flowstore's identity domain:
+ * `global.createGroup` (with its first members), `group.list`, `group.addUser` and `group.removeUser`
+ * (several users at once). A change of several members is checked whole before anything is written: the
+ * permission, the group and every user must be there, so bad input writes nothing.
+ */
+import { Type, type Static } from "@sinclair/typebox";
+import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import { ValidationError } from "../../errors.js";
+import { DISPLAY_NAME_MAX, MAX_GROUP_MEMBERS } from "../../identity/index.js";
+import { IdentityId } from "../routes/identities.js";
+import { Envelope, ok, Reply } from "./envelope.js";
+import { all } from "./users.js";
+
+const strict = { additionalProperties: false } as const;
+const UserIds = Type.Array(IdentityId, { maxItems: MAX_GROUP_MEMBERS });
+
+const NewGroup = Envelope(
+  Type.Object({ group: Type.Object({ id: IdentityId, displayName: Type.String({ minLength: 1, maxLength: DISPLAY_NAME_MAX }), users: UserIds }, strict) }, strict),
+);
+const Members = Envelope(Type.Object({ groupId: IdentityId, userIds: UserIds }, strict));
+type Members = Static<typeof Members>;
+
+const Group = Type.Object({ id: Type.String(), displayName: Type.String(), users: Type.Array(Type.String()) });
+const ListedGroup = Type.Object({
+  groupId: Type.String(),
+  displayName: Type.String(),
+  users: Type.Array(Type.String()),
+  permissions: Type.Record(Type.String(), Type.Array(Type.String())),
+});
+
+export const groupRoutes: FastifyPluginAsync = async (app) => {
+  const { identity } = app.flowstore;
+
+  app.post<{ Body: Static<typeof NewGroup> }>("/global.createGroup", { schema: { body: NewGroup, response: { 200: Reply(Type.Object({ group: Group })) } } }, async (request) => {
+    const { id, displayName, users } = request.body.data.group;
+    const group = await identity.createGroup(request.actor, { id, displayName, members: users });
+    return ok({ group: { id: group.id, displayName: group.displayName, users: [...group.members] } });
+  });
+
+  app.get("/group.list", { schema: { response: { 200: Reply(Type.Object({ groups: Type.Array(ListedGroup) })) } } }, async (request) => {
+    const groups = await all((p) => identity.listGroups(request.actor, p));
+    return ok({ groups: groups.map((g) => ({ groupId: g.id, displayName: g.displayName, users: [...g.members], permissions: {} })) });
+  });
+
+  /** Checks a change of members whole (permission, group, every user): nothing is written when any is wrong. */
+  const checked = async (request: FastifyRequest<{ Body: Members }>): Promise<Members["data"]> => {
+    const { groupId, userIds } = request.body.data;
+    await identity.global.assert(request.actor, "global.createGroup");
+    await identity.getGroup(groupId);
+    const seen = new Set<string>();
+    for (const [i, u] of userIds.entries()) {
+      if (seen.has(u)) throw new ValidationError(`${u} is listed twice`, `data.userIds[${i}]`);
+      seen.add(u);
+      const found = await identity.getUser(u).catch(() => undefined);
+      if (!found) throw new ValidationError(`no user ${u}`, `data.userIds[${i}]`);
+    }
+    return request.body.data;
+  };
+
+  app.post<{ Body: Members }>("/group.addUser", { schema: { body: Members, response: { 200: Reply(Type.Object({})) } } }, async (request) => {
+    const { groupId, userIds } = await checked(request);
+    const group = await identity.getGroup(groupId);
+    const joining = userIds.filter((u) => !group.members.includes(u));
+    if (group.members.length + joining.length > MAX_GROUP_MEMBERS) throw new ValidationError(`a group has at most ${MAX_GROUP_MEMBERS} members`, "data.userIds");
+    for (const u of joining) await identity.addMember(request.actor, groupId, u);
+    return ok({});
+  });
+
+  app.post<{ Body: Members }>("/group.removeUser", { schema: { body: Members, response: { 200: Reply(Type.Object({})) } } }, async (request) => {
+    const { groupId, userIds } = await checked(request);
+    for (const u of userIds) await identity.removeMember(request.actor, groupId, u);
+    return ok({});
+  });
+};

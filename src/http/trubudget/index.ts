@@ -1,0 +1,57 @@
+/**
+ * TruBudget's HTTP API (v2.18, openkfw/TruBudget api/src/*.ts) over flowstore's domain: a compatibility
+ * surface, mounted at /api (next to the native /api/v1) when the server is built with `trubudgetApi`.
+ * It translates and does not re-implement: each route calls the command the native route calls, with the
+ * same permission checks, history and notifications; identities and sessions are the native API's.
+ *
+ * One file per area; an area is a Fastify plugin registered here, public or behind authentication. Its
+ * routes are TruBudget's (`/<intent>`, e.g. `/project.list`, and `/v2/<intent>`), they take and answer
+ * TruBudget's envelopes (envelope.ts), and they stay out of flowstore's OpenAPI document: TruBudget's
+ * contract is its own.
+ */
+import type { FastifyPluginAsync } from "fastify";
+import type { LoginRateLimits } from "../rate-limit.js";
+import { authenticated, authRoutes } from "./auth.js";
+import { translateProblems } from "./envelope.js";
+import { globalRoutes } from "./global.js";
+import { groupRoutes } from "./groups.js";
+import { networkRoutes } from "./network.js";
+import { publicSystemRoutes, systemRoutes } from "./system.js";
+import { userRoutes } from "./users.js";
+
+/** Where TruBudget's frontend (its nginx proxy) and tools expect the API. */
+export const TRUBUDGET_PREFIX = "/api";
+
+/** Areas anyone may call (besides log in, refresh and log out: auth.ts). */
+const PUBLIC_AREAS: readonly FastifyPluginAsync[] = [
+  publicSystemRoutes, // readiness, liveness
+];
+
+/** Areas behind authentication (a `token` cookie or a Bearer header): request.actor is the caller. */
+const SECURED_AREAS: readonly FastifyPluginAsync[] = [
+  userRoutes, // user.list, user.changePassword, global.createUser|enableUser|disableUser|listAssignments
+  groupRoutes, // global.createGroup, group.list|addUser|removeUser
+  globalRoutes, // global.listPermissions|grantPermission|grantAllPermissions|revokePermission
+  systemRoutes, // version, provisioned, system.createBackup|restoreBackup
+];
+
+export interface TrubudgetApiOptions {
+  /** Limits on log in and refresh, as the native API's (false for none). */
+  readonly rateLimit?: LoginRateLimits | false;
+  /** The organization of this node, as network.list answers it (default "flowstore"). */
+  readonly organization?: string;
+}
+
+export const trubudgetApi: FastifyPluginAsync<TrubudgetApiOptions> = async (app, options) => {
+  app.addHook("onRoute", (route) => {
+    route.schema = { ...route.schema, hide: true };
+  });
+  translateProblems(app);
+  await app.register(authRoutes, { rateLimit: options.rateLimit });
+  for (const area of PUBLIC_AREAS) await app.register(area);
+  await app.register(async (secured) => {
+    authenticated(secured);
+    for (const area of SECURED_AREAS) await secured.register(area);
+    await secured.register(networkRoutes, { organization: options.organization });
+  });
+};

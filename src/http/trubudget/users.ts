@@ -1,0 +1,142 @@
+/**
+ * Users as TruBudget's API has them (api/src/user_*.ts, v2.18) on flowstore's identity domain, through
+ * the same commands as the native /users routes: `user.list` (users and groups, as its frontend's user
+ * pickers want them), `user.changePassword`, `global.createUser`, `global.enableUser`,
+ * `global.disableUser` (refused while the user has assignments: TruBudget's 412) and
+ * `global.listAssignments`.
+ *
+ * A user's `permissions` are TruBudget's per-user intents as flowstore has them: `user.authenticate` is
+ * held by the user while it is enabled (TruBudget's frontend tells disabled users by it) and
+ * `user.changePassword` by the user itself; flowstore grants no other per-user intents (its
+ * administrators act through global.createUser).
+ */
+import { Type, type Static } from "@sinclair/typebox";
+import type { FastifyPluginAsync } from "fastify";
+import { ConflictError, FlowstoreError } from "../../errors.js";
+import type { GroupRecord, UserRecord } from "../../identity/index.js";
+import { DISPLAY_NAME_MAX, MAX_PAGE, ORGANIZATION_MAX, PASSWORD_MAX, PASSWORD_MIN } from "../../identity/index.js";
+import { IdentityId } from "../routes/identities.js";
+import { setSessionCookies } from "./auth.js";
+import { Envelope, ok, Reply } from "./envelope.js";
+
+const DisplayName = Type.String({ minLength: 1, maxLength: DISPLAY_NAME_MAX });
+const Password = Type.String({ minLength: PASSWORD_MIN, maxLength: PASSWORD_MAX });
+const strict = { additionalProperties: false } as const;
+
+const NewUser = Envelope(
+  Type.Object(
+    { user: Type.Object({ id: IdentityId, displayName: DisplayName, organization: Type.String({ minLength: 1, maxLength: ORGANIZATION_MAX }), password: Password }, strict) },
+    strict,
+  ),
+);
+const UserIdBody = Envelope(Type.Object({ userId: IdentityId }, strict));
+const PasswordChange = Envelope(Type.Object({ userId: IdentityId, newPassword: Password }, strict));
+const AssignmentsQuery = Type.Object({ userId: IdentityId });
+
+const Identity = Type.Object({
+  id: Type.String(),
+  displayName: Type.String(),
+  organization: Type.Optional(Type.String()),
+  isGroup: Type.Boolean(),
+  permissions: Type.Record(Type.String(), Type.Array(Type.String())),
+});
+const Done = Reply(Type.Object({}));
+
+/** Every record of a paged identity listing (TruBudget's lists are whole). */
+export async function all<T>(list: (page: { limit: number; cursor?: string }) => Promise<{ items: T[]; nextCursor?: string | null }>): Promise<T[]> {
+  const out: T[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await list({ limit: MAX_PAGE, ...(cursor ? { cursor } : {}) });
+    out.push(...page.items);
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  return out;
+}
+
+/** A user as TruBudget lists it, with its per-user intents (see the top). */
+export function listedUser(u: UserRecord): Static<typeof Identity> {
+  return {
+    id: u.id,
+    displayName: u.displayName,
+    organization: u.organization ?? "",
+    isGroup: false,
+    permissions: { "user.authenticate": u.enabled ? [u.id] : [], "user.changePassword": [u.id] },
+  };
+}
+
+export const listedGroup = (g: GroupRecord): Static<typeof Identity> => ({ id: g.id, displayName: g.displayName, isGroup: true, permissions: {} });
+
+export const userRoutes: FastifyPluginAsync = async (app) => {
+  const { identity, tokens } = app.flowstore;
+
+  app.get("/user.list", { schema: { response: { 200: Reply(Type.Object({ items: Type.Array(Identity) })) } } }, async (request) => {
+    const [users, groups] = await Promise.all([all((p) => identity.listUsers(request.actor, p)), all((p) => identity.listGroups(request.actor, p))]);
+    return ok({ items: [...users.map(listedUser), ...groups.map(listedGroup)] });
+  });
+
+  app.post<{ Body: Static<typeof NewUser> }>(
+    "/global.createUser",
+    {
+      schema: {
+        body: NewUser,
+        response: { 200: Reply(Type.Object({ user: Type.Object({ id: Type.String(), displayName: Type.String(), organization: Type.String() }) })) },
+      },
+    },
+    async (request) => {
+      const { id, displayName, organization, password } = request.body.data.user;
+      const user = await identity.createUser(request.actor, { id, displayName, organization, password });
+      return ok({ user: { id: user.id, displayName: user.displayName, organization: user.organization ?? "" } });
+    },
+  );
+
+  app.post<{ Body: Static<typeof UserIdBody> }>("/global.enableUser", { schema: { body: UserIdBody, response: { 200: Done } } }, async (request) => {
+    await identity.enableUser(request.actor, request.body.data.userId);
+    return ok({});
+  });
+
+  app.post<{ Body: Static<typeof UserIdBody> }>("/global.disableUser", { schema: { body: UserIdBody, response: { 200: Done } } }, async (request) => {
+    try {
+      await app.flowstore.disableUser(request.actor, request.body.data.userId);
+    } catch (e) {
+      // TruBudget refuses a user with assignments as a failed precondition (412), flowstore as a conflict.
+      if (e instanceof ConflictError && e.field === "assignments") throw new FlowstoreError("precondition_failed", 412, e.message, "data.userId");
+      throw e;
+    }
+    return ok({});
+  });
+
+  app.post<{ Body: Static<typeof PasswordChange> }>("/user.changePassword", { schema: { body: PasswordChange, response: { 200: Done } } }, async (request, reply) => {
+    const { userId, newPassword } = request.body.data;
+    await identity.setPassword(request.actor, userId, newPassword);
+    // A new password revokes every token of the user; a user changing its own stays logged in here
+    // (TruBudget's frontend goes on with its cookie), with a new session.
+    if (userId === request.actor.id) setSessionCookies(request, reply, await tokens.issue(userId));
+    return ok({});
+  });
+
+  app.get<{ Querystring: Static<typeof AssignmentsQuery> }>(
+    "/global.listAssignments",
+    { schema: { querystring: AssignmentsQuery, response: { 200: Reply(Assignments) } } },
+    async (request) => {
+      const { userId } = request.query;
+      const assigned = await app.flowstore.assignmentsOf(request.actor, userId);
+      const of = (type: string) => assigned.filter((a) => a.type === type);
+      return ok({
+        userId,
+        projects: of("project").map((a) => ({ id: a.ids[0]!, displayName: a.displayName ?? "", status: a.status })),
+        subprojects: of("subproject").map((a) => ({ id: a.ids[1]!, projectId: a.ids[0]!, displayName: a.displayName ?? "", status: a.status })),
+        workflowitems: of("workflowitem").map((a) => ({ id: a.ids[2]!, projectId: a.ids[0]!, subprojectId: a.ids[1]!, displayName: a.displayName ?? "", status: a.status })),
+      });
+    },
+  );
+};
+
+const Assigned = (parents: readonly string[]) =>
+  Type.Object({ id: Type.String(), ...Object.fromEntries(parents.map((p) => [p, Type.String()])), displayName: Type.String(), status: Type.String() });
+const Assignments = Type.Object({
+  userId: Type.String(),
+  projects: Type.Array(Assigned([])),
+  subprojects: Type.Array(Assigned(["projectId"])),
+  workflowitems: Type.Array(Assigned(["projectId", "subprojectId"])),
+});

@@ -1,0 +1,56 @@
+/** `flowstore serve --trubudget-api` / FLOWSTORE_TRUBUDGET_API: TruBudget's API at /api only when asked. */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { freePort } from "../setup/redis-servers.js";
+import { run, waitHealthy } from "./spawn.js";
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "flowstore-tb-"));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Serves a memory store with `args` and `env`; the status of GET /api/readiness and of a TruBudget log in. */
+async function probe(args: string[], env: Record<string, string>): Promise<{ readiness: number; login: number }> {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const r = run(["serve", "--port", String(port), "--store", "memory:", ...args], { FLOWSTORE_DATA: join(dir, "d"), FLOWSTORE_ROOT_PASSWORD: "root password 1", ...env });
+  try {
+    await waitHealthy(base, r);
+    const readiness = (await fetch(`${base}/api/readiness`)).status;
+    const login = await fetch(`${base}/api/user.authenticate`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ apiVersion: "1.0", data: { user: { id: "root", password: "root password 1" } } }),
+    });
+    r.child.kill("SIGTERM");
+    expect((await r.exit).code).toBe(0);
+    return { readiness, login: login.status };
+  } finally {
+    r.child.kill("SIGKILL");
+  }
+}
+
+// Each case starts a server process: slow on a loaded machine, so each has its own test and time.
+it("does not serve TruBudget's API by default", async () => {
+  expect(await probe([], {})).toEqual({ readiness: 404, login: 404 });
+}, 120_000);
+
+it("serves TruBudget's API with --trubudget-api", async () => {
+  expect(await probe(["--trubudget-api"], {})).toEqual({ readiness: 200, login: 200 });
+}, 120_000);
+
+it("serves TruBudget's API with FLOWSTORE_TRUBUDGET_API=1, and not with 0", async () => {
+  expect(await probe([], { FLOWSTORE_TRUBUDGET_API: "1" })).toEqual({ readiness: 200, login: 200 });
+  expect(await probe([], { FLOWSTORE_TRUBUDGET_API: "0" })).toEqual({ readiness: 404, login: 404 });
+}, 180_000);
+
+it("refuses a variable that is neither 1 nor 0 as a usage error", async () => {
+  const r = run(["serve", "--store", "memory:"], { FLOWSTORE_DATA: join(dir, "d"), FLOWSTORE_ROOT_PASSWORD: "root password 1", FLOWSTORE_TRUBUDGET_API: "perhaps" });
+  expect((await r.exit).code).toBe(2);
+  expect(r.err()).toContain("FLOWSTORE_TRUBUDGET_API");
+}, 120_000);
