@@ -3,35 +3,27 @@
  * 127.0.0.1 over LMDB in a temp directory, serving the bundle built by esbuild in beforeAll.
  * Screenshots of each main page go to test/e2e/screenshots/ (gitignored).
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildWeb } from "../../web/build.js";
-import { LmdbKv } from "../../src/kv/lmdb.js";
-import { ROOT_PASSWORD, startServer, type Running } from "../http/harness.js";
+import { ROOT_PASSWORD, type Running } from "../http/harness.js";
+import { hasChromium, loggedIn, startExplorer, type Explorer, type PageOptions } from "./browser.js";
 
 // Browser globals used inside page.evaluate callbacks (this file is type-checked without the DOM lib).
 declare const sessionStorage: { getItem(key: string): string | null; setItem(key: string, value: string): void };
 declare function requestAnimationFrame(callback: () => void): number;
 
-const CHROMIUM = "/usr/bin/chromium";
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium && process.env.CI) throw new Error(`${CHROMIUM} is missing: the e2e suite needs Debian's chromium (apt-get install -y chromium)`);
-
 const HERE = dirname(fileURLToPath(import.meta.url));
 const SHOTS = resolve(HERE, "screenshots");
-const LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
 const P = "water";
 const S = "phase-1";
 const subprojectPath = (p: string, s: string) => `/api/v1/projects/${encodeURIComponent(p)}/subprojects/${encodeURIComponent(s)}`;
 
 describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
-  let dir: string;
-  let kv: LmdbKv;
+  let explorer: Explorer | undefined;
   let server: Running;
   let browser: Browser;
   let ctx: BrowserContext;
@@ -52,40 +44,21 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
     return page.items.map((i) => i.id);
   }
 
-  async function newPage(user: string, password: string, options: { blockEvents?: boolean } = {}): Promise<{ context: BrowserContext; page: Page }> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-    if (options.blockEvents) await context.route("**/api/v1/events", (r) => r.abort());
-    const pg = await context.newPage();
-    await pg.goto(`${server.base}/`);
-    await pg.fill("input[name=username]", user);
-    await pg.fill("input[name=password]", password);
-    await pg.click("button[type=submit]");
-    await pg.getByRole("heading", { name: "Projects" }).waitFor();
-    return { context, page: pg };
-  }
+  const newPage = (user: string, password: string, options: PageOptions = {}) => loggedIn(browser, server.base, user, password, options);
 
   const shot = (pg: Page, name: string) => pg.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "flowstore-e2e-"));
     mkdirSync(SHOTS, { recursive: true });
-    const { outdir } = await buildWeb(join(dir, "web"));
-    // Real LMDB files; commits not flushed to disk, which this suite does not test.
-    kv = LmdbKv.open(join(dir, "data"), { durable: false });
-    server = await startServer(kv, { webRoot: outdir });
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
-    ctx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    explorer = await startExplorer();
+    ({ server, browser } = explorer);
+    // Amounts are shown as the reader's locale writes them: this suite reads them in en-US.
+    ctx = await browser.newContext({ viewport: { width: 1280, height: 860 }, locale: "en-US" });
     page = await ctx.newPage();
   });
 
   afterAll(async () => {
-    await browser?.close();
-    // This process's own fetch() keeps idle keep-alive connections that app.close() would otherwise wait
-    // out (up to Fastify's 72 s keep-alive timeout, seen here): the browser is gone, drop them.
-    server?.app.server.closeAllConnections();
-    await server?.close();
-    await kv?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await explorer?.close();
   });
 
   it("serves the page beside the API: /, the bundle, /health and /docs", async () => {
@@ -131,7 +104,7 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
     await form.getByLabel("Currency").fill("BRL");
     await form.getByRole("button", { name: "Create project" }).click();
     await page.locator(".resource-head[data-level=project]").waitFor();
-    await expect(page.locator(".budgets").textContent()).resolves.toContain("12000.00");
+    await expect(page.locator(".budgets").textContent()).resolves.toContain("12,000.00");
 
     await page.getByRole("button", { name: "New subproject" }).click();
     const sub = page.getByRole("form", { name: "New subproject" });
@@ -239,7 +212,7 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
     await expect(edit.locator(".field-error[data-field=amount]").textContent()).resolves.toBeTruthy();
     await edit.getByLabel("amount", { exact: true }).fill("47000.00");
     await edit.getByRole("button", { name: "Save" }).click();
-    await page.locator('.wi[data-id="contract"] .amount', { hasText: "47000.00" }).waitFor();
+    await page.locator('.wi[data-id="contract"] .amount', { hasText: "47,000.00 BRL" }).waitFor();
     await panel.getByLabel("Assign to").fill("root");
     await panel.getByRole("button", { name: "Assign" }).click();
     await panel.getByRole("button", { name: "Edit" }).waitFor();

@@ -1,13 +1,15 @@
 /** The explorer's shell: login, the header, and the page for the current route. */
 import { render } from "preact";
 import { useState } from "preact/hooks";
-import { feedState, startFeed } from "./feed.js";
+import { feedState, startFeed, unread } from "./feed.js";
 import { useValue } from "./observable.js";
 import { ArchivePage } from "./pages/archive.js";
+import { NotificationsPage } from "./pages/notifications.js";
 import { ProcessDataPage } from "./pages/process-data.js";
 import { ProjectPage } from "./pages/project.js";
 import { ProjectsPage } from "./pages/projects.js";
 import { SubprojectPage } from "./pages/subproject.js";
+import { GroupsPage, MePage, UsersPage } from "./pages/users.js";
 import { href, route, segments } from "./router.js";
 import { asProblem, login, logout, refreshMe, session } from "./session.js";
 import { ErrorBox } from "./ui.js";
@@ -63,6 +65,10 @@ function Page({ path }: { path: string }) {
     return <SubprojectPage key={`${seg[1]}/${seg[3]}`} p={seg[1]!} s={seg[3]!} w={seg[5]} />;
   if (seg[0] === "process-data") return <ProcessDataPage keyspace={seg[1]} recordKey={seg[2]} />;
   if (seg[0] === "archive") return <ArchivePage query={new URLSearchParams(query)} snapshot={seg[1]} />;
+  if (seg[0] === "notifications") return <NotificationsPage />;
+  if (seg[0] === "users") return <UsersPage u={seg[1]} />;
+  if (seg[0] === "me") return <MePage />;
+  if (seg[0] === "groups") return <GroupsPage g={seg[1]} />;
   return (
     <main>
       <p>
@@ -76,8 +82,10 @@ function App() {
   const s = useValue(session);
   const path = useValue(route);
   const feed = useValue(feedState);
+  const unreadCount = useValue(unread);
   if (!s) return <Login />;
   const section = segments(path)[0];
+  const admin = s.intents.includes("global.createUser") || s.intents.includes("global.createGroup");
   return (
     <>
       <header class="top">
@@ -92,13 +100,21 @@ function App() {
           <a href={href("/archive")} class={section === "archive" ? "active" : ""}>
             Archive
           </a>
+          {admin ? (
+            <a href={href("/users")} class={section === "users" || section === "groups" ? "active" : ""}>
+              Users
+            </a>
+          ) : null}
         </nav>
+        <a href={href("/notifications")} class={`inbox${section === "notifications" ? " active" : ""}`} aria-label={`Notifications${unreadCount ? `, ${unreadCount} unread` : ""}`}>
+          Notifications{unreadCount ? <span class="unread" data-count={unreadCount}>{unreadCount}</span> : null}
+        </a>
         <span class={`feed ${feed}`} title="live updates">
           {feed === "live" ? "● live" : feed === "connecting" ? "○ connecting" : ""}
         </span>
-        <span class="user" data-user={s.user}>
+        <a href={href("/me")} class="user" data-user={s.user} title="your account">
           {s.user}
-        </span>
+        </a>
         <button class="secondary" onClick={logout}>
           Log out
         </button>

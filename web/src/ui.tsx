@@ -1,4 +1,4 @@
-/** Shared pieces: async loading, forms with errors at the field, tabs, status badges. */
+/** Shared pieces: async loading, forms with errors at the field, tabs, status badges, formats, downloads. */
 import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import type { HistoryEvent, ProblemError } from "../../src/client/index.js";
@@ -186,4 +186,44 @@ export function fmtDate(iso: string | undefined): string {
   if (!iso) return "";
   const d = new Date(iso);
   return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
+}
+
+/** A size in bytes for a reader: B, KiB, MiB. */
+export function fmtSize(n: number): string {
+  return n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+const numberFormats = new Map<string, Intl.NumberFormat>();
+
+/**
+ * An amount as the reader's locale writes it (the browser's language: `1.234,50` in German), with
+ * every decimal the server stored and no rounding: the server's decimal string is formatted as it is,
+ * not through a float. Anything not a plain decimal is shown as given.
+ */
+export function fmtAmount(value: string | number | null | undefined, currency?: string): string {
+  if (value === null || value === undefined || value === "") return "";
+  const text = String(value);
+  const m = /^-?\d+(?:\.(\d+))?$/.exec(text);
+  const digits = m?.[1]?.length ?? 0;
+  let shown = text;
+  if (m && digits <= 20) {
+    const locale = navigator.language || "en";
+    const key = `${locale}/${digits}`;
+    let f = numberFormats.get(key);
+    if (!f) numberFormats.set(key, (f = new Intl.NumberFormat(locale, { minimumFractionDigits: digits, maximumFractionDigits: digits })));
+    shown = f.format(text as Intl.StringNumericLiteral);
+  }
+  return currency ? `${shown} ${currency}` : shown;
+}
+
+/** Saves a download answer as a file named `name` (the browser's own download, from a blob). */
+export async function saveAs(res: Response, name: string): Promise<void> {
+  const url = URL.createObjectURL(await res.blob());
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }

@@ -15,9 +15,14 @@ import { authenticated, authRoutes } from "./auth.js";
 import { translateProblems } from "./envelope.js";
 import { globalRoutes } from "./global.js";
 import { groupRoutes } from "./groups.js";
+import { levelRoutes } from "./levels.js";
 import { networkRoutes } from "./network.js";
+import { notificationRoutes } from "./notifications.js";
+import { projectRoutes } from "./projects.js";
+import { subprojectRoutes } from "./subprojects.js";
 import { publicSystemRoutes, systemRoutes } from "./system.js";
 import { userRoutes } from "./users.js";
+import { workflowitemRoutes } from "./workflowitems.js";
 
 /** Where TruBudget's frontend (its nginx proxy) and tools expect the API. */
 export const TRUBUDGET_PREFIX = "/api";
@@ -33,6 +38,11 @@ const SECURED_AREAS: readonly FastifyPluginAsync[] = [
   groupRoutes, // global.createGroup, group.list|addUser|removeUser
   globalRoutes, // global.listPermissions|grantPermission|grantAllPermissions|revokePermission
   systemRoutes, // version, provisioned, system.createBackup|restoreBackup
+  projectRoutes, // global.createProject, project.list (and v2), project.viewDetails, project.createSubproject
+  subprojectRoutes, // subproject.list, subproject.viewDetails, subproject.reorderWorkflowitems
+  workflowitemRoutes, // subproject.createWorkflowitem (and v2), workflowitem.list|viewDetails|update (and v2), documents
+  levelRoutes, // <level>.viewHistory|update|assign|close|intent.*|budget.* of projects, subprojects, workflowitems
+  notificationRoutes, // notification.list|count|markRead
 ];
 
 export interface TrubudgetApiOptions {

@@ -2,11 +2,9 @@
 import { useState } from "preact/hooks";
 import { go, href } from "../router.js";
 import { asProblem, client } from "../session.js";
-import { ErrorBox, fmtDate, useLoad } from "../ui.js";
+import { ErrorBox, fmtDate, fmtSize as size, saveAs, useLoad } from "../ui.js";
 
 const enc = encodeURIComponent;
-
-const size = (n: number) => (n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`);
 
 export function ArchivePage({ query, snapshot }: { query: URLSearchParams; snapshot?: string }) {
   const uniqueId = query.get("uniqueId") ?? "";
@@ -78,15 +76,7 @@ export function ArchivePage({ query, snapshot }: { query: URLSearchParams; snaps
 }
 
 async function download(id: string, name: string): Promise<void> {
-  const res = await client.archive.file(id, name);
-  const url = URL.createObjectURL(await res.blob());
-  const a = document.createElement("a");
-  a.href = url;
-  a.download = name;
-  document.body.append(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  await saveAs(await client.archive.file(id, name), name);
 }
 
 function SnapshotView({ id }: { id: string }) {

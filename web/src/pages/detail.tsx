@@ -2,7 +2,7 @@
 import { useState } from "preact/hooks";
 import { Actions, levelOf, UpdateForm, useIntents, type Resource } from "../resource.js";
 import { handleOf } from "../session.js";
-import { ErrorBox, fmtDate, Status, useLive, useLoad, type Loaded } from "../ui.js";
+import { ErrorBox, fmtAmount, fmtDate, Status, useLive, useLoad, type Loaded } from "../ui.js";
 
 export interface Loadedresource {
   resource: Resource;
@@ -87,7 +87,7 @@ export function ResourceHead({ ids, loaded, children }: { ids: readonly string[]
             <>
               <dt>Amount</dt>
               <dd>
-                {d.amount ?? "—"} {d.currency ?? ""} ({d.amountType})
+                <span class="amount">{d.amount == null ? "—" : fmtAmount(d.amount, d.currency)}</span> ({d.amountType})
               </dd>
             </>
           ) : null}
@@ -119,7 +119,7 @@ export function ResourceHead({ ids, loaded, children }: { ids: readonly string[]
             {d.projectedBudgets.map((b: any) => (
               <tr>
                 <td>{b.organization}</td>
-                <td class="num">{b.value}</td>
+                <td class="num">{fmtAmount(b.value)}</td>
                 <td>{b.currencyCode}</td>
               </tr>
             ))}

@@ -4,7 +4,7 @@ import type { NewProject } from "../../../src/client/index.js";
 import { useValue } from "../observable.js";
 import type { Resource } from "../resource.js";
 import { client, session } from "../session.js";
-import { ErrorBox, Field, FormError, Status, useForm, useLive, useLoad } from "../ui.js";
+import { ErrorBox, Field, fmtAmount, FormError, Status, useForm, useLive, useLoad } from "../ui.js";
 import { go, href } from "../router.js";
 
 const PAGE = 25;
@@ -103,7 +103,7 @@ export function ProjectsPage() {
                 <Status status={p.data.status} redacted={p.redacted} />
               </td>
               <td>{p.data.assignee ?? ""}</td>
-              <td>{(p.data.projectedBudgets ?? []).map((b: any) => `${b.value} ${b.currencyCode}`).join(", ")}</td>
+              <td>{(p.data.projectedBudgets ?? []).map((b: any) => fmtAmount(b.value, b.currencyCode)).join(", ")}</td>
             </tr>
           ))}
         </tbody>

@@ -9,9 +9,10 @@ import type { NewWorkflowitem } from "../../../src/client/index.js";
 import { HistoryPanel, PermissionsPanel, useIntents, type Resource } from "../resource.js";
 import { go, href } from "../router.js";
 import { asProblem, client, every } from "../session.js";
-import { ErrorBox, Field, FormError, Status, Tabs, useForm, useLive, useLoad } from "../ui.js";
+import { ErrorBox, Field, fmtAmount, FormError, Status, Tabs, useForm, useLive, useLoad } from "../ui.js";
 import { VirtualList } from "../virtual-list.js";
 import { ResourceHead, useResource } from "./detail.js";
+import { DocumentsPanel } from "./documents.js";
 
 interface Items {
   items: Resource[];
@@ -118,7 +119,7 @@ export function SubprojectPage({ p, s, w }: { p: string; s: string; w?: string }
               </a>
             )}
             <Status status={item.data.status} redacted={item.redacted} />
-            <span class="amount">{item.redacted || !item.data.amount ? "" : `${item.data.amount} ${item.data.currency ?? ""}`}</span>
+            <span class="amount">{item.redacted ? "" : fmtAmount(item.data.amount, item.data.currency)}</span>
             <span class="assignee">{item.redacted ? "" : (item.data.assignee ?? "")}</span>
             {mayReorder ? (
               <span class="move">
@@ -159,6 +160,7 @@ export function SubprojectPage({ p, s, w }: { p: string; s: string; w?: string }
 
 function WorkflowitemPanel({ ids, onClose }: { ids: string[]; onClose: () => void }) {
   const loaded = useResource(ids);
+  const { can } = useIntents(ids);
   return (
     <aside class="panel" aria-label="Workflowitem">
       <button class="link close-panel" aria-label="Close panel" onClick={onClose}>
@@ -168,6 +170,7 @@ function WorkflowitemPanel({ ids, onClose }: { ids: string[]; onClose: () => voi
       <Tabs
         tabs={[
           { key: "history", label: "History", render: () => <HistoryPanel ids={ids} /> },
+          { key: "documents", label: "Documents", render: () => (loaded.data ? <DocumentsPanel ids={ids} resource={loaded.data.resource} can={can} /> : null) },
           { key: "permissions", label: "Permissions", render: () => <PermissionsPanel ids={ids} /> },
         ]}
       />

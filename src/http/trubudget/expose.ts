@@ -1,0 +1,204 @@
+/**
+ * flowstore's records, events and notifications in TruBudget's shapes (its `Exposed*` answers):
+ * `{ allowedIntents, data: {…, creationUnixTs} }`, with TruBudget's intent names, its defaults for
+ * absent fields and, for a workflowitem the caller may not see, its redacted form. Pure functions of
+ * what the domain returned; nothing here reads the store.
+ */
+import type { ResourceEvent } from "../../resources/events.js";
+import type { Notification } from "../../workflow/notifications.js";
+import type { Document } from "../../workflow/schema.js";
+import type { Level, TbIntents } from "./intents.js";
+
+/** A listed or read record as the store serves it (allowedIntents when asked for; redacted when the caller may not view it). */
+export interface Served {
+  id: string;
+  type?: string;
+  data: Record<string, unknown>;
+  meta: { createdAt: string };
+  redacted?: true;
+  allowedIntents?: string[];
+}
+
+export interface Exposed {
+  allowedIntents: string[];
+  data: Record<string, unknown>;
+}
+
+/** TruBudget's `creationUnixTs`: milliseconds since the epoch, as a string. */
+export const unixTs = (iso: string): string => String(Date.parse(iso));
+
+const or = <T>(v: unknown, dflt: T): T => (v === undefined ? dflt : (v as T));
+
+export function exposeProject(r: Served, intents: TbIntents): Exposed {
+  const d = r.data;
+  return {
+    allowedIntents: intents.allowed("project", r.allowedIntents),
+    data: {
+      id: r.id,
+      creationUnixTs: unixTs(r.meta.createdAt),
+      status: d.status,
+      displayName: d.displayName,
+      description: or(d.description, ""),
+      assignee: d.assignee,
+      thumbnail: d.thumbnail,
+      projectedBudgets: or(d.projectedBudgets, []),
+      additionalData: or(d.additionalData, {}),
+      tags: or(d.tags, []),
+    },
+  };
+}
+
+export function exposeSubproject(r: Served, intents: TbIntents): Exposed {
+  const d = r.data;
+  return {
+    allowedIntents: intents.allowed("subproject", r.allowedIntents),
+    data: {
+      id: r.id,
+      creationUnixTs: unixTs(r.meta.createdAt),
+      status: d.status,
+      displayName: d.displayName,
+      description: or(d.description, ""),
+      assignee: d.assignee,
+      validator: d.validator,
+      workflowitemType: d.workflowitemType,
+      workflowMode: or(d.workflowMode, "ordered"),
+      currency: d.currency,
+      projectedBudgets: or(d.projectedBudgets, []),
+      additionalData: or(d.additionalData, {}),
+    },
+  };
+}
+
+/** A document reference as TruBudget lists it on a workflowitem (a file with its hash, or a link). */
+export function exposeDocument(doc: Document): Record<string, unknown> {
+  return {
+    id: doc.id,
+    fileName: doc.fileName,
+    ...(doc.link !== undefined ? { link: doc.link } : { hash: doc.hash }),
+    available: true,
+    ...(doc.comment !== undefined ? { comment: doc.comment } : {}),
+    lastModified: doc.createdAt,
+  };
+}
+
+export function exposeWorkflowitem(r: Served, intents: TbIntents): Exposed {
+  const d = r.data;
+  if (r.redacted) {
+    // TruBudget's redacted workflowitem: its place, status and creation time; every other field empty.
+    return {
+      allowedIntents: [],
+      data: {
+        id: r.id,
+        creationUnixTs: unixTs(r.meta.createdAt),
+        status: d.status,
+        displayName: null,
+        description: null,
+        amountType: null,
+        amount: null,
+        assignee: null,
+        currency: null,
+        billingDate: null,
+        dueDate: null,
+        exchangeRate: null,
+        documents: [],
+        additionalData: {},
+        tags: [],
+        fundingOrganization: "",
+      },
+    };
+  }
+  return {
+    allowedIntents: intents.allowed("workflowitem", r.allowedIntents),
+    data: {
+      id: r.id,
+      creationUnixTs: unixTs(r.meta.createdAt),
+      status: d.status,
+      rejectReason: d.rejectReason,
+      amountType: d.amountType,
+      displayName: d.displayName,
+      description: or(d.description, ""),
+      amount: d.amount,
+      assignee: d.assignee,
+      currency: d.currency,
+      billingDate: d.billingDate,
+      dueDate: d.dueDate,
+      exchangeRate: d.exchangeRate,
+      documents: or<Document[]>(d.documents, []).map(exposeDocument),
+      additionalData: or(d.additionalData, {}),
+      workflowitemType: d.workflowitemType,
+      tags: or(d.tags, []),
+      fundingOrganization: d.fundingOrganization,
+      markdown: d.markdown,
+    },
+  };
+}
+
+/**
+ * TruBudget's event type for a flowstore event type: `project.created` → `project_created`; the
+ * ordering of a subproject's workflowitems is its `workflowitems_reordered`.
+ */
+export function tbEventType(type: string): string {
+  if (type === "subproject.ordering_set") return "workflowitems_reordered";
+  return type.replace(".", "_");
+}
+
+/** flowstore's event type for TruBudget's (the history filter's `eventType`), for a resource of `level`. */
+export function nativeEventType(level: Level, tbType: string): string {
+  if (tbType === "workflowitems_reordered") return "subproject.ordering_set";
+  const prefix = `${level}_`;
+  return tbType.startsWith(prefix) ? `${level}.${tbType.slice(prefix.length)}` : tbType;
+}
+
+/** The fields of an event's payload TruBudget's businessEvent carries beside its type, time and publisher. */
+function eventFields(e: ResourceEvent): Record<string, unknown> {
+  const p = e.payload;
+  const out: Record<string, unknown> = {};
+  if (p.intent !== undefined) out.permission = p.intent;
+  if (p.identity !== undefined) out.grantee = p.identity;
+  if (p.ordering !== undefined) out.ordering = p.ordering;
+  if (p.data !== undefined) {
+    const verb = e.type.slice(e.type.indexOf(".") + 1);
+    if (verb === "created") out[e.path.at(-1)?.type ?? "resource"] = p.data;
+    else if (verb === "assigned") out.assignee = p.data.assignee;
+    else out.update = p.data;
+  }
+  return out;
+}
+
+/**
+ * TruBudget's history entries of one resource (`{entityId, entityType, businessEvent, snapshot}`), in
+ * the order given; `snapshot.displayName` is the resource's name as of each event, folded from the
+ * whole history (`all`), which may hold more events than `events` (a filtered selection of it).
+ */
+export function exposeHistory(level: Level, id: string, all: readonly ResourceEvent[], events: readonly ResourceEvent[]): Record<string, unknown>[] {
+  const nameAt = new Map<number, unknown>();
+  let name: unknown;
+  for (const e of all) {
+    const d = e.payload.data;
+    if (d && typeof d === "object" && "displayName" in d) name = d.displayName;
+    nameAt.set(e.seq, name);
+  }
+  return events.map((e) => ({
+    entityId: id,
+    entityType: level,
+    businessEvent: { type: tbEventType(e.type), source: "http", time: e.at, publisher: e.actor, ...eventFields(e) },
+    snapshot: { displayName: nameAt.get(e.seq) ?? name },
+  }));
+}
+
+/**
+ * A notification in TruBudget's shape; the metadata names the resource's project, subproject and item,
+ * each with whether the caller may view it now (`visible`, one flag per step of the path).
+ */
+export function exposeNotification(n: Notification, visible: readonly boolean[]): Record<string, unknown> {
+  const metadata: Record<string, unknown> = {};
+  n.path.forEach((step, i) => {
+    metadata[step.type] = { id: step.id, hasViewPermissions: visible[i] ?? false, ...(i === n.path.length - 1 ? { displayName: n.displayName } : {}) };
+  });
+  return {
+    id: n.id,
+    isRead: n.read,
+    businessEvent: { type: tbEventType(n.eventType), time: n.createdAt, publisher: n.actor },
+    metadata,
+  };
+}

@@ -1,0 +1,144 @@
+/**
+ * The routes TruBudget has alike on projects, subprojects and workflowitems, one set per level:
+ *
+ *   GET  /<level>.viewHistory?<ids>&offset&limit&publisher&startAt&endAt&eventType
+ *                                           → {historyItemsCount, events} (chronological)
+ *   POST /<level>.update                    {<ids>, …fields} → {} (workflowitems: workflowitems.ts)
+ *   POST /<level>.assign                    {<ids>, identity} → {}
+ *   POST /<level>.close                     {<ids>, rejectReason? (workflowitem)} → {}
+ *   GET  /<level>.intent.listPermissions?<ids>  → {intent: [identity]}
+ *   POST /<level>.intent.grantPermission    {<ids>, identity, intent} → {}
+ *   POST /<level>.intent.revokePermission   {<ids>, identity, intent} → {}
+ *   POST /<level>.budget.updateProjected    {<ids>, organization, currencyCode, value} → {<id>, projectedBudgets}
+ *   POST /<level>.budget.deleteProjected    {<ids>, organization, currencyCode} → {<id>, projectedBudgets}
+ *
+ * Each calls the workflow command the native route calls (routes/workflow.ts, declared.ts).
+ */
+import { Type, type Static } from "@sinclair/typebox";
+import type { FastifyPluginAsync } from "fastify";
+import type { ResourceEvent } from "../../resources/events.js";
+import type { Ref } from "../../resources/ref.js";
+import { IdentityId } from "../routes/users.js";
+import { ProjectedBudget, ProjectFields, RejectReason, SubprojectFields } from "../../workflow/schema.js";
+import { ConflictError, StaleVersionError } from "../../errors.js";
+import { Envelope, errorBody, ok } from "./envelope.js";
+import { exposeHistory, nativeEventType } from "./expose.js";
+import { tbIntents, toNativeIntent } from "./intents.js";
+import { fieldsAt, ID_FIELDS, idsWith, LEVELS, OffsetLimit, optional, readAll, refOf, sliceOf, type Ids } from "./workflow-common.js";
+
+const HistoryFilter = {
+  ...OffsetLimit,
+  publisher: Type.Optional(Type.String({ minLength: 1 })),
+  startAt: Type.Optional(Type.String({ minLength: 1, description: "ISO timestamp: entries at or after it" })),
+  endAt: Type.Optional(Type.String({ minLength: 1, description: "ISO timestamp: entries at or before it" })),
+  eventType: Type.Optional(Type.String({ minLength: 1, description: "TruBudget's event type, e.g. project_updated" })),
+};
+
+const HistoryFilterSchema = Type.Object(HistoryFilter);
+type HistoryFilterQuery = Static<typeof HistoryFilterSchema>;
+
+/** The fields TruBudget's update of a project or subproject takes (its project_update.ts, subproject_update.ts). */
+const P = ProjectFields.properties;
+const UPDATABLE = {
+  project: { displayName: P.displayName, description: P.description, thumbnail: P.thumbnail, additionalData: P.additionalData, tags: P.tags },
+  subproject: { displayName: SubprojectFields.properties.displayName, description: P.description, additionalData: P.additionalData },
+};
+
+type Budgeted = Ref & { type: "project" | "subproject" };
+
+export const levelRoutes: FastifyPluginAsync = async (app) => {
+  const { workflow } = app.flowstore;
+  const intents = tbIntents(workflow.store);
+
+  for (const level of LEVELS) {
+    const idField = ID_FIELDS[level].at(-1)!;
+    const ref = (ids: Ids) => refOf(level, ids);
+
+    const HistoryQuery = idsWith(level, HistoryFilter);
+    app.get<{ Querystring: Ids & HistoryFilterQuery }>(`/${level}.viewHistory`, { schema: { querystring: HistoryQuery } }, async (request) => {
+      const { offset = 0, limit, publisher, startAt, endAt, eventType, ...ids } = request.query;
+      const r = ref(ids);
+      const history = (filter: { publisher?: string; since?: string; until?: string; type?: string }) =>
+        readAll<ResourceEvent>((cursor, max) => workflow.history(request.actor, r, { ...filter, cursor, limit: max }));
+      const filtered = publisher !== undefined || startAt !== undefined || endAt !== undefined || eventType !== undefined;
+      const selected = await fieldsAt(
+        (f) => ({ since: "querystring.startAt", until: "querystring.endAt" })[f] ?? f,
+        () => history({ publisher, since: startAt, until: endAt, type: eventType === undefined ? undefined : nativeEventType(level, eventType) }),
+      );
+      const all = filtered ? await history({}) : selected;
+      return ok({ historyItemsCount: selected.length, events: exposeHistory(level, r.ids.at(-1)!, all, sliceOf(selected, offset, limit)) });
+    });
+
+    if (level !== "workflowitem") {
+      const Update = Envelope(idsWith(level, optional(UPDATABLE[level])));
+      app.post<{ Body: { data: Ids & Record<string, unknown> } }>(`/${level}.update`, { schema: { body: Update } }, async (request) => {
+        const { projectId, subprojectId, ...patch } = request.body.data;
+        await workflow.update(request.actor, ref({ projectId, subprojectId }), patch);
+        return ok({});
+      });
+    }
+
+    const Assign = Envelope(idsWith(level, { identity: IdentityId }));
+    app.post<{ Body: { data: Ids & { identity: string } } }>(`/${level}.assign`, { schema: { body: Assign } }, async (request) => {
+      const { identity, ...ids } = request.body.data;
+      await fieldsAt((f) => (f === "assignee" ? "data.identity" : f), () => workflow.assign(request.actor, ref(ids), identity));
+      return ok({});
+    });
+
+    const Close = Envelope(idsWith(level, level === "workflowitem" ? { rejectReason: Type.Optional(RejectReason) } : {}));
+    // A close its preconditions refuse (an open child; an earlier item still open) is TruBudget's PreconditionError, a 412.
+    app.post<{ Body: { data: Ids & { rejectReason?: string } } }>(`/${level}.close`, { schema: { body: Close } }, async (request, reply) => {
+      const { projectId, subprojectId, workflowitemId, rejectReason } = request.body.data;
+      const refused = (e: unknown) => {
+        if (e instanceof ConflictError && !(e instanceof StaleVersionError) && e.field === "status") return reply.code(412).send(errorBody(412, e.message));
+        throw e;
+      };
+      await fieldsAt(
+        (f) => (f === "rejectReason" ? "data.rejectReason" : f),
+        () =>
+          level === "project"
+            ? workflow.closeProject(request.actor, projectId)
+            : level === "subproject"
+              ? workflow.closeSubproject(request.actor, projectId, subprojectId!)
+              : workflow.closeWorkflowitem(request.actor, projectId, subprojectId!, workflowitemId!, { rejectReason }),
+      ).then(() => reply.send(ok({})), refused);
+    });
+
+    app.get<{ Querystring: Ids }>(`/${level}.intent.listPermissions`, { schema: { querystring: idsWith(level) } }, async (request) =>
+      ok(intents.permissions(level, await workflow.listPermissions(request.actor, ref(request.query)))),
+    );
+
+    const Permission = Envelope(idsWith(level, { identity: IdentityId, intent: intents.schema(level) }));
+    for (const [verb, run] of [
+      ["grantPermission", workflow.grant.bind(workflow)],
+      ["revokePermission", workflow.revoke.bind(workflow)],
+    ] as const) {
+      app.post<{ Body: { data: Ids & { identity: string; intent: string } } }>(`/${level}.intent.${verb}`, { schema: { body: Permission } }, async (request) => {
+        const { identity, intent, ...ids } = request.body.data;
+        await fieldsAt((f) => (f === "identity" ? "data.identity" : f), () => run(request.actor, ref(ids), toNativeIntent(intent), identity));
+        return ok({});
+      });
+    }
+
+    if (level !== "workflowitem") {
+      const B = ProjectedBudget.properties;
+      const budgetAnswer = (ids: Ids, data: Record<string, unknown>) => ok({ [idField]: ids[idField as keyof Ids], projectedBudgets: data.projectedBudgets ?? [] });
+      const UpdateBudget = Envelope(idsWith(level, { organization: B.organization, currencyCode: B.currencyCode, value: B.value }));
+      app.post<{ Body: { data: Ids & Static<typeof ProjectedBudget> } }>(`/${level}.budget.updateProjected`, { schema: { body: UpdateBudget } }, async (request) => {
+        const { organization, currencyCode, value, ...ids } = request.body.data;
+        const r = await fieldsAt(
+          (f) => f.replace(/^(data\.)?projectedBudgets\.\d+\./, "data."),
+          () => workflow.setProjectedBudget(request.actor, ref(ids) as Budgeted, { organization, currencyCode, value }),
+        );
+        return budgetAnswer(ids, r.data);
+      });
+      const DeleteBudget = Envelope(idsWith(level, { organization: B.organization, currencyCode: B.currencyCode }));
+      app.post<{ Body: { data: Ids & { organization: string; currencyCode: string } } }>(`/${level}.budget.deleteProjected`, { schema: { body: DeleteBudget } }, async (request) => {
+        const { organization, currencyCode, ...ids } = request.body.data;
+        const r = await workflow.deleteProjectedBudget(request.actor, ref(ids) as Budgeted, organization, currencyCode);
+        return budgetAnswer(ids, r.data);
+      });
+    }
+  }
+};
+

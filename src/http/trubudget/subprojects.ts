@@ -1,0 +1,55 @@
+/**
+ * TruBudget's subproject routes (its subproject_list.ts, subproject_view_details.ts,
+ * workflowitems_reorder.ts); creating a workflowitem is in workflowitems.ts, the routes every level has
+ * in levels.ts.
+ *
+ *   GET  /subproject.list?projectId                       → {items: [{allowedIntents, data}]}
+ *   GET  /subproject.viewDetails?projectId&subprojectId   → {parentProject: {id, displayName}, subproject, workflowitems}
+ *   POST /subproject.reorderWorkflowitems {projectId, subprojectId, ordering} → {}
+ */
+import { Type, type Static } from "@sinclair/typebox";
+import type { FastifyPluginAsync } from "fastify";
+import { projectRef, subprojectRef } from "../../workflow/commands.js";
+import { ResourceId } from "../../resources/wire.js";
+import { OrderingBody } from "../routes/workflow.js";
+import { Envelope, ok } from "./envelope.js";
+import { exposeSubproject, exposeWorkflowitem, type Served } from "./expose.js";
+import { tbIntents } from "./intents.js";
+import { fieldsAt, idsWith, parsed, readAll } from "./workflow-common.js";
+
+type SubprojectIds = { projectId: string; subprojectId: string };
+
+export const subprojectRoutes: FastifyPluginAsync = async (app) => {
+  const { workflow } = app.flowstore;
+  const store = workflow.store;
+  const intents = tbIntents(store);
+
+  const ProjectQuery = Type.Object({ projectId: ResourceId }, { additionalProperties: false });
+  app.get<{ Querystring: Static<typeof ProjectQuery> }>("/subproject.list", { schema: { querystring: ProjectQuery } }, async (request) => {
+    const items = await readAll((cursor, limit) => store.listChildrenJson(request.actor, projectRef(request.query.projectId), "subproject", { cursor, limit, allowedIntents: true }));
+    return ok({
+      items: parsed<Served>(items)
+        .filter((r) => !r.redacted)
+        .map((r) => exposeSubproject(r, intents)),
+    });
+  });
+
+  app.get<{ Querystring: SubprojectIds }>("/subproject.viewDetails", { schema: { querystring: idsWith("subproject") } }, async (request) => {
+    const { projectId, subprojectId } = request.query;
+    const project = await store.get(request.actor, { ...projectRef(projectId), type: "project" });
+    const { json } = await store.getJson(request.actor, subprojectRef(projectId, subprojectId), { allowedIntents: true });
+    const items = await readAll((cursor, limit) => workflow.listWorkflowitemsJson(request.actor, projectId, subprojectId, { cursor, limit, allowedIntents: true, sequence: "closedFirst" }));
+    return ok({
+      parentProject: { id: projectId, displayName: project.data.displayName },
+      subproject: exposeSubproject(JSON.parse(json.toString("utf8")) as Served, intents),
+      workflowitems: parsed<Served>(items).map((r) => exposeWorkflowitem(r, intents)),
+    });
+  });
+
+  const Reorder = Envelope(idsWith("subproject", { ordering: OrderingBody.properties.ordering }));
+  app.post<{ Body: { data: SubprojectIds & { ordering: string[] } } }>("/subproject.reorderWorkflowitems", { schema: { body: Reorder } }, async (request) => {
+    const { projectId, subprojectId, ordering } = request.body.data;
+    await fieldsAt((f) => (f.startsWith("ordering") ? `data.${f}` : f), () => workflow.reorderWorkflowitems(request.actor, projectId, subprojectId, ordering));
+    return ok({});
+  });
+};

@@ -1,0 +1,92 @@
+/**
+ * What the TruBudget routes of projects, subprojects, workflowitems and notifications share: the ids
+ * TruBudget names them by (`projectId`, `subprojectId`, `workflowitemId`, in the query of a read and in
+ * `data` of a write), the domain's field errors renamed to TruBudget's field paths, and whole lists read
+ * page by page (TruBudget answers lists whole).
+ */
+import { Type, type TObject, type TOptional, type TProperties, type TSchema } from "@sinclair/typebox";
+import { FlowstoreError } from "../../errors.js";
+import type { Page } from "../../resources/core.js";
+import type { Ref } from "../../resources/ref.js";
+import { ResourceId } from "../../resources/wire.js";
+import { PAGE_LIMIT } from "../../resources/wire.js";
+import type { Level } from "./intents.js";
+
+export const LEVELS: readonly Level[] = ["project", "subproject", "workflowitem"];
+
+/** The id parameters naming a resource of each level, outermost first. */
+export const ID_FIELDS = {
+  project: ["projectId"],
+  subproject: ["projectId", "subprojectId"],
+  workflowitem: ["projectId", "subprojectId", "workflowitemId"],
+} as const satisfies Record<Level, readonly string[]>;
+
+export type Ids = { projectId: string; subprojectId?: string; workflowitemId?: string };
+
+/** `{projectId, …}` of a level plus `more`, every id required (TruBudget's querystrings and bodies). */
+export function idsWith<P extends TProperties>(level: Level, more: P = {} as P): TObject {
+  const ids: TProperties = Object.fromEntries(ID_FIELDS[level].map((f) => [f, ResourceId]));
+  const props: TProperties = { ...ids, ...more };
+  return Type.Object(props, { additionalProperties: false });
+}
+
+export function refOf(level: Level, ids: Ids): Ref {
+  return { type: level, ids: ID_FIELDS[level].map((f) => ids[f as keyof Ids]!) };
+}
+
+/**
+ * Runs a domain call, renaming the field its errors name to where TruBudget's request carries it (the
+ * domain names `data.assignee` of its own input; TruBudget's create sends it as `data.project.assignee`).
+ */
+export async function fieldsAt<T>(rename: (field: string) => string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (e) {
+    if (e instanceof FlowstoreError && e.field !== undefined) {
+      const to = rename(e.field);
+      if (to !== e.field) {
+        const message = e.message.includes(e.field) ? e.message.split(e.field).join(to) : `${to}: ${e.message}`;
+        Object.defineProperty(e, "field", { value: to });
+        Object.defineProperty(e, "message", { value: message });
+      }
+    }
+    throw e;
+  }
+}
+
+/** Renames the domain's `data.x` (and a bare `x`) to `data.<under>.x`. */
+export const under = (path: string) => (field: string) => (field.startsWith("data.") ? `data.${path}.${field.slice(5)}` : field === "data" ? `data.${path}` : field);
+
+/** Every item of a paged read, page after page (TruBudget's lists are whole). */
+export async function readAll<T>(page: (cursor: string | null, limit: number) => Promise<Page<T>>): Promise<T[]> {
+  const out: T[] = [];
+  let cursor: string | null = null;
+  do {
+    const p: Page<T> = await page(cursor, PAGE_LIMIT.max);
+    out.push(...p.items);
+    cursor = p.nextCursor;
+  } while (cursor !== null);
+  return out;
+}
+
+/** The JSON items of a paged read of records, parsed. */
+export const parsed = <T>(items: readonly Buffer[]): T[] => items.map((b) => JSON.parse(b.toString("utf8")) as T);
+
+/**
+ * TruBudget's `offset`/`limit` over a whole list in chronological order (its history and notification
+ * lists): the offset counts from the start, or from the end when negative; no limit is everything.
+ */
+export function sliceOf<T>(items: readonly T[], offset: number, limit: number | undefined): T[] {
+  const from = offset < 0 ? Math.max(0, items.length + offset) : offset;
+  return items.slice(from, limit === undefined ? undefined : from + limit);
+}
+
+/** TruBudget's `offset` and `limit` query parameters (strings of integers; a limit is positive). */
+export const OffsetLimit = {
+  offset: Type.Optional(Type.Integer({ description: "index of the first entry; negative counts from the end" })),
+  limit: Type.Optional(Type.Integer({ minimum: 1 })),
+};
+
+/** The given fields, each optional (TruBudget's optional fields, typed as flowstore declares them). */
+export const optional = <T extends Record<string, TSchema>>(props: T): { [K in keyof T]: TOptional<T[K]> } =>
+  Object.fromEntries(Object.entries(props).map(([k, v]) => [k, Type.Optional(v)])) as { [K in keyof T]: TOptional<T[K]> };

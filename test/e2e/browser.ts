@@ -1,0 +1,74 @@
+/**
+ * What the e2e suites share: a real server on 127.0.0.1 over LMDB in a temp directory serving the
+ * bundle built by esbuild, Debian's Chromium driven by playwright-core, and a page logged in to the
+ * explorer as a given user (optionally with the change feed blocked, or in a given locale).
+ */
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { LmdbKv } from "../../src/kv/lmdb.js";
+import { buildWeb } from "../../web/build.js";
+import { startServer, type Running, type StartOptions } from "../http/harness.js";
+
+export const CHROMIUM = "/usr/bin/chromium";
+export const hasChromium = existsSync(CHROMIUM);
+if (!hasChromium && process.env.CI) throw new Error(`${CHROMIUM} is missing: the e2e suite needs Debian's chromium (apt-get install -y chromium)`);
+
+export const LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+export interface PageOptions {
+  /** Abort the change feed's requests: the page keeps what it loaded. */
+  readonly blockEvents?: boolean;
+  /** The browser's locale (navigator.language); default en-US. */
+  readonly locale?: string;
+}
+
+/** A new browser context and page, logged in to the explorer at `base` as `user`. */
+export async function loggedIn(browser: Browser, base: string, user: string, password: string, options: PageOptions = {}): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, locale: options.locale ?? "en-US" });
+  if (options.blockEvents) await context.route("**/api/v1/events", (r) => r.abort());
+  const page = await context.newPage();
+  await page.goto(`${base}/`);
+  await page.fill("input[name=username]", user);
+  await page.fill("input[name=password]", password);
+  await page.click("button[type=submit]");
+  await page.getByRole("heading", { name: "Projects" }).waitFor();
+  return { context, page };
+}
+
+export interface Explorer {
+  readonly dir: string;
+  readonly kv: LmdbKv;
+  readonly server: Running;
+  readonly browser: Browser;
+  close(): Promise<void>;
+}
+
+/** Builds the bundle, serves it beside the API over fresh LMDB files, and launches Chromium. */
+export async function startExplorer(options: StartOptions = {}): Promise<Explorer> {
+  const dir = mkdtempSync(join(tmpdir(), "flowstore-e2e-"));
+  let kv: LmdbKv | undefined;
+  let server: Running | undefined;
+  let browser: Browser | undefined;
+  const close = async () => {
+    await browser?.close();
+    // This process's own fetch() keeps idle keep-alive connections that app.close() would otherwise wait
+    // out (up to Fastify's 72 s keep-alive timeout, seen here): the browser is gone, drop them.
+    server?.app.server.closeAllConnections();
+    await server?.close();
+    await kv?.close();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const { outdir } = await buildWeb(join(dir, "web"));
+    // Real LMDB files; commits not flushed to disk, which these suites do not test.
+    kv = LmdbKv.open(join(dir, "data"), { durable: false });
+    server = await startServer(kv, { webRoot: outdir, ...options });
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
+    return { dir, kv, server, browser, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}
