@@ -38,7 +38,7 @@ for (const f of figures) {
   const ok = f.lost === 0 && f.verifyFailures === 0 && f.problems.length === 0 && f.errors.length === 0;
   failed ||= !ok;
   log(
-    `${f.backend}: ${f.kills} kills, ${f.acknowledged} acknowledged writes (${f.deletes} cascade deletes, ${f.snapshots} snapshots with a file), ` +
+    `${f.backend}: ${f.kills} kills, ${f.acknowledged} acknowledged writes (${f.deletes} cascade deletes, ${f.documents} document uploads, ${f.snapshots} snapshots with a file), ` +
       `${f.lost} lost, ${f.verifyFailures} verify failures, ${f.problems.length} problems, ${f.errors.length} refused, ${(f.ms / 1000).toFixed(0)} s${ok ? "" : " FAILED"}`,
   );
   for (const p of [...f.problems, ...f.errors].slice(0, 20)) log(`  ${f.backend}: ${p}`);

@@ -33,6 +33,18 @@ export const verify: Workload = {
         if (!r.ok) throw new Error("verify failed");
       },
     });
+    // The same over the process's CPU time: on a machine shared with other work, wall-clock rounds measure
+    // the share this process got; CPU time measures verify's own cost (one thread: it is the rate an idle core gives).
+    const cpuRounds: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const c = process.cpuUsage();
+      const r = await store.verify(partition);
+      const u = process.cpuUsage(c);
+      if (!r.ok) throw new Error("verify failed");
+      cpuRounds.push(events / ((u.user + u.system) / 1e6));
+    }
+    const sorted = [...cpuRounds].sort((a, b) => a - b);
+    ctx.record({ name: "verify, full (events per CPU-second)", opsPerSec: sorted[2]!, rounds: cpuRounds, note: "process CPU time (user + system) of each round; goal ≥ 100,000" });
     const head = JSON.parse((await kv.get(partition, ["l", events - 1000]))!.value.toString("utf8")) as { seq: number; hash: string };
     await ctx.measure("verify, incremental from a checkpoint 1,000 events back (events/s)", {
       ops: 1001,

@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { finished } from "node:stream/promises";
 import { Option, type Command } from "commander";
 import { CHAINED_KINDS, CONTENT_KINDS } from "../flowstore/kinds.js";
-import { PRIVATE_FILE_MODE } from "../private-files.js";
+import type { VerifiedHead } from "../flowstore/open.js";
+import { PRIVATE_FILE_MODE, writePrivateFile } from "../private-files.js";
 import { sealingKeyOf } from "../process-data/sealing-key.js";
 import { CHECKPOINT_KEY_FILE, fingerprintOf, loadCheckpointKey } from "../resources/checkpoint.js";
 import { ensureDemoIdentities, generateDemo } from "../workflow/demo.js";
@@ -68,7 +69,11 @@ export function operationCommands(program: Command): void {
     .addOption(new Option("--checkpoint <file>", "prove that the history of the checkpoint's partition extends this signed checkpoint (GET …/checkpoint)"))
     .addOption(new Option("--since-checkpoint <file>", "like --checkpoint, but check only the chain after the checkpoint (incremental)").conflicts("checkpoint"))
     .addOption(new Option("--trust <fingerprint>", "the signing key's SHA-256 fingerprint (default: the key in --data, when there is one)"))
-    .action(async (options: StoreOptions & { checkpoint?: string; sinceCheckpoint?: string; trust?: string }) => {
+    .addOption(
+      new Option("--incremental <file>", "verify each partition from the head the last run recorded in <file> (the chain after it, not the stored keys); partitions new to it in full; then record the verified heads there (0600)")
+        .conflicts(["checkpoint", "sinceCheckpoint"]),
+    )
+    .action(async (options: StoreOptions & { checkpoint?: string; sinceCheckpoint?: string; trust?: string; incremental?: string }) => {
       const file = options.checkpoint ?? options.sinceCheckpoint;
       if (file !== undefined) {
         const checkpoint: unknown = JSON.parse(await readFile(file, "utf8"));
@@ -84,11 +89,18 @@ export function operationCommands(program: Command): void {
         const progress = progressBar(process.stderr, "verified", "partitions", await countPartitions(store.kv, CHAINED_KINDS));
         let seen = 0;
         let events = 0;
-        const chains = await store.verifyAll((p, r) => {
-          events += r.checked;
-          progress.update(++seen, `${events} events`);
-          if (!r.ok) process.stdout.write(`${JSON.stringify({ partition: p, ...r })}\n`);
-        });
+        const heads = options.incremental === undefined ? null : await readVerifiedHeads(options.incremental);
+        const chains = await store.verifyAll(
+          (p, r) => {
+            events += r.checked;
+            progress.update(++seen, `${events} events`);
+            if (!r.ok) process.stdout.write(`${JSON.stringify({ partition: p, ...r, head: undefined })}\n`);
+            else if (heads && r.head) heads.set(JSON.stringify(p), r.head);
+          },
+          heads ? { since: (p) => heads.get(JSON.stringify(p)) } : {},
+        );
+        // A failed partition keeps the head it last verified at: the next run checks it from there again.
+        if (heads && options.incremental !== undefined) await writePrivateFile(options.incremental, `${JSON.stringify({ format: VERIFIED_HEADS_FORMAT, heads: Object.fromEntries(heads) }, null, 1)}\n`);
         progress.done(`${chains.partitions} partitions, ${chains.events} events`);
         return unfinished ? { ...chains, ok: false, unfinishedImport: true } : chains;
       });
@@ -117,6 +129,41 @@ export function operationCommands(program: Command): void {
         print(summary);
       }, { create: true });
     });
+}
+
+const VERIFIED_HEADS_FORMAT = "flowstore-verified-heads-v1";
+
+/**
+ * The heads a previous `verify --incremental` recorded: {format, heads: {<partition as JSON>: {seq, hash}}}.
+ * No file yet: none (every partition is verified in full). A file of another shape is a usage error.
+ */
+async function readVerifiedHeads(file: string): Promise<Map<string, VerifiedHead>> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return new Map();
+    throw e;
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new UsageError(`--incremental ${file} is not JSON`);
+  }
+  const heads = (parsed as { format?: unknown; heads?: unknown } | null)?.heads;
+  if ((parsed as { format?: unknown }).format !== VERIFIED_HEADS_FORMAT || typeof heads !== "object" || heads === null) {
+    throw new UsageError(`--incremental ${file} is not a file of verified heads (${VERIFIED_HEADS_FORMAT})`);
+  }
+  const out = new Map<string, VerifiedHead>();
+  for (const [partition, h] of Object.entries(heads)) {
+    const { seq, hash } = (h ?? {}) as { seq?: unknown; hash?: unknown };
+    if (!Number.isSafeInteger(seq) || (seq as number) < 0 || !(hash === null || (typeof hash === "string" && /^[0-9a-f]{64}$/.test(hash)))) {
+      throw new UsageError(`--incremental ${file}: the head of ${partition} is not {seq, hash}`);
+    }
+    out.set(partition, { seq: seq as number, hash: hash as string | null });
+  }
+  return out;
 }
 
 /** The fingerprint of the checkpoint key in the data directory, when there is one. */

@@ -25,7 +25,7 @@ import { SYSTEM, type Actor } from "../access/actor.js";
 import type { VerifyResult } from "../resources/events.js";
 import { checkCheckpoint, Checkpoints, loadCheckpointKey, type Checkpoint } from "../resources/checkpoint.js";
 import type { GlobalPermissions } from "../access/global.js";
-import { ResourceStore, type Assignment } from "../resources/store.js";
+import { ResourceStore, type Assignment, type Verified } from "../resources/store.js";
 import type { TenancySchema } from "../tenancy/schema.js";
 import { archiveProject, restoreProject, type ArchivedProject, type RestoredProject } from "../workflow/archive.js";
 import { Workflow } from "../workflow/commands.js";
@@ -103,6 +103,14 @@ export interface VerifyAllResult {
   readonly events: number;
   /** Partitions whose chain is broken. */
   readonly bad: number;
+  /** Partitions verified incrementally, from the head a previous verify left (`since`). */
+  readonly incremental: number;
+}
+
+/** A chain head verified earlier: an incremental verify checks the chain from it on. */
+export interface VerifiedHead {
+  readonly seq: number;
+  readonly hash: string | null;
 }
 
 export interface Flowstore {
@@ -141,9 +149,12 @@ export interface Flowstore {
   ready(): Promise<void>;
   /**
    * Verifies every partition that has a chain (what `flowstore verify` reports): its hash chain, its
-   * anchor in the ledger, and every stored key against the replay of its log.
+   * anchor in the ledger, and every stored key against the replay of its log. With `since`, a partition
+   * for which it answers the head a previous verify left is verified incrementally: the event at that
+   * head must still have its hash, and the chain, head and ledger after it are checked (not the stored
+   * keys). Each result that is ok carries the head it verified (`head`), the next run's `since`.
    */
-  verifyAll(onResult?: (partition: Partition, result: VerifyResult) => void): Promise<VerifyAllResult>;
+  verifyAll(onResult?: (partition: Partition, result: Verified) => void, options?: { since?: (partition: Partition) => VerifiedHead | undefined }): Promise<VerifyAllResult>;
   /** Signs partitions' chain heads (`GET …/checkpoint`). */
   readonly checkpoints: Checkpoints;
   /**
@@ -272,11 +283,14 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     async ready() {
       await identity.global.list(SYSTEM);
     },
-    async verifyAll(onResult) {
-      const total = { ok: true, partitions: 0, events: 0, bad: 0 };
+    async verifyAll(onResult, opts = {}) {
+      const total = { ok: true, partitions: 0, events: 0, bad: 0, incremental: 0 };
       for (const { kind, store } of chained) {
         for await (const partition of allPartitions(kv, kind)) {
-          const r = await store.verify(partition);
+          const since = opts.since?.(partition);
+          const incremental = since !== undefined && since.seq > 0;
+          const r = await store.verify(partition, incremental ? { since, incremental } : {});
+          if (incremental) total.incremental++;
           // A partition without a chain (nothing logged, e.g. purged) has nothing to check.
           if (r.ok && r.checked === 0) continue;
           total.partitions++;

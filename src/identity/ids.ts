@@ -3,6 +3,7 @@
  * without saying whether it is a user or a group), so both follow the same rule.
  */
 import { ValidationError } from "../errors.js";
+import { refuseUnsafeId } from "../ids.js";
 
 /** ASCII letters, digits and `. _ @ -`; never `.` or `..` alone (the dot segments src/ids.ts refuses in every id). */
 export const ID_PATTERN = "^(?!\\.\\.?$)[A-Za-z0-9._@-]{1,64}$";
@@ -42,6 +43,8 @@ export function checkOrganization(value: unknown, field = "organization"): strin
   if (typeof value !== "string" || value.trim().length === 0 || value.length > ORGANIZATION_MAX) {
     throw new ValidationError(`${field} must be a non-blank string of at most ${ORGANIZATION_MAX} characters`, field);
   }
+  // An organization names projected budgets (an id in their paths): the rule of every id holds for it.
+  refuseUnsafeId(value, field);
   return value;
 }
 

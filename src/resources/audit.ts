@@ -4,7 +4,8 @@
  * ledger, and every stored key against the replay of the log.
  */
 import { ValidationError } from "../errors.js";
-import { scanAll, type Key, type Partition } from "../kv/contract.js";
+import { Entry, scanAll, type Key, type Partition } from "../kv/contract.js";
+import { encode } from "../kv/tuple.js";
 import { allows, type Actor, type Permissions } from "../access/actor.js";
 import { pageLimit, MAX_PAGE, type Core, type Page } from "./core.js";
 import { checkLink, fold, type ResourceEvent, type VerifyResult } from "./events.js";
@@ -55,6 +56,9 @@ export interface VerifyOptions {
   /** With `since`: check the chain from it on only, and not the stored keys (a fast periodic check). */
   incremental?: boolean;
 }
+
+/** A verify's result, with the chain head it verified when it succeeded (what an incremental verify starts from next time). */
+export type Verified = VerifyResult & { readonly head?: { readonly seq: number; readonly hash: string | null } };
 
 export class Audit {
   constructor(private readonly c: Core) {}
@@ -143,7 +147,7 @@ export class Audit {
    * to an access record). `since` (a head kept earlier, e.g. a checkpoint's) also requires the log to
    * hold that hash at that seq: history after it was not rewritten.
    */
-  async verify(partition: Partition, options: VerifyOptions = {}): Promise<VerifyResult> {
+  async verify(partition: Partition, options: VerifyOptions = {}): Promise<Verified> {
     const since = options.since;
     // Incremental: the chain is checked from the checkpoint on (its event included); the stored keys are not compared.
     const incremental = options.incremental === true && since !== undefined && since.seq > 0;
@@ -156,16 +160,17 @@ export class Audit {
       firstBad: { seq, reason, ...(family ? { family } : {}), ...(key ? { key: JSON.stringify(key) } : {}) },
     });
     const range = incremental ? { start: layout.log(since.seq), end: layout.afterLogs } : { prefix: layout.logs };
-    for await (const e of scanAll(this.c.kv, partition, { ...range, limit: 2000 })) {
+    for await (const e of scanAll(this.c.kv, partition, { ...range, limit: VERIFY_PAGE })) {
       let event: ResourceEvent;
       try {
         event = JSON.parse(e.value.toString("utf8")) as ResourceEvent;
       } catch {
         return bad(expected, "event is not valid JSON", "l");
       }
-      const keySeq = layout.seqOfLog(e.key);
+      // The key is the expected one's (compared as bytes: no key is decoded on the way), or named as it is.
+      const keySeq = e.keyBytes.equals(encode(layout.log(expected))) ? expected : layout.seqOfLog(e.key);
       if (incremental && expected === since.seq) prev = event.prev; // the checkpoint's own event links to one not re-read
-      const reason = keySeq !== event.seq ? `stored under seq ${String(keySeq)} but says ${event.seq}` : checkLink(event, expected, prev);
+      const reason = keySeq !== event.seq ? `stored under seq ${String(keySeq)} but says ${event.seq}` : checkLink(event, expected, prev, e.value);
       if (reason) return bad(expected, reason, "l");
       if (since && since.seq > 0 && event.seq === since.seq && event.hash !== since.hash) return bad(event.seq, `event ${event.seq} differs from the checkpoint: history was rewritten`, "l");
       try {
@@ -188,9 +193,10 @@ export class Audit {
       const hash = at ? (JSON.parse(at.value.toString("utf8")) as ResourceEvent).hash : null;
       if (hash !== anchor.hash) return bad(anchor.seq, `event ${anchor.seq} differs from the ledger's anchor: history was rewritten`, "ledger");
     }
-    if (!replay) return { ok: true, checked: last - since!.seq + 1 };
-    const divergence = (await this.#compare(partition, replay.entries())) ?? (await this.#compareVisibility(replay)) ?? (await this.#compareAssignments(replay));
-    return divergence ? bad(divergence.seq, divergence.reason, divergence.family, divergence.key) : { ok: true, checked: last };
+    const verified = { seq: last, hash: prev };
+    if (!replay) return { ok: true, checked: last - since!.seq + 1, head: verified };
+    const divergence = (await this.#compare(partition, replay.byKey())) ?? (await this.#compareVisibility(replay)) ?? (await this.#compareAssignments(replay));
+    return divergence ? bad(divergence.seq, divergence.reason, divergence.family, divergence.key) : { ok: true, checked: last, head: verified };
   }
 
   /** A root's entries in its listers' index of visible roots (visibility.ts) against the replay's owner. */
@@ -243,24 +249,43 @@ export class Audit {
     return null;
   }
 
-  /** Walks the stored keys (log and head aside) beside the replayed ones, both in key order. */
-  async #compare(partition: Partition, want: ReplayedEntry[]): Promise<{ seq: number; reason: string; family: string; key: Key } | null> {
-    let i = 0;
-    const missing = (w: ReplayedEntry) => ({ seq: seqOf(w.key), reason: `${describe(w.key)} is missing (the log produces it)`, family: String(w.key[0]), key: w.key });
-    for await (const e of scanAll(this.c.kv, partition, { limit: 2000 })) {
-      const family = e.key[0];
-      if (family === "l" || (family === "m" && e.key[1] === "head")) continue;
-      while (i < want.length && Buffer.compare(want[i]!.keyBytes, e.keyBytes) < 0) return missing(want[i]!);
-      const w = want[i];
-      if (!w || !w.keyBytes.equals(e.keyBytes)) {
-        return { seq: seqOf(e.key), reason: `${describe(e.key)} is stored but the log does not produce it`, family: String(family), key: e.key };
+  /**
+   * Reads every stored key but the log and the head (the log was read by the chain check) and takes it
+   * off the replayed ones (keyed by their bytes, latin1); the first divergence in key order is returned:
+   * a stored key the replay lacks or whose value differs, or a replayed key missing before it.
+   */
+  async #compare(partition: Partition, want: Map<string, ReplayedEntry>): Promise<{ seq: number; reason: string; family: string; key: Key } | null> {
+    let first: { entry: Entry; reason: string } | null = null;
+    scan: for (const range of [{ end: layout.logs }, { start: AFTER_LOG_FAMILY }]) {
+      for await (const e of scanAll(this.c.kv, partition, { ...range, limit: VERIFY_PAGE })) {
+        if (e.keyBytes.equals(HEAD_KEY)) continue;
+        const k = e.keyBytes.toString("latin1");
+        const w = want.get(k);
+        if (!w || !w.value.equals(e.value)) {
+          first = { entry: e, reason: w ? "differs from the replay of the log" : "is stored but the log does not produce it" };
+          break scan;
+        }
+        want.delete(k);
       }
-      if (!w.value.equals(e.value)) return { seq: seqOf(e.key), reason: `${describe(e.key)} differs from the replay of the log`, family: String(family), key: e.key };
-      i++;
     }
-    return i < want.length ? missing(want[i]!) : null;
+    // What is left was not read: missing, where it sorts before the first divergence (or there is none).
+    let missing: ReplayedEntry | null = null;
+    for (const w of want.values()) {
+      if (first && Buffer.compare(w.keyBytes, first.entry.keyBytes) >= 0) continue;
+      if (!missing || Buffer.compare(w.keyBytes, missing.keyBytes) < 0) missing = w;
+    }
+    if (missing) return { seq: seqOf(missing.key), reason: `${describe(missing.key)} is missing (the log produces it)`, family: String(missing.key[0]), key: missing.key };
+    if (!first) return null;
+    const { key } = first.entry;
+    return { seq: seqOf(key), reason: `${describe(key)} ${first.reason}`, family: String(key[0]), key };
   }
 }
+
+/** Entries per page of verify's scans. */
+const VERIFY_PAGE = 4096;
+const HEAD_KEY = encode(layout.head);
+/** Past every key of the log family (["l", …]) and before any other: the start of the keys after the log. */
+const AFTER_LOG_FAMILY: Key = ["l\u0000"];
 
 const FAMILIES: Record<string, string> = { s: "state record", a: "access record", o: "ordering", c: "flat child index entry", h: "history index entry", m: "meta key", x: "order index entry" };
 

@@ -67,21 +67,66 @@ export function canonicalJson(value: unknown): string {
   return out + "}";
 }
 
-export function hashEvent(e: Omit<ResourceEvent, "hash">): string {
+const canonicalOf = (e: Omit<ResourceEvent, "hash">): string => {
   const { seq, at, actor, type, path, payload, prev } = e;
-  return createHash("sha256").update(canonicalJson({ seq, at, actor, type, path, payload, prev })).digest("hex");
+  return canonicalJson({ seq, at, actor, type, path, payload, prev });
+};
+
+export function hashEvent(e: Omit<ResourceEvent, "hash">): string {
+  return createHash("sha256").update(canonicalOf(e)).digest("hex");
 }
 
 export function sealEvent(e: Omit<ResourceEvent, "hash">): ResourceEvent {
   return { ...e, hash: hashEvent(e) };
 }
 
+/**
+ * Seals a new event and gives its stored bytes: the event's JSON without its hash (members in the order
+ * seq, at, actor, type, path, payload, prev), with the hash appended as its last member
+ * (`…,"hash":"<64 hex>"}`). The hash is the SHA-256 of that JSON, the stored bytes up to the hash member,
+ * so verify hashes the bytes as they lie (`storedHashMatches`) instead of re-serializing every event.
+ * Events written before hash their canonical JSON (`hashEvent`); verify accepts either, and both bind
+ * the event's content (see docs/security.md).
+ */
+export function sealEventBytes(e: Omit<ResourceEvent, "hash">): { event: ResourceEvent; bytes: Buffer } {
+  const { seq, at, actor, type, path, payload, prev } = e;
+  const json = JSON.stringify({ seq, at, actor, type, path, payload, prev });
+  const hash = createHash("sha256").update(json).digest("hex");
+  return { event: { seq, at, actor, type, path, payload, prev, hash }, bytes: Buffer.from(`${json.slice(0, -1)}${HASH_MEMBER}${hash}"}`, "utf8") };
+}
+
+const HASH_MEMBER = ',"hash":"';
+const HASH_MEMBER_BYTES = Buffer.from(HASH_MEMBER, "latin1");
+/** `,"hash":"` + 64 hex digits + `"}`: the tail of a stored event. */
+const HASH_TAIL = HASH_MEMBER.length + 64 + 2;
+const CLOSE = Buffer.from("}", "latin1");
+
+/**
+ * True when `raw` (an event as stored, see sealEventBytes) ends with its hash member holding `hash`, and
+ * `hash` is the SHA-256 of the bytes before that member, closed with `}`. The stored bytes are then bound
+ * to the hash: they are the hashed bytes followed by `hash`. False for an event hashed otherwise (written
+ * before, over its canonical JSON): `checkLink` then hashes its canonical JSON.
+ */
+export function storedHashMatches(raw: Buffer, hash: string): boolean {
+  const n = raw.length - HASH_TAIL;
+  if (n < 1 || raw[raw.length - 1] !== 0x7d || raw[raw.length - 2] !== 0x22) return false;
+  if (raw.compare(HASH_MEMBER_BYTES, 0, HASH_MEMBER_BYTES.length, n, n + HASH_MEMBER_BYTES.length) !== 0) return false;
+  const start = n + HASH_MEMBER_BYTES.length;
+  if (raw.toString("latin1", start, start + 64) !== hash) return false;
+  return createHash("sha256").update(raw.subarray(0, n)).update(CLOSE).digest("hex") === hash;
+}
+
 export type VerifyResult = Static<typeof VerifyResultSchema>;
 
-/** Checks one link of the chain: the event's own hash, its seq and its prev. */
-export function checkLink(e: ResourceEvent, expectedSeq: number, prevHash: string | null): string | null {
+/**
+ * Checks one link of the chain: the event's own hash, its seq and its prev. `raw`, the event as stored,
+ * lets the hash be checked on the stored bytes (storedHashMatches); otherwise, or when they are stored
+ * in another form, the canonical JSON of the parsed event is hashed.
+ */
+export function checkLink(e: ResourceEvent, expectedSeq: number, prevHash: string | null, raw?: Buffer): string | null {
   if (e.seq !== expectedSeq) return `expected seq ${expectedSeq}, found ${e.seq}`;
   if (e.prev !== prevHash) return `prev does not match the hash of event ${expectedSeq - 1}`;
+  if (typeof e.hash === "string" && raw !== undefined && storedHashMatches(raw, e.hash)) return null;
   if (hashEvent(e) !== e.hash) return "hash does not match the event's content";
   return null;
 }

@@ -14,7 +14,7 @@
  *                      The effective order of an ordered collection (ordering.ts), kept by every write
  *                      that changes it; a page of it is one range read. sortKey: ordering.ts restSortKey.
  *   h  history index:  ["h", depth, ...pairs, seq]            → empty (the event is in the log)
- *   l  log:            ["l", seq]                             → canonical event JSON (hash chain)
+ *   l  log:            ["l", seq]                             → event JSON, its hash last (hash chain: events.ts)
  *   m  meta:           ["m", "head"]                          → {seq, hash} of the chain
  *                      ["m", "parent"]                        → a flat owner's parent ref (outlives its state)
  *                      ["m", "restore"]                       → present while a partition dump is restored

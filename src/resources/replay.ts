@@ -194,7 +194,21 @@ export class PartitionReplay {
   /** Every key the writer stores for the replayed events (log and chain head aside), in key order. */
   entries(): ReplayedEntry[] {
     const out: ReplayedEntry[] = [];
-    const add = (key: Key, value: Buffer): void => void out.push({ keyBytes: encode(key), key, value });
+    this.#each((key, value) => void out.push({ keyBytes: encode(key), key, value }));
+    return out.sort((a, b) => Buffer.compare(a.keyBytes, b.keyBytes));
+  }
+
+  /** The same keys by their encoded bytes (latin1), unsorted: what verify takes the stored keys off. */
+  byKey(): Map<string, ReplayedEntry> {
+    const out = new Map<string, ReplayedEntry>();
+    this.#each((key, value) => {
+      const keyBytes = encode(key);
+      out.set(keyBytes.toString("latin1"), { keyBytes, key, value });
+    });
+    return out;
+  }
+
+  #each(add: (key: Key, value: Buffer) => void): void {
     for (const r of this.#live.values()) {
       add(layout.state(r.l), encodeResource(r.l.type, r.envelope, r.permissions));
       add(layout.access(r.l), r.access);
@@ -205,6 +219,5 @@ export class PartitionReplay {
     for (const c of this.#counts.values()) if (c.n > 0) add(c.key, Buffer.from(JSON.stringify(c.n)));
     for (const h of this.#history) add(h, EMPTY);
     if (this.#parentLink) add(layout.parentLink, Buffer.from(JSON.stringify(this.#parentLink)));
-    return out.sort((a, b) => Buffer.compare(a.keyBytes, b.keyBytes));
   }
 }

@@ -12,7 +12,7 @@ import { randomUUID } from "node:crypto";
 import { ValidationError } from "../errors.js";
 import { allPartitions, type Key, type KvStore, type Partition } from "../kv/contract.js";
 import type { Actor, Permissions } from "../access/actor.js";
-import { Audit, type HistoryOptions, type VerifyOptions } from "./audit.js";
+import { Audit, type HistoryOptions, type Verified, type VerifyOptions } from "./audit.js";
 import { Core, type CoreOptions, type Page, type PageOptions } from "./core.js";
 import type { ResourceEvent, VerifyResult } from "./events.js";
 import type { GlobalPermissions } from "../access/global.js";
@@ -33,7 +33,7 @@ import { Writes, type CreateOptions, type MutateSpec } from "./writes.js";
 export type { Page, PageOptions } from "./core.js";
 export type { ListQuery, SortOrder } from "./query.js";
 export type { Assignment } from "./assignments.js";
-export type { HistoryOptions } from "./audit.js";
+export type { HistoryOptions, Verified } from "./audit.js";
 export type { CreateOptions, MutateDecision, MutateSpec } from "./writes.js";
 export type { ChildRow, MutateContext, ReadContext } from "./context.js";
 export type { DeleteOptions } from "./lifecycle.js";
@@ -183,7 +183,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
   }
 
   /** Verifies a partition's chain, its ledger anchor and every stored key against the replay of its log; reports the first divergence. */
-  verify(partition: Partition, options: VerifyOptions = {}): Promise<VerifyResult> {
+  verify(partition: Partition, options: VerifyOptions = {}): Promise<Verified> {
     return this.#audit.verify(partition, options);
   }
 

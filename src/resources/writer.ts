@@ -33,7 +33,7 @@ import { commitStaged, encodeKey, scanAll, type Key, type KvStore, type Op, type
 import { encode, encodeNested, prefixRange } from "../kv/tuple.js";
 import type { Actor } from "../access/actor.js";
 import { Feed } from "./feed.js";
-import { sealEvent, type EventPayload, type PathItem, type ResourceEvent } from "./events.js";
+import { sealEventBytes, type EventPayload, type PathItem, type ResourceEvent } from "./events.js";
 import { layout } from "./layout.js";
 
 export interface Head {
@@ -416,9 +416,8 @@ export class PartitionWriter {
         const hk = historyKey(seq + 1);
         const hkey = keyOf(hk);
         seq++;
-        const event = sealEvent({ seq, at: now, actor: actor.id, type, path, payload, prev });
+        const { event, bytes } = sealEventBytes({ seq, at: now, actor: actor.id, type, path, payload, prev });
         prev = event.hash;
-        const bytes = Buffer.from(JSON.stringify(event));
         layer.ops.push({ type: "put", key: layout.log(seq), value: bytes });
         layer.values.set(latin1(encode(layout.log(seq))), bytes);
         layer.ops.push({ type: "put", key: hk, value: Buffer.alloc(0) });

@@ -4,12 +4,14 @@
  * rewritten, so the chain alone looks sound) fails naming the rewritten seq; a forged one is refused.
  */
 import { spawn } from "node:child_process";
-import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
+import { SYSTEM, userActor } from "../../src/access/actor.js";
 import { FlowstoreClient } from "../../src/client/index.js";
+import { projectRef } from "../../src/workflow/commands.js";
 import { openFlowstore, type Flowstore } from "../../src/flowstore/index.js";
 import { buildServer } from "../../src/http/server.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
@@ -122,4 +124,54 @@ it("serves a signed checkpoint to holders of project.viewHistory; verify --check
     kv = LmdbKv.open(dir);
     fs = await openFlowstore(kv);
   }
+}, 120_000);
+
+it("verify --incremental records the verified heads, next checks only the chain after them, and fails on history rewritten before them", async () => {
+  await fs.identity.ensureRoot(ROOT_PASSWORD);
+  await fs.resources.global.grant(SYSTEM, "global.createProject", "root");
+  const root = userActor("root", []);
+  await fs.workflow.createProject(root, { id: "p1", displayName: "School" });
+  for (const d of ["A", "B"]) await fs.workflow.update(root, projectRef("p1"), { description: d });
+  await fs.close();
+  await kv.close();
+  const heads = join(dir, "verified-heads.json");
+  const run = async () => {
+    const r = await flowstore(["verify", "--data", dir, "--incremental", heads]);
+    return { code: r.code, result: JSON.parse(r.out.trim().split("\n").at(-1)!) as { ok: boolean; incremental: number; events: number } };
+  };
+
+  // First run: no heads yet, every partition in full; the file (0600) then holds p1's head.
+  const first = await run();
+  expect(first).toMatchObject({ code: 0, result: { ok: true, incremental: 0 } });
+  const recorded = JSON.parse(await readFile(heads, "utf8")) as { heads: Record<string, { seq: number }> };
+  expect(recorded.heads[JSON.stringify(P)]).toMatchObject({ seq: 3 });
+  expect((await stat(heads)).mode & 0o777).toBe(0o600);
+
+  // Two more events: the next run checks p1 from its recorded head (seq 3) on, 3 events, and records seq 5.
+  kv = LmdbKv.open(dir);
+  fs = await openFlowstore(kv, { checkpointKey: { dataDir: dir } });
+  for (const d of ["C", "D"]) await fs.workflow.update(root, projectRef("p1"), { description: d });
+  await fs.close();
+  await kv.close();
+  const second = await run();
+  expect(second.code).toBe(0);
+  expect(second.result.ok).toBe(true);
+  expect(second.result.incremental).toBeGreaterThanOrEqual(1);
+  expect((JSON.parse(await readFile(heads, "utf8")) as typeof recorded).heads[JSON.stringify(P)]).toMatchObject({ seq: 5 });
+
+  // History rewritten from event 2 on (re-chained, head and ledger too): the recorded head no longer holds.
+  kv = LmdbKv.open(dir);
+  fs = await openFlowstore(kv, { checkpointKey: { dataDir: dir } });
+  await rewriteFrom(2, (e) => {
+    e.actor = "mallory";
+  });
+  await fs.close();
+  await kv.close();
+  const third = await flowstore(["verify", "--data", dir, "--incremental", heads]);
+  expect(third.code).toBe(1);
+  expect(third.out).toContain("differs from the checkpoint");
+  // The failed partition keeps the head it last verified at.
+  expect((JSON.parse(await readFile(heads, "utf8")) as typeof recorded).heads[JSON.stringify(P)]).toMatchObject({ seq: 5 });
+  kv = LmdbKv.open(dir);
+  fs = await openFlowstore(kv);
 }, 120_000);

@@ -30,6 +30,8 @@ export class Model {
   readonly projects = new Set<string>();
   readonly subs = new Map<string, SubModel>();
   readonly updates = new Map<string, ItemModel>();
+  /** Acknowledged workflowitem documents: their item, id and the SHA-256 of their content. */
+  readonly documents: { p: string; s: string; w: string; id: string; sha256: string }[] = [];
   /** Acknowledged snapshots: id → the SHA-256 of its file. */
   readonly snapshots = new Map<string, string>();
   /** Acknowledged writes, and acknowledged deletes among them. */
@@ -64,6 +66,9 @@ export class Model {
       }
       case "snap":
         this.snapshots.set(line.id, line.sha256);
+        break;
+      case "doc":
+        this.documents.push({ p: line.p, s: line.s, w: line.w, id: line.id, sha256: line.sha256 });
         break;
       case "deleting":
         this.#sub(line).state = "deleting";
@@ -139,6 +144,18 @@ export async function check(fs: Flowstore, model: Model): Promise<string[]> {
       if (hash.digest("hex") !== sha256) problems.push(`the file of acknowledged snapshot ${id} differs from what was uploaded`);
     } catch (e) {
       problems.push(`acknowledged snapshot ${id} is unreadable: ${(e as Error).message}`);
+    }
+  }
+
+  for (const d of model.documents) {
+    if (model.subs.get(`${d.p}/${d.s}`)?.state !== "live") continue; // gone with its subproject's cascade
+    try {
+      const { file } = await fs.documents.open(SYSTEM, d.p, d.s, d.w, d.id);
+      const hash = createHash("sha256");
+      for await (const chunk of file.stream) hash.update(chunk as Buffer);
+      if (hash.digest("hex") !== d.sha256) problems.push(`the content of acknowledged document ${d.id} of ${d.p}/${d.s}/${d.w} differs from what was uploaded`);
+    } catch (e) {
+      problems.push(`acknowledged document ${d.id} of ${d.p}/${d.s}/${d.w} is unreadable: ${(e as Error).message}`);
     }
   }
 

@@ -1,8 +1,9 @@
 /**
  * The seeded mixed write load of the crash tests, against any target that performs the writes: the
  * Workflow API in a child process (crash-writer.ts) or a real server over HTTP (server-soak.ts). Creates
- * subprojects and workflowitems, updates and closes workflowitems, reorders, cascade-deletes the largest
- * subproject, and stores archive snapshots with a file, several operations in flight at once.
+ * subprojects and workflowitems, updates and closes workflowitems, uploads documents to workflowitems,
+ * reorders, cascade-deletes the largest subproject, and stores archive snapshots with a file, several
+ * operations in flight at once.
  *
  * Every acknowledged write is reported as one line (the acknowledgement model reads them, see
  * acknowledged.ts), after the target's promise resolved; a `deleting` line goes out before a cascade
@@ -10,7 +11,8 @@
  *
  * Lines: {"a":"sub","p","s"} | {"a":"wi","p","s","w"} | {"a":"upd","p","s","w","v","d"}
  *        | {"a":"ord","p","s","v","o"} | {"a":"close","p","s","w"} | {"a":"deleting","p","s"}
- *        | {"a":"del","p","s"} | {"a":"snap","id","u","sha256"} | {"a":"error","message"}
+ *        | {"a":"del","p","s"} | {"a":"snap","id","u","sha256"} | {"a":"doc","p","s","w","id","sha256"}
+ *        | {"a":"error","message"}
  */
 import { createHash } from "node:crypto";
 import fc from "fast-check";
@@ -18,7 +20,7 @@ import fc from "fast-check";
 export const PROJECTS = ["p0", "p1", "p2"];
 const MAX_LIVE_SUBPROJECTS = 6;
 
-/** What performs the writes; `close` and `snapshot` are optional kinds of write. */
+/** What performs the writes; `close`, `snapshot` and `uploadDocument` are optional kinds of write. */
 export interface LoadTarget {
   createSubproject(p: string, s: string): Promise<void>;
   createWorkflowitem(p: string, s: string, w: string): Promise<void>;
@@ -30,6 +32,8 @@ export interface LoadTarget {
   close?(p: string, s: string, w: string): Promise<void>;
   /** Stores a snapshot of `uniqueId` with one file; answers the snapshot's id. */
   snapshot?(uniqueId: string, file: Buffer): Promise<string>;
+  /** Uploads `file` as a document of an open workflowitem; answers the document's id. */
+  uploadDocument?(p: string, s: string, w: string, fileName: string, file: Buffer): Promise<string>;
 }
 
 export interface LiveSub {
@@ -40,7 +44,7 @@ export interface LiveSub {
   dying: boolean;
 }
 
-type Kind = "sub" | "wi" | "upd" | "ord" | "close" | "del" | "snap";
+type Kind = "sub" | "wi" | "upd" | "ord" | "close" | "del" | "snap" | "doc";
 export interface Op {
   kind: Kind;
   x: number;
@@ -58,6 +62,7 @@ export function plan(seed: number, count: number): Op[] {
         { arbitrary: fc.constant("ord" as const), weight: 2 },
         { arbitrary: fc.constant("close" as const), weight: 2 },
         { arbitrary: fc.constant("snap" as const), weight: 1 },
+        { arbitrary: fc.constant("doc" as const), weight: 2 },
         { arbitrary: fc.constant("del" as const), weight: 1 },
       ),
       x: fc.nat(),
@@ -88,6 +93,7 @@ export class Load {
     let kind = op.kind;
     if (kind === "close" && !target.close) kind = "upd";
     if (kind === "snap" && !target.snapshot) kind = "wi";
+    if (kind === "doc" && !target.uploadDocument) kind = "upd";
     if (candidates.length === 0 && kind !== "snap") kind = "sub";
     else if (kind === "sub" && candidates.length >= MAX_LIVE_SUBPROJECTS) kind = "wi";
     const n = this.#counter++;
@@ -108,7 +114,7 @@ export class Load {
     }
     const sub = candidates[op.x % candidates.length]!;
     const open = sub.items.filter((i) => !i.closed && !this.#busyItems.has(`${sub.s}/${i.id}`));
-    if ((kind === "upd" || kind === "close") && open.length === 0) kind = "wi";
+    if ((kind === "upd" || kind === "close" || kind === "doc") && open.length === 0) kind = "wi";
     if (kind === "ord" && sub.items.length < 2) kind = "wi";
     const idle = candidates.filter((c) => busy(c) === 0);
     if (kind === "del" && !idle.some((c) => c.items.length >= 5)) kind = "wi";
@@ -124,7 +130,7 @@ export class Load {
     }
     this.#busySubs.set(sub, busy(sub) + 1);
     let item: string | undefined;
-    if (kind === "upd" || kind === "close") this.#busyItems.add((item = `${sub.s}/${open[op.y % open.length]!.id}`));
+    if (kind === "upd" || kind === "close" || kind === "doc") this.#busyItems.add((item = `${sub.s}/${open[op.y % open.length]!.id}`));
     try {
       await this.#write(kind, op, n, sub, open);
     } finally {
@@ -155,6 +161,13 @@ export class Load {
         item.closed = true; // no update is sent to it from now on, whether the close lands or not
         await target.close!(sub.p, sub.s, item.id);
         say({ a: "close", p: sub.p, s: sub.s, w: item.id });
+        return;
+      }
+      case "doc": {
+        const w = open[op.y % open.length]!.id;
+        const file = Buffer.from(`${this.run} document ${n} `.repeat(1 + (op.x % 500)));
+        const id = await target.uploadDocument!(sub.p, sub.s, w, `d${n}.txt`, file);
+        say({ a: "doc", p: sub.p, s: sub.s, w, id, sha256: createHash("sha256").update(file).digest("hex") });
         return;
       }
       case "ord": {

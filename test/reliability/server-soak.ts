@@ -1,7 +1,7 @@
 /**
  * The server crash soak (issue 16): a real `flowstore serve` process over LMDB or Redis takes the seeded
- * mixed write load of load.ts over HTTP (creates, updates, reorders, closes, cascade deletes, archive
- * snapshots uploaded with a file) and is killed with SIGKILL after a seeded number of acknowledged (2xx)
+ * mixed write load of load.ts over HTTP (creates, updates, reorders, closes, document uploads, cascade
+ * deletes, archive snapshots uploaded with a file) and is killed with SIGKILL after a seeded number of acknowledged (2xx)
  * writes, again and again on the same store. After each kill the store is opened directly and checked
  * against every acknowledgement the client saw (acknowledged.ts): nothing acknowledged is lost, no
  * acknowledged delete is undone, every partition verifies. The next server continues on that store.
@@ -21,6 +21,8 @@ import { Load, plan, PROJECTS, type LiveSub, type LoadTarget } from "./load.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const MAIN = join(ROOT, "src/cli/main.ts");
+/** With FLOWSTORE_SOAK_DIST=1 (`npm run soak` builds first) the servers run the built CLI: no compilation at each start. */
+const ENTRY = process.env.FLOWSTORE_SOAK_DIST === "1" ? [join(ROOT, "dist/cli/main.js")] : ["--import", "tsx", MAIN];
 const ROOT_PASSWORD = "soak root password";
 const WORKERS = 6;
 /** Writes acknowledged before a kill: seeded in this range. */
@@ -47,6 +49,8 @@ export interface SoakFigures {
   readonly acknowledged: number;
   readonly deletes: number;
   readonly snapshots: number;
+  /** Acknowledged workflowitem document uploads. */
+  readonly documents: number;
   /** Acknowledged writes missing after a restart (undone deletes included). */
   readonly lost: number;
   /** Partitions that did not verify, summed over the checks. */
@@ -65,7 +69,9 @@ interface Serving {
 
 /** Starts `flowstore serve` on a free port and waits until it listens; `kill` is SIGKILL. */
 async function serve(data: string, store: string | undefined): Promise<Serving> {
-  const args = ["--import", "tsx", MAIN, "serve", "--port", "0", "--data", data, "--log-level", "info", ...(store ? ["--store", store] : [])];
+  // No overload 503s (--max-event-loop-delay 0): the soak's subject is durability, and a loaded machine
+  // would otherwise shed some of its writes, which it counts as refused.
+  const args = [...ENTRY, "serve", "--port", "0", "--data", data, "--log-level", "info", "--max-event-loop-delay", "0", ...(store ? ["--store", store] : [])];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: {
@@ -121,6 +127,7 @@ function httpTarget(c: FlowstoreClient): LoadTarget {
     reorder: async (p, s, o) => Number(/\d+/.exec((await sub(p, s).setOrdering(o)).etag)?.[0]),
     deleteSubproject: (p, s) => sub(p, s).delete(),
     close: async (p, s, w) => void (await sub(p, s).workflowitem(w).close()),
+    uploadDocument: async (p, s, w, fileName, file) => (await sub(p, s).workflowitem(w).documents.upload({ fileName, content: new Blob([file]) })).id,
     snapshot: async (u, file) => (await c.archive.write(u, { kind: ["soak"] }, [{ name: "upload.bin", content: new Blob([file]) }])).id,
   };
 }
@@ -188,6 +195,7 @@ export async function soak(options: SoakOptions): Promise<SoakFigures> {
     acknowledged: model.acks,
     deletes: model.deletes,
     snapshots: model.snapshots.size,
+    documents: model.documents.length,
     lost,
     verifyFailures,
     problems,
