@@ -21,6 +21,7 @@ import type { FlowstoreClient } from "../../src/client/index.js";
 import { allPartitions, scanAll, type KvStore } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import type { GlobalIntentName as GlobalIntent } from "../../src/http/routes/global.js";
+import { formioForm } from "../process-data/helpers.js";
 import { raw, startServer, type Running } from "./harness.js";
 
 const API = "/api/v1";
@@ -265,6 +266,10 @@ const MATRIX: Record<string, Entry> = {
   ),
   [`GET ${PD}/process-instances/:pid`]: global("global.readProcessData", () => ({ path: `${PD}/process-instances/pi-1` })),
   [`DELETE ${PD}/process-instances/:pid`]: global("global.writeProcessData", () => ({ path: `${PD}/process-instances/pi-1` })),
+  [`POST ${PD}/form-schemas`]: global("global.writeProcessData", () => {
+    const id = unique("schema-");
+    return { path: `${PD}/form-schemas`, body: { id, formData: formioForm(id) } };
+  }),
   [`POST ${PD}/form-submissions/process-definition/:def/start-form`]: global("global.writeProcessData", () => ({ path: `${PD}/form-submissions/process-definition/order/start-form`, body: { id: "f", data: {} } })),
   [`POST ${PD}/message-payloads/process-definition/:def/start-message`]: global("global.writeProcessData", () => ({ path: `${PD}/message-payloads/process-definition/order/start-message`, body: { id: "m", data: {} } })),
   [`GET ${PD}/:keyspace`]: global("global.readProcessData", () => ({ path: `${PD}/form-scripts` })),
