@@ -1,10 +1,9 @@
 /**
  * Assignments: for each identity, the resources whose declared `assigneeField` names it, in the
  * partition `["assigned", identity]` (layout.ts). The entry is written as a side op of the command that
- * sets or changes the assignee (writer.ts `alsoCommit`), and removed when the assignee changes or the
- * resource is deleted. Descendants removed by a subtree delete keep their entries: a read checks each
- * entry against the resource's record and leaves out what is gone or assigned elsewhere, so the index
- * is a hint that can only be wider than the truth, never narrower.
+ * sets or changes the assignee, before that command's commit (writer.ts `widenFirst`), and never
+ * removed: a read checks each entry against the resource's record and leaves out what is gone or
+ * assigned elsewhere, so the index is a hint that can only be wider than the truth, never narrower.
  */
 import { scanAll } from "../kv/contract.js";
 import type { Core } from "./core.js";
@@ -21,12 +20,16 @@ export function assigneeOf(t: CompiledType, data: Record<string, unknown> | null
   return typeof v === "string" && v !== "" ? v : null;
 }
 
-/** Gives the change of a resource's assignee to its command's commit. */
+/**
+ * Gives a resource's new assignee to its command's commit: the assignee's entry is put BEFORE the commit
+ * (writer.ts `widenFirst`) and no entry is ever removed, so the index is wider than the truth, never
+ * narrower, whatever crashes and whatever order pipelined groups settle in (a removal committed after a
+ * commit could land after a later group's put of the same entry). A read checks each entry against the
+ * record and leaves out those of a former assignee or of a deleted resource.
+ */
 export function writeAssignment(tx: Tx, l: Located, before: string | null, after: string | null): void {
-  if (before === after) return;
-  const key = layout.assignedEntry(l.type.name, l.ref.ids);
-  if (before !== null) tx.alsoCommit(layout.assigned(before), { type: "delete", key });
-  if (after !== null) tx.alsoCommit(layout.assigned(after), { type: "put", key, value: Buffer.alloc(0) });
+  if (after === null || after === before) return;
+  tx.widenFirst(layout.assigned(after), { type: "put", key: layout.assignedEntry(l.type.name, l.ref.ids), value: Buffer.alloc(0) });
 }
 
 export interface Assignment {

@@ -62,6 +62,13 @@ export interface Tx {
    * ledger is; a conflict retry of the group recomputes it.
    */
   alsoCommit(partition: Partition, op: Op): void;
+  /**
+   * An op on ANOTHER partition that only widens a derived index whose reads check each entry against
+   * the record (the assignments, assignments.ts): committed BEFORE this partition's commit, so a crash
+   * between the two leaves the index wider than the truth, never narrower. A conflict retry of the group
+   * recomputes it; an entry of a command that then fails stays, as a wider one.
+   */
+  widenFirst(partition: Partition, op: Op): void;
   /** Appends an event; returns it sealed (seq, prev and hash assigned). `historyKey` indexes it by resource. */
   append(type: string, path: PathItem[], payload: EventPayload, historyKey: (seq: number) => Key): ResourceEvent;
 }
@@ -76,6 +83,8 @@ class Overlay {
   readonly events: ResourceEvent[] = [];
   /** Ops on other partitions (derived indexes), committed after the partition's own commit, in order. */
   readonly side: { partition: Partition; op: Op }[] = [];
+  /** Ops on other partitions that only widen an index, committed before the partition's own commit. */
+  readonly before: { partition: Partition; op: Op }[] = [];
 
   read(k: string): Buffer | null | undefined {
     const v = this.values.get(k);
@@ -93,6 +102,7 @@ class Overlay {
     for (const [k, v] of child.values) this.values.set(k, v);
     this.events.push(...child.events);
     this.side.push(...child.side);
+    this.before.push(...child.before);
   }
 }
 
@@ -205,7 +215,7 @@ export class PartitionWriter {
    * failure is not the command's (its own commit is durable): the index it leaves behind is what `verify`
    * reports and `visibility.ts` rebuilds.
    */
-  async #commitSide(side: readonly { partition: Partition; op: Op }[]): Promise<void> {
+  async #commitSide(side: readonly { partition: Partition; op: Op }[], failures: "ignore" | "throw" = "ignore"): Promise<void> {
     if (side.length === 0) return;
     const byPartition = new Map<string, { partition: Partition; ops: Op[] }>();
     for (const { partition, op } of side) {
@@ -214,7 +224,7 @@ export class PartitionWriter {
       if (!g) byPartition.set(id, (g = { partition, ops: [] }));
       g.ops.push(op);
     }
-    await Promise.all([...byPartition.values()].map((g) => this.kv.commit(g.partition, g.ops).catch(() => undefined)));
+    await Promise.all([...byPartition.values()].map((g) => (failures === "throw" ? this.kv.commit(g.partition, g.ops) : this.kv.commit(g.partition, g.ops).catch(() => undefined))));
   }
 
   /** Forgets cached chain heads (after a partition is dropped or rewritten outside the writer). */
@@ -279,6 +289,8 @@ export class PartitionWriter {
         ops.push({ type: "put", key: layout.head, value: Buffer.from(JSON.stringify({ seq: chain.seq, hash: chain.hash })) });
       }
       try {
+        // The widening side ops first (see Tx.widenFirst): a failure fails the group, as its own commit's would.
+        await this.#commitSide(overlay.before, "throw");
         // Resolved once visible: the next group is computed while this one's flush is in flight; its
         // commit is guarded by this one's head version, so no other process's commit can come between.
         const { version, durable } = await commitStaged(this.kv, partition, ops);
@@ -404,6 +416,9 @@ export class PartitionWriter {
       },
       alsoCommit(other, op) {
         layer.side.push({ partition: other, op });
+      },
+      widenFirst(other, op) {
+        layer.before.push({ partition: other, op });
       },
       deletePrefix(prefix) {
         layer.ops.push({ type: "deletePrefix", prefix });
