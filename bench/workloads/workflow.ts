@@ -1,15 +1,18 @@
 /**
  * workflow: a tree built with the Workflow commands (projects × subprojects ×
  * workflowitems, with history), then
- *  1. flowstore against a raw lmdb-js read of the same keys and bytes in the same store (the
- *     goals: get ≤ 1.5×, list in effective order with permissions ≤ 1.5×), and flowstore-only rows
+ *  1. flowstore against a raw read of the same keys and bytes in the same store — lmdb-js on LMDB,
+ *     prepared pg SELECTs on PostgreSQL (the goals: get ≤ 1.5×, list in effective order with
+ *     permissions ≤ 1.5×), and flowstore-only rows
  *     (reorder 1,000, history of 1,000 events, cascade delete);
  *  2. the same operations on the same data in every peer (bench/peers/), round-robin in one run.
  */
+import pg from "pg";
 import type { Workload } from "../harness.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
-import { encodeRecordKey } from "../../src/kv/contract.js";
-import { prefixRange } from "../../src/kv/tuple.js";
+import { encodeRecordKey, type Key, type KvStore, type Partition } from "../../src/kv/contract.js";
+import { parsePostgresUrl } from "../../src/kv/postgres.js";
+import { encode, encodeNested, prefixRange } from "../../src/kv/tuple.js";
 import { subprojectRef, workflowitemRef } from "../../src/workflow/commands.js";
 import { FlowstorePeer } from "../peers/flowstore.js";
 import { openPeers } from "../peers/index.js";
@@ -49,40 +52,24 @@ export const workflow: Workload = {
     process.stdout.write(`  loaded flowstore: ${created} workflowitems + ${tree.updates.length} updates in ${loadSec.toFixed(1)} s\n`);
 
     // ---------------------------------------------------------------- 1. against the raw store
-    if (kv instanceof LmdbKv) {
-      const db = kv.raw;
-      const getKey = (() => {
-        const a = fs.wf.store.stateAddress(workflowitemRef(P, S10K, itemId(4242)));
-        return encodeRecordKey(a.partition, a.key).full;
-      })();
+    const raw = rawReader(kv, ctx.storeUrl);
+    if (raw) {
+      const getAddress = fs.wf.store.stateAddress(workflowitemRef(P, S10K, itemId(4242)));
       const gets = Math.round(2_000 * ctx.scale);
       await ctx.compare({
         ops: gets,
         goal: 1.5,
-        reference: { name: "get workflowitem (raw lmdb getEntry, same key)", round: () => { for (let i = 0; i < gets; i++) if (!db.getEntry(getKey)) throw new Error("missing"); } },
+        reference: { name: `get workflowitem (${raw.get.what}, same key)`, round: raw.get(getAddress.partition, getAddress.key, gets) },
         subject: { name: "get workflowitem (flowstore getJson)", round: async () => { for (let i = 0; i < gets; i++) await fs.wf.store.getJson(MARY, workflowitemRef(P, S10K, itemId(4242))); } },
       });
       for (const [s, n, lists] of [[S1K, 1_000, 20], [S10K, 10_000, 3]] as const) {
         const l = fs.wf.store.childrenAddress(subprojectRef(P, s), "workflowitem");
-        const { start, end } = prefixRange(l.prefix);
-        const p = encodeRecordKey(l.partition, []).full;
-        const lo = Buffer.concat([p, start]);
-        const hi = Buffer.concat([p, end]);
         const times = Math.max(1, Math.round(lists * ctx.scale));
         await ctx.compare({
           ops: times,
           goal: 1.5,
           rounds: 11,
-          reference: {
-            name: `list ${n.toLocaleString("en-US")} (raw lmdb getRange, same keys)`,
-            round: () => {
-              for (let t = 0; t < times; t++) {
-                const out: Buffer[] = [];
-                for (const e of db.getRange({ start: lo, end: hi, versions: true })) out.push(e.value);
-                if (out.length !== n) throw new Error(`raw read ${out.length}`);
-              }
-            },
-          },
+          reference: { name: `list ${n.toLocaleString("en-US")} (${raw.range.what}, same keys)`, round: raw.range(l.partition, l.prefix, times, n) },
           subject: {
             name: `list ${n.toLocaleString("en-US")} in effective order, permissions applied (listOrderedJson)`,
             round: async () => {
@@ -94,8 +81,9 @@ export const workflow: Workload = {
           },
         });
       }
+      await raw.close();
     } else {
-      ctx.note(`The raw comparisons need an LMDB store; ${ctx.storeUrl} is not one, so they were not run.`);
+      ctx.note(`The raw comparisons need an LMDB or PostgreSQL store; ${ctx.storeUrl} is neither, so they were not run.`);
     }
 
     // ---------------------------------------------------------------- 2. peers, same data
@@ -164,4 +152,78 @@ export const workflow: Workload = {
 
 function check(n: number, want: number): void {
   if (n !== want) throw new Error(`listed ${n}, expected ${want}`);
+}
+
+/**
+ * A raw client's rounds, each named for its row: `times` reads of one record, and `times` reads of every
+ * record under `prefix` (there must be `count`). LMDB's rounds are synchronous, as lmdb-js reads are.
+ */
+interface RawReader {
+  readonly get: ((partition: Partition, key: Key, times: number) => () => void | Promise<void>) & { what: string };
+  readonly range: ((partition: Partition, prefix: Key, times: number, count: number) => () => void | Promise<void>) & { what: string };
+  close(): Promise<void>;
+}
+
+const expectCount = (got: number, count: number): void => {
+  if (got !== count) throw new Error(`raw read ${got}, expected ${count}`);
+};
+
+const named = <F extends object>(what: string, f: F): F & { what: string } => Object.assign(f, { what });
+
+/** The raw side of the store under test: lmdb-js on the same environment, or a pg pool on the same tables. */
+function rawReader(kv: KvStore, storeUrl: string | undefined): RawReader | null {
+  if (kv instanceof LmdbKv) {
+    const db = kv.raw;
+    return {
+      get: named("raw lmdb getEntry", (partition: Partition, key: Key, times: number) => {
+        const full = encodeRecordKey(partition, key).full;
+        return () => {
+          for (let i = 0; i < times; i++) if (!db.getEntry(full)) throw new Error("missing");
+        };
+      }),
+      range: named("raw lmdb getRange", (partition: Partition, prefix: Key, times: number, count: number) => {
+        const { start, end } = prefixRange(prefix);
+        const p = encodeRecordKey(partition, []).full;
+        const lo = Buffer.concat([p, start]);
+        const hi = Buffer.concat([p, end]);
+        return () => {
+          for (let t = 0; t < times; t++) {
+            const out: Buffer[] = [];
+            for (const e of db.getRange({ start: lo, end: hi, versions: true })) out.push(e.value);
+            expectCount(out.length, count);
+          }
+        };
+      }),
+      close: async () => {},
+    };
+  }
+  if (/^postgres(ql)?:\/\//.test(storeUrl ?? "")) {
+    // The contract's own table, partition and key encodings; one pool connection, prepared statements.
+    const { connectionString, options } = parsePostgresUrl(storeUrl!);
+    const records = `"${options.schema ?? "public"}".flowstore_records`;
+    const pool = new pg.Pool({ connectionString, max: 1 });
+    return {
+      get: named("raw pg SELECT", (partition: Partition, key: Key, times: number) => {
+        const values = [encodeNested(partition), encode(key)];
+        return async () => {
+          for (let i = 0; i < times; i++) {
+            const r = await pool.query({ name: "wf_get", text: `SELECT version, value FROM ${records} WHERE partition = $1 AND key = $2`, values });
+            expectCount(r.rows.length, 1);
+          }
+        };
+      }),
+      range: named("raw pg range SELECT", (partition: Partition, prefix: Key, times: number, count: number) => {
+        const { start, end } = prefixRange(prefix);
+        const values = [encodeNested(partition), start, end];
+        return async () => {
+          for (let t = 0; t < times; t++) {
+            const r = await pool.query({ name: "wf_range", text: `SELECT key, version, value FROM ${records} WHERE partition = $1 AND key >= $2 AND key < $3 ORDER BY key`, values });
+            expectCount(r.rows.length, count);
+          }
+        };
+      }),
+      close: () => pool.end(),
+    };
+  }
+  return null;
 }
