@@ -62,4 +62,17 @@ export async function sha256Of(stream: AsyncIterable<Uint8Array>): Promise<{ sha
   return { sha256: h.digest("hex"), size };
 }
 
+/** `size` pseudo-random bytes from `seed` (xorshift): the same bytes for the same seed. */
+export function bytes(size: number, seed: number): Buffer {
+  const out = Buffer.allocUnsafe(size);
+  let x = seed | 1;
+  for (let i = 0; i < size; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    out[i] = x & 0xff;
+  }
+  return out;
+}
+
 export const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");

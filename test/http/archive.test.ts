@@ -3,7 +3,7 @@ import { SYSTEM } from "../../src/access/actor.js";
 import { createHash } from "node:crypto";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { Archive } from "../../src/archive/archive.js";
-import { dump } from "../archive/helpers.js";
+import { bytes, dump, sha256 } from "../archive/helpers.js";
 import { forEachBackend, httpBackends, type BackendHandle } from "../conformance/backends.js";
 import { raw, startServer, type Running } from "./harness.js";
 
@@ -11,19 +11,6 @@ const API = "/api/v1";
 const MiB = 1024 * 1024;
 
 /** Deterministic bytes that do not compress or repeat per chunk. */
-function bytes(size: number, seed: number): Buffer {
-  const out = Buffer.allocUnsafe(size);
-  let x = seed | 1;
-  for (let i = 0; i < size; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out[i] = x & 0xff;
-  }
-  return out;
-}
-
-const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 const md5 = (b: Uint8Array) => createHash("md5").update(b).digest("hex");
 
 forEachBackend((backend) => {

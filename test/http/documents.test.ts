@@ -10,30 +10,16 @@
  * | closed item is read-only              | a closed workflowitem cannot be updated                               |
  * | deleting an item (or its parents)     | (flowstore) releases its documents' content references: freed when last |
  */
-import { createHash } from "node:crypto";
 import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ProblemError, type FlowstoreClient } from "../../src/client/index.js";
 import { MemoryKv } from "../../src/kv/memory.js";
-import { dump } from "../archive/helpers.js";
+import { bytes, dump, sha256 } from "../archive/helpers.js";
 import { raw, startServer, type Running } from "./harness.js";
 
 const API = "/api/v1";
 const MiB = 1024 * 1024;
 const LIMIT = 2 * MiB + 17;
-
-function bytes(size: number, seed: number): Buffer {
-  const out = Buffer.allocUnsafe(size);
-  let x = seed | 1;
-  for (let i = 0; i < size; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out[i] = x & 0xff;
-  }
-  return out;
-}
-const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
 let s: Running;
 let kv: MemoryKv;
