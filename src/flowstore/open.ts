@@ -40,7 +40,7 @@ import type { WorkflowSchema } from "../workflow/schema.js";
 import { flowstoreIntents } from "./intents.js";
 import { IMPORT_KIND, IMPORT_MARKER, PARTITION_KINDS, SCHEMAS, type PartitionKind } from "./kinds.js";
 import { stageExport, type StagedRestore } from "./restore.js";
-import { replaceStore } from "./transfer.js";
+import { replaceStore, type Progress, type TransferCounts } from "./transfer.js";
 
 /** Half-done archive operations older than this are finished or undone (default 10 minutes). */
 export const DEFAULT_ARCHIVE_RECOVERY_AGE_MS = 10 * 60 * 1000;
@@ -310,14 +310,14 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     }
   };
   let restoring = false;
-  const applyRestore = async (file: string): Promise<Awaited<ReturnType<StagedRestore["apply"]>>> => {
+  const applyRestore = async (file: string, onProgress?: Progress): Promise<TransferCounts> => {
     if (restoring) throw new ConflictError("a restore is running already", "store");
     restoring = true;
     paused = true;
     try {
       await running;
       await following;
-      const counts = await replaceStore(kv, file);
+      const counts = await replaceStore(kv, file, onProgress);
       // What this process keeps of the old content: cached chain heads (pages and lists are keyed by
       // versions, which a partition never hands out twice, dropped or not).
       resources.writer.forgetAll();
@@ -408,7 +408,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     },
     async stageRestore(input) {
       const staged = await stageExport(restoreDir, input, checkExport);
-      return { ...staged, apply: () => applyRestore(staged.file), discard: () => rm(staged.file, { force: true }) };
+      return { ...staged, apply: (onProgress) => applyRestore(staged.file, onProgress), discard: () => rm(staged.file, { force: true }) };
     },
     close() {
       closed ??= (async () => {

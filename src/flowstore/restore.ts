@@ -18,7 +18,7 @@ import { pipeline } from "node:stream/promises";
 import { FlowstoreError, ValidationError } from "../errors.js";
 import type { KvStore } from "../kv/contract.js";
 import { openKv } from "../kv/open.js";
-import { importStore, type TransferCounts } from "./transfer.js";
+import { importStore, type Progress, type TransferCounts } from "./transfer.js";
 
 /** A checked export, ready to replace the store's content. */
 export interface StagedRestore {
@@ -30,8 +30,9 @@ export interface StagedRestore {
    * Replaces the store's whole content with it, then refreshes what the process keeps in memory, and
    * removes the file. Nothing else may work on the store meanwhile (the server shuts its gate first).
    * A crash leaves the store marked as an unfinished import of the file (`import --resume` finishes it).
+   * `onProgress` is called as the import goes (the old content is dropped by then).
    */
-  apply(): Promise<TransferCounts>;
+  apply(onProgress?: Progress): Promise<TransferCounts>;
   /** Removes the file without restoring. */
   discard(): Promise<void>;
 }

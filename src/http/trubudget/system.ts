@@ -125,7 +125,13 @@ export const systemRoutes: FastifyPluginAsync = async (app) => {
       const ndjson = pipe(request.body as Readable, limited(MAX_BACKUP_BYTES), createGunzip(), () => {});
       const staged = await app.flowstore.stageRestore(ndjson).catch((e: unknown) => Promise.reject(uploadError(e)));
       try {
-        const counts = await app.flowstore.gate.run("a restore is replacing the store", reply, () => staged.apply(), async () =>
+        let importing = false;
+        const progress = (): void => {
+          if (importing) return;
+          importing = true;
+          request.log.info({ file: staged.file }, "restore: the old content is dropped, importing the backup");
+        };
+        const counts = await app.flowstore.gate.run("a restore is replacing the store", reply, () => staged.apply(progress), async () =>
           (await unfinishedImport(kv)) ? `the restore failed midway; refusing to serve: ${UNFINISHED_IMPORT}` : null,
         );
         request.log.info({ counts }, "backup restored");
