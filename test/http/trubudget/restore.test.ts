@@ -41,7 +41,17 @@ class HeldKv extends MemoryKv {
     return { reached: r, release };
   }
 
+  /** What happened, in order, while `record` is on: commits to project partitions and partition drops. */
+  record = false;
+  readonly events: string[] = [];
+
+  override async commit(...args: Parameters<MemoryKv["commit"]>): ReturnType<MemoryKv["commit"]> {
+    if (this.record && args[0][0] === "project") this.events.push("project commit");
+    return super.commit(...args);
+  }
+
   override async dropPartition(partition: Partition): Promise<void> {
+    if (this.record) this.events.push("drop");
     const hold = this.#hold;
     if (hold) {
       this.#hold = null;
@@ -175,5 +185,42 @@ describe("TruBudget's system.restoreBackup", () => {
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(await projectNames(s)).toEqual(["School"]);
     expect((await s.app.flowstore.verifyAll()).ok).toBe(true);
+  });
+
+  it("lets the requests in flight finish before it replaces the store", async () => {
+    // A project's creation whose body is still on its way when the restore shuts the gate.
+    let send!: (text: string) => void;
+    let finish!: () => void;
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        send = (text) => controller.enqueue(new TextEncoder().encode(text));
+        finish = () => controller.close();
+      },
+    });
+    const json = JSON.stringify({ apiVersion: "1.0", data: { project: { displayName: "In flight", projectedBudgets: [] } } });
+    const inFlight = fetch(`${s.base}${TB}/global.createProject`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${s.rootToken}`, "content-type": "application/json" },
+      body,
+      duplex: "half",
+    } as RequestInit);
+    send(json.slice(0, 10));
+    kv.events.length = 0;
+    kv.record = true;
+    try {
+      const running = restore(s, saved);
+      while (s.app.flowstore.gate.shutFor === null) await new Promise((resolve) => setImmediate(resolve));
+      expectError(await s.call("project.list"), 503, "restore"); // a new request is refused meanwhile
+      send(json.slice(10));
+      finish();
+      expect((await inFlight).status).toBe(200);
+      expect((await running).status).toBe(200);
+      // The request's commit came before the restore dropped anything: the restore waited for it.
+      expect(kv.events[0]).toBe("project commit");
+      expect(kv.events).toContain("drop");
+    } finally {
+      kv.record = false;
+    }
+    expect(await projectNames(s)).toEqual(["School"]);
   });
 });
