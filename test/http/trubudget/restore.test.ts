@@ -224,3 +224,36 @@ describe("TruBudget's system.restoreBackup", () => {
     expect(await projectNames(s)).toEqual(["School"]);
   });
 });
+
+describe("TruBudget's system.restoreBackup failing midway", () => {
+  /** A memory store whose partition drops fail once armed (a disk that died during the wipe). */
+  class FailingKv extends MemoryKv {
+    armed = false;
+    override async dropPartition(partition: Partition): Promise<void> {
+      if (this.armed) throw new Error("the disk died");
+      return super.dropPartition(partition);
+    }
+  }
+
+  it("keeps the gate shut, naming import --resume, and keeps the export for it", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "flowstore-tb-restore-fail-"));
+    const kv = new FailingKv();
+    const s = await startTruBudget(kv, { restoreDir: dir });
+    try {
+      await createProject(s, "School");
+      const saved = await backup(s);
+      kv.armed = true;
+      const r = await restore(s, saved);
+      expect(r.status).toBe(500);
+      const after = await s.call("project.list");
+      expectError(after, 503, "import --resume");
+      expect(Number(after.headers.get("retry-after"))).toBeGreaterThan(0);
+      const kept = (await readdir(dir)).filter((f) => f.endsWith(".ndjson"));
+      expect(kept).toHaveLength(1);
+    } finally {
+      await s.close();
+      await kv.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
