@@ -318,10 +318,12 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
       await running;
       await following;
       const counts = await replaceStore(kv, file, onProgress);
-      // What this process keeps of the old content: cached chain heads (pages and lists are keyed by
-      // versions, which a partition never hands out twice, dropped or not).
+      // What this process keeps of the old content: cached chain heads and whether it recorded its
+      // process-data key (pages and lists are keyed by versions, which a partition never hands out
+      // twice, dropped or not).
       resources.writer.forgetAll();
       tenancy.writer.forgetAll();
+      processData.forgetRecordedKey();
       await resources.buildVisibility();
       await tenancy.buildVisibility();
       paused = false;
