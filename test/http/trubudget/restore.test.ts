@@ -163,10 +163,15 @@ describe("TruBudget's system.restoreBackup", () => {
     expect((await s.app.flowstore.verifyAll()).ok).toBe(true);
   });
 
-  it("answers every other request 503 with Retry-After while the store is replaced, but liveness", async () => {
+  it("answers every other request 503 with Retry-After while the store is replaced, but liveness; ends change-feed streams", async () => {
+    const feed = await fetch(`${s.base}/api/v1/events`, { headers: { authorization: `Bearer ${s.rootToken}` } });
+    expect(feed.status).toBe(200);
     const held = kv.arm();
     const running = restore(s, saved);
     await held.reached;
+    // The stream was ended when the gate shut (clients reconnect once it is open again).
+    const reader = feed.body!.getReader();
+    while (!(await reader.read()).done);
 
     const tb = await s.call("project.list");
     expectError(tb, 503, "restore");
