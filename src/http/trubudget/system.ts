@@ -29,16 +29,19 @@ export const RELEASE = (JSON.parse(readFileSync(new URL("../../../package.json",
 /** The largest backup `system.restoreBackup` takes, as sent (gzip): 1 GiB, TruBudget's own bound. */
 export const MAX_BACKUP_BYTES = 1024 * 1024 * 1024;
 
+/** The largest a backup may grow to once gunzipped: a bound on the disk a root-sent gzip bomb can fill. */
+export const MAX_BACKUP_UNPACKED_BYTES = 16 * MAX_BACKUP_BYTES;
+
 /** The media type of a backup, both ways. */
 const GZIP = "application/gzip";
 
-/** The upload, counted: past `max` bytes it fails with a 413. */
-function limited(max: number): Transform {
+/** The upload, counted: past `max` bytes (of `what`) it fails with a 413. */
+function limited(max: number, what: string): Transform {
   let bytes = 0;
   return new Transform({
     transform(chunk: Buffer, _encoding, callback) {
       bytes += chunk.length;
-      if (bytes > max) callback(new TooLargeError(`the backup is larger than ${max} bytes`, max));
+      if (bytes > max) callback(new TooLargeError(`the backup is larger than ${max} bytes ${what}`, max));
       else callback(null, chunk);
     },
   });
@@ -122,7 +125,7 @@ export const systemRoutes: FastifyPluginAsync = async (app) => {
       assertRoot(request, "restore a backup");
       const type = request.headers["content-type"]?.split(";")[0]!.trim().toLowerCase();
       if (type !== GZIP) throw new FlowstoreError("validation", 415, `unsupported media type ${type ?? "(none)"}: send the backup as ${GZIP}`, "headers.content-type");
-      const ndjson = pipe(request.body as Readable, limited(MAX_BACKUP_BYTES), createGunzip(), () => {});
+      const ndjson = pipe(request.body as Readable, limited(MAX_BACKUP_BYTES, "as sent"), createGunzip(), limited(MAX_BACKUP_UNPACKED_BYTES, "unpacked"), () => {});
       const staged = await app.flowstore.stageRestore(ndjson).catch((e: unknown) => Promise.reject(uploadError(e)));
       try {
         let importing = false;
