@@ -13,7 +13,7 @@
  *                              (its UTF-8 bytes: a kind may hold NUL) that hold data, listed in id order.
  * The table layout is part of the stored format.
  *
- * - get / getMany / scan are one statement each (getMany: `key = ANY($keys)`).
+ * - get / getMany / scan are one statement each; getMany and scan answer packed rows (see PACK).
  * - commit is one call of the function flowstore_commit: one transaction that locks the partition's
  *   sequence row (so concurrent commits of one partition run one after the other and versions grow),
  *   evaluates the checks, and only when all hold increments the sequence and applies the writes in order.
