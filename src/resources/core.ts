@@ -54,11 +54,22 @@ export function pageLimit(limit: number | undefined, dflt: number = PAGE_LIMIT.d
 }
 
 /** The record of a resource: its envelope behind a header with its status and the holders of list and view. */
-export function encodeResource(t: CompiledType, envelope: Envelope, permissions: Permissions): Buffer {
-  return encodeRecord(envelope, statusOf(t, envelope.data), listersOf(t, permissions), permissions[t.intents.view] ?? []);
+export function encodeResource(t: CompiledType, envelope: Envelope, permissions: Permissions, holders: RecordHolders = recordHolders(t, permissions)): Buffer {
+  return encodeRecord(envelope, statusOf(t, envelope.data), holders.listers, holders.viewers);
 }
 
-export const encodeAccess = (priv: Private): Buffer => Buffer.from(JSON.stringify(priv), "utf8");
+/** The identities a record's header names: those that may list it, and those that may view it. */
+export interface RecordHolders {
+  readonly listers: readonly string[];
+  readonly viewers: readonly string[];
+}
+
+/** A record's holders (its header's part), from its type and permissions: `encodeResource` takes them when a caller has them already. */
+export const recordHolders = (t: CompiledType, permissions: Permissions): RecordHolders => ({ listers: listersOf(t, permissions), viewers: permissions[t.intents.view] ?? [] });
+
+/** An access record's JSON (`encodeAccess` is its bytes). */
+export const accessJson = (priv: Private): string => JSON.stringify(priv);
+export const encodeAccess = (priv: Private): Buffer => Buffer.from(accessJson(priv), "utf8");
 const decodeAccess = (raw: Buffer | undefined): Private => (raw ? (JSON.parse(raw.toString("utf8")) as Private) : { permissions: {} });
 
 const notFound = (ref: Ref): NotFoundError => new NotFoundError(`${ref.type} ${ref.ids.join("/")} not found`);
@@ -125,6 +136,17 @@ export class Core {
     // A null intent: the caller decides who may (a domain rule, e.g. TruBudget's close); the resource need only exist.
     if (intent === null || (access ? allows(access.permissions, actor, intent) : view.viewableBy(actor))) return { view, access };
     throw (await this.#knowsOf(read, l, actor, view, access)) ? new ForbiddenError(`${actor.id} lacks the intent ${intent}`) : notFound(l.ref);
+  }
+
+  /**
+   * `authorize`'s check of the view intent answered by the record's header alone, synchronously: the
+   * record when the actor may view it, else null (absent or refused: `authorize` then tells not found
+   * from forbidden, which may need reads). The read fast path.
+   */
+  viewable(raw: Buffer | undefined, actor: Actor): RecordView | null {
+    if (!raw) return null;
+    const view = new RecordView(raw);
+    return view.viewableBy(actor) ? view : null;
   }
 
   /**
