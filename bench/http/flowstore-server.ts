@@ -1,7 +1,7 @@
 /**
  * A real flowstore server (127.0.0.1, port 0) in its own process for the http workload, on the store URL it
  * is given (lmdb:<dir>, postgres://…, redis…). Builds its data with the Workflow commands, then tells the
- * parent (IPC) its port; answers {rss} requests. Exits when the parent disconnects.
+ * parent (IPC) its port; answers {usage} requests (shared.ts serveParent). Exits when the parent disconnects.
  *   argv: <store url> [nocache]
  * With `nocache` it serves the data another server process already built in the same store (LMDB is
  * multi-process; the others are servers), with the list page cache turned off.
@@ -9,10 +9,9 @@
 import { openFlowstore } from "../../src/flowstore/index.js";
 import { Metrics } from "../../src/http/metrics.js";
 import { buildServer } from "../../src/http/server.js";
-import type { AddressInfo } from "node:net";
 import { SYSTEM } from "../../src/access/actor.js";
 import { loadFlowstore } from "../peers/flowstore.js";
-import { httpTree, ROOT_PASSWORD, SECRET } from "./shared.js";
+import { httpTree, ROOT_PASSWORD, SECRET, serveParent } from "./shared.js";
 
 const nocache = process.argv[3] === "nocache";
 const metrics = new Metrics();
@@ -37,9 +36,4 @@ if (!nocache) {
 }
 loading = undefined;
 const loadSec = (performance.now() - t0) / 1000;
-await app.listen({ host: "127.0.0.1", port: 0 });
-process.on("message", (m: { type: string }) => {
-  if (m.type === "rss") process.send!({ type: "rss", rss: process.memoryUsage().rss });
-});
-process.on("disconnect", () => void app.close().finally(() => process.exit(0)));
-process.send!({ type: "ready", port: (app.server.address() as AddressInfo).port, loadSec, rss: process.memoryUsage().rss });
+await serveParent(app, () => undefined, { loadSec });

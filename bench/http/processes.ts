@@ -38,11 +38,29 @@ export function start(script: string, dir: string, ...args: string[]): Promise<S
   });
 }
 
-export function rssOf(child: ChildProcess): Promise<number> {
+export interface Usage {
+  readonly rss: number;
+  /** CPU time (user + system) the process has used so far. */
+  readonly cpuMs: number;
+}
+
+export function usageOf(child: ChildProcess): Promise<Usage> {
   return new Promise((resolve) => {
-    child.once("message", (m: { rss: number }) => resolve(m.rss));
-    child.send({ type: "rss" });
+    const on = (m: { type?: string } & Usage) => {
+      if (m.type !== "usage") return;
+      child.off("message", on);
+      resolve(m);
+    };
+    child.on("message", on);
+    child.send({ type: "usage" });
   });
+}
+
+/** Runs `load` and adds the CPU time `server` used meanwhile. */
+export async function withCpu<T>(server: Server, load: () => Promise<T>): Promise<T & { serverCpuMs: number }> {
+  const before = await usageOf(server.child);
+  const r = await load();
+  return { ...r, serverCpuMs: (await usageOf(server.child)).cpuMs - before.cpuMs };
 }
 
 /** Disconnects (the child then closes and exits); SIGKILL after 10 s. */
@@ -122,8 +140,12 @@ export function drive(spec: DriverSpec): Driving {
   return { started, done };
 }
 
-/** What a row's note says of one load: latencies, count and any timeouts. */
-export function loadNote(c: { p50: number; p99: number; total: number; timeouts: number; errors?: number }): string {
+/**
+ * What a row's note says of one load: latencies, count, any timeouts and, when known, the server's CPU
+ * time per request (`serverCpuMs` over `cpuRequests`, default `total`: the load-insensitive cost).
+ */
+export function loadNote(c: { p50: number; p99: number; total: number; timeouts: number; errors?: number; serverCpuMs?: number }, cpuRequests = c.total): string {
   const errors = c.errors ?? 0;
-  return `p50 ${c.p50} ms, p99 ${c.p99} ms, ${c.total.toLocaleString("en-US")} requests${c.timeouts || errors ? `, ${c.timeouts} timed out after 10 s, ${errors} errors` : ""}`;
+  const cpu = c.serverCpuMs === undefined || cpuRequests === 0 ? "" : `, server CPU ${(c.serverCpuMs / cpuRequests).toFixed(2)} ms/request`;
+  return `p50 ${c.p50} ms, p99 ${c.p99} ms, ${c.total.toLocaleString("en-US")} requests${c.timeouts || errors ? `, ${c.timeouts} timed out after 10 s, ${errors} errors` : ""}${cpu}`;
 }

@@ -50,13 +50,16 @@ export function verifyBearer(app: FastifyInstance): void {
 export const userOf = (request: object): string => (request as { user: string }).user;
 
 /**
- * Listens on 127.0.0.1 (a free port), answers the parent's {rss} requests, closes (then `close`) and
- * exits when the parent disconnects, and tells the parent {ready, port, rss, ...extra}.
+ * Listens on 127.0.0.1 (a free port), answers the parent's {usage} requests (RSS and the CPU time the
+ * process has used), closes (then `close`) and exits when the parent disconnects, and tells the parent
+ * {ready, port, rss, ...extra}.
  */
 export async function serveParent(app: FastifyInstance, close: () => unknown, extra: object = {}): Promise<void> {
   await app.listen({ host: "127.0.0.1", port: 0 });
   process.on("message", (m: { type: string }) => {
-    if (m.type === "rss") process.send!({ type: "rss", rss: process.memoryUsage().rss });
+    if (m.type !== "usage") return;
+    const cpu = process.cpuUsage();
+    process.send!({ type: "usage", rss: process.memoryUsage().rss, cpuMs: (cpu.user + cpu.system) / 1000 });
   });
   process.on("disconnect", () => void app.close().then(close).finally(() => process.exit(0)));
   process.send!({ type: "ready", port: (app.server.address() as AddressInfo).port, rss: process.memoryUsage().rss, ...extra });
