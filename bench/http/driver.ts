@@ -6,7 +6,7 @@
  *   answered; each request's operation is drawn by weight (seeded, so runs against two servers draw alike).
  * - Open loop (`rate`): one request every 1/rate s, at most `connections` in flight (a writer at a fixed
  *   pace); when all are in flight, the next starts when one is answered and the slots missed meanwhile
- *   are dropped (`late` counts the waits; the result's rps is the pace reached).
+ *   are dropped (`late` counts the waits; `pace` is the rate reached).
  *
  * An operation picks its path (and body) at random from its lists; `{n}` in a body becomes a counter
  * (every update writes a new value). A `page` operation walks its collection: ?limit= drawn in
@@ -57,6 +57,8 @@ export interface DriverResult {
   readonly ops: OpResult[];
   /** Open loop: requests that started later than due because `connections` were in flight. */
   readonly late: number;
+  /** Requests started per second of the run's duration (open loop: the pace reached). */
+  readonly pace: number;
 }
 
 const TIMEOUT_MS = 10_000;
@@ -128,6 +130,7 @@ export async function run(spec: DriverSpec): Promise<DriverResult> {
   const t0 = performance.now();
   const end = t0 + spec.seconds * 1000;
   let late = 0;
+  let started = 0;
   const guard = (p: Promise<void>) => p.catch((e: Error) => void (failure ??= e));
   if (spec.rate === undefined) {
     await Promise.all(
@@ -150,6 +153,7 @@ export async function run(spec: DriverSpec): Promise<DriverResult> {
         // behind by more than a slot: drop the missed slots (the result reports the pace reached)
         due = Math.max(due, performance.now() - interval);
       }
+      started++;
       const p = guard(one(pick(), cursors)).finally(() => inFlight.delete(p));
       inFlight.add(p);
     }
@@ -165,7 +169,7 @@ export async function run(spec: DriverSpec): Promise<DriverResult> {
     return { name: op.name, total: s.length, rps: s.length / seconds, p50: ms(quantile(s, 0.5)), p99: ms(quantile(s, 0.99)), max: ms(s.at(-1) ?? 0), timeouts: timeouts[i]! };
   });
   const total = ops.reduce((s, o) => s + o.total, 0);
-  return { seconds, total, rps: total / seconds, ops, late };
+  return { seconds, total, rps: total / seconds, ops, late, pace: (spec.rate === undefined ? total : started) / spec.seconds };
 }
 
 if (process.send) {
