@@ -21,7 +21,7 @@ import { DEFAULT_KEEP_NOTIFICATIONS } from "../workflow/notifications.js";
 import { EXIT, UsageError } from "./exit.js";
 import { parsePort, storeOptions, type StoreOptions } from "./options.js";
 import { archiveSealOf, defaultStoreUrl, isPersistent } from "./store.js";
-import { UNFINISHED_IMPORT, unfinishedImport } from "./transfer.js";
+import { importSource, UNFINISHED_IMPORT, unfinishedImport } from "./transfer.js";
 
 interface ServeOptions extends StoreOptions {
   host: string;
@@ -171,8 +171,13 @@ export function serveCommand(program: Command): void {
           documents: { maxBytes: count(options.maxDocumentBytes, "--max-document-bytes", 1) },
           notifications: { follow: true, keepNewest: count(options.keepNotifications, "--keep-notifications", 1) },
           feedRepair: { settleMs: count(options.feedRepairSettleMs, "--feed-repair-settle-ms") },
+          // A restore (TruBudget's system.restoreBackup) keeps the export it reads here until it is done.
+          restoreDir: options.data,
         });
-        if (await unfinishedImport(flowstore.kv)) throw new ConfigurationError(`refusing to serve: ${UNFINISHED_IMPORT}`);
+        if (await unfinishedImport(flowstore.kv)) {
+          const source = await importSource(flowstore.kv);
+          throw new ConfigurationError(`refusing to serve: ${UNFINISHED_IMPORT}${source ? ` (a restore was reading ${source})` : ""}`);
+        }
         const tokenSecret = await loadTokenSecret({ dataDir: options.data, env: process.env.FLOWSTORE_JWT_SECRET });
         app = await buildServer(flowstore, { tokenSecret, logger, bodyLimit, metrics, metricsRoute: metricsPort === undefined, ...http });
         const root = await flowstore.identity.ensureRoot(process.env.FLOWSTORE_ROOT_PASSWORD);

@@ -37,8 +37,17 @@ function ownerKinds(schema: Schema): string[] {
  */
 export const IMPORT_KIND = "import";
 
-/** Where the import marker is: its partition and key (cli/transfer.ts writes it; openFlowstore reads it). */
-export const IMPORT_MARKER: { readonly partition: Partition; readonly key: Key } = { partition: [IMPORT_KIND], key: ["marker"] };
+/**
+ * Where the import marker is: its partition and key (flowstore/transfer.ts writes it; openFlowstore reads
+ * it), beside it the flag of a restore whose wipe of the old content is not done yet (`wipe`) and the
+ * export a restore reads (`source`, a file path), both written with the marker.
+ */
+export const IMPORT_MARKER: { readonly partition: Partition; readonly key: Key; readonly wipe: Key; readonly source: Key } = {
+  partition: [IMPORT_KIND],
+  key: ["marker"],
+  wipe: ["wipe"],
+  source: ["source"],
+};
 
 const declared: PartitionKind[] = [
   ...Object.entries(SCHEMAS).flatMap(([layer, schema]) => ownerKinds(schema).map((kind) => ({ kind, layer, chained: true }))),

@@ -14,8 +14,12 @@
  *   KvStore passed in stays the caller's to close.
  */
 import { randomBytes } from "node:crypto";
+import { rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Readable } from "node:stream";
 import { Archive, loadSealKey, type ArchiveOptions, type SealKeyOptions } from "../archive/index.js";
-import { ConflictError } from "../errors.js";
+import { ConflictError, ValidationError } from "../errors.js";
 import { Identity, type UserRecord } from "../identity/index.js";
 import type { KvStore, Partition } from "../kv/contract.js";
 import { allPartitions } from "../kv/contract.js";
@@ -35,6 +39,8 @@ import { FeedWatcher } from "../resources/feed.js";
 import type { WorkflowSchema } from "../workflow/schema.js";
 import { flowstoreIntents } from "./intents.js";
 import { IMPORT_KIND, IMPORT_MARKER, PARTITION_KINDS, SCHEMAS, type PartitionKind } from "./kinds.js";
+import { stageExport, type StagedRestore } from "./restore.js";
+import { replaceStore, type Progress, type TransferCounts } from "./transfer.js";
 
 /** Half-done archive operations older than this are finished or undone (default 10 minutes). */
 export const DEFAULT_ARCHIVE_RECOVERY_AGE_MS = 10 * 60 * 1000;
@@ -90,6 +96,12 @@ export interface FlowstoreOptions extends OpenKvOptions {
    * server turns it on; an import must not have it).
    */
   readonly feedRepair?: false | { readonly settleMs?: number };
+  /**
+   * Where a restore (`stageRestore`) keeps the export it reads until it is done, and its scratch store.
+   * Default: the directory of an `lmdb:` store, else the OS's temporary directory; keep it on a disk
+   * that survives a restart, since `flowstore import --resume` needs the file after a crash.
+   */
+  readonly restoreDir?: string;
   /** Where errors of background work (the archive's recovery sweep) go. Default: a process warning. */
   readonly onBackgroundError?: (error: unknown, task: string) => void;
 }
@@ -170,6 +182,15 @@ export interface Flowstore {
   disableUser(actor: Actor, id: string, options?: { force?: boolean }): Promise<UserRecord>;
   /** What is assigned to a user now: asked by the user itself or a holder of `global.createUser`. */
   assignmentsOf(actor: Actor, id: string): Promise<Assignment[]>;
+  /**
+   * Stages a restore of the whole store from an export (transfer.ts's NDJSON, as `exportStore` writes
+   * it): writes it to the restore directory and checks it in a scratch store (it imports, its chains
+   * verify, it holds root, it opens with this store's process-data key). A bad export is refused with a
+   * ValidationError naming why, and this store is not touched. The staged restore's `apply()` then
+   * replaces the content (restore.ts): the background work (notifications, recovery sweeps) pauses
+   * meanwhile, and the process's chain heads and visibility index are refreshed after.
+   */
+  stageRestore(input: Readable): Promise<StagedRestore>;
   /** Stops the root's timers, waits for background work, and closes the backend if it was opened here. */
   close(): Promise<void>;
 }
@@ -236,8 +257,11 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   let running: Promise<unknown> | null = repairFeed()
     .catch((err: unknown) => onError(err, "feed repair"))
     .finally(() => (running = null));
+  // A restore pauses the background work (it must not write into a store being replaced); a restore
+  // that failed midway leaves it paused: the store is not whole until `import --resume` finishes it.
+  let paused = false;
   const timer = setInterval(() => {
-    if (running) return;
+    if (running || paused) return;
     running = (async () => {
       await archive.recover({ olderThanMs: recoverOlderThanMs }).catch((err: unknown) => onError(err, "archive recovery"));
       await documents.recover(recoverOlderThanMs).catch((err: unknown) => onError(err, "document recovery"));
@@ -250,6 +274,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   let following: Promise<void> | null = null;
   let followAgain = false;
   const pumpNotifications = (): void => {
+    if (paused) return;
     if (following) {
       followAgain = true;
       return;
@@ -258,11 +283,57 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
       do {
         followAgain = false;
         await notifications.followAll(resources.writer.feed).catch((err: unknown) => onError(err, "notifications"));
-      } while (followAgain);
+      } while (followAgain && !paused);
     })().finally(() => (following = null));
   };
   const watcher = new FeedWatcher(resources.writer.feed, pollMs);
   const unfollow = follow ? watcher.subscribe(() => pumpNotifications()) : () => {};
+
+  const restoreDir = options.restoreDir ?? lmdbDir ?? join(tmpdir(), "flowstore-restore");
+  // The scratch store of a restore is opened as this one is, for what an open checks (the process-data key).
+  const checkExport = async (scratchKv: KvStore): Promise<void> => {
+    let scratch: Flowstore;
+    try {
+      scratch = await openFlowstore(scratchKv, { clock, processData: options.processData, pageCache: false });
+    } catch (e) {
+      throw new ValidationError(`the export cannot be opened here: ${e instanceof Error ? e.message : String(e)}`, "input");
+    }
+    try {
+      if (!(await scratch.identity.getUser("root").catch(() => null))) throw new ValidationError("the export holds no root user", "input");
+      let first = "";
+      const verified = await scratch.verifyAll((partition, r) => {
+        if (!r.ok && first === "") first = `${JSON.stringify(partition)}${r.firstBad ? ` at seq ${r.firstBad.seq}: ${r.firstBad.reason}` : ""}`;
+      });
+      if (!verified.ok) throw new ValidationError(`the export does not verify: ${verified.bad} partition(s) fail, the first ${first}`, "input");
+    } finally {
+      await scratch.close();
+    }
+  };
+  let restoring = false;
+  const applyRestore = async (file: string, onProgress?: Progress): Promise<TransferCounts> => {
+    if (restoring) throw new ConflictError("a restore is running already", "store");
+    restoring = true;
+    paused = true;
+    try {
+      await running;
+      await following;
+      const counts = await replaceStore(kv, file, onProgress);
+      // What this process keeps of the old content: cached chain heads and whether it recorded its
+      // process-data key (pages and lists are keyed by versions, which a partition never hands out
+      // twice, dropped or not).
+      resources.writer.forgetAll();
+      tenancy.writer.forgetAll();
+      processData.forgetRecordedKey();
+      await resources.buildVisibility();
+      await tenancy.buildVisibility();
+      paused = false;
+      await rm(file, { force: true });
+      return counts;
+    } finally {
+      restoring = false;
+      pumpNotifications();
+    }
+  };
 
   let closed: Promise<void> | null = null;
   return {
@@ -336,6 +407,10 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
       const owner = chained.find((k) => k.kind === c.partition[0]);
       if (!owner) return { ok: false, checked: 0, firstBad: { seq: 0, reason: `${JSON.stringify(c.partition[0])} is not a partition kind with a chain` } };
       return owner.store.verify(c.partition, { since: { seq: c.seq, hash: c.hash }, incremental: opts.incremental === true });
+    },
+    async stageRestore(input) {
+      const staged = await stageExport(restoreDir, input, checkExport);
+      return { ...staged, apply: (onProgress) => applyRestore(staged.file, onProgress), discard: () => rm(staged.file, { force: true }) };
     },
     close() {
       closed ??= (async () => {

@@ -15,7 +15,13 @@
  * there the store is not served and does not verify; `import --resume` with the same export finishes
  * it: the export is deterministic, so an entry already stored byte for byte is skipped, one stored
  * differently refuses the resume (the store then needs a reset: remove it and import again).
+ *
+ * A restore (`replaceStore`) imports over a store that has content: it commits the marker together with
+ * a wipe flag and the path of the export it reads, drops every content partition, clears the flag, then
+ * imports. A kill anywhere in between leaves the marker, so the store is not served, and `import
+ * --resume` with that export finishes it: it drops what is left first while the flag is there.
  */
+import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { once } from "node:events";
@@ -27,11 +33,19 @@ import { CONTENT_KINDS, IMPORT_MARKER } from "./kinds.js";
 
 const MARKER_PARTITION = IMPORT_MARKER.partition;
 const MARKER_KEY = IMPORT_MARKER.key;
+const WIPE_KEY = IMPORT_MARKER.wipe;
+const SOURCE_KEY = IMPORT_MARKER.source;
 
 /** The marker of an unfinished import (the export's header it reads), or null when there is none. */
 export async function unfinishedImport(kv: KvStore): Promise<Record<string, unknown> | null> {
   const e = await kv.get(MARKER_PARTITION, MARKER_KEY);
   return e ? (JSON.parse(e.value.toString("utf8")) as Record<string, unknown>) : null;
+}
+
+/** The export file an unfinished restore reads (what `import --resume --in` needs), or null. */
+export async function importSource(kv: KvStore): Promise<string | null> {
+  const e = await kv.get(MARKER_PARTITION, SOURCE_KEY);
+  return e ? e.value.toString("utf8") : null;
 }
 
 /** What an operator is told about a store holding an unfinished import. */
@@ -104,6 +118,7 @@ export async function importStore(kv: KvStore, input: Readable, onProgress?: Pro
   if (!options.resume && marker) throw new ValidationError(UNFINISHED_IMPORT, "store");
   if (!options.resume && !(await isEmpty(kv))) throw new ValidationError("the target store is not empty: import only into an empty store", "store");
   const resume = options.resume === true;
+  if (resume && (await kv.get(MARKER_PARTITION, WIPE_KEY))) await wipeContent(kv);
   const counts = { partitions: 0, entries: 0 };
   let partition: Partition | null = null;
   let batch: Op[] = [];
@@ -165,7 +180,7 @@ export async function importStore(kv: KvStore, input: Readable, onProgress?: Pro
   if (ended.partitions !== counts.partitions || ended.entries !== counts.entries) {
     throw new ValidationError(`the export says ${ended.partitions} partitions / ${ended.entries} entries, it held ${counts.partitions} / ${counts.entries}`, "input");
   }
-  await kv.commit(MARKER_PARTITION, [{ type: "delete", key: MARKER_KEY }]); // last: the store is whole
+  await kv.commit(MARKER_PARTITION, [{ type: "delete", key: SOURCE_KEY }, { type: "delete", key: MARKER_KEY }]); // last: the store is whole
   onProgress?.(counts);
   return counts;
 }
@@ -181,4 +196,51 @@ async function missing(kv: KvStore, partition: Partition, batch: Op[], lineNo: n
     }
     return !e;
   });
+}
+
+/** Drops every content partition (what an export carries), then clears a restore's wipe flag. */
+async function wipeContent(kv: KvStore): Promise<void> {
+  for (const kind of CONTENT_KINDS) {
+    // Listed first, dropped after: dropping while walking the index would move the walk's cursor.
+    const partitions: Partition[] = [];
+    for await (const p of allPartitions(kv, kind)) partitions.push(p);
+    for (const p of partitions) await kv.dropPartition(p);
+  }
+  await kv.commit(MARKER_PARTITION, [{ type: "delete", key: WIPE_KEY }]);
+}
+
+/** The header line of an export file, parsed; a ValidationError when it is not one. */
+async function exportHeader(file: string): Promise<Record<string, unknown>> {
+  const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
+  try {
+    for await (const line of lines) {
+      const header = JSON.parse(line) as Record<string, unknown>;
+      if (header.flowstore === "export" && header.version === 1) return header;
+      break;
+    }
+  } catch {
+    // not JSON: refused below
+  } finally {
+    lines.close();
+  }
+  throw new ValidationError("line 1 of the export: not a flowstore export (version 1)", "input");
+}
+
+/**
+ * Replaces the whole content of a store with the export in `file` (a restore): the marker, the wipe
+ * flag and the file's path first, in one commit, then the old content dropped, then the import. Until
+ * it returns the store holds the marker (not served, does not verify); after a kill, `importStore(kv,
+ * <the file>, …, { resume: true })` finishes it. The file must stay until then. Check the export before
+ * (an import into a scratch store): a bad one found here leaves the store wiped and marked.
+ */
+export async function replaceStore(kv: KvStore, file: string, onProgress?: Progress): Promise<TransferCounts> {
+  const header = await exportHeader(file);
+  if (await unfinishedImport(kv)) throw new ValidationError(UNFINISHED_IMPORT, "store");
+  await kv.commit(MARKER_PARTITION, [
+    { type: "check", key: MARKER_KEY, version: null },
+    { type: "put", key: MARKER_KEY, value: Buffer.from(JSON.stringify(header)) },
+    { type: "put", key: WIPE_KEY, value: Buffer.from("1") },
+    { type: "put", key: SOURCE_KEY, value: Buffer.from(file) },
+  ]);
+  return importStore(kv, createReadStream(file), onProgress, { resume: true });
 }

@@ -6,12 +6,15 @@
 import type { Flowstore } from "../flowstore/index.js";
 import type { Tokens } from "../identity/index.js";
 import type { Actor } from "../access/actor.js";
+import type { Gate } from "./gate.js";
 import type { Metrics } from "./metrics.js";
 
 export interface ServerContext extends Flowstore {
   readonly tokens: Tokens;
   /** Request counts and latencies; store operations when the store was opened with `metrics.wrap`. */
   readonly metrics: Metrics;
+  /** Shut while a restore replaces the store (every request then answers 503). */
+  readonly gate: Gate;
 }
 
 declare module "fastify" {

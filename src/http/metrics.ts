@@ -157,12 +157,32 @@ export class TimedKv implements KvStore {
       failed = false;
       return result;
     } finally {
-      this.metrics.observeStore(this.inner.backend, op, Number(process.hrtime.bigint() - start) / 1e9, failed);
+      this.#observe(op, start, failed);
     }
+  }
+
+  #observe(op: string, start: bigint, failed: boolean): void {
+    this.metrics.observeStore(this.inner.backend, op, Number(process.hrtime.bigint() - start) / 1e9, failed);
   }
 
   get(partition: Partition, key: Key): Promise<Entry | undefined> {
     return this.#time("get", () => this.inner.get(partition, key));
+  }
+  /** The synchronous get (the read fast path), where the backend has one; counted as a get. */
+  get getSync(): KvStore["getSync"] {
+    const inner = this.inner.getSync;
+    if (!inner) return undefined;
+    return (partition, key) => {
+      const start = process.hrtime.bigint();
+      let failed = true;
+      try {
+        const entry = inner.call(this.inner, partition, key);
+        failed = false;
+        return entry;
+      } finally {
+        this.#observe("get", start, failed);
+      }
+    };
   }
   getMany(partition: Partition, keys: readonly Key[]): Promise<(Entry | undefined)[]> {
     return this.#time("getMany", () => this.inner.getMany(partition, keys));

@@ -13,6 +13,7 @@ import type { Flowstore } from "../flowstore/index.js";
 import { Tokens } from "../identity/index.js";
 import { requireAuthentication } from "./auth.js";
 import type { ServerContext } from "./context.js";
+import { Gate } from "./gate.js";
 import { createLogger, requestId } from "./logging.js";
 import { Metrics, metricsHooks } from "./metrics.js";
 import { clientErrorHandler, Problem, problem, sendProblem, toProblem } from "./problem.js";
@@ -117,7 +118,8 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
     now: () => new Date(flowstore.clock()),
   });
   const timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
-  const context: ServerContext = { ...flowstore, tokens, metrics };
+  const gate = new Gate();
+  const context: ServerContext = { ...flowstore, tokens, metrics, gate };
 
   const logger = options.logger === undefined ? createLogger() : options.logger;
   const app = fastify({
@@ -157,6 +159,8 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
   if (options.onRoute) app.addHook("onRoute", options.onRoute);
   app.decorate("flowstore", context);
   app.decorateRequest("actor", null as never);
+  // Shut while a restore replaces the store: 503 with Retry-After (gate.ts).
+  gate.install(app);
   useComponents(app);
   registerComponents(app, [Problem]);
   // JSON only: a text/plain body is a 415, not a string that fails validation later.

@@ -64,6 +64,12 @@ export interface KvStore {
   /** A short name of the backend ("memory", "lmdb", "redis", "redis-cluster", "redis-sentinel", "postgres"). */
   readonly backend: string;
   get(partition: Partition, key: Key): Promise<Entry | undefined>;
+  /**
+   * Optional (a backend whose reads need no I/O wait: memory, LMDB): `get`, answered synchronously, with
+   * the same result and the same errors (thrown instead of rejected). The read path's fast path (a get
+   * of one resource with no promise in between); use it through `getNow` below, which falls back to `get`.
+   */
+  getSync?(partition: Partition, key: Key): Entry | undefined;
   getMany(partition: Partition, keys: readonly Key[]): Promise<(Entry | undefined)[]>;
   scan(partition: Partition, options?: ScanOptions): Promise<ScanPage>;
   /** Applies `ops` atomically: all or nothing. Throws ConflictError when a check fails. */
@@ -183,6 +189,11 @@ export function assertKeySize(partitionLength: number, keyLength: number, field 
       field,
     );
   }
+}
+
+/** `kv.get`: answered synchronously where the backend can (`KvStore.getSync`), else the promise of `get`. */
+export function getNow(kv: KvStore, partition: Partition, key: Key): Entry | undefined | Promise<Entry | undefined> {
+  return kv.getSync ? kv.getSync(partition, key) : kv.get(partition, key);
 }
 
 const DURABLE = Promise.resolve();

@@ -138,6 +138,11 @@ export class LmdbKv implements KvStore {
   }
 
   async get(partition: Partition, key: Key): Promise<Entry | undefined> {
+    return this.getSync(partition, key);
+  }
+
+  /** lmdb-js reads are synchronous (a memory-mapped B-tree): `get` with no promise. */
+  getSync(partition: Partition, key: Key): Entry | undefined {
     this.#check();
     const { full, partitionLength } = encodeRecordKey(partition, key);
     const e = this.#db.getEntry(full);

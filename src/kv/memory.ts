@@ -81,6 +81,10 @@ export class MemoryKv implements KvStore {
   }
 
   async get(partition: Partition, key: Key): Promise<Entry | undefined> {
+    return this.getSync(partition, key);
+  }
+
+  getSync(partition: Partition, key: Key): Entry | undefined {
     this.#check();
     const p = encodePartition(partition);
     const kb = encodeKey(p.length, key);

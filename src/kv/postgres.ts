@@ -13,7 +13,7 @@
  *                              (its UTF-8 bytes: a kind may hold NUL) that hold data, listed in id order.
  * The table layout is part of the stored format.
  *
- * - get / getMany / scan are one statement each (getMany: `key = ANY($keys)`).
+ * - get / getMany / scan are one statement each; getMany and scan answer packed rows (see PACK).
  * - commit is one call of the function flowstore_commit: one transaction that locks the partition's
  *   sequence row (so concurrent commits of one partition run one after the other and versions grow),
  *   evaluates the checks, and only when all hold increments the sequence and applies the writes in order.
@@ -163,14 +163,28 @@ function statements(schema: string) {
   const named = (name: string, text: string) => ({ name: `flowstore_${schema}_${name}`, text });
   // A value larger than a piece comes as its size only, and is read piece by piece (see #readLarge).
   const value = (when = "TRUE") => `CASE WHEN ${when} AND length(value) <= ${PIECE} THEN value END AS value, length(value) AS size`;
+  // Rows of many-row reads come packed (see PACK): `packed(n, withKey)` is one packed row's bytes (n
+  // numbers the rows in their order; a row whose value is left out or too large has its size only),
+  // grouped into blobs of about PACK bytes, in order.
+  const packed = (source: string, keep: string, withKey: boolean) =>
+    `WITH rows AS (${source}), ` +
+    `sized AS (SELECT *, sum(coalesce(length(key), 0) + coalesce(least(length(value), ${PIECE}), 0) + 20) OVER (ORDER BY n) AS run FROM rows) ` +
+    `SELECT string_agg(` +
+    (withKey ? `int4send(length(key)) || key || ` : "") +
+    `CASE WHEN version IS NULL THEN int4send(-2) ELSE int8send(version) || ` +
+    `CASE WHEN ${keep} AND length(value) <= ${PIECE} THEN int4send(length(value)) || value ELSE int4send(-1) || int4send(length(value)) END END, ` +
+    `'' ORDER BY n) AS packed FROM sized GROUP BY (run - 1) / ${PACK} ORDER BY (run - 1) / ${PACK}`;
   // A page asks for one row more than it returns, to know whether there is more; that row's value is
   // left out.
   const scanPage = (order: string) =>
-    `SELECT key, version::text, ${value(`row_number() OVER (${order}) <= $4`)} ` +
-    `FROM ${r} WHERE partition = $1 AND key >= $2 AND key < $3 ${order} LIMIT $4 + 1`;
+    packed(`SELECT key, version, value, row_number() OVER (${order}) AS n FROM ${r} WHERE partition = $1 AND key >= $2 AND key < $3 ${order} LIMIT $4 + 1`, "n <= $4", true);
   return {
     get: named("get", `SELECT version::text, ${value()} FROM ${r} WHERE partition = $1 AND key = $2`),
-    getMany: named("getMany", `SELECT key, version::text, ${value()} FROM ${r} WHERE partition = $1 AND key = ANY($2::bytea[])`),
+    // In the order asked, an absent key as such (version null): no matching of rows to keys here.
+    getMany: named(
+      "getMany",
+      packed(`SELECT k.n, r.key, r.version, r.value FROM unnest($2::bytea[]) WITH ORDINALITY AS k(key, n) LEFT JOIN ${r} r ON r.partition = $1 AND r.key = k.key`, "TRUE", false),
+    ),
     pieces: named(
       "pieces",
       `SELECT encode(substring(value FROM g * ${PIECE} + 1 FOR ${PIECE}), 'base64') AS piece ` +
@@ -198,7 +212,51 @@ function statements(schema: string) {
  */
 const PIECE = 64 * 1024;
 
-type Row = { key: Buffer; version: string; value: Buffer | null; size: number };
+/**
+ * Reads of many rows (getMany, scan) come packed: each row as its key (length-prefixed; a scan's
+ * only), its version (int8) and its value (length-prefixed; -1 and the size when left out or larger
+ * than a piece, -2 alone for a key that is absent), joined server-side into blobs of about this many
+ * bytes. The driver's cost is per row and per column (a string, a parse, an object each), about
+ * the cost of the row's bytes again for short records: a list of 1,000 records is a dozen rows. The
+ * blobs stay below V8's large-object size as pieces do.
+ */
+const PACK = 48 * 1024;
+
+type Row = { key: Buffer; version: string | number; value: Buffer | null; size: number };
+
+/** The rows of packed blobs (see PACK), in order; `keys` are the keys asked for when the rows carry none (getMany), absent ones undefined. */
+function unpack(blobs: readonly { packed: Buffer }[], keys?: readonly Buffer[]): (Row | undefined)[] {
+  const rows: (Row | undefined)[] = [];
+  for (const { packed: b } of blobs) {
+    let at = 0;
+    while (at < b.length) {
+      let key: Buffer;
+      if (keys) key = keys[rows.length]!;
+      else {
+        const n = b.readInt32BE(at);
+        key = Buffer.from(b.subarray(at + 4, at + 4 + n));
+        at += 4 + n;
+      }
+      if (b.readInt32BE(at) === -2) {
+        rows.push(undefined);
+        at += 4;
+        continue;
+      }
+      const version = b.readUInt32BE(at) * 2 ** 32 + b.readUInt32BE(at + 4);
+      const n = b.readInt32BE(at + 8);
+      at += 12;
+      if (n === -1) {
+        rows.push({ key, version, value: null, size: b.readInt32BE(at) });
+        at += 4;
+      } else {
+        rows.push({ key, version, value: Buffer.from(b.subarray(at, at + n)), size: n });
+        at += n;
+      }
+    }
+  }
+  if (keys && rows.length !== keys.length) throw new UnavailableError(`postgres getMany: ${rows.length} rows for ${keys.length} keys`);
+  return rows;
+}
 
 const SNAPSHOT = { name: "", text: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" };
 const END = { name: "", text: "COMMIT" };
@@ -212,6 +270,8 @@ export class PostgresKv implements KvStore {
   readonly #sql: ReturnType<typeof statements>;
   readonly #timeoutMs: number;
   #ready: Promise<void> | undefined;
+  /** Once the setup succeeded: a call then goes to the driver with no wait in between. */
+  #isSetUp = false;
   #closed = false;
 
   constructor(connectionString: string, options: PostgresKvOptions = {}) {
@@ -253,6 +313,7 @@ export class PostgresKv implements KvStore {
       const probe = `SELECT to_regprocedure('${commit}') IS NOT NULL AS ok`;
       const { rows } = await this.#pool.query<{ ok: boolean }>(probe);
       if (!rows[0]?.ok) await this.#pool.query(schemaSql(this.schema));
+      this.#isSetUp = true;
     })().catch((err: unknown) => {
       this.#ready = undefined;
       throw err;
@@ -267,7 +328,7 @@ export class PostgresKv implements KvStore {
   ): Promise<R[]> {
     if (this.#closed) throw new UnavailableError("the store is closed");
     try {
-      await this.#setup();
+      if (!this.#isSetUp) await this.#setup();
       const result = await client.query<R>({ ...q, values });
       return result.rows;
     } catch (err) {
@@ -304,12 +365,8 @@ export class PostgresKv implements KvStore {
     if (!Array.isArray(keys)) throw new ValidationError("keys must be an array of tuples", "keys");
     const encoded = keys.map((k) => encodeKey(p.length, k));
     if (encoded.length === 0) return [];
-    const rows = await this.#read("getMany", p, (client) => this.#query<Row>("getMany", this.#sql.getMany, [p, encoded], client));
-    const found = new Map(rows.map((r) => [r.key.toString("latin1"), r]));
-    return encoded.map((kb) => {
-      const r = found.get(kb.toString("latin1"));
-      return r ? new Entry(kb, r.value!, Number(r.version)) : undefined;
-    });
+    const rows = await this.#read("getMany", p, async (client) => unpack(await this.#query<{ packed: Buffer }>("getMany", this.#sql.getMany, [p, encoded], client), encoded));
+    return rows.map((r) => (r ? new Entry(r.key, r.value!, Number(r.version)) : undefined));
   }
 
   async scan(partition: Partition, options: ScanOptions = {}): Promise<ScanPage> {
@@ -319,7 +376,7 @@ export class PostgresKv implements KvStore {
     if (Buffer.compare(start, end) >= 0) return { entries: [], cursor: null };
     let more = false;
     const rows = await this.#read("scan", p, async (client) => {
-      const page = await this.#query<Row>("scan", reverse ? this.#sql.scanDesc : this.#sql.scanAsc, [p, start, end, limit], client);
+      const page = unpack(await this.#query<{ packed: Buffer }>("scan", reverse ? this.#sql.scanDesc : this.#sql.scanAsc, [p, start, end, limit], client)) as Row[];
       more = page.length > limit;
       if (more) page.length = limit;
       return page;
@@ -332,9 +389,9 @@ export class PostgresKv implements KvStore {
    * Runs a read. When it meets values larger than a piece, it runs again in one REPEATABLE READ
    * transaction with the pieces of those values, so what it returns is one state of the partition.
    */
-  async #read(what: string, p: Buffer, rows: (client?: pg.PoolClient) => Promise<Row[]>): Promise<Row[]> {
+  async #read<R extends Row | undefined>(what: string, p: Buffer, rows: (client?: pg.PoolClient) => Promise<R[]>): Promise<R[]> {
     const first = await rows();
-    if (first.every((r) => r.value !== null)) return first;
+    if (first.every((r) => r === undefined || r.value !== null)) return first;
     let client: pg.PoolClient;
     try {
       client = await this.#pool.connect();
@@ -346,7 +403,7 @@ export class PostgresKv implements KvStore {
       await this.#query(what, SNAPSHOT, [], client);
       const page = await rows(client);
       for (const row of page) {
-        if (row.value !== null) continue;
+        if (row === undefined || row.value !== null) continue;
         const pieces = await this.#query<{ piece: string }>(what, this.#sql.pieces, [p, row.key], client);
         // Decoded straight into the value's buffer: no copy of a piece on the way.
         const value = Buffer.allocUnsafe(row.size);

@@ -137,6 +137,14 @@ export class ProcessData {
     this.#limits = { ...DEFAULT_LIMITS, ...options.limits };
   }
 
+  /**
+   * Forgets that this process recorded its sealing key in the store (after the store's content was
+   * replaced: a restore): the next token sealed records it again, or is refused if the store names another.
+   */
+  forgetRecordedKey(): void {
+    this.#keyRecorded = false;
+  }
+
   // ---- single records ------------------------------------------------------------------------------
 
   #may(actor: Actor, what: "read" | "write"): Promise<void> {

@@ -128,6 +128,17 @@ export class Core {
   }
 
   /**
+   * `authorize`'s check of the view intent answered by the record's header alone, synchronously: the
+   * record when the actor may view it, else null (absent or refused: `authorize` then tells not found
+   * from forbidden, which may need reads). The read fast path.
+   */
+  viewable(raw: Buffer | undefined, actor: Actor): RecordView | null {
+    if (!raw) return null;
+    const view = new RecordView(raw);
+    return view.viewableBy(actor) ? view : null;
+  }
+
+  /**
    * Whether a caller knows of a resource: it holds an intent on it (its list or view intent, which the
    * record's header holds, or any other), or it may view the resource's parent, whose lists show the
    * resource redacted in its place. Only a refusal asks, so the hot path never pays for it.

@@ -11,7 +11,7 @@ import { flatChildRecords } from "./context.js";
 import { allowedIntents, pageLimit, permissionsOf, MAX_PAGE, withAllowedIntents, type Core, type Page, type PageOptions } from "./core.js";
 import { layout } from "./layout.js";
 import { rebuildOrderIndex } from "./order-index.js";
-import { closedFirstOrder } from "./ordering.js";
+import { closedFirstOrder, effectiveOrder } from "./ordering.js";
 import { pageJson } from "./page-json.js";
 import { listedJson, Queries, type ListQuery } from "./query.js";
 import { RecordView, redacted, type Envelope, type RedactedEnvelope } from "./record.js";
@@ -19,6 +19,9 @@ import { childRef, locate, type Located, type Ref } from "./ref.js";
 import type { CompiledType } from "./schema.js";
 
 const listed = listedJson;
+
+/** From this page size, a first page reads a collection that fits in it whole (`#listWhole`). */
+const WHOLE_FROM = 1000;
 
 export class Reads {
   readonly #queries: Queries;
@@ -67,8 +70,15 @@ export class Reads {
   /** The stored public JSON of a resource the actor may view, with `allowedIntents` when asked, and its version. */
   async getJson(actor: Actor, ref: Ref, options: { allowedIntents?: boolean } = {}): Promise<{ json: Buffer; version: number }> {
     const l = locate(this.c.schema, ref);
-    const [state, access] = await this.c.kv.getMany(l.partition, [layout.state(l), layout.access(l)]);
-    const { view } = await this.c.authorize(this.c.reader(l), l, actor, l.type.intents.view, { state: state?.value });
+    const { kv } = this.c;
+    // The access entry only when its intents are asked for; no promise in between where the backend
+    // reads synchronously (its reads of one event turn share a snapshot), else one round trip.
+    const [state, access] = kv.getSync
+      ? [kv.getSync(l.partition, layout.state(l)), options.allowedIntents ? kv.getSync(l.partition, layout.access(l)) : undefined]
+      : options.allowedIntents
+        ? await kv.getMany(l.partition, [layout.state(l), layout.access(l)])
+        : [await kv.get(l.partition, layout.state(l))];
+    const view = this.c.viewable(state?.value, actor) ?? (await this.c.authorize(this.c.reader(l), l, actor, l.type.intents.view, { state: state?.value })).view;
     const json = view.publicBytes();
     return { json: options.allowedIntents ? withAllowedIntents(json, allowedIntents(l.type, permissionsOf(access?.value), actor)) : json, version: view.version };
   }
@@ -144,6 +154,8 @@ export class Reads {
    * when children are added or removed elsewhere.
    */
   async listOrderedJson(actor: Actor, parent: Ref, options: PageOptions = {}): Promise<Page<Buffer> & { version: number }> {
+    const whole = await this.#listWhole(actor, parent, options);
+    if (whole) return whole;
     const { l, view: parentView } = await this.readable(actor, parent);
     const childType = l.type.decl.orderedChildren;
     if (!childType) throw new ValidationError(`${parent.type} has no ordered children`, "parent");
@@ -171,6 +183,40 @@ export class Reads {
     const items = await this.#withIntents(actor, t, parent, views, views.map((view) => listed(actor, t, view)), options);
     const next = page.entries.length > limit ? cursorOf(entries.at(-1)!.keyBytes) : null;
     return { items, nextCursor: next, version: parentView.version };
+  }
+
+  /**
+   * A first page of WHOLE_FROM or more asks for every child of a collection that fits in it (a client
+   * reading the whole list): the children's records are then one range read, placed in the effective
+   * order in memory from the stored ordering (ordering.ts, the rule the order index is kept by), instead
+   * of the index's entries and a read per record. The parent (for the check) with the ordering, and the
+   * range, are read at once: two round trips in flight together on a networked backend. Null when it
+   * does not apply, or when the collection is larger than the page (then the index serves it: a range
+   * of at most `limit` records was read in vain).
+   */
+  async #listWhole(actor: Actor, parent: Ref, options: PageOptions): Promise<(Page<Buffer> & { version: number }) | null> {
+    if (options.cursor || options.sequence === "closedFirst" || options.limit === undefined || options.limit < WHOLE_FROM) return null;
+    const l = locate(this.c.schema, parent);
+    const childType = l.type.decl.orderedChildren;
+    if (!childType) return null;
+    const t = this.c.schema.type(childType);
+    const limit = pageLimit(options.limit);
+    const { kv } = this.c;
+    const [[state, orderingEntry], range] = await Promise.all([
+      kv.getMany(l.partition, [layout.state(l), layout.ordering(l, childType)]),
+      kv.scan(l.partition, { prefix: layout.children(l, childType), limit }),
+    ]);
+    const { view: parentView } = await this.c.authorize(this.c.reader(l), l, actor, l.type.intents.view, { state: state?.value });
+    if (range.cursor !== null) return null;
+    const children: RecordView[] = [];
+    for (const e of range.entries) {
+      const view = RecordView.listable(e.value, `${childType} list`);
+      if (view) children.push(view);
+    }
+    const ordering = orderingEntry ? (JSON.parse(orderingEntry.value.toString("utf8")) as string[]) : [];
+    const views = effectiveOrder(ordering, children);
+    const items = await this.#withIntents(actor, t, parent, views, views.map((view) => listed(actor, t, view)), options);
+    return { items, nextCursor: null, version: parentView.version };
   }
 
   /**

@@ -263,7 +263,16 @@ export function defineSchema<const S extends SchemaDecl>(decl: S): Schema<S> {
 /** Resource ids follow RESOURCE_ID_PATTERN (wire.ts), compiled here from the same text. */
 const ID_RE = new RegExp(RESOURCE_ID_PATTERN, "u");
 
+/**
+ * Ids found valid lately: every read locates its resource and checks its ids with two regular
+ * expressions, a tenth of an in-process get. Validity depends on the string alone; the set is emptied
+ * when it grows past its bound.
+ */
+const validIds = new Set<string>();
+const VALID_IDS_MAX = 10_000;
+
 export function assertId(id: unknown, field = "id"): asserts id is string {
+  if (typeof id === "string" && validIds.has(id)) return;
   if (typeof id === "string") refuseUnsafeId(id, field);
   if (typeof id !== "string" || !ID_RE.test(id)) {
     throw new ValidationError(
@@ -271,4 +280,6 @@ export function assertId(id: unknown, field = "id"): asserts id is string {
       field,
     );
   }
+  if (validIds.size >= VALID_IDS_MAX) validIds.clear();
+  validIds.add(id);
 }

@@ -93,7 +93,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
   }
 
   /** The stored public JSON of a resource, ready to serve (with the intents the actor holds on it when asked), and its version (for ETag). */
-  async getJson(actor: Actor, ref: Ref, options: { allowedIntents?: boolean } = {}): Promise<{ json: Buffer; version: number }> {
+  getJson(actor: Actor, ref: Ref, options: { allowedIntents?: boolean } = {}): Promise<{ json: Buffer; version: number }> {
     return this.#reads.getJson(actor, ref, options);
   }
 

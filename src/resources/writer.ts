@@ -232,6 +232,11 @@ export class PartitionWriter {
     this.#heads.delete(latin1(encodeNested(partition)));
   }
 
+  /** Forgets every cached chain head (after the whole store was replaced: a restore). */
+  forgetAll(): void {
+    this.#heads.clear();
+  }
+
   async #drain(id: string, partition: Partition, q: Queue): Promise<void> {
     q.running = true;
     try {

@@ -85,7 +85,7 @@ export class Workflow {
   async createProject(actor: Actor, input: ProjectInput, options: CreateCommandOptions = {}): Promise<Envelope<ProjectData>> {
     const [id, fields] = splitId(input);
     const assignee = fields.assignee ?? actor.id;
-    if (assignee !== actor.id) await this.#assertAssignable(assignee, "data.assignee");
+    if (assignee !== actor.id && this.directory) await this.#assertAssignable(assignee, "data.assignee");
     const o = this.#origin(actor, options.origin);
     return this.store.create(actor, "project", null, { ...fields, assignee, status: o.status }, { id, meta: o.meta });
   }
@@ -93,7 +93,7 @@ export class Workflow {
   async createSubproject(actor: Actor, p: string, input: SubprojectInput, options: CreateCommandOptions = {}): Promise<Envelope<SubprojectData>> {
     const [id, fields] = splitId(input);
     const assignee = fields.assignee ?? actor.id;
-    if (assignee !== actor.id) await this.#assertAssignable(assignee, "data.assignee");
+    if (assignee !== actor.id && this.directory) await this.#assertAssignable(assignee, "data.assignee");
     if (fields.validator !== undefined) await this.#assertAssignable(fields.validator, "data.validator");
     const o = this.#origin(actor, options.origin);
     const intents = this.store.schema.type("subproject").intents.all;
@@ -111,7 +111,7 @@ export class Workflow {
     if (fields.amount !== undefined) fields.amount = normalizeAmount(fields.amount);
     if (fields.amountType !== "N/A" && fields.amountType !== undefined && fields.exchangeRate === undefined) fields.exchangeRate = DEFAULT_EXCHANGE_RATE;
     const assignee = (fields.assignee as string | undefined) ?? actor.id;
-    if (assignee !== actor.id) await this.#assertAssignable(assignee, "data.assignee");
+    if (assignee !== actor.id && this.directory) await this.#assertAssignable(assignee, "data.assignee");
     const o = this.#origin(actor, options.origin);
     const closed = o.status === "closed" ? { closedAt: options.origin!.closedAt ?? options.origin!.createdAt } : {};
     const intents = this.store.schema.type("workflowitem").intents.all;

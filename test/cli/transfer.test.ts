@@ -1,11 +1,15 @@
+import { createReadStream } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { PassThrough, Readable } from "node:stream";
 import { randomBytes } from "node:crypto";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { Archive } from "../../src/archive/archive.js";
-import { exportStore, importStore } from "../../src/cli/transfer.js";
+import { exportStore, importSource, importStore, replaceStore, unfinishedImport } from "../../src/cli/transfer.js";
 import { ValidationError } from "../../src/errors.js";
 import { ALL_KINDS, openFlowstore, type Flowstore } from "../../src/flowstore/index.js";
-import { allPartitions, scanAll, type KvStore } from "../../src/kv/contract.js";
+import { allPartitions, scanAll, type KvStore, type Partition } from "../../src/kv/contract.js";
 import { MemoryKv } from "../../src/kv/memory.js";
 import { decode } from "../../src/kv/tuple.js";
 import { SYSTEM, userActor } from "../../src/access/actor.js";
@@ -141,4 +145,40 @@ forEachBackend((backend) => {
     const values = ndjson.toString().split("\n").filter((l) => l.startsWith('{"k"')).map((l) => Buffer.from(JSON.parse(l).v, "base64").toString("latin1"));
     expect(values.some((v) => v.includes("plain-access-token-0123456789"))).toBe(false);
   });
+});
+
+it("a restore (replaceStore) cut off while it drops the old content is finished by import --resume: the export's bytes", async () => {
+  const source = new MemoryKv();
+  await populate(source);
+  const ndjson = await exported(source);
+  const dir = await mkdtemp(join(tmpdir(), "flowstore-replace-"));
+  const file = join(dir, "export.ndjson");
+  await writeFile(file, ndjson);
+  // The live store: other content, and a backend that dies at its third partition drop.
+  class Dying extends MemoryKv {
+    drops = 0;
+    override async dropPartition(partition: Partition): Promise<void> {
+      if (++this.drops === 3) throw new Error("killed");
+      return super.dropPartition(partition);
+    }
+  }
+  const live = new Dying();
+  await over(live, async ({ identity, workflow }) => {
+    await identity.ensureRoot("another root password");
+    for (const id of ["x", "y", "z"]) await workflow.createProject(SYSTEM, { id, displayName: id });
+  });
+  try {
+    await expect(replaceStore(live, file)).rejects.toThrow("killed");
+    expect(await unfinishedImport(live)).not.toBeNull();
+    expect(await importSource(live)).toBe(file);
+    // Not a plain import over it, and not a resume from another export.
+    await expect(importStore(live, createReadStream(file))).rejects.toMatchObject({ field: "store" });
+    await importStore(live, createReadStream(file), undefined, { resume: true });
+    expect(await unfinishedImport(live)).toBeNull();
+    expect(await importSource(live)).toBeNull();
+    expect(await dump(live)).toEqual(await dump(source));
+    expect((await verifyAll(live)).ok).toBe(true);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });

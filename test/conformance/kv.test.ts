@@ -5,6 +5,7 @@ import { afterEach, beforeEach, expect, it } from "vitest";
 import { ConflictError, ValidationError } from "../../src/errors.js";
 import {
   allPartitions,
+  getNow,
   MAX_KEY_BYTES,
   scanAll,
   type Entry,
@@ -242,6 +243,46 @@ forEachBackend((backend) => {
     expect(got.map((e) => e?.value.toString())).toEqual(["C", undefined, "A", "C"]);
     expect(got[0]?.key).toEqual(["c"]);
     expect(await kv.getMany(P, [])).toEqual([]);
+  });
+
+  it("getSync, where the backend has it, answers as get (getNow falls back to get elsewhere)", async () => {
+    const { version } = await kv.commit(P, [put(["a"], "A"), put(["b", 1], "B")]);
+    const keys: Key[] = [["a"], ["b", 1], ["b"], ["zz"]];
+    for (const key of keys) {
+      const want = await kv.get(P, key);
+      const now = await getNow(kv, P, key);
+      expect(now?.value.toString()).toBe(want?.value.toString());
+      expect(now?.version).toBe(want?.version);
+      if (!kv.getSync) continue;
+      const got = kv.getSync(P, key);
+      expect(got === undefined).toBe(want === undefined);
+      if (got) {
+        expect(got.key).toEqual(key);
+        expect(got.value.equals(want!.value)).toBe(true);
+        expect(got.version).toBe(version);
+      }
+    }
+    if (!kv.getSync) return;
+    expect(kv.getSync(["project", "other"], ["a"])).toBeUndefined();
+    // a write is seen by the next synchronous read
+    const next = await kv.commit(P, [put(["a"], "A2"), { type: "delete", key: ["b", 1] }]);
+    expect(kv.getSync(P, ["a"])?.value.toString()).toBe("A2");
+    expect(kv.getSync(P, ["a"])?.version).toBe(next.version);
+    expect(kv.getSync(P, ["b", 1])).toBeUndefined();
+    // the same errors as get, thrown
+    const thrown = (f: () => unknown): unknown => {
+      try {
+        f();
+      } catch (e) {
+        return e;
+      }
+      throw new Error("expected a throw");
+    };
+    expect(thrown(() => kv.getSync!(P, ["k", "x".repeat(MAX_KEY_BYTES)]))).toMatchObject({ field: "key" });
+    expect(thrown(() => kv.getSync!([] as unknown as Partition, ["a"]))).toMatchObject({ field: "partition" });
+    expect(thrown(() => kv.getSync!(P, "a" as unknown as Key))).toBeInstanceOf(ValidationError);
+    await kv.close();
+    expect(thrown(() => kv.getSync!(P, ["a"]))).toMatchObject({ status: 503 });
   });
 
   it("stores 1 MiB values byte for byte", async () => {

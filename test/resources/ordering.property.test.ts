@@ -185,11 +185,30 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
               cursor = page.nextCursor;
             } while (cursor !== null);
             expect(got).toEqual(want);
+            // a first page large enough for the whole collection reads it as one range, ordered in memory
+            expect((await store.listOrdered(SYSTEM, list, { limit: 1000 })).items.map((i: { id: string }) => i.id)).toEqual(want);
             expect((await store.verify(store.partitionOf(folder))).ok).toBe(true);
           },
         ),
         { numRuns: backend.name === "memory" ? 150 : 30 },
       );
+    });
+
+    it("a first page of 1,000 over a larger collection is served by the index, the rest after its cursor", async () => {
+      let t = 0;
+      const store = new ResourceStore(h.kv, testSchema, { clock: () => ++t });
+      await store.create(SYSTEM, "folder", null, { title: "f" }, { id: "f" });
+      await store.create(SYSTEM, "list", F, { title: "l" }, { id: "l" });
+      const ids = Array.from({ length: 1001 }, (_, i) => `i${String(i).padStart(4, "0")}`);
+      await Promise.all(ids.map((id) => store.create(SYSTEM, "item", L, { title: id, status: "open" }, { id })));
+      await store.setOrdering(SYSTEM, L, ["i0999", "i0003"]);
+      const want = ["i0999", "i0003", ...ids.filter((id) => id !== "i0999" && id !== "i0003")];
+      const first = await store.listOrdered(SYSTEM, L, { limit: 1000 });
+      expect(first.items.map((i: { id: string }) => i.id)).toEqual(want.slice(0, 1000));
+      expect(first.nextCursor).not.toBeNull();
+      const rest = await store.listOrdered(SYSTEM, L, { limit: 1000, cursor: first.nextCursor });
+      expect(rest.items.map((i: { id: string }) => i.id)).toEqual(want.slice(1000));
+      expect(rest.nextCursor).toBeNull();
     });
 
     it("a partition written before the index existed gets it rebuilt from its log (at its first list read, or on demand); a cursor survives writes elsewhere", async () => {

@@ -69,8 +69,13 @@ export const eventRoutes: FastifyPluginAsync = async (app) => {
     for (const s of [...streams]) if (gone.has(s.userId)) s.end();
     await Promise.all([...streams].map((s) => s.checkInbox()));
   });
-  // Streams never end by themselves: end them when the server closes, so shutdown is not held up.
+  // Streams never end by themselves: end them when the server closes, so shutdown is not held up, and
+  // when the gate shuts (a restore replaces the store: clients reconnect once it is open again).
+  const unshut = app.flowstore.gate.onShut(() => {
+    for (const s of [...streams]) s.end();
+  });
   app.addHook("preClose", async () => {
+    unshut();
     for (const s of [...streams]) s.end();
     watcher.stop();
   });

@@ -10,7 +10,7 @@ const Status = Type.Object({ status: Type.String() }, { $id: "Status" });
 export const systemRoutes: FastifyPluginAsync<{ metricsRoute?: boolean }> = async (app, options) => {
   const { metrics } = app.flowstore;
 
-  app.get("/health", { schema: { tags: ["system"], summary: "The process is up", response: { 200: Status } } }, async () => ({
+  app.get("/health", { config: { ungated: true }, schema: { tags: ["system"], summary: "The process is up", response: { 200: Status } } }, async () => ({
     status: "ok",
   }));
 
@@ -32,6 +32,7 @@ export const systemRoutes: FastifyPluginAsync<{ metricsRoute?: boolean }> = asyn
   app.get(
     "/metrics",
     {
+      config: { ungated: true },
       schema: {
         tags: ["system"],
         summary: "Prometheus metrics (text format 0.0.4)",

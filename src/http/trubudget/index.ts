@@ -37,7 +37,7 @@ const SECURED_AREAS: readonly FastifyPluginAsync[] = [
   userRoutes, // user.list, user.changePassword, global.createUser|enableUser|disableUser|listAssignments
   groupRoutes, // global.createGroup, group.list|addUser|removeUser
   globalRoutes, // global.listPermissions|grantPermission|grantAllPermissions|revokePermission
-  systemRoutes, // version, provisioned, system.createBackup (restoreBackup is not served yet)
+  systemRoutes, // version, provisioned, system.createBackup, system.restoreBackup
   projectRoutes, // global.createProject, project.list (and v2), project.viewDetails, project.createSubproject
   subprojectRoutes, // subproject.list, subproject.viewDetails, subproject.reorderWorkflowitems
   workflowitemRoutes, // subproject.createWorkflowitem (and v2), workflowitem.list|viewDetails|update (and v2), documents

@@ -6,20 +6,55 @@
  * - authenticated: `version` (TruBudget's shape: `api` is flowstore's release, `blockchain` the store
  *   with the time a read of it took, `multichain` the backend with the time a raw read of it took),
  *   `provisioned` (a flowstore store is provisioned once root exists, which a server ensures at start),
- *   and `system.createBackup` (root only, as TruBudget: flowstore's own export format, gzip).
+ *   `system.createBackup` (root only, as TruBudget: flowstore's own export format, gzip) and
+ *   `system.restoreBackup` (root only: such a backup, application/gzip, replaces the whole store; the
+ *   composition root checks it in a scratch store first, so a bad one is a 400 that touches nothing; the
+ *   server's gate answers every other request 503 while the store is replaced; the answer is TruBudget's
+ *   `{ apiVersion, data: {} }`). TruBudget answers a non-root caller 401, as it does for createBackup;
+ *   flowstore answers 403 for both, so that a logged-in user is not logged out.
  */
 import { readFileSync } from "node:fs";
-import { PassThrough } from "node:stream";
+import { PassThrough, pipeline as pipe, Transform, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { createGzip } from "node:zlib";
+import { createGunzip, createGzip } from "node:zlib";
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
-import { ForbiddenError } from "../../errors.js";
-import { exportStore } from "../../flowstore/transfer.js";
+import { FlowstoreError, ForbiddenError, TooLargeError, ValidationError } from "../../errors.js";
+import { exportStore, UNFINISHED_IMPORT, unfinishedImport } from "../../flowstore/transfer.js";
 import { ok, Reply } from "./envelope.js";
 
 /** flowstore's release, from its package.json (two levels above src/http/trubudget and dist/http/trubudget). */
 export const RELEASE = (JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string }).version;
+
+/** The largest backup `system.restoreBackup` takes, as sent (gzip): 1 GiB, TruBudget's own bound. */
+export const MAX_BACKUP_BYTES = 1024 * 1024 * 1024;
+
+/** The largest a backup may grow to once gunzipped: a bound on the disk a root-sent gzip bomb can fill. */
+export const MAX_BACKUP_UNPACKED_BYTES = 16 * MAX_BACKUP_BYTES;
+
+/** The media type of a backup, both ways. */
+const GZIP = "application/gzip";
+
+/** The upload, counted: past `max` bytes (of `what`) it fails with a 413. */
+function limited(max: number, what: string): Transform {
+  let bytes = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      bytes += chunk.length;
+      if (bytes > max) callback(new TooLargeError(`the backup is larger than ${max} bytes ${what}`, max));
+      else callback(null, chunk);
+    },
+  });
+}
+
+/** A failure to read the upload: a gzip stream that is not one, or is cut off, is the client's (400). */
+function uploadError(e: unknown): unknown {
+  const code = (e as { code?: unknown }).code;
+  if (!(e instanceof FlowstoreError) && typeof code === "string" && code.startsWith("Z_")) {
+    return new ValidationError(`the body is not a whole gzip stream (${(e as Error).message})`, "body");
+  }
+  return e;
+}
 
 /** TruBudget's backups are root's alone (its system/createBackup.ts and restoreBackup.ts). */
 export function assertRoot(request: FastifyRequest, what: string): void {
@@ -45,7 +80,7 @@ export const publicSystemRoutes: FastifyPluginAsync = async (app) => {
     return reply.type("text/plain; charset=utf-8").send("Ready");
   });
 
-  app.get("/liveness", { schema: { response: { 200: Type.Object({ uptime: Type.Number() }) } } }, async () => ({ uptime: process.uptime() }));
+  app.get("/liveness", { config: { ungated: true }, schema: { response: { 200: Type.Object({ uptime: Type.Number() }) } } }, async () => ({ uptime: process.uptime() }));
 };
 
 export const systemRoutes: FastifyPluginAsync = async (app) => {
@@ -79,6 +114,36 @@ export const systemRoutes: FastifyPluginAsync = async (app) => {
         request.log.error({ err }, "backup failed");
         gzip.destroy(err as Error);
       });
-    return reply.type("application/gzip").header("content-disposition", 'attachment; filename="backup.gz"').send(body);
+    return reply.type(GZIP).header("content-disposition", 'attachment; filename="backup.gz"').send(body);
+  });
+
+  // Its own scope: any media type reaches the handler as the raw stream, which refuses all but gzip.
+  await app.register(async (restore) => {
+    restore.removeAllContentTypeParsers();
+    restore.addContentTypeParser("*", (_request, payload, done) => done(null, payload));
+    restore.post("/system.restoreBackup", { schema: { response: { 200: Reply(Type.Object({})) } } }, async (request, reply) => {
+      assertRoot(request, "restore a backup");
+      const type = request.headers["content-type"]?.split(";")[0]!.trim().toLowerCase();
+      if (type !== GZIP) throw new FlowstoreError("validation", 415, `unsupported media type ${type ?? "(none)"}: send the backup as ${GZIP}`, "headers.content-type");
+      const ndjson = pipe(request.body as Readable, limited(MAX_BACKUP_BYTES, "as sent"), createGunzip(), limited(MAX_BACKUP_UNPACKED_BYTES, "unpacked"), () => {});
+      const staged = await app.flowstore.stageRestore(ndjson).catch((e: unknown) => Promise.reject(uploadError(e)));
+      try {
+        let importing = false;
+        const progress = (): void => {
+          if (importing) return;
+          importing = true;
+          request.log.info({ file: staged.file }, "restore: the old content is dropped, importing the backup");
+        };
+        const counts = await app.flowstore.gate.run("a restore is replacing the store", reply, () => staged.apply(progress), async () =>
+          (await unfinishedImport(kv)) ? `the restore failed midway; refusing to serve: ${UNFINISHED_IMPORT}` : null,
+        );
+        request.log.info({ counts }, "backup restored");
+      } catch (e) {
+        // The file stays while the store holds the unfinished import: `import --resume` needs it.
+        if (!(await unfinishedImport(kv).catch(() => null))) await staged.discard();
+        throw e;
+      }
+      return ok({});
+    });
   });
 };

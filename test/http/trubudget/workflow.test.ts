@@ -7,7 +7,7 @@
  *
  * | case | what it proves |
  * |---|---|
- * | session | admin creates users and a group; a project with budgets, grants, a subproject, ordered workflowitems with documents (JSON base64, v2 multipart file and link), reorder, assign, a close out of order refused (412), closes in order, TruBudget's order, documents validated, downloaded and deleted, notifications counted, listed and read, history with filters, subproject and project closed |
+ * | session | admin creates users and a group; a project with budgets, grants, a subproject, ordered workflowitems with documents (JSON base64, v2 multipart file and link), reorder, assign, a close out of order refused (412), closes in order, TruBudget's order, documents validated, downloaded and deleted, notifications counted, listed and read, history with filters, subproject and project closed, a backup restored over a later change |
  * | v2 list | /v2/project.list pages, searches and sorts as TruBudget's |
  * | redaction | an item the caller may not see is listed in its place, TruBudget's redacted form |
  * | permissions | no intent → 403 in TruBudget's error shape (404 for what the caller may not see, as the native API) |
@@ -488,6 +488,21 @@ describe("TruBudget's workflow routes", () => {
     ok200(pc);
     expectShape(EMPTY, pc.body);
     expect((await M.get("project.viewDetails", { projectId: p })).body.data.project.data.status).toBe("closed");
+
+    // ---- backup and restore (root): what is written after the backup is gone, the session's project is back
+    const backup = await fetch(`${s.base}${TB}/system.createBackup`, { headers: { authorization: `Bearer ${s.rootToken}` } });
+    expect(backup.status).toBe(200);
+    const saved = Buffer.from(await backup.arrayBuffer());
+    const later = await M.post("global.createProject", { project: { displayName: "After the backup" } });
+    ok200(later);
+    const restored = await raw(s.base, "POST", `${TB}/system.restoreBackup`, { headers: { authorization: `Bearer ${s.rootToken}`, "content-type": "application/gzip" }, body: saved });
+    ok200(restored);
+    expect(restored.body).toEqual({ apiVersion: "1.0", data: {} });
+    const listedIds = (await M.get("project.list")).body.data.items.map((i: { data: { id: string } }) => i.data.id);
+    expect(listedIds).toContain(p);
+    expect(listedIds).not.toContain(later.body.data.project.id);
+    expect((await M.get("project.viewDetails", { projectId: p })).body.data.project.data.status).toBe("closed");
+    expect((await s.app.flowstore.verifyAll()).ok).toBe(true);
   });
 
   it("v2 list: pages, searches and sorts as TruBudget's /v2/project.list", async () => {

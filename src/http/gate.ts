@@ -1,0 +1,85 @@
+/**
+ * The server's gate: shut while the store is being replaced (a restore). While it is shut every request
+ * answers 503 with Retry-After (a problem, or TruBudget's error body under /api), but for the routes
+ * that say `config: { ungated: true }` (liveness and metrics: a probe must not restart the process in
+ * the middle of a restore). Shutting it first waits for the requests in flight to finish; streams that
+ * never finish (the change feed) are ended by their route, which `onShut` tells.
+ */
+import type { FastifyInstance, FastifyReply } from "fastify";
+import { UnavailableError } from "../errors.js";
+
+/** What a refused client is told to wait before it asks again. */
+export const GATE_RETRY_AFTER_SECONDS = 5;
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** The route answers while the gate is shut (liveness, metrics). */
+    ungated?: boolean;
+  }
+}
+
+export class Gate {
+  /** The responses of the requests in flight. */
+  readonly #inFlight = new Set<object>();
+  readonly #onShut = new Set<() => void>();
+  #shut: string | null = null;
+  #changed: (() => void) | null = null;
+
+  /** Installs the gate's hook on the server (before any route's own). */
+  install(app: FastifyInstance): void {
+    app.addHook("onRequest", (request, reply, done) => {
+      if (request.routeOptions.config?.ungated === true) return done();
+      if (this.#shut !== null) {
+        reply.header("retry-after", String(GATE_RETRY_AFTER_SECONDS));
+        return done(new UnavailableError(`${this.#shut}: retry after ${GATE_RETRY_AFTER_SECONDS} s`));
+      }
+      const res = reply.raw;
+      this.#inFlight.add(res);
+      res.once("close", () => {
+        this.#inFlight.delete(res);
+        this.#changed?.();
+      });
+      done();
+    });
+  }
+
+  /** Why the gate is shut, or null while it is open. */
+  get shutFor(): string | null {
+    return this.#shut;
+  }
+
+  /** Calls `listener` whenever the gate shuts (to end streams that would hold it up); returns its removal. */
+  onShut(listener: () => void): () => void {
+    this.#onShut.add(listener);
+    return () => this.#onShut.delete(listener);
+  }
+
+  /**
+   * Shuts the gate for `reason`, waits until no request but `own` (the one asking) is in flight, runs
+   * `work`, and opens the gate again. When `work` fails, `stayShut(error)` may name a reason to keep it
+   * shut for (the store is not whole); the error is thrown on. Refused (503) while the gate is shut.
+   */
+  async run<T>(reason: string, own: FastifyReply, work: () => Promise<T>, stayShut?: (error: unknown) => Promise<string | null>): Promise<T> {
+    if (this.#shut !== null) throw new UnavailableError(`${this.#shut}: retry after ${GATE_RETRY_AFTER_SECONDS} s`);
+    this.#shut = reason;
+    let keep: string | null = null;
+    try {
+      for (const listener of this.#onShut) listener();
+      await new Promise<void>((resolve) => {
+        const check = (): void => {
+          for (const res of this.#inFlight) if (res !== own.raw) return;
+          this.#changed = null;
+          resolve();
+        };
+        this.#changed = check;
+        check();
+      });
+      return await work();
+    } catch (e) {
+      keep = (await stayShut?.(e).catch(() => null)) ?? null;
+      throw e;
+    } finally {
+      this.#shut = keep;
+    }
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * A restore (TruBudget's system.restoreBackup) killed midway, with the real `flowstore serve` on LMDB:
+ * the server is SIGKILLed once it logs that the old content is dropped and the backup is being imported
+ * (a backup of some hundred projects, so the import is still under way). The store then holds the
+ * unfinished import: `serve` refuses it, naming `import --resume` and the export the restore kept in the
+ * data directory; `import --resume --in <that export>` finishes it, `verify` passes, and the store holds
+ * the backup's content byte for byte (a clean import of it), not what was written after the backup.
+ */
+import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { setTimeout as sleep } from "node:timers/promises";
+import { gunzipSync } from "node:zlib";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { userActor } from "../../src/access/actor.js";
+import { importStore, unfinishedImport } from "../../src/flowstore/transfer.js";
+import { ALL_KINDS, openFlowstore } from "../../src/flowstore/index.js";
+import { allPartitions, scanAll, type KvStore } from "../../src/kv/contract.js";
+import { LmdbKv } from "../../src/kv/lmdb.js";
+import { freePort } from "../setup/redis-servers.js";
+import { run, waitHealthy, type Run } from "./spawn.js";
+
+const PASSWORD = "root password 123";
+const PROJECTS = 300;
+
+/** Every entry of every kind, as hex lines. */
+async function dumpAll(kv: KvStore): Promise<string[]> {
+  const out: string[] = [];
+  for (const kind of ALL_KINDS) {
+    for await (const p of allPartitions(kv, kind)) for await (const e of scanAll(kv, p)) out.push(`${JSON.stringify(p)} ${e.keyBytes.toString("hex")}=${e.value.toString("hex")}`);
+  }
+  return out;
+}
+
+/** Waits (bounded) until the process has written `text`; fails when it exits first. */
+async function logged(r: Run, text: string): Promise<void> {
+  let exited = false;
+  void r.exit.then(() => (exited = true));
+  for (let i = 0; i < 6000; i++) {
+    if (r.out().includes(text) || r.err().includes(text)) return;
+    if (exited) break;
+    await sleep(10);
+  }
+  throw new Error(`the server never logged ${JSON.stringify(text)}: ${r.err()} ${r.out().slice(-2000)}`);
+}
+
+async function finished(r: Run): Promise<{ code: number | null; out: string; err: string }> {
+  const { code } = await r.exit;
+  return { code, out: r.out(), err: r.err() };
+}
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "flowstore-restore-kill-"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+it("killed while it imports: serve refuses, import --resume finishes the backup's content, verify passes", async () => {
+  const data = join(dir, "data");
+  const seed = await openFlowstore(`lmdb:${data}`, { processData: { dataDir: data } });
+  await seed.identity.ensureRoot(PASSWORD);
+  const root = userActor("root");
+  for (let i = 0; i < PROJECTS; i += 25) {
+    await Promise.all(Array.from({ length: 25 }, (_, j) => seed.workflow.createProject(root, { id: `p${i + j}`, displayName: `project ${i + j}` })));
+  }
+  await seed.close();
+
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const env = { FLOWSTORE_ROOT_PASSWORD: PASSWORD, FLOWSTORE_LOG_LEVEL: "info" };
+  const server = run(["serve", "--data", data, "--port", String(port), "--trubudget-api"], env);
+  let backup: Buffer;
+  try {
+    await waitHealthy(base, server);
+    const post = (intent: string, body: unknown, token?: string) =>
+      fetch(`${base}/api/${intent}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        body: JSON.stringify({ apiVersion: "1.0", data: body }),
+      });
+    const login = await post("user.authenticate", { user: { id: "root", password: PASSWORD } });
+    expect(login.status).toBe(200);
+    const token = ((await login.json()) as { data: { user: { token: string } } }).data.user.token;
+    const res = await fetch(`${base}/api/system.createBackup`, { headers: { authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(200);
+    backup = Buffer.from(await res.arrayBuffer());
+    // Written after the backup: the restore takes it away.
+    expect((await post("global.createProject", { project: { displayName: "after the backup" } }, token)).status).toBe(200);
+    expect((await post("global.createUser", { user: { id: "bob", displayName: "bob", organization: "KfW", password: "bob password 123" } }, token)).status).toBe(200);
+
+    const restoring = fetch(`${base}/api/system.restoreBackup`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/gzip" }, body: backup }).catch(() => null);
+    await logged(server, "importing the backup");
+    server.child.kill("SIGKILL");
+    await server.exit;
+    await restoring;
+  } finally {
+    server.child.kill("SIGKILL");
+  }
+
+  // The export the restore read is kept in the data directory, and the store says so.
+  const kept = (await readdir(data)).filter((f) => f.startsWith("restore-") && f.endsWith(".ndjson"));
+  expect(kept).toHaveLength(1);
+  const file = join(data, kept[0]!);
+  const refused = await finished(run(["serve", "--data", data, "--port", String(port)], env));
+  expect(refused.code, refused.err).toBe(3);
+  expect(refused.err).toMatch(/unfinished import.*flowstore import --resume/);
+  expect(refused.err).toContain(file);
+
+  const resumed = await finished(run(["import", "--resume", "--in", file, "--data", data]));
+  expect(resumed.code, resumed.err).toBe(0);
+  const verified = await finished(run(["verify", "--data", data]));
+  expect(verified.code, verified.err + verified.out).toBe(0);
+  expect(JSON.parse(verified.out.trim().split("\n").at(-1)!)).toMatchObject({ ok: true });
+
+  // Byte for byte the backup's content: a clean import of it.
+  const clean = LmdbKv.open(join(dir, "clean"));
+  await importStore(clean, Readable.from([gunzipSync(backup!)]));
+  const expected = await dumpAll(clean);
+  await clean.close();
+  const restored = LmdbKv.open(data);
+  try {
+    expect(await unfinishedImport(restored)).toBeNull();
+    const got = await dumpAll(restored);
+    expect(got.length).toBe(expected.length);
+    expect(got).toEqual(expected);
+  } finally {
+    await restored.close();
+  }
+}, 300_000);
