@@ -38,9 +38,10 @@ export async function loadFlowstore(wf: Workflow, tree: Tree): Promise<void> {
     await wf.createProject(MARY, { id: p.id, displayName: `Project ${p.id}` });
     for (const s of p.subprojects) {
       await wf.createSubproject(MARY, p.id, { id: s.id, displayName: `Subproject ${s.id}`, currency: s.currency });
-      // in creation order: the tree's order is the creation order every peer uses. The creates of a batch
-      // reach the partition's writer in call order only because none awaits before it enqueues (the
-      // Workflow has no assignee directory here); the peer sanity check in workloads/workflow.ts fails otherwise.
+      // in creation order: the tree's order is the creation order every peer uses. Callers load under a
+      // standing clock (FlowstorePeer.load, bench/http/flowstore-server.ts): a create that awaits before it
+      // enqueues (an assignee lookup) would otherwise be stamped after later ones; with one creation time,
+      // ties go by id, the tree's order. The peer sanity checks (workloads/workflow.ts, http.ts) fail otherwise.
       for (let i = 0; i < s.items.length; i += 256) await pool(s.items.slice(i, i + 256), 256, (it) => wf.createWorkflowitem(MARY, p.id, s.id, it.data));
       if (s.ordering.length > 0) await wf.reorderWorkflowitems(MARY, p.id, s.id, s.ordering);
     }
