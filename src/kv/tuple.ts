@@ -177,6 +177,19 @@ export function encode(tuple: Tuple): Buffer {
   return w.result();
 }
 
+/**
+ * The same bytes as `encode`, as a latin1 string (one character per byte): a map key or a sort key whose
+ * string order is the byte order, with no Buffer made on the way.
+ */
+export function encodeLatin1(tuple: Tuple): string {
+  if (!Array.isArray(tuple)) throw new TupleError("a key must be a tuple (an array)");
+  const w = writer.reset();
+  for (const item of tuple) writeItem(w, item, false);
+  const out = w.buf.toString("latin1", 0, w.len);
+  if (w.buf.length > 65536) w.buf = Buffer.allocUnsafe(256); // do not keep a huge scratch alive
+  return out;
+}
+
 /** Encodes a tuple as one nested item (self-delimited even when the tuple is empty). */
 export function encodeNested(tuple: Tuple): Buffer {
   const w = writer.reset();

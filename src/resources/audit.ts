@@ -4,8 +4,8 @@
  * ledger, and every stored key against the replay of the log.
  */
 import { ValidationError } from "../errors.js";
-import { Entry, scanAll, type Key, type Partition } from "../kv/contract.js";
-import { encode } from "../kv/tuple.js";
+import { Entry, scanAll, type Key, type Partition, type ScanPage } from "../kv/contract.js";
+import { decode, encode } from "../kv/tuple.js";
 import { allows, type Actor, type Permissions } from "../access/actor.js";
 import { pageLimit, MAX_PAGE, type Core, type Page } from "./core.js";
 import { checkLink, fold, type ResourceEvent, type VerifyResult } from "./events.js";
@@ -13,7 +13,7 @@ import { layout } from "./layout.js";
 import { RecordView, type Envelope } from "./record.js";
 import { indexEntries } from "./visibility.js";
 import { locate, type Ref } from "./ref.js";
-import { PartitionReplay, ReplayError, type ReplayedEntry } from "./replay.js";
+import { PartitionReplay, ReplayError, valueOf, type ReplayedEntry, type ReplayedValue } from "./replay.js";
 
 export interface HistoryOptions {
   cursor?: string | null;
@@ -160,28 +160,34 @@ export class Audit {
       firstBad: { seq, reason, ...(family ? { family } : {}), ...(key ? { key: JSON.stringify(key) } : {}) },
     });
     const range = incremental ? { start: layout.log(since.seq), end: layout.afterLogs } : { prefix: layout.logs };
-    for await (const e of scanAll(this.c.kv, partition, { ...range, limit: VERIFY_PAGE })) {
-      let event: ResourceEvent;
-      try {
-        event = JSON.parse(e.value.toString("utf8")) as ResourceEvent;
-      } catch {
-        return bad(expected, "event is not valid JSON", "l");
+    // Page by page, each page's events checked in one synchronous loop (no await per event).
+    let after: string | null = null;
+    do {
+      const page: ScanPage = await this.c.kv.scan(partition, { ...range, limit: VERIFY_PAGE, after });
+      for (const e of page.entries) {
+        let event: ResourceEvent;
+        try {
+          event = JSON.parse(e.value.toString("utf8")) as ResourceEvent;
+        } catch {
+          return bad(expected, "event is not valid JSON", "l");
+        }
+        // The key is the expected one's (compared as bytes: no key is decoded on the way), or named as it is.
+        const keySeq = e.keyBytes.equals(encode(layout.log(expected))) ? expected : layout.seqOfLog(e.key);
+        if (incremental && expected === since.seq) prev = event.prev; // the checkpoint's own event links to one not re-read
+        const reason = keySeq !== event.seq ? `stored under seq ${String(keySeq)} but says ${event.seq}` : checkLink(event, expected, prev, e.value);
+        if (reason) return bad(expected, reason, "l");
+        if (since && since.seq > 0 && event.seq === since.seq && event.hash !== since.hash) return bad(event.seq, `event ${event.seq} differs from the checkpoint: history was rewritten`, "l");
+        try {
+          replay?.apply(event);
+        } catch (err) {
+          if (err instanceof ReplayError) return bad(event.seq, err.message, "l");
+          throw err;
+        }
+        prev = event.hash;
+        expected++;
       }
-      // The key is the expected one's (compared as bytes: no key is decoded on the way), or named as it is.
-      const keySeq = e.keyBytes.equals(encode(layout.log(expected))) ? expected : layout.seqOfLog(e.key);
-      if (incremental && expected === since.seq) prev = event.prev; // the checkpoint's own event links to one not re-read
-      const reason = keySeq !== event.seq ? `stored under seq ${String(keySeq)} but says ${event.seq}` : checkLink(event, expected, prev, e.value);
-      if (reason) return bad(expected, reason, "l");
-      if (since && since.seq > 0 && event.seq === since.seq && event.hash !== since.hash) return bad(event.seq, `event ${event.seq} differs from the checkpoint: history was rewritten`, "l");
-      try {
-        replay?.apply(event);
-      } catch (err) {
-        if (err instanceof ReplayError) return bad(event.seq, err.message, "l");
-        throw err;
-      }
-      prev = event.hash;
-      expected++;
-    }
+      after = page.cursor;
+    } while (after !== null);
     const last = expected - 1;
     if (since && since.seq > last) return bad(last + 1, `the log ends at ${last}, before the checkpoint's seq ${since.seq}: its tail was cut`, "l");
     const head = await this.c.writer.readHead(partition);
@@ -195,7 +201,10 @@ export class Audit {
     }
     const verified = { seq: last, hash: prev };
     if (!replay) return { ok: true, checked: last - since!.seq + 1, head: verified };
-    const divergence = (await this.#compare(partition, replay.byKey())) ?? (await this.#compareVisibility(replay)) ?? (await this.#compareAssignments(replay));
+    // The stored keys are first checked in one pass against the replay (`#matches`); only when they differ
+    // is the first divergence in key order looked for (`#compare`), to name it.
+    const keys = (await this.#matches(partition, replay.expected())) ? null : ((await this.#compare(partition, replay.byKey())) ?? CHANGED);
+    const divergence = keys ?? (await this.#compareVisibility(replay)) ?? (await this.#compareAssignments(replay));
     return divergence ? bad(divergence.seq, divergence.reason, divergence.family, divergence.key) : { ok: true, checked: last, head: verified };
   }
 
@@ -219,11 +228,26 @@ export class Audit {
    * a read filters out, so only what the log says must be there is checked.)
    */
   async #compareAssignments(replay: PartitionReplay): Promise<{ seq: number; reason: string; family: string; key: Key } | null> {
+    // One batched read per identity and page of keys (in the order the replay gives them).
+    const byIdentity = new Map<string, Key[]>();
     for (const { identity, key } of replay.assignments()) {
-      const stored = await this.c.kv.get(layout.assigned(identity), key);
-      const at = [...layout.assigned(identity), ...key];
-      if (!stored) return { seq: 0, reason: `${key[0]} ${key.slice(1).join("/")} is missing from the assignments of ${identity} (its assignee)`, family: layout.assignedKind, key: at };
-      if (stored.value.length !== 0) return { seq: 0, reason: `${key[0]} ${key.slice(1).join("/")}'s entry in the assignments of ${identity} differs from the replay of the log`, family: layout.assignedKind, key: at };
+      const keys = byIdentity.get(identity);
+      if (keys) keys.push(key);
+      else byIdentity.set(identity, [key]);
+    }
+    for (const [identity, keys] of byIdentity) {
+      for (let i = 0; i < keys.length; i += VERIFY_PAGE) {
+        const page = keys.slice(i, i + VERIFY_PAGE);
+        const stored = await this.c.kv.getMany(layout.assigned(identity), page);
+        for (let j = 0; j < page.length; j++) {
+          const s = stored[j];
+          if (s && s.value.length === 0) continue;
+          const key = page[j]!;
+          const at = [...layout.assigned(identity), ...key];
+          if (!s) return { seq: 0, reason: `${key[0]} ${key.slice(1).join("/")} is missing from the assignments of ${identity} (its assignee)`, family: layout.assignedKind, key: at };
+          return { seq: 0, reason: `${key[0]} ${key.slice(1).join("/")}'s entry in the assignments of ${identity} differs from the replay of the log`, family: layout.assignedKind, key: at };
+        }
+      }
     }
     return null;
   }
@@ -250,13 +274,37 @@ export class Audit {
   }
 
   /**
+   * True when the stored keys (the log and the head aside) are exactly the replayed ones, each with the
+   * replayed value: one pass in key order, each value made as its key is read; every stored key must be
+   * expected and match, and as many must be read as are expected (stored keys are distinct, so then none
+   * is missing). It stops at the first difference; `#compare` then names the first divergence.
+   */
+  async #matches(partition: Partition, want: Map<string, ReplayedValue>): Promise<boolean> {
+    let matched = 0;
+    for (const range of COMPARED_RANGES) {
+      let after: string | null = null;
+      do {
+        const page: ScanPage = await this.c.kv.scan(partition, { ...range, limit: VERIFY_PAGE, after });
+        for (const e of page.entries) {
+          if (e.keyBytes.equals(HEAD_KEY)) continue;
+          const w = want.get(e.keyBytes.toString("latin1"));
+          if (w === undefined || !valueOf(w).equals(e.value)) return false;
+          matched++;
+        }
+        after = page.cursor;
+      } while (after !== null);
+    }
+    return matched === want.size;
+  }
+
+  /**
    * Reads every stored key but the log and the head (the log was read by the chain check) and takes it
    * off the replayed ones (keyed by their bytes, latin1); the first divergence in key order is returned:
    * a stored key the replay lacks or whose value differs, or a replayed key missing before it.
    */
   async #compare(partition: Partition, want: Map<string, ReplayedEntry>): Promise<{ seq: number; reason: string; family: string; key: Key } | null> {
     let first: { entry: Entry; reason: string } | null = null;
-    scan: for (const range of [{ end: layout.logs }, { start: AFTER_LOG_FAMILY }]) {
+    scan: for (const range of COMPARED_RANGES) {
       for await (const e of scanAll(this.c.kv, partition, { ...range, limit: VERIFY_PAGE })) {
         if (e.keyBytes.equals(HEAD_KEY)) continue;
         const k = e.keyBytes.toString("latin1");
@@ -274,7 +322,10 @@ export class Audit {
       if (first && Buffer.compare(w.keyBytes, first.entry.keyBytes) >= 0) continue;
       if (!missing || Buffer.compare(w.keyBytes, missing.keyBytes) < 0) missing = w;
     }
-    if (missing) return { seq: seqOf(missing.key), reason: `${describe(missing.key)} is missing (the log produces it)`, family: String(missing.key[0]), key: missing.key };
+    if (missing) {
+      const key = decode(missing.keyBytes); // as a stored key is named (bytes items as Uint8Array)
+      return { seq: seqOf(key), reason: `${describe(key)} is missing (the log produces it)`, family: String(key[0]), key };
+    }
     if (!first) return null;
     const { key } = first.entry;
     return { seq: seqOf(key), reason: `${describe(key)} ${first.reason}`, family: String(key[0]), key };
@@ -282,10 +333,14 @@ export class Audit {
 }
 
 /** Entries per page of verify's scans. */
-const VERIFY_PAGE = 4096;
+const VERIFY_PAGE = 1024;
 const HEAD_KEY = encode(layout.head);
 /** Past every key of the log family (["l", …]) and before any other: the start of the keys after the log. */
 const AFTER_LOG_FAMILY: Key = ["l\u0000"];
+/** The ranges of a partition verify compares with the replay: every key before the log, and every key after it. */
+const COMPARED_RANGES = [{ end: layout.logs }, { start: AFTER_LOG_FAMILY }];
+/** What verify reports when its pass over the stored keys saw a difference its second pass, naming it, no longer finds. */
+const CHANGED = { seq: 0, reason: "the stored keys changed while they were verified: verify again", family: "m", key: layout.head };
 
 const FAMILIES: Record<string, string> = { s: "state record", a: "access record", o: "ordering", c: "flat child index entry", h: "history index entry", m: "meta key", x: "order index entry" };
 

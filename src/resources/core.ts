@@ -54,11 +54,22 @@ export function pageLimit(limit: number | undefined, dflt: number = PAGE_LIMIT.d
 }
 
 /** The record of a resource: its envelope behind a header with its status and the holders of list and view. */
-export function encodeResource(t: CompiledType, envelope: Envelope, permissions: Permissions): Buffer {
-  return encodeRecord(envelope, statusOf(t, envelope.data), listersOf(t, permissions), permissions[t.intents.view] ?? []);
+export function encodeResource(t: CompiledType, envelope: Envelope, permissions: Permissions, holders: RecordHolders = recordHolders(t, permissions)): Buffer {
+  return encodeRecord(envelope, statusOf(t, envelope.data), holders.listers, holders.viewers);
 }
 
-export const encodeAccess = (priv: Private): Buffer => Buffer.from(JSON.stringify(priv), "utf8");
+/** The identities a record's header names: those that may list it, and those that may view it. */
+export interface RecordHolders {
+  readonly listers: readonly string[];
+  readonly viewers: readonly string[];
+}
+
+/** A record's holders (its header's part), from its type and permissions: `encodeResource` takes them when a caller has them already. */
+export const recordHolders = (t: CompiledType, permissions: Permissions): RecordHolders => ({ listers: listersOf(t, permissions), viewers: permissions[t.intents.view] ?? [] });
+
+/** An access record's JSON (`encodeAccess` is its bytes). */
+export const accessJson = (priv: Private): string => JSON.stringify(priv);
+export const encodeAccess = (priv: Private): Buffer => Buffer.from(accessJson(priv), "utf8");
 const decodeAccess = (raw: Buffer | undefined): Private => (raw ? (JSON.parse(raw.toString("utf8")) as Private) : { permissions: {} });
 
 const notFound = (ref: Ref): NotFoundError => new NotFoundError(`${ref.type} ${ref.ids.join("/")} not found`);

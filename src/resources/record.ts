@@ -41,15 +41,18 @@ function needlesOf(actor: Actor): Buffer[] {
   return n;
 }
 
-const identities = (ids: readonly string[]): Buffer => Buffer.from(ids.length ? `\n${ids.join("\n")}\n` : "", "utf8");
+const identities = (ids: readonly string[]): string => (ids.length ? `\n${ids.join("\n")}\n` : "");
 
+/** One allocation: every part is measured, then written in place. */
 export function encodeRecord(envelope: Envelope, status: string, listers: readonly string[], viewers: readonly string[]): Buffer {
-  const idBuf = Buffer.from(envelope.id, "utf8");
-  const statusBuf = Buffer.from(status, "utf8");
-  const listersBuf = identities(listers);
-  const viewersBuf = identities(viewers);
-  const pubBuf = Buffer.from(JSON.stringify(envelope), "utf8");
-  const out = Buffer.allocUnsafe(1 + 8 + 4 + 2 + idBuf.length + 2 + statusBuf.length + 4 + listersBuf.length + 4 + viewersBuf.length + pubBuf.length);
+  const listersText = identities(listers);
+  const viewersText = identities(viewers);
+  const json = JSON.stringify(envelope);
+  const idLen = Buffer.byteLength(envelope.id, "utf8");
+  const statusLen = Buffer.byteLength(status, "utf8");
+  const listersLen = Buffer.byteLength(listersText, "utf8");
+  const viewersLen = Buffer.byteLength(viewersText, "utf8");
+  const out = Buffer.allocUnsafe(1 + 8 + 4 + 2 + idLen + 2 + statusLen + 4 + listersLen + 4 + viewersLen + Buffer.byteLength(json, "utf8"));
   let o = 0;
   out.writeUInt8(FORMAT, o);
   o += 1;
@@ -57,19 +60,19 @@ export function encodeRecord(envelope: Envelope, status: string, listers: readon
   o += 8;
   out.writeUInt32BE(envelope.meta.version, o);
   o += 4;
-  out.writeUInt16BE(idBuf.length, o);
+  out.writeUInt16BE(idLen, o);
   o += 2;
-  o += idBuf.copy(out, o);
-  out.writeUInt16BE(statusBuf.length, o);
+  o += out.write(envelope.id, o, "utf8");
+  out.writeUInt16BE(statusLen, o);
   o += 2;
-  o += statusBuf.copy(out, o);
-  out.writeUInt32BE(listersBuf.length, o);
+  o += out.write(status, o, "utf8");
+  out.writeUInt32BE(listersLen, o);
   o += 4;
-  o += listersBuf.copy(out, o);
-  out.writeUInt32BE(viewersBuf.length, o);
+  o += out.write(listersText, o, "utf8");
+  out.writeUInt32BE(viewersLen, o);
   o += 4;
-  o += viewersBuf.copy(out, o);
-  pubBuf.copy(out, o);
+  o += out.write(viewersText, o, "utf8");
+  out.write(json, o, "utf8");
   return out;
 }
 

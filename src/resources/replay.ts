@@ -23,25 +23,47 @@
  * as the log leaves it (`owner()`, visibility.ts); `verify` compares them too.
  */
 import type { Key, Partition } from "../kv/contract.js";
-import { encode } from "../kv/tuple.js";
+import { decode, encode, encodeLatin1 } from "../kv/tuple.js";
 import type { Permissions } from "../access/actor.js";
-import { encodeAccess, encodeResource } from "./core.js";
+import { accessJson, encodeResource, recordHolders, type RecordHolders } from "./core.js";
 import { INDEX_VERBS, type ResourceEvent } from "./events.js";
 import { assigneeOf } from "./assignments.js";
 import { layout } from "./layout.js";
 import type { Envelope } from "./record.js";
 import { orderIndexOf, restSortKey } from "./ordering.js";
 import { locate, type Located, type Ref } from "./ref.js";
-import type { Schema } from "./schema.js";
+import type { CompiledType, Schema } from "./schema.js";
 
 interface Live {
   l: Located;
   envelope: Envelope;
-  permissions: Permissions;
-  parent: Ref | null;
-  /** The access record as last written (it is rewritten only when permissions change). */
-  access: Buffer;
+  access: Access;
 }
+
+/**
+ * An access record of the partition: its permissions, parent and bytes, with the record header's holders
+ * per type. One object per distinct record, shared by the resources that hold the same (most hold
+ * their creator's defaults): a replay keeps one permission map per distinct one, not one per resource.
+ */
+interface Access {
+  readonly permissions: Permissions;
+  readonly parent: Ref | null;
+  readonly bytes: Buffer;
+  readonly holders: Map<CompiledType, RecordHolders>;
+}
+
+/** A value the replay gives a key: its bytes, or how to make them (verify makes it only when it reads the stored key). */
+export type ReplayedValue = Buffer | (() => Buffer);
+
+/** A replayed key (a tuple, or its encoding as a latin1 string) and value as an entry. */
+function entryOf(key: Key | string, value: ReplayedValue): ReplayedEntry {
+  if (typeof key !== "string") return { keyBytes: encode(key), key, value: valueOf(value) };
+  const keyBytes = Buffer.from(key, "latin1");
+  return { keyBytes, key: decode(keyBytes), value: valueOf(value) };
+}
+
+/** A replayed value's bytes (made when it is a maker). */
+export const valueOf = (v: ReplayedValue): Buffer => (typeof v === "function" ? v() : v);
 
 /** One key the replay produces: its bytes (relative to the partition), tuple and value. */
 export interface ReplayedEntry {
@@ -58,10 +80,13 @@ const EMPTY = Buffer.alloc(0);
 
 export class PartitionReplay {
   readonly #live = new Map<string, Live>();
+  /** The distinct access records, by their JSON. */
+  readonly #accesses = new Map<string, Access>();
   readonly #orderings = new Map<string, { key: Key; value: Buffer }>();
   readonly #flat = new Map<string, { key: Key; value: Buffer }>();
   readonly #counts = new Map<string, { key: Key; n: number }>();
-  readonly #history: Key[] = [];
+  /** The history index entries, as their encoded keys (latin1): one flat string kept per event. */
+  readonly #history: string[] = [];
   #parentLink: Ref | null = null;
 
   constructor(
@@ -85,7 +110,7 @@ export class PartitionReplay {
       throw new ReplayError(`event ${e.seq}: ${(err as Error).message}`);
     }
     if (l.partition[0] !== this.partition[0] || l.partition[1] !== this.partition[1]) throw new ReplayError(`event ${e.seq} names a resource of another partition`);
-    this.#history.push(layout.historyEntry(l, e.seq));
+    this.#history.push(encodeLatin1(layout.historyEntry(l, e.seq)));
     const p = e.payload;
 
     if (verb === "created") {
@@ -93,7 +118,7 @@ export class PartitionReplay {
       // Never changed in place below (every change makes new objects), so the event's own are kept.
       const permissions = p.permissions ?? {};
       const envelope: Envelope = { id: ids.at(-1)!, type, data: p.data ?? {}, meta: { createdAt: p.origin?.createdAt ?? e.at, createdBy: p.origin?.createdBy ?? e.actor, updatedAt: e.at, version: 1 } };
-      this.#live.set(id, { l, envelope, permissions, parent, access: encodeAccess({ permissions, parent }) });
+      this.#live.set(id, { l, envelope, access: this.#access(permissions, parent) });
       if (parent) this.#parentLink = parent;
       return;
     }
@@ -126,21 +151,26 @@ export class PartitionReplay {
     r.envelope = { ...r.envelope, data, meta: { ...r.envelope.meta, updatedAt: e.at, version: r.envelope.meta.version + 1 } };
     let permissions: Permissions | null = null;
     if ((verb === "permission_granted" || verb === "permission_revoked") && typeof p.intent === "string" && typeof p.identity === "string") {
-      const holders = new Set(r.permissions[p.intent] ?? []);
+      const holders = new Set(r.access.permissions[p.intent] ?? []);
       if (verb === "permission_granted") holders.add(p.identity);
       else holders.delete(p.identity);
-      permissions = { ...r.permissions, [p.intent]: [...holders] };
+      permissions = { ...r.access.permissions, [p.intent]: [...holders] };
     } else if (p.permissions) {
       permissions = p.permissions;
     }
-    if (permissions) {
-      r.permissions = permissions;
-      r.access = encodeAccess({ permissions, parent: r.parent });
-    }
+    if (permissions) r.access = this.#access(permissions, r.access.parent);
     if (verb === "ordering_set" && typeof p.childType === "string") {
       const key = layout.ordering(l, p.childType);
       this.#orderings.set(latin1(encode(key)), { key, value: Buffer.from(JSON.stringify(p.ordering ?? [])) });
     }
+  }
+
+  /** The access record {permissions, parent} (core.ts), shared with every resource holding the same. */
+  #access(permissions: Permissions, parent: Ref | null): Access {
+    const json = accessJson({ permissions, parent });
+    let a = this.#accesses.get(json);
+    if (!a) this.#accesses.set(json, (a = { permissions, parent, bytes: Buffer.from(json, "utf8"), holders: new Map() }));
+    return a;
   }
 
   /** As lifecycle's delete: the resource, its nested subtree, and the orderings at and below it. */
@@ -177,7 +207,7 @@ export class PartitionReplay {
 
   /** The partition owner as the log leaves it (its state and permissions), or null when deleted or absent. */
   owner(): { type: string; envelope: Envelope; permissions: Permissions } | null {
-    for (const r of this.#live.values()) if (r.l.depth === 0) return { type: r.l.type.name, envelope: r.envelope, permissions: r.permissions };
+    for (const r of this.#live.values()) if (r.l.depth === 0) return { type: r.l.type.name, envelope: r.envelope, permissions: r.access.permissions };
     return null;
   }
 
@@ -194,24 +224,41 @@ export class PartitionReplay {
   /** Every key the writer stores for the replayed events (log and chain head aside), in key order. */
   entries(): ReplayedEntry[] {
     const out: ReplayedEntry[] = [];
-    this.#each((key, value) => void out.push({ keyBytes: encode(key), key, value }));
+    this.#each((key, value) => void out.push(entryOf(key, value)));
     return out.sort((a, b) => Buffer.compare(a.keyBytes, b.keyBytes));
   }
 
-  /** The same keys by their encoded bytes (latin1), unsorted: what verify takes the stored keys off. */
+  /** The same keys by their encoded bytes (latin1), unsorted: what verify names the first divergence from. */
   byKey(): Map<string, ReplayedEntry> {
     const out = new Map<string, ReplayedEntry>();
     this.#each((key, value) => {
-      const keyBytes = encode(key);
-      out.set(keyBytes.toString("latin1"), { keyBytes, key, value });
+      const entry = entryOf(key, value);
+      out.set(entry.keyBytes.toString("latin1"), entry);
     });
     return out;
   }
 
-  #each(add: (key: Key, value: Buffer) => void): void {
+  /**
+   * The same keys by their encoded bytes (latin1), each value made only when asked for (`ReplayedValue`):
+   * what verify's pass over the stored keys checks them against, making each value once, as it reads it.
+   */
+  expected(): Map<string, ReplayedValue> {
+    const out = new Map<string, ReplayedValue>();
+    this.#each((key, value) => void out.set(typeof key === "string" ? key : encodeLatin1(key), value));
+    return out;
+  }
+
+  /** Gives each key (a tuple, or already encoded: a latin1 string) with its value. */
+  #each(add: (key: Key | string, value: ReplayedValue) => void): void {
     for (const r of this.#live.values()) {
-      add(layout.state(r.l), encodeResource(r.l.type, r.envelope, r.permissions));
-      add(layout.access(r.l), r.access);
+      add(layout.state(r.l), () => {
+        const { type } = r.l;
+        const { permissions, holders } = r.access;
+        let h = holders.get(type);
+        if (!h) holders.set(type, (h = recordHolders(type, permissions)));
+        return encodeResource(type, r.envelope, permissions, h);
+      });
+      add(layout.access(r.l), r.access.bytes);
     }
     for (const o of this.#orderings.values()) add(o.key, o.value);
     this.#orderIndex(add);

@@ -4,7 +4,7 @@
  * names what is wrong, and nothing is written when one does.
  */
 import { ConflictError, ForbiddenError, ValidationError } from "../errors.js";
-import type { Actor, Permissions } from "../access/actor.js";
+import { copyPermissions, type Actor, type Permissions } from "../access/actor.js";
 import { effectiveOrder, type OrderedChild } from "../resources/ordering.js";
 import type { Envelope } from "../resources/record.js";
 import type { TypeDecl } from "../resources/schema.js";
@@ -110,12 +110,12 @@ export function decideCloseWorkflowitem(c: CloseContext): Data {
  * creator's (who holds every intent).
  */
 export function inheritPermissions(defaults: Permissions, parentType: string, childType: string, parentPermissions: Permissions, childIntents: readonly string[], createIntents: Readonly<Record<string, string>>): Permissions {
-  const out: Permissions = structuredClone(defaults);
-  const own = new Set(childIntents);
-  for (const [intent, holders] of Object.entries(parentPermissions)) {
-    const mapped = createIntents[intent] ?? (intent.startsWith(`${parentType}.`) ? `${childType}.${intent.slice(parentType.length + 1)}` : null);
-    if (!mapped || !own.has(mapped)) continue;
-    out[mapped] = [...new Set([...(out[mapped] ?? []), ...holders])];
+  const out = copyPermissions(defaults);
+  const prefix = `${parentType}.`;
+  for (const intent of Object.keys(parentPermissions)) {
+    const mapped = createIntents[intent] ?? (intent.startsWith(prefix) ? `${childType}.${intent.slice(prefix.length)}` : null);
+    if (!mapped || !childIntents.includes(mapped)) continue;
+    out[mapped] = [...new Set([...(out[mapped] ?? []), ...parentPermissions[intent]!])];
   }
   return out;
 }
@@ -135,7 +135,7 @@ function add(perms: Permissions, intent: string, who: string): void {
  * the assignee, keeps only `workflowitem.list`.
  */
 export function assignedPermissions(perms: Permissions, type: unknown, issuer: Actor, assignee: string, allIntents: readonly string[]): Permissions {
-  const out: Permissions = structuredClone(perms);
+  const out = copyPermissions(perms);
   if (type !== "restricted") {
     for (const i of VIEW_INTENTS) add(out, i, assignee);
     return out;
