@@ -46,8 +46,32 @@ export interface Row {
   /** Each round's ops/s, for the record. */
   readonly rounds: readonly number[];
   readonly note?: string;
+  /** Targets judged from this run's figures (shown in the goal column; one unmet marks the row MISSED). */
+  readonly goals?: readonly Goal[];
   /** Why the row was not measured (e.g. its server is not reachable); opsPerSec is then 0. */
   readonly skipped?: string;
+}
+
+/** A target and whether this run met it; `text` names the target and the measured value. */
+export interface Goal {
+  readonly text: string;
+  readonly met: boolean;
+}
+
+/** At least `target` times `of` (a throughput ratio, e.g. flowstore's req/s over the peer's). */
+export function timesAtLeast(ratio: number, target: number, of: string): Goal {
+  return { text: `≥ ${target}× ${of} (${ratio.toFixed(2)}×)`, met: ratio >= target };
+}
+
+/** A latency under a bound. */
+export function msBelow(what: string, ms: number, bound: number): Goal {
+  return { text: `${what} < ${bound} ms (${ms} ms)`, met: ms < bound };
+}
+
+/** The goal column of a row with goals: each with ✓ or ✗, then MET or MISSED. */
+export function goalsText(goals: readonly Goal[]): string {
+  const all = goals.every((g) => g.met);
+  return `${goals.map((g) => `${g.text} ${g.met ? "✓" : "✗"}`).join("; ")}: ${all ? "**MET**" : "🔴 **MISSED**"}`;
 }
 
 export interface MeasureOptions {
@@ -310,7 +334,9 @@ export async function runWorkload(
       const ref = row.reference ? rows.find((r) => r.name === row.reference) : undefined;
       const out: Row = ref && row.costRatio === undefined ? { ...row, costRatio: ref.opsPerSec / row.opsPerSec } : row;
       rows.push(out);
-      process.stdout.write(`  ${out.name}: ${fmt(out.opsPerSec)} ops/s${out.costRatio ? ` (cost ${out.costRatio.toFixed(2)}× ${out.reference})` : ""}${out.note ? ` — ${out.note}` : ""}\n`);
+      process.stdout.write(
+        `  ${out.name}: ${fmt(out.opsPerSec)} ops/s${out.costRatio ? ` (cost ${out.costRatio.toFixed(2)}× ${out.reference})` : ""}${out.note ? ` — ${out.note}` : ""}${out.goals ? ` — ${goalsText(out.goals)}` : ""}\n`,
+      );
       return out;
     },
     skip(name, reason, reference) {
@@ -364,7 +390,7 @@ export function table(result: WorkloadResult): string {
       continue;
     }
     const ratio = r.costRatio === undefined ? "" : `${r.costRatio.toFixed(2)}×`;
-    const verdict = r.goal === undefined || r.costRatio === undefined ? "" : r.costRatio <= r.goal ? ` ≤ ${r.goal}× ✓` : ` ≤ ${r.goal}× ✗`;
+    const verdict = r.goals ? ` ${goalsText(r.goals)}` : r.goal === undefined || r.costRatio === undefined ? "" : r.costRatio <= r.goal ? ` ≤ ${r.goal}× ✓` : ` ≤ ${r.goal}× ✗`;
     lines.push(`| ${r.name}${r.note ? ` (${r.note})` : ""} | ${fmt(r.opsPerSec)} | ${r.reference ?? ""} | ${ratio} |${verdict} |`);
   }
   return lines.join("\n");

@@ -1,7 +1,7 @@
 /**
  * A real flowstore server (127.0.0.1, port 0) in its own process for the http workload, on the store URL it
  * is given (lmdb:<dir>, postgres://…, redis…). Builds its data with the Workflow commands, then tells the
- * parent (IPC) its port; answers {rss} requests. Exits when the parent disconnects.
+ * parent (IPC) its port; answers {usage} requests (shared.ts serveParent). Exits when the parent disconnects.
  *   argv: <store url> [nocache]
  * With `nocache` it serves the data another server process already built in the same store (LMDB is
  * multi-process; the others are servers), with the list page cache turned off.
@@ -9,14 +9,19 @@
 import { openFlowstore } from "../../src/flowstore/index.js";
 import { Metrics } from "../../src/http/metrics.js";
 import { buildServer } from "../../src/http/server.js";
-import type { AddressInfo } from "node:net";
 import { SYSTEM } from "../../src/access/actor.js";
 import { loadFlowstore } from "../peers/flowstore.js";
-import { httpTree, ROOT_PASSWORD, SECRET } from "./shared.js";
+import { httpTree, ROOT_PASSWORD, SECRET, serveParent } from "./shared.js";
 
 const nocache = process.argv[3] === "nocache";
 const metrics = new Metrics();
-const flowstore = await openFlowstore(process.argv[2]!, { pageCache: !nocache, instrument: (kv) => metrics.wrap(kv) });
+// The clock stands still while the tree is loaded: the creates run 256 at a time and those assigned to
+// someone else than the creator take longer (the assignee's lookups), so with a running clock they would
+// be stamped later than items created after them. With one creation time, ties go by id, the tree's order,
+// which every peer's creation times follow.
+let loading: number | undefined = Date.now();
+const clock = () => loading ?? Date.now();
+const flowstore = await openFlowstore(process.argv[2]!, { pageCache: !nocache, instrument: (kv) => metrics.wrap(kv), clock });
 const app = await buildServer(flowstore, { tokenSecret: SECRET, logger: false, metrics, closeStore: true });
 const t0 = performance.now();
 if (!nocache) {
@@ -24,13 +29,11 @@ if (!nocache) {
   // the reader (mary) needs a login: a user with the password the parent uses; she is in `managers`, the
   // group the tree's loader grants project creation to (a grant names an identity that exists)
   await app.flowstore.identity.createUser(SYSTEM, { id: "mary", displayName: "Mary", password: ROOT_PASSWORD });
+  // the tree's assignees (an assignee must be a user or group that exists)
+  for (const id of ["tom", "jane"]) await app.flowstore.identity.createUser(SYSTEM, { id, displayName: id, password: ROOT_PASSWORD });
   await app.flowstore.identity.createGroup(SYSTEM, { id: "managers", displayName: "Managers", members: ["mary"] });
   await loadFlowstore(app.flowstore.workflow, httpTree());
 }
+loading = undefined;
 const loadSec = (performance.now() - t0) / 1000;
-await app.listen({ host: "127.0.0.1", port: 0 });
-process.on("message", (m: { type: string }) => {
-  if (m.type === "rss") process.send!({ type: "rss", rss: process.memoryUsage().rss });
-});
-process.on("disconnect", () => void app.close().finally(() => process.exit(0)));
-process.send!({ type: "ready", port: (app.server.address() as AddressInfo).port, loadSec, rss: process.memoryUsage().rss });
+await serveParent(app, () => undefined, { loadSec });

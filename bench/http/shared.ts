@@ -1,4 +1,7 @@
-/** What the http workload's processes share: the data set, the credentials and the routes. */
+/** What the http workload's processes share: the data set, the credentials, the routes and the servers' front door. */
+import type { FastifyInstance } from "fastify";
+import { jwtVerify } from "jose";
+import type { AddressInfo } from "node:net";
 import { subproject, type Tree } from "../tree.js";
 
 export const ROOT_PASSWORD = "bench password 0123456789";
@@ -24,4 +27,40 @@ export const listPath = (s: string, limit = 1000) => `/api/v1/projects/${P}/subp
 export const createPath = (s: string) => `/api/v1/projects/${P}/subprojects/${s}/workflowitems`;
 /** A create's body: no id, so each server gives every new workflowitem a fresh one. */
 export const CREATE_BODY = JSON.stringify({ displayName: "Load test step", amountType: "N/A" });
+export const orderingPath = (s: string) => `/api/v1/projects/${P}/subprojects/${s}/workflowitem-ordering`;
 export const itemPath = (s: string, w: string) => `/api/v1/projects/${P}/subprojects/${s}/workflowitems/${w}`;
+
+/**
+ * The peers' authentication (the SQLite peer, the limit prototype): every request carries a bearer JWT
+ * (HS256, SECRET), verified with jose; its subject is the caller (`request.user`).
+ */
+export function verifyBearer(app: FastifyInstance): void {
+  app.addHook("onRequest", async (request, reply) => {
+    const m = /^Bearer (.+)$/.exec(request.headers.authorization ?? "");
+    if (!m) return reply.code(401).send({ title: "unauthorized" });
+    try {
+      const { payload } = await jwtVerify(m[1]!, SECRET);
+      (request as unknown as { user: string }).user = String(payload.sub);
+    } catch {
+      return reply.code(401).send({ title: "unauthorized" });
+    }
+  });
+}
+
+export const userOf = (request: object): string => (request as { user: string }).user;
+
+/**
+ * Listens on 127.0.0.1 (a free port), answers the parent's {usage} requests (RSS and the CPU time the
+ * process has used), closes (then `close`) and exits when the parent disconnects, and tells the parent
+ * {ready, port, rss, ...extra}.
+ */
+export async function serveParent(app: FastifyInstance, close: () => unknown, extra: object = {}): Promise<void> {
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  process.on("message", (m: { type: string }) => {
+    if (m.type !== "usage") return;
+    const cpu = process.cpuUsage();
+    process.send!({ type: "usage", rss: process.memoryUsage().rss, cpuMs: (cpu.user + cpu.system) / 1000 });
+  });
+  process.on("disconnect", () => void app.close().then(close).finally(() => process.exit(0)));
+  process.send!({ type: "ready", port: (app.server.address() as AddressInfo).port, rss: process.memoryUsage().rss, ...extra });
+}

@@ -38,9 +38,10 @@ export async function loadFlowstore(wf: Workflow, tree: Tree): Promise<void> {
     await wf.createProject(MARY, { id: p.id, displayName: `Project ${p.id}` });
     for (const s of p.subprojects) {
       await wf.createSubproject(MARY, p.id, { id: s.id, displayName: `Subproject ${s.id}`, currency: s.currency });
-      // in creation order: the tree's order is the creation order every peer uses. The creates of a batch
-      // reach the partition's writer in call order only because none awaits before it enqueues (the
-      // Workflow has no assignee directory here); the peer sanity check in workloads/workflow.ts fails otherwise.
+      // in creation order: the tree's order is the creation order every peer uses. Callers load under a
+      // standing clock (FlowstorePeer.load, bench/http/flowstore-server.ts): a create that awaits before it
+      // enqueues (an assignee lookup) would otherwise be stamped after later ones; with one creation time,
+      // ties go by id, the tree's order. The peer sanity checks (workloads/workflow.ts, http.ts) fail otherwise.
       for (let i = 0; i < s.items.length; i += 256) await pool(s.items.slice(i, i + 256), 256, (it) => wf.createWorkflowitem(MARY, p.id, s.id, it.data));
       if (s.ordering.length > 0) await wf.reorderWorkflowitems(MARY, p.id, s.id, s.ordering);
     }
@@ -52,12 +53,25 @@ export class FlowstorePeer implements Peer {
   readonly name = "flowstore";
   readonly wf: Workflow;
 
+  /** The creation time while loading (see load), else undefined: the clock runs. */
+  #loading: number | undefined;
+
   constructor(readonly kv: KvStore) {
-    this.wf = new Workflow(new ResourceStore(kv, workflowSchema));
+    this.wf = new Workflow(new ResourceStore(kv, workflowSchema, { clock: () => this.#loading ?? Date.now() }));
   }
 
-  load(tree: Tree): Promise<void> {
-    return loadFlowstore(this.wf, tree);
+  /**
+   * Loads under a standing clock: the creates run 256 at a time and those assigned to someone else than
+   * the creator take longer, so with a running clock they would be stamped after items created later.
+   * With one creation time ties go by id, the tree's order, which every peer's creation times follow.
+   */
+  async load(tree: Tree): Promise<void> {
+    this.#loading = Date.now();
+    try {
+      await loadFlowstore(this.wf, tree);
+    } finally {
+      this.#loading = undefined;
+    }
   }
 
   async getItem(p: string, s: string, w: string): Promise<Buffer> {

@@ -35,8 +35,11 @@ async function insertMany(c: pg.Client, table: string, columns: string[], rows: 
   }
 }
 
+/** The row name says it is durable (a comparison with a peer that does not wait for its WAL flush is not one). */
+export const POSTGRES_PEER = "PostgreSQL (pg, normalized, synchronous_commit=on)";
+
 export class PostgresPeer implements Peer {
-  readonly name = "PostgreSQL (pg, normalized)";
+  readonly name = POSTGRES_PEER;
   readonly schema = `bench_flowstore_${process.pid}`;
 
   constructor(readonly c: pg.Client) {}

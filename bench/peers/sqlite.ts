@@ -66,6 +66,8 @@ export function itemOf(r: ItemRow): object {
 }
 
 export const VIEW_INTENTS = ["workflowitem.list", "workflowitem.viewDetails"];
+/** Held by a workflowitem's creator (as in flowstore, where the creator holds every intent): checked by the HTTP peer's update. */
+export const UPDATE_INTENT = "workflowitem.update";
 
 export const ITEM_COLUMNS = "id, display_name, description, status, assignee, amount_type, amount, currency, exchange_rate, due_date, created_at, created_by, updated_at, version";
 
@@ -98,6 +100,7 @@ export function loadSqlite(db: Database.Database, tree: Tree): void {
           const at = createdAtOf(base, i);
           insW.run(p.id, s.id, d.id, d.displayName, d.description ?? null, d.assignee ?? null, d.amountType, d.amount ?? null, d.currency ?? null, d.exchangeRate ?? null, d.dueDate ?? null, at, at, pos.get(d.id) ?? null);
           for (const who of viewersOf(d.assignee)) for (const intent of VIEW_INTENTS) insPerm.run(p.id, s.id, d.id, intent, who);
+          insPerm.run(p.id, s.id, d.id, UPDATE_INTENT, "mary");
           insE.run(p.id, s.id, d.id, at, "workflowitem.created", JSON.stringify(d));
         });
       }
@@ -109,7 +112,8 @@ export function loadSqlite(db: Database.Database, tree: Tree): void {
   })();
 }
 
-function updater(db: Database.Database) {
+/** A durable update of a workflowitem's description with its event (in the caller's transaction). */
+export function updater(db: Database.Database) {
   const read = db.prepare("SELECT status FROM workflowitem WHERE project_id = ? AND subproject_id = ? AND id = ?");
   const write = db.prepare("UPDATE workflowitem SET description = ?, updated_at = ?, version = version + 1 WHERE project_id = ? AND subproject_id = ? AND id = ?");
   const insE = db.prepare("INSERT INTO event (project_id, subproject_id, item_id, at, actor, type, payload) VALUES (?, ?, ?, ?, 'mary', 'workflowitem.updated', ?)");
@@ -144,7 +148,7 @@ function statements(db: Database.Database) {
 }
 
 export class SqlitePeer implements Peer {
-  readonly name = "SQLite (better-sqlite3, normalized)";
+  readonly name = "SQLite (better-sqlite3, normalized, synchronous=FULL)";
   readonly db: Database.Database;
   #stmts!: ReturnType<typeof statements>;
 

@@ -53,7 +53,8 @@ export async function ensureDemoIdentities(identity: Identity, password: string)
   }
 }
 
-function prng(seed: number): () => number {
+/** mulberry32: a small seeded generator (the demo data; the bench load driver draws its requests with it). */
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
