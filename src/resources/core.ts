@@ -39,10 +39,13 @@ export function allowedIntents(t: CompiledType, permissions: Permissions | undef
 }
 
 /** A resource's public JSON with `allowedIntents` added as its last member. */
-export function withAllowedIntents(json: Buffer, intents: readonly string[]): Buffer {
+export function withAllowedIntents(json: Buffer, intents: readonly string[] | Buffer): Buffer {
   const end = json.lastIndexOf(0x7d); // the closing brace of the object
-  return Buffer.concat([json.subarray(0, end), Buffer.from(`,"allowedIntents":${JSON.stringify(intents)}}`)]);
+  return Buffer.concat([json.subarray(0, end), Buffer.isBuffer(intents) ? intents : allowedIntentsTail(intents)]);
 }
+
+/** What `withAllowedIntents` puts in place of the closing brace: a list of many items reuses one per distinct entry. */
+export const allowedIntentsTail = (intents: readonly string[]): Buffer => Buffer.from(`,"allowedIntents":${JSON.stringify(intents)}}`);
 
 /** The permissions in an access entry's bytes. */
 export const permissionsOf = (raw: Buffer | undefined): Permissions => decodeAccess(raw).permissions;

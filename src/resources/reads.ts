@@ -8,7 +8,7 @@ import { cursorBytes, cursorOf, scanAll, type Entry } from "../kv/contract.js";
 import { encodeNested } from "../kv/tuple.js";
 import { allows, type Actor, type Permissions } from "../access/actor.js";
 import { flatChildRecords } from "./context.js";
-import { allowedIntents, pageLimit, permissionsOf, MAX_PAGE, withAllowedIntents, type Core, type Page, type PageOptions } from "./core.js";
+import { allowedIntents, allowedIntentsTail, pageLimit, permissionsOf, MAX_PAGE, withAllowedIntents, type Core, type Page, type PageOptions } from "./core.js";
 import { layout } from "./layout.js";
 import { rebuildOrderIndex } from "./order-index.js";
 import { closedFirstOrder, effectiveOrder } from "./ordering.js";
@@ -64,7 +64,16 @@ export class Reads {
         idx.forEach((i, j) => (raws[i] = entries[j]?.value));
       }),
     );
-    return items.map((item, i) => withAllowedIntents(item, allowedIntents(t, permissionsOf(raws[i]), actor)));
+    // Siblings mostly share their access entry's bytes (inherited permissions): each distinct entry is
+    // parsed and judged once per page.
+    const judged = new Map<string, Buffer>();
+    return items.map((item, i) => {
+      const raw = raws[i];
+      const k = raw ? raw.toString("latin1") : "";
+      let tail = judged.get(k);
+      if (!tail) judged.set(k, (tail = allowedIntentsTail(allowedIntents(t, permissionsOf(raw), actor))));
+      return withAllowedIntents(item, tail);
+    });
   }
 
   /** The stored public JSON of a resource the actor may view, with `allowedIntents` when asked, and its version. */
