@@ -63,6 +63,11 @@ export function timesAtLeast(ratio: number, target: number, of: string): Goal {
   return { text: `≥ ${target}× ${of} (${ratio.toFixed(2)}×)`, met: ratio >= target };
 }
 
+/** A rate of at least `target` per second. */
+export function rateAtLeast(what: string, rate: number, target: number): Goal {
+  return { text: `≥ ${target.toLocaleString("en-US")} ${what} (${Math.round(rate).toLocaleString("en-US")})`, met: rate >= target };
+}
+
 /** A latency under a bound. */
 export function msBelow(what: string, ms: number, bound: number): Goal {
   return { text: `${what} < ${bound} ms (${ms} ms)`, met: ms < bound };
@@ -86,6 +91,8 @@ export interface MeasureOptions {
   readonly reference?: string;
   readonly goal?: number;
   readonly note?: string;
+  /** Targets judged from the measured ops/s (e.g. an absolute rate). */
+  readonly goals?: (opsPerSec: number) => readonly Goal[];
 }
 
 /** One side of a comparison. */
@@ -126,6 +133,8 @@ export interface CompareAllOptions {
   readonly targetMs?: number;
   readonly goal?: number;
   readonly note?: string;
+  /** Targets judged from the rows of this comparison (the reference's first), shown on the reference's row. */
+  readonly goals?: (rows: readonly Row[]) => readonly Goal[];
 }
 
 export interface BenchContext {
@@ -238,6 +247,7 @@ export async function runWorkload(
         ...(ref ? { reference: ref.name, costRatio: ref.opsPerSec / opsPerSec } : {}),
         ...(o.goal ? { goal: o.goal } : {}),
         ...(o.note ? { note: o.note } : {}),
+        ...(o.goals ? { goals: o.goals(opsPerSec) } : {}),
       };
       rows.push(row);
       process.stdout.write(`  ${name}: ${fmt(opsPerSec)} ops/s${row.costRatio ? ` (cost ${row.costRatio.toFixed(2)}× ${ref!.name})` : ""}\n`);
@@ -328,6 +338,12 @@ export async function runWorkload(
         out.push(row);
         process.stdout.write(`  ${row.name}: ${fmt(row.opsPerSec)} ops/s (cost ${row.costRatio!.toFixed(2)}× ${ref.name})\n`);
       });
+      if (o.goals) {
+        const judged: Row = { ...ref, goals: o.goals(out) };
+        rows[rows.indexOf(ref)] = judged;
+        out[0] = judged;
+        process.stdout.write(`  ${ref.name}: ${goalsText(judged.goals!)}\n`);
+      }
       return out;
     },
     record(row) {

@@ -8,7 +8,7 @@
  * so the page cache cannot answer), and one page of 100 at a random depth through the route's
  * `listWorkflowitemsPage`, timed alone. The row reports the median as ops/s and p50/p99/max in its note.
  */
-import type { Workload } from "../harness.js";
+import { msBelow, type Workload } from "../harness.js";
 import { SYSTEM } from "../../src/access/actor.js";
 import { workflowitemRef } from "../../src/workflow/commands.js";
 import { FlowstorePeer, pool } from "../peers/flowstore.js";
@@ -72,7 +72,8 @@ export const pagination: Workload = {
       name: `page of 100 at a random depth of ${n.toLocaleString("en-US")}, right after a write (listWorkflowitemsPage)`,
       opsPerSec: 1000 / p50,
       rounds: samples.slice(0, 20).map((ms) => 1000 / ms),
-      note: `${p99 < 2 ? "MET" : "MISSED"} (< 2 ms): p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms, max ${max.toFixed(2)} ms over ${samples.length} pages`,
+      note: `p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms, max ${max.toFixed(2)} ms over ${samples.length} pages`,
+      goals: [msBelow("p99", Number(p99.toFixed(2)), 2)],
     });
     ctx.note(
       "How: the effective order (seed 002: the ordering's live ids first, the rest by creation time, ties by id) is kept at write time as an order index (layout family `x`, ordering.ts), written in the same commit as the create, delete or reorder that changes it; a page is one range read of the index after the cursor plus one getMany of the page's records. Before it (same workload, 20,000 items: p50 203 ms, p99 934 ms), a page scanned and sorted every child: the CPU profile showed GC 27%, Buffer allocation of every scanned value 15%, lmdb range iteration 8%, listOrderedJson + effectiveOrder 11%. After: the page itself is well under 1 ms; the tail is the process's garbage collector (--trace-gc shows incremental-marking steps of 25-60 ms on this shared 2-core machine) and the durable write just before, not the read.",

@@ -8,7 +8,7 @@
  *  2. the same operations on the same data in every peer (bench/peers/), round-robin in one run.
  */
 import pg from "pg";
-import type { Workload } from "../harness.js";
+import { timesAtLeast, type Goal, type Row, type Workload } from "../harness.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { encodeRecordKey, type Key, type KvStore, type Partition } from "../../src/kv/contract.js";
 import { parsePostgresUrl } from "../../src/kv/postgres.js";
@@ -16,6 +16,8 @@ import { encode, encodeNested, prefixRange } from "../../src/kv/tuple.js";
 import { subprojectRef, workflowitemRef } from "../../src/workflow/commands.js";
 import { FlowstorePeer } from "../peers/flowstore.js";
 import { openPeers } from "../peers/index.js";
+import { RawPeer } from "../peers/raw.js";
+import { SqlitePeer } from "../peers/sqlite.js";
 import type { Peer } from "../peers/peer.js";
 import { itemId, MARY, subproject, type Tree } from "../tree.js";
 
@@ -99,6 +101,24 @@ export const workflow: Workload = {
       const natural = [...reversed].reverse();
       let flip = 0;
       let rev = 0;
+      // Issue 18's targets for its own rows: a subject's cost ratio is flowstore's ops/s over the subject's.
+      const speedOver = (rows: readonly Row[], peer: string): number | undefined => rows.find((r) => r.name.endsWith(`: ${peer}`))?.costRatio;
+      const judge =
+        (targets: readonly { peer: string; atLeast: number; text: string }[]) =>
+        (rows: readonly Row[]): Goal[] =>
+          targets.flatMap(({ peer, atLeast, text }) => {
+            const ratio = speedOver(rows, peer);
+            return ratio === undefined ? [] : [timesAtLeast(ratio, atLeast, text)];
+          });
+      const rawName = peers.find((p) => p instanceof RawPeer)?.name ?? "raw";
+      const sqliteName = peers.find((p) => p instanceof SqlitePeer)?.name ?? "SQLite";
+      const goals: Record<string, (rows: readonly Row[]) => Goal[]> = {
+        "update workflowitem (durable, one event)": judge([{ peer: rawName, atLeast: 1 / 1.5, text: `the speed of ${rawName}'s durable put of the same item (within 1.5×)` }]),
+        "history of 1,001 events": judge([
+          { peer: sqliteName, atLeast: 1, text: `the speed of ${sqliteName}` },
+          { peer: rawName, atLeast: 0.5, text: `the speed of ${rawName}` },
+        ]),
+      };
       const ops: { op: string; run: (peer: Peer) => Promise<void> }[] = [
         { op: "get workflowitem", run: async (x) => void (await x.getItem(P, S10K, itemId(4242))) },
         { op: "list 1,000 (effective order, JSON body)", run: async (x) => check((await x.listSubproject(P, S1K)).count, 1_000) },
@@ -113,7 +133,7 @@ export const workflow: Workload = {
       for (const peer of peers) if (ids((await peer.listSubproject(P, S10K)).body) !== expect) throw new Error(`${peer.name} lists another order`);
       for (const { op, run } of ops) {
         const [ref, ...subjects] = all.map((peer) => ({ name: `${op}: ${peer.name}`, maxOps: 10_000, run: async (n: number) => { for (let i = 0; i < n; i++) await run(peer); } }));
-        await ctx.compareAll({ reference: ref!, subjects, rounds: 5 });
+        await ctx.compareAll({ reference: ref!, subjects, rounds: 5, ...(goals[op] ? { goals: goals[op] } : {}) });
         for (const s of skipped) ctx.skip(`${op}: ${s.name}`, "server not reachable", ref!.name);
       }
       // cascade delete: one project of `deleteSize` workflowitems per peer (one run each, not repeatable)
