@@ -11,7 +11,7 @@
  *   token cannot both win); showing the one it replaced again revokes the session (reuse detection, RFC
  *   9700 §4.14.2). Records: see records.ts.
  */
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes, timingSafeEqual, webcrypto } from "node:crypto";
 import { errors as joseErrors, jwtVerify, SignJWT } from "jose";
 import { ConflictError, UnauthorizedError } from "../errors.js";
 import type { Actor } from "../access/actor.js";
@@ -76,7 +76,8 @@ export function refreshTokenUser(refreshToken: unknown): string | undefined {
 }
 
 export class Tokens {
-  readonly #secret: Uint8Array;
+  /** The HMAC key, imported once (jose imports a raw secret again on every sign and verify). */
+  readonly #secret: Promise<webcrypto.CryptoKey>;
   readonly #ttl: number;
   readonly #refreshTtl: number;
   readonly #now: () => Date;
@@ -88,7 +89,7 @@ export class Tokens {
     if (!(options.secret instanceof Uint8Array) || options.secret.length < 32) {
       throw new RangeError("the token secret must be at least 32 bytes");
     }
-    this.#secret = options.secret;
+    this.#secret = webcrypto.subtle.importKey("raw", options.secret, { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
     this.#ttl = options.ttlSeconds ?? DEFAULT_TOKEN_TTL_SECONDS;
     this.#refreshTtl = options.refreshTtlSeconds ?? DEFAULT_REFRESH_TTL_SECONDS;
     this.#now = options.now ?? (() => new Date());
@@ -146,7 +147,7 @@ export class Tokens {
       .setIssuer(ISSUER)
       .setIssuedAt(now)
       .setExpirationTime(expiresAt)
-      .sign(this.#secret);
+      .sign(await this.#secret);
     return { token, expiresAt };
   }
 
@@ -213,7 +214,7 @@ export class Tokens {
     let sid: unknown;
     let ver: unknown;
     try {
-      const { payload } = await jwtVerify(token, this.#secret, {
+      const { payload } = await jwtVerify(token, await this.#secret, {
         algorithms: ["HS256"],
         issuer: ISSUER,
         currentDate: this.#now(),
