@@ -60,7 +60,7 @@ export interface Goal {
 
 /** At least `target` times `of` (a throughput ratio, e.g. flowstore's req/s over the peer's). */
 export function timesAtLeast(ratio: number, target: number, of: string): Goal {
-  return { text: `≥ ${target}× ${of} (${ratio.toFixed(2)}×)`, met: ratio >= target };
+  return { text: `≥ ${Number(target.toFixed(2))}× ${of} (${ratio.toFixed(2)}×)`, met: ratio >= target };
 }
 
 /** A rate of at least `target` per second. */
