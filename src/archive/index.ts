@@ -7,6 +7,6 @@ export { DEFAULT_MAX_SNAPSHOT_BYTES } from "./limits.js";
 export type { RecoveryReport } from "./recovery.js";
 export type { ArchivedFile, Page, PageOptions, Snapshot, SnapshotSummary } from "./snapshots.js";
 export type { FileInput, WriteOptions } from "./write.js";
-export { canonicalJson, loadSealKey, SEAL_ITEM, SEAL_KEY_FILE, sealHolds, sealOf, type SealKeyOptions } from "./seal.js";
+export { loadSealKey, SEAL_ITEM, SEAL_KEY_FILE, sealHolds, sealOf, type SealKeyOptions } from "./seal.js";
 export type { HeldFile, HoldOptions, PendingHold } from "./held.js";
 export { MiB } from "./limits.js";

@@ -13,6 +13,7 @@ import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ValidationError } from "../errors.js";
+import { canonicalJson } from "../kv/canonical.js";
 
 export const SEAL_KEY_FILE = "archive-seal.key";
 /** The document item holding the seal. */
@@ -44,20 +45,6 @@ export async function loadSealKey(options: SealKeyOptions = {}): Promise<Uint8Ar
   const bytes = Buffer.from((await readFile(file, "utf8")).trim(), "base64");
   if (bytes.length < MIN_KEY_BYTES) throw new ValidationError(`${file} holds a key shorter than ${MIN_KEY_BYTES} bytes`, SEAL_KEY_FILE);
   return bytes;
-}
-
-/** JSON with object keys sorted (RFC 8785's idea), for seals and comparisons. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const o = value as Record<string, unknown>;
-    return `{${Object.keys(o)
-      .filter((k) => o[k] !== undefined)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
-      .join(",")}}`;
-  }
-  return JSON.stringify(value);
 }
 
 /** The seal (hex) of a document (its own seal item left out) and its file's sha-256 (hex). */

@@ -16,7 +16,7 @@ import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ValidationError } from "../errors.js";
 import type { KvStore, Partition } from "../kv/contract.js";
-import { canonicalJson } from "./events.js";
+import { canonicalJson } from "../kv/canonical.js";
 import { layout } from "./layout.js";
 
 export const CHECKPOINT_KEY_FILE = "checkpoint-key.pem";

@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import type { Static } from "@sinclair/typebox";
 import type { Permissions } from "../access/actor.js";
 import type { Event, PathItem as PathItemSchema, VerifyResult as VerifyResultSchema } from "./wire.js";
+import { canonicalJson } from "../kv/canonical.js";
 
 /** The shapes are declared once, as TypeBox schemas, in wire.ts. */
 export type PathItem = Static<typeof PathItemSchema>;
@@ -48,25 +49,6 @@ const changesRecord = (verb: string): boolean => !indexVerbs.has(verb);
  */
 export type ResourceEvent = Omit<Event, "payload"> & { payload: EventPayload };
 
-/** JSON with object keys sorted at every level and no whitespace. */
-export function canonicalJson(value: unknown): string {
-  // Plain loops and one string (verify hashes every event: no intermediate arrays per level).
-  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
-  if (Array.isArray(value)) {
-    let out = "[";
-    for (let i = 0; i < value.length; i++) out += (i > 0 ? "," : "") + canonicalJson(value[i] === undefined ? null : value[i]);
-    return out + "]";
-  }
-  const obj = value as Record<string, unknown>;
-  const keys = Object.keys(obj).sort();
-  let out = "{";
-  for (const k of keys) {
-    const v = obj[k];
-    if (v === undefined) continue;
-    out += (out.length > 1 ? "," : "") + JSON.stringify(k) + ":" + canonicalJson(v);
-  }
-  return out + "}";
-}
 
 /** `crypto.hash` (Node ≥ 20.12): a one-shot digest, several times cheaper than a Hash object for an event's size. */
 const oneShot = (crypto as { hash?: (algorithm: string, data: string | Uint8Array, encoding: "hex") => string }).hash;

@@ -30,7 +30,8 @@
 import { createHash } from "node:crypto";
 import { Transform, type Readable } from "node:stream";
 import type { Archive } from "../archive/archive.js";
-import { canonicalJson, SEAL_ITEM, sealHolds, sealOf } from "../archive/seal.js";
+import { SEAL_ITEM, sealHolds, sealOf } from "../archive/seal.js";
+import { canonicalJson } from "../kv/canonical.js";
 import type { ArchiveDocument } from "../archive/document.js";
 import type { SnapshotSummary } from "../archive/snapshots.js";
 import { ConflictError, ValidationError } from "../errors.js";
