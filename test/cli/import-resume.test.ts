@@ -20,6 +20,7 @@ import { ALL_KINDS, openFlowstore } from "../../src/flowstore/index.js";
 import { allPartitions, scanAll, type KvStore } from "../../src/kv/contract.js";
 import { layout } from "../../src/resources/layout.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
+import { dumpAll } from "../setup/dump.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const MAIN = join(ROOT, "src/cli/main.ts");
@@ -38,14 +39,6 @@ function run(args: string[]): Promise<{ code: number | null; out: string; err: s
   return new Promise((res) => child.on("exit", (code) => res({ code, out, err })));
 }
 
-/** Every entry of every kind, as hex lines. */
-async function dumpAll(kv: KvStore): Promise<string[]> {
-  const out: string[] = [];
-  for (const kind of ALL_KINDS) {
-    for await (const p of allPartitions(kv, kind)) for await (const e of scanAll(kv, p)) out.push(`${JSON.stringify(p)} ${e.keyBytes.toString("hex")}=${e.value.toString("hex")}`);
-  }
-  return out;
-}
 
 let dir: string;
 let exportFile: string;

@@ -6,32 +6,24 @@
  * data directory; `import --resume --in <that export>` finishes it, `verify` passes, and the store holds
  * the backup's content byte for byte (a clean import of it), not what was written after the backup.
  */
-import { mkdtemp, readdir, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { gunzipSync } from "node:zlib";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { userActor } from "../../src/access/actor.js";
 import { importStore, unfinishedImport } from "../../src/flowstore/transfer.js";
-import { ALL_KINDS, openFlowstore } from "../../src/flowstore/index.js";
-import { allPartitions, scanAll, type KvStore } from "../../src/kv/contract.js";
+import { openFlowstore } from "../../src/flowstore/index.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
+import { dumpAll } from "../setup/dump.js";
 import { freePort } from "../setup/redis-servers.js";
+import { tempDir } from "../setup/temp-dir.js";
 import { run, waitHealthy, type Run } from "./spawn.js";
 
 const PASSWORD = "root password 123";
 const PROJECTS = 300;
 
-/** Every entry of every kind, as hex lines. */
-async function dumpAll(kv: KvStore): Promise<string[]> {
-  const out: string[] = [];
-  for (const kind of ALL_KINDS) {
-    for await (const p of allPartitions(kv, kind)) for await (const e of scanAll(kv, p)) out.push(`${JSON.stringify(p)} ${e.keyBytes.toString("hex")}=${e.value.toString("hex")}`);
-  }
-  return out;
-}
 
 /** Waits (bounded) until the process has written `text`; fails when it exits first. */
 async function logged(r: Run, text: string): Promise<void> {
@@ -50,15 +42,10 @@ async function finished(r: Run): Promise<{ code: number | null; out: string; err
   return { code, out: r.out(), err: r.err() };
 }
 
-let dir: string;
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "flowstore-restore-kill-"));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const tmp = tempDir("flowstore-restore-kill-");
 
 it("killed while it imports: serve refuses, import --resume finishes the backup's content, verify passes", async () => {
+  const dir = tmp();
   const data = join(dir, "data");
   const seed = await openFlowstore(`lmdb:${data}`, { processData: { dataDir: data } });
   await seed.identity.ensureRoot(PASSWORD);

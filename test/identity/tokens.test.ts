@@ -1,5 +1,4 @@
-import { mkdtemp, readFile, rm, stat, writeFile, chmod } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, stat, writeFile, chmod } from "node:fs/promises";
 import { join } from "node:path";
 import { SignJWT } from "jose";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -7,6 +6,7 @@ import { UnauthorizedError, ValidationError } from "../../src/errors.js";
 import { Identity, loadTokenSecret, Tokens } from "../../src/identity/index.js";
 import { SYSTEM } from "../../src/access/actor.js";
 import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
+import { tempDir } from "../setup/temp-dir.js";
 
 const pw = "correct horse battery";
 const secret = new TextEncoder().encode("s".repeat(40));
@@ -116,16 +116,10 @@ forEachBackend((backend) => {
 });
 
 describe("token secret", () => {
-  let dir: string;
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), "flowstore-secret-"));
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const tmp = tempDir("flowstore-secret-", "each");
 
   it("is generated once into the data directory with mode 0600 and read back", async () => {
-    const data = join(dir, "data");
+    const data = join(tmp(), "data");
     const a = await loadTokenSecret({ dataDir: data });
     expect(a.length).toBeGreaterThanOrEqual(32);
     expect((await stat(join(data, "jwt-secret"))).mode & 0o777).toBe(0o600);
@@ -135,6 +129,7 @@ describe("token secret", () => {
   });
 
   it("tightens a loose file, prefers the environment, refuses short secrets", async () => {
+    const dir = tmp();
     await writeFile(join(dir, "jwt-secret"), "k".repeat(40));
     await chmod(join(dir, "jwt-secret"), 0o644);
     await loadTokenSecret({ dataDir: dir });
