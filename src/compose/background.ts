@@ -21,10 +21,9 @@
  */
 import { allPartitions, type KvStore, type Partition } from "../kv/contract.js";
 import type { Archive } from "../archive/index.js";
-import type { FeedWatcher } from "../resources/feed.js";
+import type { Feed, FeedWatcher } from "../resources/feed.js";
 import type { Documents } from "../workflow/documents.js";
 import type { Notifications } from "../workflow/notifications.js";
-import type { Feed } from "../resources/feed.js";
 import { IMPORT_KIND } from "./kinds.js";
 
 /** The recovery sweep runs at most this often. */
