@@ -7,9 +7,9 @@
 import { ForbiddenError, NotFoundError, ValidationError } from "../errors.js";
 import { allows, type Actor } from "../access/actor.js";
 import type { Permissions } from "../access/actor.js";
-import type { ResourceEvent } from "../resources/events.js";
-import type { Envelope } from "../resources/record.js";
-import type { Ref } from "../resources/ref.js";
+import type { ResourceEvent } from "../resources/model/events.js";
+import type { Envelope } from "../resources/model/record.js";
+import type { Ref } from "../resources/model/ref.js";
 import type { HistoryOptions, Page, PageOptions, ResourceStore } from "../resources/store.js";
 import type { Documents } from "./documents.js";
 import { DEFAULT_EXCHANGE_RATE, normalizeAmount } from "./money.js";

@@ -8,7 +8,7 @@
  */
 import { Type, type Static } from "@sinclair/typebox";
 import { ValidationError } from "../errors.js";
-import { defineSchema } from "../resources/schema.js";
+import { defineSchema } from "../resources/model/schema.js";
 import { PROJECT_QUERY } from "./search.js";
 import { Amount, CurrencyCode, Decimal, IsoDate, isCurrency, isValidDate, PositiveDecimal } from "./money.js";
 

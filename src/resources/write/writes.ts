@@ -3,20 +3,20 @@
  * intent grants) and ordering. Each reads and checks inside its partition's write path, so the check and
  * the write are one atomic commit.
  */
-import { ConflictError, StaleVersionError, ForbiddenError, ValidationError } from "../errors.js";
-import type { Actor, Permissions } from "../access/actor.js";
-import { assertIdentityExists } from "../access/global.js";
-import { creationContext, readContext, type ChildRow, type MutateContext, type ReadContext } from "./context.js";
-import { countChild, encodeAccess, encodeResource, type Core } from "./core.js";
-import { INDEX_VERBS, type EventPayload } from "./events.js";
-import { layout } from "./layout.js";
-import { restSortKey, validateOrdering } from "./ordering.js";
-import type { Envelope } from "./record.js";
-import { childRef, locate, pathOf, type Located, type Ref } from "./ref.js";
-import { assertId } from "./schema.js";
-import { assigneeOf, writeAssignment } from "./assignments.js";
-import { indexEntries, writeVisibility } from "./visibility.js";
-import type { Tx } from "./writer.js";
+import { ConflictError, StaleVersionError, ForbiddenError, ValidationError } from "../../errors.js";
+import type { Actor, Permissions } from "../../access/actor.js";
+import { assertIdentityExists } from "../../access/global.js";
+import { creationContext, readContext, type ChildRow, type MutateContext, type ReadContext } from "../read/context.js";
+import { countChild, encodeAccess, encodeResource, type Core } from "../core/core.js";
+import { INDEX_VERBS, type EventPayload } from "../model/events.js";
+import { layout } from "../model/layout.js";
+import { restSortKey, validateOrdering } from "../model/ordering.js";
+import type { Envelope } from "../model/record.js";
+import { childRef, locate, pathOf, type Located, type Ref } from "../model/ref.js";
+import { assertId } from "../model/schema.js";
+import { assigneeOf, writeAssignment } from "../indexes/assignments.js";
+import { indexEntries, writeVisibility } from "../indexes/visibility.js";
+import type { Tx } from "../log/writer.js";
 
 type ParentState = { envelope: Envelope; permissions: Permissions };
 
