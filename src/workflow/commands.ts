@@ -13,7 +13,7 @@ import type { Ref } from "../resources/model/ref.js";
 import type { HistoryOptions, Page, PageOptions, ResourceStore } from "../resources/store.js";
 import type { Documents } from "./documents.js";
 import { DEFAULT_EXCHANGE_RATE, normalizeAmount } from "./money.js";
-import { AMOUNT_FIELDS, REJECT_REASON_MAX, type ProjectData, type ProjectedBudget, type SubprojectData, type WorkflowitemData, type WorkflowSchema } from "./schema.js";
+import { AMOUNT_FIELDS, projectRef, REJECT_REASON_MAX, subprojectRef, workflowitemRef, type ProjectData, type ProjectedBudget, type SubprojectData, type WorkflowitemData, type WorkflowSchema } from "./schema.js";
 import {
   assertChildrenClosed,
   assertMayClose,
@@ -28,9 +28,7 @@ import {
   workflowitemTypeFor,
 } from "./rules.js";
 
-export const projectRef = (p: string): Ref => ({ type: "project", ids: [p] });
-export const subprojectRef = (p: string, s: string): Ref => ({ type: "subproject", ids: [p, s] });
-export const workflowitemRef = (p: string, s: string, w: string): Ref => ({ type: "workflowitem", ids: [p, s, w] });
+export { projectRef, subprojectRef, workflowitemRef };
 
 type Without<T, K extends keyof T> = Omit<T, K>;
 export type ProjectInput = Without<ProjectData, "status"> & { id?: string };
