@@ -34,7 +34,7 @@ export type { Page, PageOptions } from "./core/core.js";
 export type { ListQuery, SortOrder } from "./read/query.js";
 export type { Assignment } from "./indexes/assignments.js";
 export type { HistoryOptions, Verified } from "./audit/audit.js";
-export type { CreateOptions, MutateDecision, MutateSpec } from "./write/writes.js";
+export type { CreateDecision, CreateOptions, MutateDecision, MutateSpec } from "./write/writes.js";
 export type { ChildRow, MutateContext, ReadContext } from "./read/context.js";
 export type { DeleteOptions } from "./write/lifecycle.js";
 export type { ChainHead, DumpNames, DumpSource, PartitionCounts, PartitionDump } from "./audit/partition-dump.js";

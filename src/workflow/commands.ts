@@ -99,7 +99,7 @@ export class Workflow {
       id,
       meta: o.meta,
       guard: (parent) => assertOpen(parent!),
-      initialPermissions: (defaults, parent) => inheritPermissions(defaults, "project", "subproject", parent!.permissions, intents, CREATE_INTENTS),
+      decide: ({ defaults, parent }) => ({ permissions: inheritPermissions(defaults, "project", "subproject", parent!.permissions, intents, CREATE_INTENTS) }),
     });
   }
 
@@ -113,17 +113,16 @@ export class Workflow {
     const o = this.#origin(actor, options.origin);
     const closed = o.status === "closed" ? { closedAt: options.origin!.closedAt ?? options.origin!.createdAt } : {};
     const intents = this.store.schema.type("workflowitem").intents.all;
-    let type: "general" | "restricted" = "general";
     return this.store.create(actor, "workflowitem", subprojectRef(p, s), { ...fields, ...closed, assignee, status: o.status } as WorkflowitemData, {
       id,
       meta: o.meta,
-      guard: (parent) => {
-        assertOpen(parent!);
-        type = workflowitemTypeFor(parent!, fields.workflowitemType);
+      guard: (parent) => assertOpen(parent!),
+      // The item's type follows its subproject's (as it is inside the write), and so do the permissions it starts with.
+      decide: ({ data, defaults, parent }) => {
+        const type = workflowitemTypeFor(parent!.envelope, fields.workflowitemType);
+        const inherited = inheritPermissions(defaults, "subproject", "workflowitem", parent!.permissions, intents, CREATE_INTENTS);
+        return { data: { ...data, workflowitemType: type }, permissions: assignedPermissions(inherited, type, actor, assignee, intents) };
       },
-      data: (data) => ({ ...data, workflowitemType: type }),
-      initialPermissions: (defaults, parent) =>
-        assignedPermissions(inheritPermissions(defaults, "subproject", "workflowitem", parent!.permissions, intents, CREATE_INTENTS), type, actor, assignee, intents),
     });
   }
 
