@@ -38,7 +38,7 @@ function ownerKinds(schema: Schema): string[] {
 export const IMPORT_KIND = "import";
 
 /**
- * Where the import marker is: its partition and key (flowstore/transfer.ts writes it; openFlowstore reads
+ * Where the import marker is: its partition and key (compose/transfer.ts writes it; openFlowstore reads
  * it), beside it the flag of a restore whose wipe of the old content is not done yet (`wipe`) and the
  * export a restore reads (`source`, a file path), both written with the marker.
  */

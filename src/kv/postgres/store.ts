@@ -24,12 +24,12 @@
  *   The pool reconnects by itself: the store serves again once PostgreSQL is back.
  */
 import pg from "pg";
-import { ConflictError, FlowstoreError, UnavailableError, ValidationError } from "../errors.js";
-import type { CommitResult, Key, KvStore, Op, Partition, PartitionPage, ScanOptions, ScanPage } from "./contract.js";
-import { cursorBytes, cursorOf, DEFAULT_SCAN_LIMIT, encodeKey, encodePartition, Entry, kindOf } from "./contract.js";
-import { prepareBatch } from "./batch.js";
-import { resolveRange } from "./range.js";
-import { decode, TupleError } from "./tuple.js";
+import { ConflictError, FlowstoreError, UnavailableError, ValidationError } from "../../errors.js";
+import type { CommitResult, Key, KvStore, Op, Partition, PartitionPage, ScanOptions, ScanPage } from "../contract.js";
+import { cursorBytes, cursorOf, DEFAULT_SCAN_LIMIT, encodeKey, encodePartition, Entry, kindOf } from "../contract.js";
+import { prepareBatch } from "../batch.js";
+import { resolveRange } from "../range.js";
+import { decode, TupleError } from "../tuple.js";
 
 export interface PostgresKvOptions {
   /** The schema holding flowstore's tables (created if needed; default "public"). */
