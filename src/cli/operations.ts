@@ -13,7 +13,7 @@ import { CHAINED_KINDS, CONTENT_KINDS } from "../compose/kinds.js";
 import type { VerifiedHead } from "../compose/open.js";
 import { PRIVATE_FILE_MODE, writePrivateFile } from "../private-files.js";
 import { sealingKeyOf } from "../process-data/sealing-key.js";
-import { CHECKPOINT_KEY_FILE, fingerprintOf, loadCheckpointKey } from "../resources/checkpoint.js";
+import { CHECKPOINT_KEY_FILE, fingerprintOf, loadCheckpointKey } from "../resources/audit/checkpoint.js";
 import { ensureDemoIdentities, generateDemo } from "../workflow/demo.js";
 import { EXIT, UsageError } from "./exit.js";
 import { keysNeeded } from "./keys.js";

@@ -21,7 +21,7 @@
  */
 import { allPartitions, type KvStore, type Partition } from "../kv/contract.js";
 import type { Archive } from "../archive/index.js";
-import type { Feed, FeedWatcher } from "../resources/feed.js";
+import type { Feed, FeedWatcher } from "../resources/log/feed.js";
 import type { Documents } from "../workflow/documents.js";
 import type { Notifications } from "../workflow/notifications.js";
 import { IMPORT_KIND } from "./kinds.js";

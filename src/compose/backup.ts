@@ -28,7 +28,7 @@ import type { GlobalPermissions } from "../access/global.js";
 import { ConflictError, ForbiddenError, ValidationError } from "../errors.js";
 import { ROOT_USER } from "../identity/index.js";
 import type { KvStore, Partition } from "../kv/contract.js";
-import type { VerifyAllResult } from "../resources/verify-all.js";
+import type { VerifyAllResult } from "../resources/audit/verify-all.js";
 import type { Background } from "./background.js";
 import { stageExport, type StagedRestore } from "./restore.js";
 import { exportStore, replaceStore, type Progress, type TransferCounts } from "./transfer.js";

@@ -8,7 +8,7 @@ import { IntentRegistry } from "../access/intents.js";
 import { ARCHIVE_INTENTS } from "../archive/archive.js";
 import { IDENTITY_INTENTS } from "../identity/identity.js";
 import { PROCESS_DATA_INTENTS } from "../process-data/service.js";
-import type { Schema } from "../resources/schema.js";
+import type { Schema } from "../resources/model/schema.js";
 import { BACKUP_INTENTS } from "./backup.js";
 
 export function flowstoreIntents(...schemas: readonly Pick<Schema, "globalIntents">[]): IntentRegistry {

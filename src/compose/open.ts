@@ -9,7 +9,7 @@
  *   metrics), so every part goes through it.
  * - It only wires: background work (recovery sweeps, feed repair, the notification follower) is
  *   background.ts's, started here and stopped by `close()`; backups and restores are backup.ts's;
- *   verification is resources' (verify-all.ts); the rules about assignees are the workflow's
+ *   verification is resources' (audit/verify-all.ts); the rules about assignees are the workflow's
  *   (assignees.ts).
  * - Who opens closes: `close()` closes the storage backend only when it was opened here from a URL; a
  *   KvStore passed in stays the caller's to close.
@@ -24,18 +24,18 @@ import type { KvStore, Partition } from "../kv/contract.js";
 import { openKv, type OpenKvOptions } from "../kv/open.js";
 import { openProcessData, type ProcessData, type ProcessDataOptions } from "../process-data/service.js";
 import { SYSTEM, type Actor } from "../access/actor.js";
-import type { VerifyResult } from "../resources/events.js";
-import { Checkpoints, loadCheckpointKey } from "../resources/checkpoint.js";
+import type { VerifyResult } from "../resources/model/events.js";
+import { Checkpoints, loadCheckpointKey } from "../resources/audit/checkpoint.js";
 import type { GlobalPermissions } from "../access/global.js";
 import { ResourceStore, type Assignment, type Verified } from "../resources/store.js";
-import { verifyAll, verifyCheckpoint, type ChainedKind, type VerifiedHead, type VerifyAllResult } from "../resources/verify-all.js";
+import { verifyAll, verifyCheckpoint, type ChainedKind, type VerifiedHead, type VerifyAllResult } from "../resources/audit/verify-all.js";
 import type { TenancySchema } from "../tenancy/schema.js";
 import { archiveProject, restoreProject, type ArchivedProject, type RestoredProject } from "../workflow/archive.js";
 import { Assignees } from "../workflow/assignees.js";
 import { Workflow } from "../workflow/commands.js";
 import { Documents, type DocumentsOptions } from "../workflow/documents.js";
 import { Notifications, type NotificationsOptions } from "../workflow/notifications.js";
-import { FeedWatcher } from "../resources/feed.js";
+import { FeedWatcher } from "../resources/log/feed.js";
 import type { WorkflowSchema } from "../workflow/schema.js";
 import { Background } from "./background.js";
 import { Backups, type StoreExport } from "./backup.js";
@@ -44,7 +44,7 @@ import { IMPORT_MARKER, PARTITION_KINDS, SCHEMAS, type PartitionKind } from "./k
 import type { StagedRestore } from "./restore.js";
 import type { Progress } from "./transfer.js";
 
-export type { VerifiedHead, VerifyAllResult } from "../resources/verify-all.js";
+export type { VerifiedHead, VerifyAllResult } from "../resources/audit/verify-all.js";
 export type { StoreExport } from "./backup.js";
 
 /** Half-done archive operations older than this are finished or undone (default 10 minutes). */

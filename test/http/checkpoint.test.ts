@@ -15,9 +15,9 @@ import { projectRef } from "../../src/workflow/commands.js";
 import { openFlowstore, type Flowstore } from "../../src/compose/index.js";
 import { buildServer } from "../../src/http/server.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
-import { CHECKPOINT_KEY_FILE } from "../../src/resources/checkpoint.js";
-import { sealEvent, type ResourceEvent } from "../../src/resources/events.js";
-import { layout } from "../../src/resources/layout.js";
+import { CHECKPOINT_KEY_FILE } from "../../src/resources/audit/checkpoint.js";
+import { sealEvent, type ResourceEvent } from "../../src/resources/model/events.js";
+import { layout } from "../../src/resources/model/layout.js";
 import { raw, ROOT_PASSWORD, SECRET } from "./harness.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");

@@ -25,7 +25,8 @@ import { parseSnapshotId, type FileInput, type OpenedFile } from "../../archive/
 import { FlowstoreError, TooLargeError, ValidationError } from "../../errors.js";
 import { PageOf } from "../pagination.js";
 import { problems } from "../problem.js";
-import { ResourceId, VerifyResult } from "../../resources/wire.js";
+import { servedLevel } from "./workflow.js";
+import { ResourceId, VerifyResult } from "../../resources/model/wire.js";
 
 const SnapshotId = Type.String({ minLength: 1, maxLength: 300, description: "<uniqueId>-<epochMillis>" });
 const UniqueId = Type.String({ minLength: 1, maxLength: 256 });
@@ -281,7 +282,7 @@ export const archiveRoutes: FastifyPluginAsync = async (app) => {
   );
 
   app.post<{ Params: { p: string }; Body: Static<typeof ArchiveBody> | undefined }>(
-    "/projects/:p/archive",
+    `${servedLevel("project").item}/archive`,
     {
       schema: {
         tags: [...tags, "project"],

@@ -23,12 +23,12 @@ import { Type, type Static, type TObject, type TOptional, type TPartial, type TS
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { FlowstoreError, ValidationError } from "../../errors.js";
 import type { Actor } from "../../access/actor.js";
-import type { Ref } from "../../resources/ref.js";
-import type { Envelope } from "../../resources/record.js";
-import type { CommandOnlyKeys, CompiledType, OwnedKeys, Schema, SchemaDecl } from "../../resources/schema.js";
-import { DEFAULT_SORT, SEARCH_MAX } from "../../resources/query.js";
+import type { Ref } from "../../resources/model/ref.js";
+import type { Envelope } from "../../resources/model/record.js";
+import type { CommandOnlyKeys, CompiledType, OwnedKeys, Schema, SchemaDecl } from "../../resources/model/schema.js";
+import { DEFAULT_SORT, SEARCH_MAX } from "../../resources/read/query.js";
 import type { ResourceStore } from "../../resources/store.js";
-import { EnvelopeOf, Event, ListSequence, PAGE_LIMIT, Redacted, ResourceId, SignedCheckpoint, VerifyResult } from "../../resources/wire.js";
+import { EnvelopeOf, Event, ListSequence, PAGE_LIMIT, Redacted, ResourceId, SignedCheckpoint, VerifyResult } from "../../resources/model/wire.js";
 import type { ServerContext } from "../context.js";
 import { PageOf, pageQueryOf, sendJsonPage } from "../pagination.js";
 import { problems } from "../problem.js";
@@ -126,9 +126,12 @@ export interface ServedType {
   parentOf(params: Record<string, string>): Ref | null;
 }
 
-/** The writes a domain runs in place of the generic ones, where it has rules (defaults, guards). */
-export interface DeclaredCommands {
-  create?(actor: Actor, type: string, parent: Ref | null, body: Record<string, unknown>): Promise<Envelope>;
+/** A domain's create of one declared type: the body is the fields (and optional id) its create schema accepted. */
+export type CreateCommand = (actor: Actor, parent: Ref | null, body: Record<string, unknown>) => Promise<Envelope>;
+
+/** The writes a domain runs in place of the generic ones, where it has rules (defaults, guards); creates by declared type. */
+export interface DeclaredCommands<S extends SchemaDecl = SchemaDecl> {
+  create?: { readonly [T in keyof S & string]?: CreateCommand };
   update?(actor: Actor, ref: Ref, patch: Record<string, unknown>, options: { ifVersion?: number }): Promise<Envelope>;
   delete?(actor: Actor, ref: Ref, options: { ifVersion?: number }): Promise<void>;
 }
@@ -140,7 +143,7 @@ export interface DeclaredRoutesOptions<S extends SchemaDecl> {
   readonly segments?: Partial<Record<keyof S & string, string>>;
   /** Id parameter names by type (default `<type>Id`). */
   readonly params?: Partial<Record<keyof S & string, string>>;
-  readonly commands?: (context: ServerContext) => DeclaredCommands;
+  readonly commands?: (context: ServerContext) => DeclaredCommands<S>;
   /** Adds a domain's own routes for a type (registered right after the type's generic ones). */
   readonly extend?: (app: FastifyInstance, served: ServedType) => void;
 }
@@ -239,8 +242,9 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
         { config: { etag: true, location: true }, schema: { tags, summary: `Create a ${T}`, params: s.parentParams, body: schemas.create, response: { 201: schemas.written, ...problems(400, 403, 404, 409, 413, 415) } } },
         async (request, reply) => {
           const parent = s.parentOf(request.params);
+          const create = commands.create?.[T as keyof S & string];
           const created = await asBody(async () => {
-            if (commands.create) return commands.create(request.actor, T, parent, request.body);
+            if (create) return create(request.actor, parent, request.body);
             const { id, ...fields } = request.body as { id?: string };
             return store.create(request.actor, T, parent, fields as never, { id });
           });

@@ -17,9 +17,10 @@ import multipart, { type Multipart } from "@fastify/multipart";
 import { Type, type Static } from "@sinclair/typebox";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { FlowstoreError, TooLargeError, ValidationError } from "../../errors.js";
-import { ResourceId } from "../../resources/wire.js";
+import { ResourceId } from "../../resources/model/wire.js";
 import { Document, DocumentComment, DocumentFileName, DocumentLink } from "../../workflow/schema.js";
 import { problems } from "../problem.js";
+import { servedLevel } from "./workflow.js";
 
 export { Document };
 
@@ -45,7 +46,7 @@ export const documentRoutes: FastifyPluginAsync = async (app) => {
   const fieldLimit = 16 * 1024;
   await app.register(multipart, { limits: { fileSize: documents.maxBytes + 1, fieldSize: fieldLimit, fields: 4, files: 1, parts: 5 } });
   const tags = ["workflowitem", "documents"];
-  const base = "/projects/:p/subprojects/:s/workflowitems/:w/documents";
+  const base = `${servedLevel("workflowitem").item}/documents`;
 
   /** Reads the leading fields and the `file` part; fields after the file are refused. */
   async function filePart(request: FastifyRequest): Promise<{ fields: Record<string, string>; file: Multipart & { type: "file" } }> {

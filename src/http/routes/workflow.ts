@@ -8,12 +8,12 @@
  */
 import { Type, type Static } from "@sinclair/typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { Envelope } from "../../resources/record.js";
-import type { Ref } from "../../resources/ref.js";
-import { Event, Redacted, ResourceId, VerifyResult } from "../../resources/wire.js";
+import type { Envelope } from "../../resources/model/record.js";
+import type { Ref } from "../../resources/model/ref.js";
+import { Event, Redacted, ResourceId, VerifyResult } from "../../resources/model/wire.js";
 import { ProjectedBudget, RejectReason, workflowSchema, type WorkflowSchema } from "../../workflow/schema.js";
 import { problems } from "../problem.js";
-import { asBody, declaredRoutes, HistoryQuery, ifMatch, sendResource, sendWritten, typeSchemas, type ServedType } from "./declared.js";
+import { asBody, declaredRoutes, HistoryQuery, ifMatch, sendResource, sendWritten, servedTypes, typeSchemas, type ServedType } from "./declared.js";
 import { IdentityId } from "./users.js";
 
 export { HistoryQuery, OrderedListQuery, ResourcePermissionChange } from "./declared.js";
@@ -134,17 +134,22 @@ function commandRoutes(app: FastifyInstance, s: ServedType): void {
   }
 }
 
-export const workflowRoutes = declaredRoutes<WorkflowSchema>({
-  store: (context) => context.resources,
+/** Where each level is served: its collection segment and id parameter (every workflow path derives from these). */
+const WORKFLOW_PATHS = {
   segments: { project: "projects", subproject: "subprojects", workflowitem: "workflowitems" },
   params: { project: "p", subproject: "s", workflowitem: "w" },
+} as const;
+
+/** A level as served (its item path, e.g. `/projects/:p/subprojects/:s`, and parameters), for the routes other plugins add under it. */
+export function servedLevel(type: keyof WorkflowSchema & string): ServedType {
+  return servedTypes(workflowSchema, WORKFLOW_PATHS).find((s) => s.type.name === type)!;
+}
+
+export const workflowRoutes = declaredRoutes<WorkflowSchema>({
+  store: (context) => context.resources,
+  ...WORKFLOW_PATHS,
   commands: ({ workflow }) => ({
-    create: (actor, type, parent, body) =>
-      type === "project"
-        ? workflow.createProject(actor, body as never)
-        : type === "subproject"
-          ? workflow.createSubproject(actor, parent!.ids[0]!, body as never)
-          : workflow.createWorkflowitem(actor, parent!.ids[0]!, parent!.ids[1]!, body as never),
+    create: workflow.create,
     update: (actor, ref, patch, options) => workflow.update(actor, ref, patch, options),
     delete: (actor, ref, options) => workflow.delete(actor, ref, options),
   }),

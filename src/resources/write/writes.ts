@@ -3,37 +3,45 @@
  * intent grants) and ordering. Each reads and checks inside its partition's write path, so the check and
  * the write are one atomic commit.
  */
-import { ConflictError, StaleVersionError, ForbiddenError, ValidationError } from "../errors.js";
-import type { Actor, Permissions } from "../access/actor.js";
-import { assertIdentityExists } from "../access/global.js";
-import { creationContext, readContext, type ChildRow, type MutateContext, type ReadContext } from "./context.js";
-import { countChild, encodeAccess, encodeResource, type Core } from "./core.js";
-import { INDEX_VERBS, type EventPayload } from "./events.js";
-import { layout } from "./layout.js";
-import { restSortKey, validateOrdering } from "./ordering.js";
-import type { Envelope } from "./record.js";
-import { childRef, locate, pathOf, type Located, type Ref } from "./ref.js";
-import { assertId } from "./schema.js";
-import { assigneeOf, writeAssignment } from "./assignments.js";
-import { indexEntries, writeVisibility } from "./visibility.js";
-import type { Tx } from "./writer.js";
+import { ConflictError, StaleVersionError, ForbiddenError, ValidationError } from "../../errors.js";
+import type { Actor, Permissions } from "../../access/actor.js";
+import { assertIdentityExists } from "../../access/global.js";
+import { creationContext, readContext, type ChildRow, type MutateContext, type ReadContext } from "../read/context.js";
+import { countChild, encodeAccess, encodeResource, type Core } from "../core/core.js";
+import { INDEX_VERBS, type EventPayload } from "../model/events.js";
+import { layout } from "../model/layout.js";
+import { restSortKey, validateOrdering } from "../model/ordering.js";
+import { written, type Envelope, type Written } from "../model/record.js";
+import { childRef, locate, pathOf, type Located, type Ref } from "../model/ref.js";
+import { assertId } from "../model/schema.js";
+import { assigneeOf, writeAssignment } from "../indexes/assignments.js";
+import { indexEntries, writeVisibility } from "../indexes/visibility.js";
+import type { Tx } from "../log/writer.js";
 
-type ParentState = { envelope: Envelope; permissions: Permissions };
+export type ParentState = { envelope: Envelope; permissions: Permissions };
 
 export interface CreateOptions {
   /** The id; generated when absent. */
   id?: string;
   /** Refuse the create (throw) given the parent's current state (null for a root); runs inside the write. */
   guard?: (parent: Envelope | null, ctx: ReadContext) => void | Promise<void>;
-  /** The new resource's permissions, from the creator's defaults (every intent) and the parent's state. */
-  initialPermissions?: (defaults: Permissions, parent: ParentState | null) => Permissions;
-  /** The data to store, decided inside the write after `guard` (e.g. a default taken from the parent); validated again. */
-  data?: (data: Record<string, unknown>, parent: Envelope | null) => Record<string, unknown>;
+  /**
+   * What the new resource starts as, decided inside the write after `guard` from the parent's state
+   * (null for a root): the data to store (e.g. a default taken from the parent; validated again) and its
+   * permissions (from the creator's defaults, every intent). Either may be left out; throw to refuse.
+   */
+  decide?: (given: { data: Record<string, unknown>; defaults: Permissions; parent: ParentState | null }) => CreateDecision;
   /**
    * The original creation of a resource brought over from another system (a migration): the system
    * actor only. The meta carries it; the `created` event records it beside its own time and actor.
    */
   meta?: { createdAt: string; createdBy: string };
+}
+
+/** What `CreateOptions.decide` decided: the data to store instead of the given data, and the permissions instead of the defaults. */
+export interface CreateDecision {
+  data?: Record<string, unknown>;
+  permissions?: Permissions;
 }
 
 /** What a domain command does to one resource (see `mutate`). */
@@ -74,7 +82,7 @@ function existed(type: string, id: string): ConflictError {
 export class Writes {
   constructor(private readonly c: Core) {}
 
-  async create(actor: Actor, type: string, parent: Ref | null, data: unknown, options: CreateOptions = {}): Promise<Envelope> {
+  async create(actor: Actor, type: string, parent: Ref | null, data: unknown, options: CreateOptions = {}): Promise<Written> {
     const { schema, writer } = this.c;
     const t = schema.type(type);
     const id = options.id ?? this.c.newId();
@@ -87,8 +95,9 @@ export class Writes {
     const requireParent = (tx: Tx, pl: Located): Promise<ParentState> => this.#requireParent(tx, pl, actor, t.intents.create);
     const decide = async (tx: Tx, pl: Located | null, parentState: ParentState | null): Promise<Permissions> => {
       await options.guard?.(parentState?.envelope ?? null, creationContext(this.c.kv, schema, tx, type, pl));
-      if (options.data) clean = schema.validate(t, options.data(clean, parentState?.envelope ?? null));
-      return options.initialPermissions ? options.initialPermissions(defaults, parentState) : defaults;
+      const decided = options.decide?.({ data: clean, defaults, parent: parentState });
+      if (decided?.data) clean = schema.validate(t, decided.data);
+      return decided?.permissions ?? defaults;
     };
     const fresh = async (tx: Tx): Promise<void> => {
       if ((await tx.get(layout.head)) || (await tx.get(layout.state(l)))) throw existed(type, id);
@@ -145,7 +154,7 @@ export class Writes {
     return { envelope: view.envelope(), permissions: access!.permissions };
   }
 
-  #put(tx: Tx, l: Located, data: Record<string, unknown>, permissions: Permissions, parent: Ref | null, origin?: { createdAt: string; createdBy: string }): Envelope {
+  #put(tx: Tx, l: Located, data: Record<string, unknown>, permissions: Permissions, parent: Ref | null, origin?: { createdAt: string; createdBy: string }): Written {
     const envelope: Envelope = {
       id: l.ref.ids.at(-1)!,
       type: l.type.name,
@@ -159,8 +168,7 @@ export class Writes {
     if (parent) tx.put(layout.parentLink, Buffer.from(JSON.stringify(parent)));
     // A flat resource's event names its parent: the replay (replay.ts) rebuilds the access record and link from it.
     tx.append(`${l.type.name}.created`, pathOf(l), { data, permissions, ...(parent ? { parent } : {}), ...(origin ? { origin } : {}) }, (seq) => layout.historyEntry(l, seq));
-    this.c.written.set(envelope, permissions);
-    return envelope;
+    return written(envelope, permissions);
   }
 
   /**
@@ -169,7 +177,7 @@ export class Writes {
    * write the new state and append the event, atomically. `alsoWrite` writes what the layout keeps
    * beside the record (an ordering).
    */
-  async mutate(actor: Actor, ref: Ref, spec: MutateSpec, alsoWrite?: (tx: Tx, l: Located, decided: MutateDecision) => void): Promise<Envelope> {
+  async mutate(actor: Actor, ref: Ref, spec: MutateSpec, alsoWrite?: (tx: Tx, l: Located, decided: MutateDecision) => void): Promise<Written> {
     const l = locate(this.c.schema, ref);
     return this.c.writer.run(l.partition, actor, async (tx) => {
       const { view, access } = await this.c.authorize((key) => tx.get(key), l, actor, spec.intent, { withAccess: true });
@@ -180,8 +188,7 @@ export class Writes {
       }
       const decided = await spec.change(current, { ...readContext(this.c.kv, this.c.schema, tx, l), permissions: priv.permissions });
       if (decided.unchanged) {
-        this.c.written.set(current, priv.permissions);
-        return current;
+        return written(current, priv.permissions);
       }
       const { patch, record, permissions } = decided;
       alsoWrite?.(tx, l, decided);
@@ -196,8 +203,7 @@ export class Writes {
       // a grant or revoke records its intent and identity instead.
       const payload = { ...(patch ? { data: patch } : {}), ...(permissions && record?.intent === undefined ? { permissions } : {}), ...(record ?? {}) };
       tx.append(`${l.type.name}.${spec.verb}`, pathOf(l), payload, (seq) => layout.historyEntry(l, seq));
-      this.c.written.set(next, perms);
-      return next;
+      return written(next, perms);
     });
   }
 

@@ -11,10 +11,10 @@
  * - a checkpoint is refused before any read when its shape, signature or signing key is wrong, or when
  *   its partition is not of a chained kind.
  */
-import { allPartitions, type KvStore, type Partition } from "../kv/contract.js";
+import { allPartitions, type KvStore, type Partition } from "../../kv/contract.js";
 import type { Verified, VerifyOptions } from "./audit.js";
 import { checkCheckpoint, type Checkpoint } from "./checkpoint.js";
-import type { VerifyResult } from "./events.js";
+import type { VerifyResult } from "../model/events.js";
 
 /** What verifies the partitions of one chained kind: the resource store of the schema declaring it. */
 export interface ChainedKind {
