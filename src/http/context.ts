@@ -15,7 +15,7 @@ import type {
   RawRequestDefaultExpression,
   RawServerDefault,
 } from "fastify";
-import type { Flowstore } from "../flowstore/index.js";
+import type { Flowstore } from "../compose/index.js";
 import type { Tokens } from "../identity/index.js";
 import type { Actor } from "../access/actor.js";
 import type { Gate } from "./gate.js";

@@ -3,7 +3,7 @@
  * answers a page of stored JSON bytes.
  */
 import type { FastifyReply } from "fastify";
-import { pageJson } from "../resources/page-json.js";
+import { pageJson } from "../resources/model/page-json.js";
 
 export { PageOf, pageQueryOf } from "../wire.js";
 

@@ -5,7 +5,7 @@
  */
 import { Type } from "@sinclair/typebox";
 import { SnapshotId, Summary } from "../archive/wire.js";
-import { VerifyResult } from "../resources/wire.js";
+import { VerifyResult } from "../resources/model/wire.js";
 
 export const ArchiveBody = Type.Object({ drop: Type.Optional(Type.Boolean({ default: false })) }, { additionalProperties: false });
 const Counts = Type.Object({

@@ -25,7 +25,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { parseSnapshotId, type FileInput, type OpenedFile } from "../../archive/index.js";
 import { FileParams, HashParams, IdParams, ListQuery, MultipartSnapshot, NewSnapshot, Snapshot, SnapshotPage, Summary } from "../../archive/wire.js";
 import { FlowstoreError, TooLargeError, ValidationError } from "../../errors.js";
-import { ResourceId } from "../../resources/wire.js";
+import { ResourceId } from "../../resources/model/wire.js";
 import { ArchiveBody, ArchivedProject, RestoreBody, RestoredProject } from "../../workflow/wire.js";
 import type { RoutePlugin } from "../context.js";
 import { problems } from "../problem.js";

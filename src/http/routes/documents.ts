@@ -18,7 +18,7 @@ import { Type, type Static } from "@sinclair/typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { OpenedFile } from "../../archive/index.js";
 import { FlowstoreError, TooLargeError, ValidationError } from "../../errors.js";
-import { ResourceId } from "../../resources/wire.js";
+import { ResourceId } from "../../resources/model/wire.js";
 import { Document, DocumentComment, DocumentFileName, DocumentLink } from "../../workflow/schema.js";
 import type { RoutePlugin } from "../context.js";
 import { problems } from "../problem.js";

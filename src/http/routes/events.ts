@@ -21,8 +21,8 @@
 import { Type } from "@sinclair/typebox";
 import { decodeJwt } from "jose";
 import { ValidationError } from "../../errors.js";
-import type { ResourceEvent } from "../../resources/events.js";
-import { FeedWatcher, type FeedEntry } from "../../resources/feed.js";
+import type { ResourceEvent } from "../../resources/model/events.js";
+import { FeedWatcher, type FeedEntry } from "../../resources/log/feed.js";
 import type { RoutePlugin } from "../context.js";
 import { problems } from "../problem.js";
 

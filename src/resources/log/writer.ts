@@ -28,13 +28,13 @@
  * once it is durable and anchored. A commit's precondition on the head version the previous one gave
  * keeps another process from committing in between.
  */
-import { ConflictError } from "../errors.js";
-import { commitStaged, encodeKey, scanAll, type Key, type KvStore, type Op, type Partition } from "../kv/contract.js";
-import { encode, encodeNested, prefixRange } from "../kv/tuple.js";
-import type { Actor } from "../access/actor.js";
+import { ConflictError } from "../../errors.js";
+import { commitStaged, encodeKey, scanAll, type Key, type KvStore, type Op, type Partition } from "../../kv/contract.js";
+import { encode, encodeNested, prefixRange } from "../../kv/tuple.js";
+import type { Actor } from "../../access/actor.js";
 import { Feed } from "./feed.js";
-import { sealEventBytes, type EventPayload, type PathItem, type ResourceEvent } from "./events.js";
-import { layout } from "./layout.js";
+import { sealEventBytes, type EventPayload, type PathItem, type ResourceEvent } from "../model/events.js";
+import { layout } from "../model/layout.js";
 
 export interface Head {
   seq: number;

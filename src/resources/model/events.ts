@@ -6,9 +6,9 @@
 import * as crypto from "node:crypto";
 import { createHash } from "node:crypto";
 import type { Static } from "@sinclair/typebox";
-import type { Permissions } from "../access/actor.js";
+import type { Permissions } from "../../access/actor.js";
 import type { Event, PathItem as PathItemSchema, VerifyResult as VerifyResultSchema } from "./wire.js";
-import { canonicalJson } from "../kv/canonical.js";
+import { canonicalJson } from "../../kv/canonical.js";
 
 /** The shapes are declared once, as TypeBox schemas, in wire.ts. */
 export type PathItem = Static<typeof PathItemSchema>;

@@ -5,14 +5,14 @@
  * covers them); a flat resource's parent and a flat child's state live in other partitions and are read
  * as they are at that moment.
  */
-import { scanAll, type KvStore, type Partition } from "../kv/contract.js";
-import { decode } from "../kv/tuple.js";
-import type { Actor, Permissions } from "../access/actor.js";
-import { layout } from "./layout.js";
-import { RecordView, type Envelope } from "./record.js";
-import { locate, parentRef, type Located, type Ref } from "./ref.js";
-import type { Schema } from "./schema.js";
-import type { Tx } from "./writer.js";
+import { scanAll, type KvStore, type Partition } from "../../kv/contract.js";
+import { decode } from "../../kv/tuple.js";
+import type { Actor, Permissions } from "../../access/actor.js";
+import { layout } from "../model/layout.js";
+import { RecordView, type Envelope } from "../model/record.js";
+import { locate, parentRef, type Located, type Ref } from "../model/ref.js";
+import type { Schema } from "../model/schema.js";
+import type { Tx } from "../log/writer.js";
 
 /** A child as a rule about closing or ordering needs it, read from the record header alone. */
 export interface ChildRow {

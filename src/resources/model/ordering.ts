@@ -3,8 +3,8 @@
  * ordering is a list of child ids stored with the parent. The effective order: ids of the ordering that
  * still exist, in that order; then every other child by creation time, ties by id. Pure functions; the store supplies the data.
  */
-import { ValidationError } from "../errors.js";
-import type { TupleItem } from "../kv/tuple.js";
+import { ValidationError } from "../../errors.js";
+import type { TupleItem } from "../../kv/tuple.js";
 
 export interface OrderedChild {
   readonly id: string;

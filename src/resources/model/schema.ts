@@ -4,9 +4,9 @@
  */
 import type { Static, TObject } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
-import { ValidationError } from "../errors.js";
-import { assertJsonDepth } from "../depth.js";
-import { refuseUnsafeId } from "../ids.js";
+import { ValidationError } from "../../errors.js";
+import { assertJsonDepth } from "../../depth.js";
+import { refuseUnsafeId } from "../../ids.js";
 import { RESOURCE_ID_PATTERN } from "./wire.js";
 
 export type IdStyle = "nested" | "flat";

@@ -13,12 +13,12 @@
  * replay of its log and compares them, as it does every other index; a read checks the record's header
  * again, so an entry left behind by a crash never shows a root to whom may not list it.
  */
-import { allPartitions, type KvStore, type Op, type Partition } from "../kv/contract.js";
-import type { Permissions } from "../access/actor.js";
-import { layout } from "./layout.js";
-import { RecordView, type Envelope } from "./record.js";
-import type { CompiledType, ListRow } from "./schema.js";
-import type { Tx } from "./writer.js";
+import { allPartitions, type KvStore, type Op, type Partition } from "../../kv/contract.js";
+import type { Permissions } from "../../access/actor.js";
+import { layout } from "../model/layout.js";
+import { RecordView, type Envelope } from "../model/record.js";
+import type { CompiledType, ListRow } from "../model/schema.js";
+import type { Tx } from "../log/writer.js";
 
 const EMPTY = Buffer.alloc(0);
 

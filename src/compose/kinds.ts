@@ -9,8 +9,8 @@ import type { Key, Partition } from "../kv/contract.js";
 import { ARCHIVE_KINDS } from "../archive/kinds.js";
 import { IDENTITY_KINDS } from "../identity/kinds.js";
 import { PROCESS_DATA_KINDS } from "../process-data/kinds.js";
-import { RESOURCE_KINDS } from "../resources/kinds.js";
-import type { Schema } from "../resources/schema.js";
+import { RESOURCE_KINDS } from "../resources/model/kinds.js";
+import type { Schema } from "../resources/model/schema.js";
 import { tenancySchema } from "../tenancy/schema.js";
 import { NOTIFICATION_KINDS } from "../workflow/notifications.js";
 import { workflowSchema } from "../workflow/schema.js";
@@ -38,7 +38,7 @@ function ownerKinds(schema: Schema): string[] {
 export const IMPORT_KIND = "import";
 
 /**
- * Where the import marker is: its partition and key (flowstore/transfer.ts writes it; openFlowstore reads
+ * Where the import marker is: its partition and key (compose/transfer.ts writes it; openFlowstore reads
  * it), beside it the flag of a restore whose wipe of the old content is not done yet (`wipe`) and the
  * export a restore reads (`source`, a file path), both written with the marker.
  */

@@ -4,8 +4,8 @@
  * e.g. `subproject s1, workflowitem w1` → `["subproject","s1","workflowitem","w1"]`. Which keys a
  * located resource occupies is the layout's business (layout.ts), not its callers'.
  */
-import type { Partition } from "../kv/contract.js";
-import { ValidationError } from "../errors.js";
+import type { Partition } from "../../kv/contract.js";
+import { ValidationError } from "../../errors.js";
 import { assertId, type CompiledType, type Schema } from "./schema.js";
 
 /** A resource address: its type and the ids from its partition owner down to itself. */

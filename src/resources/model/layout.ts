@@ -31,8 +31,8 @@
  * contiguous range (`["s", d+1, ...parentPairs, childType]`) that never passes grandchildren, and the
  * whole nested subtree of a resource at depth d is one prefix per level: `["s", l, ...pairs]` for l > d.
  */
-import type { Key, Partition } from "../kv/contract.js";
-import type { TupleItem } from "../kv/tuple.js";
+import type { Key, Partition } from "../../kv/contract.js";
+import type { TupleItem } from "../../kv/tuple.js";
 import type { Located } from "./ref.js";
 
 /** The families a subtree delete clears level by level. */

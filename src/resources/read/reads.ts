@@ -3,20 +3,21 @@
  * order (TruBudget's workflowitem ordering) with a page cache, the stored ordering and permissions.
  * Children the actor may not view are listed redacted in their place; items are JSON bytes, ready to join.
  */
-import { ValidationError } from "../errors.js";
-import { cursorBytes, cursorOf, scanAll, type Entry } from "../kv/contract.js";
-import { encodeNested } from "../kv/tuple.js";
-import { allows, type Actor, type Permissions } from "../access/actor.js";
+import { ValidationError } from "../../errors.js";
+import { cursorBytes, cursorOf, scanAll, type Entry } from "../../kv/contract.js";
+import { encodeNested } from "../../kv/tuple.js";
+import { allows, type Actor, type Permissions } from "../../access/actor.js";
 import { flatChildRecords } from "./context.js";
-import { allowedIntents, allowedIntentsTail, pageLimit, permissionsOf, MAX_PAGE, withAllowedIntents, type Core, type Page, type PageOptions } from "./core.js";
-import { layout } from "./layout.js";
-import { rebuildOrderIndex } from "./order-index.js";
-import { closedFirstOrder, effectiveOrder } from "./ordering.js";
-import { pageJson } from "./page-json.js";
+import { allowedIntents, allowedIntentsTail, pageLimit, permissionsOf, MAX_PAGE, withAllowedIntents, type Core, type Page, type PageOptions } from "../core/core.js";
+import { layout } from "../model/layout.js";
+import { rebuildOrderIndex } from "../audit/order-index.js";
+import { closedFirstOrder, effectiveOrder } from "../model/ordering.js";
+import { pageJson } from "../model/page-json.js";
+import { PageCache } from "./page-cache.js";
 import { listedJson, Queries, type ListQuery } from "./query.js";
-import { RecordView, redacted, type Envelope, type RedactedEnvelope } from "./record.js";
-import { childRef, locate, type Located, type Ref } from "./ref.js";
-import type { CompiledType } from "./schema.js";
+import { RecordView, redacted, type Envelope, type RedactedEnvelope } from "../model/record.js";
+import { childRef, locate, type Located, type Ref } from "../model/ref.js";
+import type { CompiledType } from "../model/schema.js";
 
 const listed = listedJson;
 
@@ -25,9 +26,15 @@ const WHOLE_FROM = 1000;
 
 export class Reads {
   readonly #queries: Queries;
+  /** Rendered ordered-list pages per partition head version (null when the store turned the cache off). */
+  readonly #pages: PageCache | null;
 
-  constructor(private readonly c: Core) {
+  constructor(
+    private readonly c: Core,
+    options: { pageCache?: boolean } = {},
+  ) {
     this.#queries = new Queries(c);
+    this.#pages = options.pageCache === false ? null : new PageCache();
   }
 
   /** A searched and sorted page of a type's resources under `parent` (null for roots): query.ts. */
@@ -261,7 +268,7 @@ export class Reads {
     const l = locate(this.c.schema, parent);
     const [state, head] = await this.c.kv.getMany(l.partition, [layout.state(l), layout.head]);
     const { view } = await this.c.authorize(this.c.reader(l), l, actor, l.type.intents.view, { state: state?.value });
-    const pages = this.c.pages;
+    const pages = this.#pages;
     const key = head && pages
       ? [
           encodeNested(l.partition).toString("latin1"),

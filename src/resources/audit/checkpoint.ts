@@ -14,10 +14,10 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from "node:crypto";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { ValidationError } from "../errors.js";
-import type { KvStore, Partition } from "../kv/contract.js";
-import { canonicalJson } from "../kv/canonical.js";
-import { layout } from "./layout.js";
+import { ValidationError } from "../../errors.js";
+import type { KvStore, Partition } from "../../kv/contract.js";
+import { canonicalJson } from "../../kv/canonical.js";
+import { layout } from "../model/layout.js";
 
 export const CHECKPOINT_KEY_FILE = "checkpoint-key.pem";
 const DOMAIN = "flowstore-checkpoint-v1\n";

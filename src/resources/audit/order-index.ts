@@ -6,11 +6,11 @@
  * A store written before the index existed is upgraded partition by partition with `rebuildOrderIndex`
  * (ResourceStore.rebuildOrderIndex); a restore always rebuilds it.
  */
-import { scanAll, type Partition } from "../kv/contract.js";
-import { SYSTEM } from "../access/actor.js";
-import type { Core } from "./core.js";
-import type { ResourceEvent } from "./events.js";
-import { layout } from "./layout.js";
+import { scanAll, type Partition } from "../../kv/contract.js";
+import { SYSTEM } from "../../access/actor.js";
+import type { Core } from "../core/core.js";
+import type { ResourceEvent } from "../model/events.js";
+import { layout } from "../model/layout.js";
 import { PartitionReplay } from "./replay.js";
 
 /** Rewrites a partition's order index from its log. A log the replay refuses is left alone (verify reports it). */

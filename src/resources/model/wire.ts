@@ -9,7 +9,7 @@
  * and the client take their types from it.
  */
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
-import { FORBIDDEN_ID_CHARS } from "../ids.js";
+import { FORBIDDEN_ID_CHARS } from "../../ids.js";
 
 /** The default and the largest number of items a caller may ask for in one page of a list or history. */
 export const PAGE_LIMIT = { default: 100, max: 10_000 } as const;

@@ -2,20 +2,19 @@
  * What every part of the resource store shares: the kv, the schema, the partition writer, the record and
  * access encodings, the page limit, and the ONE permission/not-found check every operation goes through.
  */
-import { ForbiddenError, NotFoundError, ValidationError } from "../errors.js";
-import type { Key, KvStore } from "../kv/contract.js";
-import { allows, type Actor, type Permissions } from "../access/actor.js";
-import { GlobalPermissions, type IdentityDirectory } from "../access/global.js";
-import { IntentRegistry } from "../access/intents.js";
-import { INDEX_VERBS } from "./events.js";
-import { PAGE_LIMIT, type ListSequence } from "./wire.js";
-import { layout } from "./layout.js";
-import { PageCache } from "./page-cache.js";
-import { encodeRecord, RecordView, type Envelope, type Private } from "./record.js";
-import { locate, parentRef, pathOf, type Located, type Ref } from "./ref.js";
-import type { CompiledType, Schema } from "./schema.js";
-import { listersOf, statusOf } from "./visibility.js";
-import { PartitionWriter, type Clock, type Tx } from "./writer.js";
+import { ForbiddenError, NotFoundError, ValidationError } from "../../errors.js";
+import type { Key, KvStore } from "../../kv/contract.js";
+import { allows, type Actor, type Permissions } from "../../access/actor.js";
+import { GlobalPermissions, type IdentityDirectory } from "../../access/global.js";
+import { IntentRegistry } from "../../access/intents.js";
+import { INDEX_VERBS } from "../model/events.js";
+import { PAGE_LIMIT, type ListSequence } from "../model/wire.js";
+import { layout } from "../model/layout.js";
+import { encodeRecord, RecordView, type Envelope, type Private } from "../model/record.js";
+import { locate, parentRef, pathOf, type Located, type Ref } from "../model/ref.js";
+import type { CompiledType, Schema } from "../model/schema.js";
+import { listersOf, statusOf } from "../indexes/visibility.js";
+import { PartitionWriter, type Clock, type Tx } from "../log/writer.js";
 
 export const MAX_PAGE = PAGE_LIMIT.max;
 
@@ -101,7 +100,6 @@ export class Core {
   readonly writer: PartitionWriter;
   readonly global: GlobalPermissions;
   readonly identities: IdentityDirectory | undefined;
-  readonly pages: PageCache | null;
   /**
    * The permissions each envelope a write returned was written with (or found with, when nothing
    * changed): what the writer's answer shows its caller is decided from them, with no read after the write.
@@ -114,7 +112,6 @@ export class Core {
     readonly newId: () => string,
     options: CoreOptions,
   ) {
-    this.pages = options.pageCache === false ? null : new PageCache();
     this.writer = new PartitionWriter(kv, options.clock ?? Date.now);
     this.identities = options.identities;
     this.global = options.global ?? new GlobalPermissions(kv, { intents: new IntentRegistry(schema.globalIntents), identities: options.identities });

@@ -20,10 +20,10 @@
  * its entry from the repair (writer.ts `repairAnchor`, run at open and periodically): its head is past
  * its ledger entry, which the repair appends to the feed (later, and out of order with other entries).
  */
-import { ConflictError } from "../errors.js";
-import type { KvStore, Partition } from "../kv/contract.js";
-import type { ResourceEvent } from "./events.js";
-import { layout } from "./layout.js";
+import { ConflictError } from "../../errors.js";
+import type { KvStore, Partition } from "../../kv/contract.js";
+import type { ResourceEvent } from "../model/events.js";
+import { layout } from "../model/layout.js";
 
 export interface FeedEntry {
   readonly position: number;

@@ -11,7 +11,7 @@
  *   u32  viewers length, the same for the view intent alone (a get checks it without parsing JSON)
  *   ...  public JSON                      — {"id","type","data","meta"}
  */
-import type { Actor, Permissions } from "../access/actor.js";
+import type { Actor, Permissions } from "../../access/actor.js";
 import type { Ref } from "./ref.js";
 import type { Meta } from "./wire.js";
 

@@ -11,16 +11,16 @@
  *   neither the filter nor the order reveals a hidden field. The cursor is the last row's (sort key, id):
  *   a page continues after it whatever was created or deleted meanwhile, and it is bound to its sort.
  */
-import { ValidationError } from "../errors.js";
-import { cursorBytes, cursorOf, scanAll, allPartitions, type Entry } from "../kv/contract.js";
-import type { Actor } from "../access/actor.js";
+import { ValidationError } from "../../errors.js";
+import { cursorBytes, cursorOf, scanAll, allPartitions, type Entry } from "../../kv/contract.js";
+import type { Actor } from "../../access/actor.js";
 import { flatChildRecords } from "./context.js";
-import { pageLimit, type Core, type Page } from "./core.js";
-import { layout } from "./layout.js";
-import { RecordView, redactedJson } from "./record.js";
-import { locate, type Ref } from "./ref.js";
-import type { CompiledType, ListRow } from "./schema.js";
-import { rowOf, rowOfEntry } from "./visibility.js";
+import { pageLimit, type Core, type Page } from "../core/core.js";
+import { layout } from "../model/layout.js";
+import { RecordView, redactedJson } from "../model/record.js";
+import { locate, type Ref } from "../model/ref.js";
+import type { CompiledType, ListRow } from "../model/schema.js";
+import { rowOf, rowOfEntry } from "../indexes/visibility.js";
 
 export type SortOrder = "asc" | "desc";
 

@@ -2,19 +2,19 @@
  * The end of a resource's life: delete (nested subtree in one commit, flat descendants swept after it,
  * resumably), the sweeps, and purge of a deleted owner's tombstone (its log).
  */
-import { ConflictError, StaleVersionError, ForbiddenError, NotFoundError, ValidationError } from "../errors.js";
-import type { Key } from "../kv/contract.js";
-import type { Actor } from "../access/actor.js";
-import { decode } from "../kv/tuple.js";
-import { type Authorized, type Core } from "./core.js";
-import { RecordView } from "./record.js";
-import { INDEX_VERBS } from "./events.js";
-import { layout } from "./layout.js";
-import { restSortKey } from "./ordering.js";
-import { locate, parentRef, pathOf, type Located, type Ref } from "./ref.js";
-import { GOVERNANCE_FLAG, type CompiledType } from "./schema.js";
-import { assigneeOf, writeAssignment } from "./assignments.js";
-import { indexEntries, writeVisibility } from "./visibility.js";
+import { ConflictError, StaleVersionError, ForbiddenError, NotFoundError, ValidationError } from "../../errors.js";
+import type { Key } from "../../kv/contract.js";
+import type { Actor } from "../../access/actor.js";
+import { decode } from "../../kv/tuple.js";
+import { type Authorized, type Core } from "../core/core.js";
+import { RecordView } from "../model/record.js";
+import { INDEX_VERBS } from "../model/events.js";
+import { layout } from "../model/layout.js";
+import { restSortKey } from "../model/ordering.js";
+import { locate, parentRef, pathOf, type Located, type Ref } from "../model/ref.js";
+import { GOVERNANCE_FLAG, type CompiledType } from "../model/schema.js";
+import { assigneeOf, writeAssignment } from "../indexes/assignments.js";
+import { indexEntries, writeVisibility } from "../indexes/visibility.js";
 
 export interface DeleteOptions {
   /** Refuse with a ConflictError unless the resource is at this version. */

@@ -7,7 +7,7 @@ import { IntentRegistry } from "../access/intents.js";
 import { ARCHIVE_INTENTS } from "../archive/archive.js";
 import { IDENTITY_INTENTS } from "../identity/identity.js";
 import { PROCESS_DATA_INTENTS } from "../process-data/service.js";
-import type { Schema } from "../resources/schema.js";
+import type { Schema } from "../resources/model/schema.js";
 
 export function flowstoreIntents(...schemas: readonly Pick<Schema, "globalIntents">[]): IntentRegistry {
   return new IntentRegistry(...schemas.map((s) => s.globalIntents), IDENTITY_INTENTS, ARCHIVE_INTENTS, PROCESS_DATA_INTENTS);

@@ -22,17 +22,17 @@
  * Outside the partition, a root's entries in its listers' index of visible roots follow from the owner
  * as the log leaves it (`owner()`, visibility.ts); `verify` compares them too.
  */
-import type { Key, Partition } from "../kv/contract.js";
-import { decode, encode, encodeLatin1 } from "../kv/tuple.js";
-import type { Permissions } from "../access/actor.js";
-import { accessJson, encodeResource, recordHolders, type RecordHolders } from "./core.js";
-import { INDEX_VERBS, type ResourceEvent } from "./events.js";
-import { assigneeOf } from "./assignments.js";
-import { layout } from "./layout.js";
-import type { Envelope } from "./record.js";
-import { orderIndexOf, restSortKey } from "./ordering.js";
-import { locate, type Located, type Ref } from "./ref.js";
-import type { CompiledType, Schema } from "./schema.js";
+import type { Key, Partition } from "../../kv/contract.js";
+import { decode, encode, encodeLatin1 } from "../../kv/tuple.js";
+import type { Permissions } from "../../access/actor.js";
+import { accessJson, encodeResource, recordHolders, type RecordHolders } from "../core/core.js";
+import { INDEX_VERBS, type ResourceEvent } from "../model/events.js";
+import { assigneeOf } from "../indexes/assignments.js";
+import { layout } from "../model/layout.js";
+import type { Envelope } from "../model/record.js";
+import { orderIndexOf, restSortKey } from "../model/ordering.js";
+import { locate, type Located, type Ref } from "../model/ref.js";
+import type { CompiledType, Schema } from "../model/schema.js";
 
 interface Live {
   l: Located;

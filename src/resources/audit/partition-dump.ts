@@ -28,16 +28,16 @@
  */
 import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
-import { ConflictError, ValidationError } from "../errors.js";
-import { scanAll, type Key, type Op, type Partition } from "../kv/contract.js";
-import { decode, encode } from "../kv/tuple.js";
-import type { Core } from "./core.js";
-import { layout } from "./layout.js";
-import { assigneeOf } from "./assignments.js";
-import { indexEntries, visibilityOps } from "./visibility.js";
-import type { Permissions } from "../access/actor.js";
-import { RecordView, type Envelope } from "./record.js";
-import { locate, type Located, type Ref } from "./ref.js";
+import { ConflictError, ValidationError } from "../../errors.js";
+import { scanAll, type Key, type Op, type Partition } from "../../kv/contract.js";
+import { decode, encode } from "../../kv/tuple.js";
+import type { Core } from "../core/core.js";
+import { layout } from "../model/layout.js";
+import { assigneeOf } from "../indexes/assignments.js";
+import { indexEntries, visibilityOps } from "../indexes/visibility.js";
+import type { Permissions } from "../../access/actor.js";
+import { RecordView, type Envelope } from "../model/record.js";
+import { locate, type Located, type Ref } from "../model/ref.js";
 
 export interface ChainHead {
   readonly seq: number;

@@ -3,37 +3,45 @@
  * intent grants) and ordering. Each reads and checks inside its partition's write path, so the check and
  * the write are one atomic commit.
  */
-import { ConflictError, StaleVersionError, ForbiddenError, ValidationError } from "../errors.js";
-import type { Actor, Permissions } from "../access/actor.js";
-import { assertIdentityExists } from "../access/global.js";
-import { creationContext, readContext, type ChildRow, type MutateContext, type ReadContext } from "./context.js";
-import { countChild, encodeAccess, encodeResource, type Core } from "./core.js";
-import { INDEX_VERBS, type EventPayload } from "./events.js";
-import { layout } from "./layout.js";
-import { restSortKey, validateOrdering } from "./ordering.js";
-import type { Envelope } from "./record.js";
-import { childRef, locate, pathOf, type Located, type Ref } from "./ref.js";
-import { assertId } from "./schema.js";
-import { assigneeOf, writeAssignment } from "./assignments.js";
-import { indexEntries, writeVisibility } from "./visibility.js";
-import type { Tx } from "./writer.js";
+import { ConflictError, StaleVersionError, ForbiddenError, ValidationError } from "../../errors.js";
+import type { Actor, Permissions } from "../../access/actor.js";
+import { assertIdentityExists } from "../../access/global.js";
+import { creationContext, readContext, type ChildRow, type MutateContext, type ReadContext } from "../read/context.js";
+import { countChild, encodeAccess, encodeResource, type Core } from "../core/core.js";
+import { INDEX_VERBS, type EventPayload } from "../model/events.js";
+import { layout } from "../model/layout.js";
+import { restSortKey, validateOrdering } from "../model/ordering.js";
+import type { Envelope } from "../model/record.js";
+import { childRef, locate, pathOf, type Located, type Ref } from "../model/ref.js";
+import { assertId } from "../model/schema.js";
+import { assigneeOf, writeAssignment } from "../indexes/assignments.js";
+import { indexEntries, writeVisibility } from "../indexes/visibility.js";
+import type { Tx } from "../log/writer.js";
 
-type ParentState = { envelope: Envelope; permissions: Permissions };
+export type ParentState = { envelope: Envelope; permissions: Permissions };
 
 export interface CreateOptions {
   /** The id; generated when absent. */
   id?: string;
   /** Refuse the create (throw) given the parent's current state (null for a root); runs inside the write. */
   guard?: (parent: Envelope | null, ctx: ReadContext) => void | Promise<void>;
-  /** The new resource's permissions, from the creator's defaults (every intent) and the parent's state. */
-  initialPermissions?: (defaults: Permissions, parent: ParentState | null) => Permissions;
-  /** The data to store, decided inside the write after `guard` (e.g. a default taken from the parent); validated again. */
-  data?: (data: Record<string, unknown>, parent: Envelope | null) => Record<string, unknown>;
+  /**
+   * What the new resource starts as, decided inside the write after `guard` from the parent's state
+   * (null for a root): the data to store (e.g. a default taken from the parent; validated again) and its
+   * permissions (from the creator's defaults, every intent). Either may be left out; throw to refuse.
+   */
+  decide?: (given: { data: Record<string, unknown>; defaults: Permissions; parent: ParentState | null }) => CreateDecision;
   /**
    * The original creation of a resource brought over from another system (a migration): the system
    * actor only. The meta carries it; the `created` event records it beside its own time and actor.
    */
   meta?: { createdAt: string; createdBy: string };
+}
+
+/** What `CreateOptions.decide` decided: the data to store instead of the given data, and the permissions instead of the defaults. */
+export interface CreateDecision {
+  data?: Record<string, unknown>;
+  permissions?: Permissions;
 }
 
 /** What a domain command does to one resource (see `mutate`). */
@@ -87,8 +95,9 @@ export class Writes {
     const requireParent = (tx: Tx, pl: Located): Promise<ParentState> => this.#requireParent(tx, pl, actor, t.intents.create);
     const decide = async (tx: Tx, pl: Located | null, parentState: ParentState | null): Promise<Permissions> => {
       await options.guard?.(parentState?.envelope ?? null, creationContext(this.c.kv, schema, tx, type, pl));
-      if (options.data) clean = schema.validate(t, options.data(clean, parentState?.envelope ?? null));
-      return options.initialPermissions ? options.initialPermissions(defaults, parentState) : defaults;
+      const decided = options.decide?.({ data: clean, defaults, parent: parentState });
+      if (decided?.data) clean = schema.validate(t, decided.data);
+      return decided?.permissions ?? defaults;
     };
     const fresh = async (tx: Tx): Promise<void> => {
       if ((await tx.get(layout.head)) || (await tx.get(layout.state(l)))) throw existed(type, id);

@@ -5,13 +5,12 @@
  * removed: a read checks each entry against the resource's record and leaves out what is gone or
  * assigned elsewhere, so the index is a hint that can only be wider than the truth, never narrower.
  */
-import { scanAll } from "../kv/contract.js";
-import type { Core } from "./core.js";
-import { layout } from "./layout.js";
-import { RecordView } from "./record.js";
-import { locate, type Located, type Ref } from "./ref.js";
-import type { CompiledType } from "./schema.js";
-import type { Tx } from "./writer.js";
+import { scanAll, type KvStore } from "../../kv/contract.js";
+import { layout } from "../model/layout.js";
+import { RecordView } from "../model/record.js";
+import { locate, type Located, type Ref } from "../model/ref.js";
+import type { CompiledType, Schema } from "../model/schema.js";
+import type { Tx } from "../log/writer.js";
 
 /** The identity a resource's data assigns it to, or null. */
 export function assigneeOf(t: CompiledType, data: Record<string, unknown> | null): string | null {
@@ -40,14 +39,14 @@ export interface Assignment {
 }
 
 /** What is assigned to an identity now (every entry checked against its record), in key order. */
-export async function assignmentsOf(c: Core, identity: string): Promise<Assignment[]> {
+export async function assignmentsOf(kv: KvStore, schema: Schema, identity: string): Promise<Assignment[]> {
   const out: Assignment[] = [];
-  for await (const e of scanAll(c.kv, layout.assigned(identity), { limit: 2000 })) {
+  for await (const e of scanAll(kv, layout.assigned(identity), { limit: 2000 })) {
     const ref: Ref = layout.refOfAssigned(e.key);
-    const t = c.schema.types.get(ref.type);
+    const t = schema.types.get(ref.type);
     if (!t || ref.ids.length !== t.chain.length) continue; // another schema's
-    const l = locate(c.schema, ref);
-    const state = await c.kv.get(l.partition, layout.state(l));
+    const l = locate(schema, ref);
+    const state = await kv.get(l.partition, layout.state(l));
     if (!state) continue;
     const envelope = new RecordView(state.value).envelope();
     if (assigneeOf(t, envelope.data) !== identity) continue;

@@ -28,7 +28,7 @@ import { once } from "node:events";
 import { ValidationError } from "../errors.js";
 import { allPartitions, scanAll, type KvStore, type Op, type Partition } from "../kv/contract.js";
 import { decode, encode, encodeNested } from "../kv/tuple.js";
-import { layout } from "../resources/layout.js";
+import { layout } from "../resources/model/layout.js";
 import { CONTENT_KINDS, IMPORT_MARKER } from "./kinds.js";
 
 const MARKER_PARTITION = IMPORT_MARKER.partition;

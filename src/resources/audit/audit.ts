@@ -3,16 +3,16 @@
  * a time (a replay of its history), and verification of a partition: its hash chain, its anchor in the
  * ledger, and every stored key against the replay of the log.
  */
-import { ValidationError } from "../errors.js";
-import { Entry, scanAll, type Key, type Partition, type ScanPage } from "../kv/contract.js";
-import { decode, encode } from "../kv/tuple.js";
-import { allows, type Actor, type Permissions } from "../access/actor.js";
-import { pageLimit, MAX_PAGE, type Core, type Page } from "./core.js";
-import { checkLink, fold, type ResourceEvent, type VerifyResult } from "./events.js";
-import { layout } from "./layout.js";
-import { RecordView, type Envelope } from "./record.js";
-import { indexEntries } from "./visibility.js";
-import { locate, type Ref } from "./ref.js";
+import { ValidationError } from "../../errors.js";
+import { Entry, scanAll, type Key, type Partition, type ScanPage } from "../../kv/contract.js";
+import { decode, encode } from "../../kv/tuple.js";
+import { allows, type Actor, type Permissions } from "../../access/actor.js";
+import { pageLimit, MAX_PAGE, type Core, type Page } from "../core/core.js";
+import { checkLink, fold, type ResourceEvent, type VerifyResult } from "../model/events.js";
+import { layout } from "../model/layout.js";
+import { RecordView, type Envelope } from "../model/record.js";
+import { indexEntries } from "../indexes/visibility.js";
+import { locate, type Ref } from "../model/ref.js";
 import { PartitionReplay, ReplayError, valueOf, type ReplayedEntry, type ReplayedValue } from "./replay.js";
 
 export interface HistoryOptions {
