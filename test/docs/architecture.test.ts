@@ -28,7 +28,7 @@ interface Row {
 }
 
 /** The rows of the table whose header is `| layer | imports |`, in order. */
-export function parseTable(markdown: string): Row[] {
+function parseTable(markdown: string): Row[] {
   const lines = markdown.split("\n");
   const start = lines.findIndex((l) => /^\|\s*layer\s*\|\s*imports\s*\|\s*$/.test(l));
   if (start < 0) throw new Error(`${DOC} has no table with the header "| layer | imports |"`);
@@ -73,7 +73,7 @@ function sourceFiles(dir: string): string[] {
 }
 
 /** Every import from one layer of src/ into another. */
-export function importsAcrossLayers(): Import[] {
+function importsAcrossLayers(): Import[] {
   const found: Import[] = [];
   for (const file of sourceFiles(SRC)) {
     const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
@@ -120,7 +120,7 @@ export function importsAcrossLayers(): Import[] {
 }
 
 /** What is wrong with the table against the code, one message per finding; empty when they agree. */
-export function findings(rows: Row[], imports: Import[], layers: string[]): string[] {
+function findings(rows: Row[], imports: Import[], layers: string[]): string[] {
   const problems: string[] = [];
   const place = new Map(rows.map((r, i) => [r.layer, i]));
   for (const r of rows) {
