@@ -4,9 +4,8 @@
  * rewritten, so the chain alone looks sound) fails naming the rewritten seq; a forged one is refused.
  */
 import { spawn } from "node:child_process";
-import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { readFile, stat, writeFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { SYSTEM, userActor } from "../../src/access/actor.js";
@@ -19,6 +18,7 @@ import { CHECKPOINT_KEY_FILE } from "../../src/resources/audit/checkpoint.js";
 import { sealEvent, type ResourceEvent } from "../../src/resources/model/events.js";
 import { layout } from "../../src/resources/model/layout.js";
 import { raw, ROOT_PASSWORD, SECRET } from "./harness.js";
+import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const MAIN = join(ROOT, "src/cli/main.ts");
@@ -37,14 +37,14 @@ let dir: string;
 let kv: LmdbKv;
 let fs: Flowstore;
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "flowstore-checkpoint-"));
+  dir = await makeTempDir("checkpoint");
   kv = LmdbKv.open(dir);
   fs = await openFlowstore(kv, { checkpointKey: { dataDir: dir } });
 });
 afterEach(async () => {
   await fs.close();
   await kv.close();
-  await rm(dir, { recursive: true, force: true });
+  await removeTempDir(dir);
 });
 
 /** Rewrites event `seq` (with `edit`) and re-chains everything after it, head and ledger included. */

@@ -11,15 +11,14 @@
  * Retry-After; after it, the backup's data is served, what was written since is gone, and tokens of users
  * the backup does not hold fail.
  */
-import { mkdtemp, readdir, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readdir } from "node:fs/promises";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Partition } from "../../../src/kv/contract.js";
 import { MemoryKv } from "../../../src/kv/memory.js";
 import { raw } from "../harness.js";
 import { expectError, expectShape, startTruBudget, TB, tbCall, type Answer, type TbRunning } from "./harness.js";
+import { makeTempDir, removeTempDir } from "../../support/temp-dir.js";
 
 /** TruBudget's 200 of restoreBackup (its swagger: apiVersion and an object `data`). */
 const RESTORED = {
@@ -94,7 +93,7 @@ describe("TruBudget's system.restoreBackup", () => {
   let saved: Buffer;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), "flowstore-tb-restore-"));
+    dir = await makeTempDir("tb-restore");
     kv = new HeldKv();
     s = await startTruBudget(kv, { restoreDir: dir });
     ann = await s.user("ann");
@@ -104,7 +103,7 @@ describe("TruBudget's system.restoreBackup", () => {
   afterAll(async () => {
     await s?.close();
     await kv?.close();
-    await rm(dir, { recursive: true, force: true });
+    await removeTempDir(dir);
   });
 
   it("refuses a non-root caller (403) and a body that is not gzip (415), in TruBudget's shape", async () => {
@@ -241,7 +240,7 @@ describe("TruBudget's system.restoreBackup failing midway", () => {
   }
 
   it("keeps the gate shut, naming import --resume, and keeps the export for it", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "flowstore-tb-restore-fail-"));
+    const dir = await makeTempDir("tb-restore-fail");
     const kv = new FailingKv();
     const s = await startTruBudget(kv, { restoreDir: dir });
     try {
@@ -258,7 +257,7 @@ describe("TruBudget's system.restoreBackup failing midway", () => {
     } finally {
       await s.close();
       await kv.close();
-      await rm(dir, { recursive: true, force: true });
+      await removeTempDir(dir);
     }
   });
 });

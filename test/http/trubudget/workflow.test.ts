@@ -14,6 +14,7 @@
  * | bad input | 400 naming the field, and nothing written |
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../../support/eventually.js";
 import { raw } from "../harness.js";
 import { envelopeOf, expectError, expectShape, startTruBudget, TB, type Answer, type TbRunning } from "./harness.js";
 
@@ -240,12 +241,13 @@ afterAll(async () => {
   await s?.close();
 });
 
-async function waitFor<T>(read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
-  for (let i = 0; ; i++) {
+/** The first answer of `read` that is `done` (the notification follower runs in the background). */
+async function waitFor<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string): Promise<T> {
+  return eventually(async () => {
     const v = await read();
-    if (done(v) || i > 500) return v;
-    await new Promise((r) => setTimeout(r, 20));
-  }
+    if (!done(v)) throw new Error(`not yet: ${JSON.stringify(v).slice(0, 300)}`);
+    return v;
+  }, { what });
 }
 
 describe("TruBudget's workflow routes", () => {
@@ -425,6 +427,7 @@ describe("TruBudget's workflow routes", () => {
     const count = await waitFor(
       () => as(olga).get("notification.count"),
       (a) => a.body.data?.total >= 2,
+      "olga's 2 notifications",
     );
     ok200(count);
     expectShape(NOTIFICATION_COUNT, count.body);
@@ -434,6 +437,7 @@ describe("TruBudget's workflow routes", () => {
     const janeList = await waitFor(
       () => J.get("notification.list"),
       (a) => a.body.data?.notifications.length > 0,
+      "jane's first notification",
     );
     ok200(janeList);
     expectShape(NOTIFICATION_LIST, janeList.body);
