@@ -22,6 +22,7 @@ import { projectRoutes } from "./projects.js";
 import { subprojectRoutes } from "./subprojects.js";
 import { publicSystemRoutes, systemRoutes } from "./system.js";
 import { userRoutes } from "./users.js";
+import { trubudgetValidatorCompiler } from "./validation.js";
 import { workflowitemRoutes } from "./workflowitems.js";
 
 /** Where TruBudget's frontend (its nginx proxy) and tools expect the API. */
@@ -56,6 +57,7 @@ export const trubudgetApi: FastifyPluginAsync<TrubudgetApiOptions> = async (app,
   app.addHook("onRoute", (route) => {
     route.schema = { ...route.schema, hide: true };
   });
+  app.setValidatorCompiler(trubudgetValidatorCompiler());
   translateProblems(app);
   await app.register(authRoutes, { rateLimit: options.rateLimit });
   for (const area of PUBLIC_AREAS) await app.register(area);

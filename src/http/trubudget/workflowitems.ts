@@ -28,7 +28,7 @@ import type { Actor } from "../../access/actor.js";
 import { PAGE_LIMIT } from "../../resources/wire.js";
 import { DocumentComment, DocumentFileName, DocumentLink, MAX_DOCUMENTS, WorkflowitemFields } from "../../workflow/schema.js";
 import { subprojectRef } from "../../workflow/commands.js";
-import { validatorCompiler } from "../validation.js";
+import { dropsUnknown, trubudgetValidatorCompiler } from "./validation.js";
 import { Envelope, ok } from "./envelope.js";
 import { exposeWorkflowitem, type Served } from "./expose.js";
 import { tbIntents } from "./intents.js";
@@ -68,7 +68,8 @@ const newItemFields = {
     fundingOrganization: W.fundingOrganization,
   }),
 };
-const NewItem = idsWith("subproject", newItemFields);
+/** TruBudget's route schema closes the new item: unknown fields (the frontend's display names) are dropped. */
+const NewItem = dropsUnknown(idsWith("subproject", newItemFields));
 
 /** TruBudget's workflowitem update (workflowitem_updated.ts's modification, plus new documents). */
 const updateFields = {
@@ -97,7 +98,7 @@ type ItemIds = Required<Ids>;
 type WithDocs = Record<string, unknown> & { documents?: NewDoc[] };
 
 const DocumentQuery = idsWith("workflowitem", { documentId: Type.String({ minLength: 1, maxLength: 64 }) });
-const Validate = idsWith("workflowitem", { id: Type.String({ minLength: 1, maxLength: 64 }), base64String: Type.String(), hash: Type.String() });
+const Validate = dropsUnknown(idsWith("workflowitem", { id: Type.String({ minLength: 1, maxLength: 64 }), base64String: Type.String(), hash: Type.String() }));
 
 export const workflowitemRoutes: FastifyPluginAsync = async (app) => {
   const { workflow, documents } = app.flowstore;
@@ -165,7 +166,7 @@ export const workflowitemRoutes: FastifyPluginAsync = async (app) => {
 
   /** A compiled body check of `schema` (the same validator as the JSON routes'); its failure is a 400 naming the field. */
   const compile = (schema: TSchema) => {
-    const check = validatorCompiler()({ schema, method: "POST", url: "", httpPart: "body" }) as ((v: unknown) => boolean) & { errors?: unknown[] };
+    const check = trubudgetValidatorCompiler()({ schema, method: "POST", url: "", httpPart: "body" }) as ((v: unknown) => boolean) & { errors?: unknown[] };
     return (value: unknown): void => {
       if (check(value)) return;
       throw Object.assign(new Error("invalid multipart body"), { statusCode: 400, validation: check.errors, validationContext: "body" });
