@@ -39,6 +39,16 @@ export class UnauthorizedError extends FlowstoreError {
   }
 }
 
+/**
+ * Right credentials of a disabled user: to the native API the same 401 as wrong ones; TruBudget's API
+ * answers it 403 (its NotAuthorized), so it is told apart.
+ */
+export class DisabledLoginError extends UnauthorizedError {
+  constructor() {
+    super("invalid username or password");
+  }
+}
+
 export class ForbiddenError extends FlowstoreError {
   constructor(message: string) {
     super("forbidden", 403, message);

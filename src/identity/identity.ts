@@ -3,7 +3,7 @@
  * through GlobalPermissions (`global.createUser` administers users, `global.createGroup` administers
  * groups); the system actor bypasses the checks. Any authenticated actor may list users and groups.
  */
-import { ConflictError, NotFoundError, UnauthorizedError, ValidationError } from "../errors.js";
+import { ConflictError, DisabledLoginError, NotFoundError, UnauthorizedError, ValidationError } from "../errors.js";
 import type { Entry, KvStore, Op } from "../kv/contract.js";
 import { SYSTEM, type Actor } from "../access/actor.js";
 import { GlobalPermissions, type IdentityDirectory } from "../access/global.js";
@@ -205,7 +205,7 @@ export class Identity implements IdentityDirectory {
     const ok = await verifyPassword(pw, hashEntry ? hashEntry.value.toString("utf8") : await dummyHash());
     if (!ok || !userEntry || !hashEntry) throw refused();
     const user = decodeRecord<UserRecord>(userEntry);
-    if (!user.enabled) throw refused();
+    if (!user.enabled) throw new DisabledLoginError();
     const checks: Op[] = [
       { type: "check", key: userKey(user.id), version: userEntry.version },
       { type: "check", key: passwordKey(user.id), version: hashEntry.version },

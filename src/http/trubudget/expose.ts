@@ -24,8 +24,8 @@ export interface Exposed {
   data: Record<string, unknown>;
 }
 
-/** TruBudget's `creationUnixTs`: milliseconds since the epoch, as a string. */
-export const unixTs = (iso: string): string => String(Date.parse(iso));
+/** TruBudget's `*UnixTs`: whole seconds since the epoch, as a string (its frontend reads seconds). */
+export const unixTs = (iso: string): string => String(Math.floor(Date.parse(iso) / 1000));
 
 const or = <T>(v: unknown, dflt: T): T => (v === undefined ? dflt : (v as T));
 

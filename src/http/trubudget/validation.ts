@@ -20,6 +20,7 @@ import type { TObject } from "@sinclair/typebox";
 import type { FastifySchemaCompiler } from "fastify";
 import { validatorCompiler } from "../validation.js";
 
+// ajv-formats is CommonJS; its default export arrives wrapped under NodeNext.
 const addFormats = ((addFormatsImport as unknown as { default?: unknown }).default ?? addFormatsImport) as (ajv: Ajv) => Ajv;
 
 /** The keyword marking an object whose unknown properties TruBudget's route schema drops. */

@@ -32,7 +32,7 @@ import { dropsUnknown, trubudgetValidatorCompiler } from "./validation.js";
 import { Envelope, ok } from "./envelope.js";
 import { exposeWorkflowitem, type Served } from "./expose.js";
 import { tbIntents } from "./intents.js";
-import { fieldsAt, idsWith, optional, parsed, readAll, type Ids } from "./workflow-common.js";
+import { fieldsAt, idsWith, notRoot, optional, parsed, readAll, type Ids } from "./workflow-common.js";
 
 const W = WorkflowitemFields.properties;
 /** TruBudget accepts an empty due date for none. */
@@ -139,6 +139,7 @@ export const workflowitemRoutes: FastifyPluginAsync = async (app) => {
   }
 
   async function create(actor: Actor, data: WithDocs & { projectId: string; subprojectId: string; assignee?: string; workflowitemType?: string }, pending: Pending[]) {
+    notRoot(actor, "workflowitem");
     if (pending.length > MAX_DOCUMENTS) throw new ValidationError(`a workflowitem holds at most ${MAX_DOCUMENTS} documents`, "data.documents");
     if (pending.length > 0 && data.assignee !== undefined && data.assignee !== actor.id) {
       // A restricted item assigned to another leaves its creator only workflowitem.list (TruBudget's rule), so

@@ -93,7 +93,7 @@ describe("TruBudget system and network routes", () => {
     expect(n.status).toBe(200);
     expectShape(NODES, n.body);
     expect(n.body.data.nodes).toHaveLength(1);
-    expect(n.body.data.nodes[0]).toMatchObject({ address: { organization: "flowstore" }, currentAccess: { accessType: "admin", approvers: [], decliners: [] }, isConnected: true });
+    expect(n.body.data.nodes[0]).toMatchObject({ address: { organization: "KfW" }, currentAccess: { accessType: "admin", approvers: [], decliners: [] }, isConnected: true });
     expect(n.body.data.nodes[0].address.address).toMatch(/^[0-9a-f]{64}$/);
     const a = await s.call("network.listActive");
     expect(a.status).toBe(200);
