@@ -9,7 +9,7 @@
  * TruBudget's envelopes (envelope.ts), and they stay out of flowstore's OpenAPI document: TruBudget's
  * contract is its own.
  */
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { LoginRateLimits } from "../rate-limit.js";
 import { authenticated, authRoutes } from "./auth.js";
 import { translateProblems } from "./envelope.js";
@@ -62,10 +62,12 @@ export interface TrubudgetApiOptions {
 }
 
 export const trubudgetApi: FastifyPluginAsync<TrubudgetApiOptions> = async (app, options) => {
-  app.addHook("onRoute", (route) => {
+  // Each route's own compiler (a scope's compiler is rebuilt from the server's wherever a plugin adds a
+  // schema), knowing the named schemas of the route's scope (registered by the server's onRoute hook, before this one).
+  app.addHook("onRoute", function (this: FastifyInstance, route) {
     route.schema = { ...route.schema, hide: true };
+    route.validatorCompiler = trubudgetValidatorCompiler(this.getSchemas() as Record<string, unknown>);
   });
-  app.setValidatorCompiler(trubudgetValidatorCompiler());
   // The native API lives under this prefix too (/api/v1): its answers stay problems.
   const native = (url: string) => options.nativePrefix !== undefined && (url === options.nativePrefix || url.startsWith(`${options.nativePrefix}/`) || url.startsWith(`${options.nativePrefix}?`));
   translateProblems(app, (request) => !native(request.url));

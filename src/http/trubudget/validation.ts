@@ -41,10 +41,21 @@ function refusing(schema: unknown): unknown {
   return out;
 }
 
-const ajv = new Ajv({ removeAdditional: true, coerceTypes: true, useDefaults: true, allErrors: false, strict: false });
-addFormats(ajv);
-ajv.addKeyword({ keyword: DROPS, schemaType: "boolean" });
-const compiled = new Map<string, ValidateFunction>();
+/** An Ajv reading as TruBudget's, knowing the named schemas (../components.ts) a route's body refers to; one per set of them. */
+const ajvs = new Map<string, { ajv: Ajv; compiled: Map<string, ValidateFunction> }>();
+function ajvFor(named: Record<string, unknown>) {
+  const fingerprint = JSON.stringify(named);
+  let entry = ajvs.get(fingerprint);
+  if (!entry) {
+    const ajv = new Ajv({ removeAdditional: true, coerceTypes: true, useDefaults: true, allErrors: false, strict: false });
+    addFormats(ajv);
+    ajv.addKeyword({ keyword: DROPS, schemaType: "boolean" });
+    for (const schema of Object.values(named)) ajv.addSchema(refusing(schema) as object);
+    entry = { ajv, compiled: new Map() };
+    ajvs.set(fingerprint, entry);
+  }
+  return entry;
+}
 
 interface AjvError {
   keyword: string;
@@ -52,9 +63,10 @@ interface AjvError {
   message?: string;
 }
 
-/** The body validator of TruBudget's routes; other parts are the native compiler's. */
-export function trubudgetValidatorCompiler(): FastifySchemaCompiler<unknown> {
-  const native = validatorCompiler();
+/** The body validator of TruBudget's routes, knowing the scope's named schemas; other parts are the native compiler's. */
+export function trubudgetValidatorCompiler(named: Record<string, unknown> = {}): FastifySchemaCompiler<unknown> {
+  const native = validatorCompiler(named);
+  const { ajv, compiled } = ajvFor(named);
   return (route) => {
     if (route.httpPart !== "body") return native(route);
     const key = JSON.stringify(route.schema);
