@@ -18,6 +18,7 @@
  * | a disabled user's login | 403 |
  * | an unknown route, a method a path does not serve | TruBudget's error body (404; 405 with Allow) |
  * | the native /api/v1 | unchanged: strict, problems |
+ * | history events (its workflow/*_*.ts): projectId…; permission + grantee / revokee; projected budgets' organization, currencyCode, value | as listed |
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { raw, ROOT_PASSWORD } from "../harness.js";
@@ -148,5 +149,28 @@ describe("TruBudget's bodies, as TruBudget reads them", () => {
     const native = await raw(s.base, "GET", "/api/v1/nothing", { headers: { authorization: `Bearer ${s.rootToken}` } });
     expect(native.status).toBe(404);
     expect(native.headers.get("content-type")).toContain("application/problem+json");
+  });
+
+  it("serves history events in TruBudget's payload shapes: ids, grantee and revokee, the projected budget changed", async () => {
+    for (const [intent, verb] of [
+      ["project.viewDetails", "grantPermission"],
+      ["project.viewDetails", "revokePermission"],
+    ]) {
+      expect((await s.call(`project.intent.${verb}`, { token: mia, data: { projectId, intent, identity: "tom" } })).status).toBe(200);
+    }
+    const budget = { projectId, organization: "KfW", currencyCode: "USD" };
+    expect((await s.call("project.budget.updateProjected", { token: mia, data: { ...budget, value: "300" } })).status).toBe(200);
+    expect((await s.call("project.budget.deleteProjected", { token: mia, data: budget })).status).toBe(200);
+    const history = await s.call("project.viewHistory", { token: mia, query: { projectId } });
+    expect(history.status, JSON.stringify(history.body)).toBe(200);
+    const events = history.body.data.events.map((e: { businessEvent: Record<string, unknown> }) => e.businessEvent);
+    const of = (type: string) => events.filter((e: { type: string }) => e.type === type);
+    expect(of("project_created")[0]).toMatchObject({ projectId, publisher: "mia", project: { displayName: "School" } });
+    expect(of("project_permission_granted").at(-1)).toMatchObject({ projectId, permission: "project.viewDetails", grantee: "tom" });
+    expect(of("project_permission_revoked").at(-1)).toMatchObject({ projectId, permission: "project.viewDetails", revokee: "tom" });
+    expect(of("project_permission_revoked").at(-1)).not.toHaveProperty("grantee");
+    expect(of("project_projected_budget_updated").at(-1)).toMatchObject({ projectId, organization: "KfW", currencyCode: "USD", value: "300" });
+    expect(of("project_projected_budget_deleted").at(-1)).toMatchObject({ projectId, organization: "KfW", currencyCode: "USD" });
+    expect(of("project_updated").at(-1)).toMatchObject({ projectId, update: { description: "A school" } });
   });
 });
