@@ -3,7 +3,7 @@
  * the store as the server counts it for metrics) plus what only HTTP has (tokens, metrics), and, inside
  * the authenticated scope, `request.actor`.
  */
-import type { Flowstore } from "../flowstore/index.js";
+import type { Flowstore } from "../compose/index.js";
 import type { Tokens } from "../identity/index.js";
 import type { Actor } from "../access/actor.js";
 import type { Gate } from "./gate.js";

@@ -2,7 +2,7 @@
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
 import type { FastifyReply } from "fastify";
 import { DEFAULT_PAGE, MAX_PAGE } from "../identity/index.js";
-import { pageJson } from "../resources/page-json.js";
+import { pageJson } from "../resources/model/page-json.js";
 
 /** The query of a list whose domain serves at most `max` items a page (its own limit constant). */
 export const pageQueryOf = (limits: { readonly default: number; readonly max: number }) =>

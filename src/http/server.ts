@@ -9,7 +9,7 @@ import fastify, { LogController, type FastifyInstance, type FastifyPluginAsync, 
 import type { Logger } from "pino";
 import { assertJsonDepth } from "../depth.js";
 import { ValidationError } from "../errors.js";
-import type { Flowstore } from "../flowstore/index.js";
+import type { Flowstore } from "../compose/index.js";
 import { Tokens } from "../identity/index.js";
 import { requireAuthentication } from "./auth.js";
 import type { ServerContext } from "./context.js";

@@ -25,7 +25,7 @@ import { parseSnapshotId, type FileInput, type OpenedFile } from "../../archive/
 import { FlowstoreError, TooLargeError, ValidationError } from "../../errors.js";
 import { PageOf } from "../pagination.js";
 import { problems } from "../problem.js";
-import { ResourceId, VerifyResult } from "../../resources/wire.js";
+import { ResourceId, VerifyResult } from "../../resources/model/wire.js";
 
 const SnapshotId = Type.String({ minLength: 1, maxLength: 300, description: "<uniqueId>-<epochMillis>" });
 const UniqueId = Type.String({ minLength: 1, maxLength: 256 });

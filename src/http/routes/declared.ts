@@ -23,12 +23,12 @@ import { Type, type Static, type TObject, type TOptional, type TPartial, type TS
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { FlowstoreError, ValidationError } from "../../errors.js";
 import type { Actor } from "../../access/actor.js";
-import type { Ref } from "../../resources/ref.js";
-import type { Envelope } from "../../resources/record.js";
-import type { CommandOnlyKeys, CompiledType, OwnedKeys, Schema, SchemaDecl } from "../../resources/schema.js";
-import { DEFAULT_SORT, SEARCH_MAX } from "../../resources/query.js";
+import type { Ref } from "../../resources/model/ref.js";
+import type { Envelope } from "../../resources/model/record.js";
+import type { CommandOnlyKeys, CompiledType, OwnedKeys, Schema, SchemaDecl } from "../../resources/model/schema.js";
+import { DEFAULT_SORT, SEARCH_MAX } from "../../resources/read/query.js";
 import type { ResourceStore } from "../../resources/store.js";
-import { EnvelopeOf, Event, ListSequence, PAGE_LIMIT, Redacted, ResourceId, SignedCheckpoint, VerifyResult } from "../../resources/wire.js";
+import { EnvelopeOf, Event, ListSequence, PAGE_LIMIT, Redacted, ResourceId, SignedCheckpoint, VerifyResult } from "../../resources/model/wire.js";
 import type { ServerContext } from "../context.js";
 import { PageOf, pageQueryOf, sendJsonPage } from "../pagination.js";
 import { problems } from "../problem.js";

@@ -17,7 +17,7 @@ import multipart, { type Multipart } from "@fastify/multipart";
 import { Type, type Static } from "@sinclair/typebox";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { FlowstoreError, TooLargeError, ValidationError } from "../../errors.js";
-import { ResourceId } from "../../resources/wire.js";
+import { ResourceId } from "../../resources/model/wire.js";
 import { Document, DocumentComment, DocumentFileName, DocumentLink } from "../../workflow/schema.js";
 import { problems } from "../problem.js";
 

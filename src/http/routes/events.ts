@@ -21,8 +21,8 @@
 import type { FastifyPluginAsync } from "fastify";
 import { decodeJwt } from "jose";
 import { ValidationError } from "../../errors.js";
-import type { ResourceEvent } from "../../resources/events.js";
-import { FeedWatcher, type FeedEntry } from "../../resources/feed.js";
+import type { ResourceEvent } from "../../resources/model/events.js";
+import { FeedWatcher, type FeedEntry } from "../../resources/log/feed.js";
 import { problems } from "../problem.js";
 
 const KEEPALIVE_MS = 15_000;

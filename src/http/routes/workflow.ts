@@ -8,9 +8,9 @@
  */
 import { Type, type Static } from "@sinclair/typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { Envelope } from "../../resources/record.js";
-import type { Ref } from "../../resources/ref.js";
-import { Event, Redacted, ResourceId, VerifyResult } from "../../resources/wire.js";
+import type { Envelope } from "../../resources/model/record.js";
+import type { Ref } from "../../resources/model/ref.js";
+import { Event, Redacted, ResourceId, VerifyResult } from "../../resources/model/wire.js";
 import { ProjectedBudget, RejectReason, workflowSchema, type WorkflowSchema } from "../../workflow/schema.js";
 import { problems } from "../problem.js";
 import { asBody, declaredRoutes, HistoryQuery, ifMatch, sendResource, sendWritten, typeSchemas, type ServedType } from "./declared.js";

@@ -16,8 +16,8 @@
  */
 import { Type, type Static, type TObject } from "@sinclair/typebox";
 import type { FastifyPluginAsync } from "fastify";
-import type { ResourceEvent } from "../../resources/events.js";
-import type { Ref } from "../../resources/ref.js";
+import type { ResourceEvent } from "../../resources/model/events.js";
+import type { Ref } from "../../resources/model/ref.js";
 import { IdentityId } from "../routes/users.js";
 import { ProjectedBudget, ProjectFields, RejectReason, SubprojectFields } from "../../workflow/schema.js";
 import { ConflictError, StaleVersionError } from "../../errors.js";

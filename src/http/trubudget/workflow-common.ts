@@ -7,10 +7,10 @@
 import { Type, type TObject, type TOptional, type TProperties, type TSchema } from "@sinclair/typebox";
 import type { Actor } from "../../access/actor.js";
 import { ConflictError, FlowstoreError } from "../../errors.js";
-import type { Page } from "../../resources/core.js";
-import type { Ref } from "../../resources/ref.js";
-import { ResourceId } from "../../resources/wire.js";
-import { PAGE_LIMIT } from "../../resources/wire.js";
+import type { Page } from "../../resources/core/core.js";
+import type { Ref } from "../../resources/model/ref.js";
+import { ResourceId } from "../../resources/model/wire.js";
+import { PAGE_LIMIT } from "../../resources/model/wire.js";
 import { PreconditionError } from "./envelope.js";
 import type { Level } from "./intents.js";
 
