@@ -95,7 +95,12 @@ export const levelRoutes: FastifyPluginAsync = async (app) => {
     const Assign = body(`${level}.assign`, idsWith(level, { identity: IdentityId }));
     app.post<{ Body: { data: Ids & { identity: string } } }>(`/${level}.assign`, { schema: { body: Assign } }, async (request) => {
       const { identity, ...ids } = request.body.data;
-      await fieldsAt((f) => (f === "assignee" ? "data.identity" : f), () => workflow.assign(request.actor, ref(ids), identity));
+      try {
+        await fieldsAt((f) => (f === "assignee" ? "data.identity" : f), () => workflow.assign(request.actor, ref(ids), identity));
+      } catch (e) {
+        // TruBudget answers assigning the assignee it already has 200 and changes nothing (a closed resource included).
+        if (!(e instanceof ConflictError) || (await workflow.store.get(request.actor, { ...ref(ids), type: level }).catch(() => undefined))?.data.assignee !== identity) throw e;
+      }
       return ok({});
     });
 

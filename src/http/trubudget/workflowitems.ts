@@ -156,6 +156,8 @@ export const workflowitemRoutes: FastifyPluginAsync = async (app) => {
 
   async function update(actor: Actor, data: WithDocs & ItemIds, pending: Pending[]) {
     const fields = fieldsOf(data, true);
+    // TruBudget's update to amountType N/A drops what only an amount has, sent or not (the native command refuses them).
+    if (fields.amountType === "N/A") for (const f of ["amount", "currency", "exchangeRate", "billingDate"]) delete fields[f];
     const { projectId, subprojectId, workflowitemId } = data;
     // Room for every new document, checked before the first write (the list needs the item's view, as the update does).
     if (pending.length > 0 && (await documents.list(actor, projectId, subprojectId, workflowitemId)).length + pending.length > MAX_DOCUMENTS) {

@@ -18,6 +18,8 @@
  * | a disabled user's login | 403 |
  * | an unknown route, a method a path does not serve | TruBudget's error body (404; 405 with Allow) |
  * | the native /api/v1 | unchanged: strict, problems |
+ * | workflowitem.update to amountType "N/A" with an amount | 200: amount, currency, exchange rate, billing date dropped |
+ * | subproject.assign of the assignee it has, the subproject closed | 200, nothing changes |
  * | history events (its workflow/*_*.ts): projectId…; permission + grantee / revokee; projected budgets' organization, currencyCode, value | as listed |
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -172,5 +174,29 @@ describe("TruBudget's bodies, as TruBudget reads them", () => {
     expect(of("project_projected_budget_updated").at(-1)).toMatchObject({ projectId, organization: "KfW", currencyCode: "USD", value: "300" });
     expect(of("project_projected_budget_deleted").at(-1)).toMatchObject({ projectId, organization: "KfW", currencyCode: "USD" });
     expect(of("project_updated").at(-1)).toMatchObject({ projectId, update: { description: "A school" } });
+  });
+
+  it("updates to N/A dropping the amount's fields, and assigns the unchanged assignee of a closed subproject as a no-op", async () => {
+    const created = await s.call("subproject.createWorkflowitem", {
+      token: mia,
+      data: { projectId, subprojectId, displayName: "Paint", amountType: "allocated", amount: "100", currency: "EUR", exchangeRate: "1", assignee: "mia" },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const workflowitemId = created.body.data.workflowitem.id;
+    const na = await s.call("workflowitem.update", { token: mia, data: { projectId, subprojectId, workflowitemId, amountType: "N/A", amount: "100", currency: "EUR", exchangeRate: "1" } });
+    expect(na.status, JSON.stringify(na.body)).toBe(200);
+    const item = (await items()).find((i) => i.data.id === workflowitemId)!;
+    expect(item.data.amountType).toBe("N/A");
+    expect(item.data.amount ?? undefined).toBeUndefined();
+
+    const sp = await s.call("project.createSubproject", { token: mia, data: { projectId, subproject: { displayName: "Empty", currency: "EUR", assignee: "mia" } } });
+    const emptyId = sp.body.data.subproject.id;
+    expect((await s.call("subproject.close", { token: mia, data: { projectId, subprojectId: emptyId } })).status).toBe(200);
+    const before = (await s.call("subproject.viewHistory", { token: mia, query: { projectId, subprojectId: emptyId } })).body.data.historyItemsCount;
+    const same = await s.call("subproject.assign", { token: mia, data: { projectId, subprojectId: emptyId, identity: "mia" } });
+    expect(same.status, JSON.stringify(same.body)).toBe(200);
+    expect((await s.call("subproject.viewHistory", { token: mia, query: { projectId, subprojectId: emptyId } })).body.data.historyItemsCount).toBe(before);
+    // Another assignee is still refused on a closed subproject (tom is disabled by now, which refuses it too).
+    expect((await s.call("subproject.assign", { token: mia, data: { projectId, subprojectId: emptyId, identity: "tom" } })).status).toBeGreaterThanOrEqual(400);
   });
 });
