@@ -24,12 +24,13 @@ import type { ListQuery } from "./read/query.js";
 import { assignmentsOf, type Assignment } from "./indexes/assignments.js";
 import { Reads } from "./read/reads.js";
 import { buildVisibility } from "./indexes/visibility.js";
-import type { Envelope, RedactedEnvelope } from "./model/record.js";
+import type { Envelope, RedactedEnvelope, Written } from "./model/record.js";
 import { locate, type Ref } from "./model/ref.js";
 import { GOVERNANCE_FLAG, type DataOf, type Schema, type SchemaDecl } from "./model/schema.js";
 import type { PartitionWriter } from "./log/writer.js";
 import { Writes, type CreateOptions, type MutateSpec } from "./write/writes.js";
 
+export type { Written } from "./model/record.js";
 export type { Page, PageOptions } from "./core/core.js";
 export type { ListQuery, SortOrder } from "./read/query.js";
 export type { Assignment } from "./indexes/assignments.js";
@@ -100,9 +101,10 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
   /**
    * What a write answers to its actor: the written resource whole when the actor may view it as written,
    * else its redacted form (id, status, createdAt), as lists show it (issue 16, finding 9); with the
-   * intents the actor holds on it when asked (`allowedIntents`, as reads carry them).
+   * intents the actor holds on it when asked (`allowedIntents`, as reads carry them). Decided from the
+   * permissions the write returned with the envelope (`Written`); any other envelope has its access read.
    */
-  seenBy(actor: Actor, ref: Ref, envelope: Envelope, options: { allowedIntents?: boolean } = {}): Promise<(Envelope | RedactedEnvelope) & { allowedIntents?: string[] }> {
+  seenBy(actor: Actor, ref: Ref, envelope: Written, options: { allowedIntents?: boolean } = {}): Promise<(Envelope | RedactedEnvelope) & { allowedIntents?: string[] }> {
     return this.#reads.seenBy(actor, ref, envelope, options);
   }
 
@@ -235,8 +237,8 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
 
   // ---------------------------------------------------------------- writes
 
-  create<T extends keyof S & string>(actor: Actor, type: T, parent: Ref | null, data: DataOf<S, T>, options: CreateOptions = {}): Promise<Envelope<DataOf<S, T>>> {
-    return this.#writes.create(actor, type, parent, data, options) as Promise<Envelope<DataOf<S, T>>>;
+  create<T extends keyof S & string>(actor: Actor, type: T, parent: Ref | null, data: DataOf<S, T>, options: CreateOptions = {}): Promise<Written<DataOf<S, T>>> {
+    return this.#writes.create(actor, type, parent, data, options) as Promise<Written<DataOf<S, T>>>;
   }
 
   /**
@@ -244,7 +246,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
    * write path, check the intent and version, let `spec.change` decide (or refuse) from a typed read
    * context, validate the result, write the new state and append the event, atomically.
    */
-  mutate(actor: Actor, ref: Ref, spec: MutateSpec): Promise<Envelope> {
+  mutate(actor: Actor, ref: Ref, spec: MutateSpec): Promise<Written> {
     return this.#writes.mutate(actor, ref, spec);
   }
 

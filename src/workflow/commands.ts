@@ -70,6 +70,13 @@ function splitId<T extends { id?: string }>(input: T): [string | undefined, Omit
   return [id, rest];
 }
 
+/** The id at `i` of a parent's ref (a declared child type always has its parent). */
+function idOf(parent: Ref | null, i: number): string {
+  const id = parent?.ids[i];
+  if (id === undefined) throw new ValidationError("the parent is required", "parent");
+  return id;
+}
+
 export class Workflow {
   constructor(
     readonly store: ResourceStore<WorkflowSchema>,
@@ -79,6 +86,17 @@ export class Workflow {
   ) {}
 
   // ------------------------------------------------------------------ create
+
+  /**
+   * The create command of each declared type, keyed by its name (what a declared create route runs):
+   * a body of fields (and an optional id) under the parent's ref. The fields are checked by the type's
+   * declaration when the store writes them; the typed commands below are the same commands.
+   */
+  readonly create: { readonly [T in keyof WorkflowSchema & string]: (actor: Actor, parent: Ref | null, body: Record<string, unknown>, options?: CreateCommandOptions) => Promise<Envelope> } = {
+    project: (actor, _parent, body, options) => this.createProject(actor, body as ProjectInput, options),
+    subproject: (actor, parent, body, options) => this.createSubproject(actor, idOf(parent, 0), body as SubprojectInput, options),
+    workflowitem: (actor, parent, body, options) => this.createWorkflowitem(actor, idOf(parent, 0), idOf(parent, 1), body as WorkflowitemInput, options),
+  };
 
   async createProject(actor: Actor, input: ProjectInput, options: CreateCommandOptions = {}): Promise<Envelope<ProjectData>> {
     const [id, fields] = splitId(input);

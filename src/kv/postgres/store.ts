@@ -1,6 +1,8 @@
 /**
  * The PostgreSQL backend: the storage contract on one PostgreSQL database (12 or newer), through the `pg`
- * driver and a pool of connections. See docs/postgres.md for the operator's side (URL, durability).
+ * driver and a pool of connections. See docs/postgres.md for the operator's side (URL, durability);
+ * url.ts reads the URL and options, schema.ts creates the tables and functions, statements.ts holds the
+ * queries and unpacks their rows.
  *
  * Tables, in the store's schema (`?schema=`, default `public`), every name starting with `flowstore_`:
  *   flowstore_records          (partition bytea, key bytea, version int8, value bytea), primary key
@@ -30,236 +32,9 @@ import { cursorBytes, cursorOf, DEFAULT_SCAN_LIMIT, encodeKey, encodePartition, 
 import { prepareBatch } from "../batch.js";
 import { resolveRange } from "../range.js";
 import { decode, TupleError } from "../tuple.js";
-
-export interface PostgresKvOptions {
-  /** The schema holding flowstore's tables (created if needed; default "public"). */
-  readonly schema?: string;
-  /** Most connections the store opens (default 10). */
-  readonly poolSize?: number;
-  /** Upper bound of any one store call, in ms, after which it fails with UnavailableError (default 10000). */
-  readonly timeoutMs?: number;
-}
-
-const INT_OPTIONS = ["poolSize", "timeoutMs"] as const;
-
-/** Splits a `postgres://` / `postgresql://` URL into the driver's connection string and our options. */
-export function parsePostgresUrl(url: string): { connectionString: string; options: PostgresKvOptions } {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new ValidationError(`not a postgres URL: expected postgres://user@host:port/db[?schema=…]`, "store");
-  }
-  if (parsed.protocol !== "postgres:" && parsed.protocol !== "postgresql:") {
-    throw new ValidationError(`not a postgres URL (scheme ${parsed.protocol})`, "store");
-  }
-  const options: Record<string, string | number> = {};
-  for (const name of [...parsed.searchParams.keys()]) {
-    const value = parsed.searchParams.get(name)!;
-    if (name === "schema") options.schema = value;
-    else if ((INT_OPTIONS as readonly string[]).includes(name)) {
-      if (!/^\d+$/.test(value)) throw new ValidationError(`${name} must be a non-negative integer`, name);
-      options[name] = Number(value);
-    } else continue; // the driver's own parameters (sslmode, application_name, …) stay in the URL
-    parsed.searchParams.delete(name);
-  }
-  return { connectionString: parsed.toString(), options: options as PostgresKvOptions };
-}
-
-export function resolvePostgresKvOptions(options: PostgresKvOptions): Required<PostgresKvOptions> {
-  const schema = options.schema ?? "public";
-  if (typeof schema !== "string" || !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) {
-    throw new ValidationError("a postgres schema is 1-63 letters, digits or '_', not starting with a digit", "schema");
-  }
-  const poolSize = options.poolSize ?? 10;
-  const timeoutMs = options.timeoutMs ?? 10_000;
-  for (const [field, v] of [["poolSize", poolSize], ["timeoutMs", timeoutMs]] as const) {
-    if (!Number.isSafeInteger(v) || v < 1) throw new ValidationError(`${field} must be a positive integer`, field);
-  }
-  return { schema, poolSize, timeoutMs };
-}
-
-/** The tables and functions of a schema; idempotent, run under an advisory lock by the first call. */
-function schemaSql(schema: string): string {
-  const s = `"${schema}"`;
-  return `
-BEGIN;
-SELECT pg_advisory_xact_lock(hashtext('flowstore schema ${schema}'));
-CREATE SCHEMA IF NOT EXISTS ${s};
-CREATE TABLE IF NOT EXISTS ${s}.flowstore_records (
-  partition bytea NOT NULL, key bytea NOT NULL, version int8 NOT NULL, value bytea NOT NULL,
-  PRIMARY KEY (partition, key));
-CREATE TABLE IF NOT EXISTS ${s}.flowstore_partitions (id bytea PRIMARY KEY, seq int8 NOT NULL);
-CREATE TABLE IF NOT EXISTS ${s}.flowstore_partition_index (kind bytea NOT NULL, id bytea NOT NULL, PRIMARY KEY (kind, id));
--- ops: one letter per write, p(ut) d(elete) r(ange delete [keys[i], its end)). The writes' second
--- operands (a put's value, a range's end; empty for a delete) travel as one binary blob cut by _lens
--- (a bytea[] parameter would go as hex text, twice the size of a value), except the largest, which is a
--- parameter of its own (_big, the operand of write _big_at): a 1 MiB archive chunk is not copied.
--- Returns (1, new sequence, null), or (0, index of the failed check, the key's version or null).
-CREATE OR REPLACE FUNCTION ${s}.flowstore_commit(
-  _p bytea, _kind bytea, _check_keys bytea[], _check_versions int8[], _ops text, _keys bytea[], _blob bytea,
-  _lens int4[], _big bytea, _big_at int4, OUT ok int4, OUT info int8, OUT have int8)
-LANGUAGE plpgsql AS $f$
-DECLARE
-  s int8;
-  v int8;
-  put boolean := false;
-  off int4 := 1;
-  val bytea;
-BEGIN
-  SELECT seq INTO s FROM ${s}.flowstore_partitions WHERE id = _p FOR UPDATE;
-  IF NOT FOUND THEN
-    INSERT INTO ${s}.flowstore_partitions (id, seq) VALUES (_p, 0) ON CONFLICT (id) DO NOTHING;
-    SELECT seq INTO s FROM ${s}.flowstore_partitions WHERE id = _p FOR UPDATE;
-  END IF;
-  FOR i IN 1..coalesce(array_length(_check_keys, 1), 0) LOOP
-    SELECT version INTO v FROM ${s}.flowstore_records WHERE partition = _p AND key = _check_keys[i];
-    IF v IS DISTINCT FROM _check_versions[i] THEN
-      ok := 0; info := i; have := v;
-      RETURN;
-    END IF;
-  END LOOP;
-  s := s + 1;
-  UPDATE ${s}.flowstore_partitions SET seq = s WHERE id = _p;
-  FOR i IN 1..length(_ops) LOOP
-    IF i = _big_at THEN
-      val := _big;
-    ELSE
-      val := substring(_blob FROM off FOR _lens[i]);
-      off := off + _lens[i];
-    END IF;
-    CASE substr(_ops, i, 1)
-      WHEN 'p' THEN
-        INSERT INTO ${s}.flowstore_records (partition, key, version, value) VALUES (_p, _keys[i], s, val)
-          ON CONFLICT (partition, key) DO UPDATE SET version = excluded.version, value = excluded.value;
-        put := true;
-      WHEN 'd' THEN
-        DELETE FROM ${s}.flowstore_records WHERE partition = _p AND key = _keys[i];
-      ELSE
-        DELETE FROM ${s}.flowstore_records WHERE partition = _p AND key >= _keys[i] AND key < val;
-    END CASE;
-  END LOOP;
-  IF put THEN
-    INSERT INTO ${s}.flowstore_partition_index (kind, id) VALUES (_kind, _p) ON CONFLICT DO NOTHING;
-  END IF;
-  ok := 1; info := s; have := NULL;
-END
-$f$;
-CREATE OR REPLACE FUNCTION ${s}.flowstore_drop(_p bytea, _kind bytea) RETURNS void
-LANGUAGE plpgsql AS $f$
-BEGIN
-  PERFORM 1 FROM ${s}.flowstore_partitions WHERE id = _p FOR UPDATE;
-  DELETE FROM ${s}.flowstore_partition_index WHERE kind = _kind AND id = _p;
-  DELETE FROM ${s}.flowstore_records WHERE partition = _p;
-END
-$f$;
-COMMIT;`;
-}
-
-/** The statements of a schema, as named (prepared once per connection) queries. */
-function statements(schema: string) {
-  const s = `"${schema}"`;
-  const r = `${s}.flowstore_records`;
-  const named = (name: string, text: string) => ({ name: `flowstore_${schema}_${name}`, text });
-  // A value larger than a piece comes as its size only, and is read piece by piece (see #readLarge).
-  const value = (when = "TRUE") => `CASE WHEN ${when} AND length(value) <= ${PIECE} THEN value END AS value, length(value) AS size`;
-  // Rows of many-row reads come packed (see PACK): `packed(n, withKey)` is one packed row's bytes (n
-  // numbers the rows in their order; a row whose value is left out or too large has its size only),
-  // grouped into blobs of about PACK bytes, in order.
-  const packed = (source: string, keep: string, withKey: boolean) =>
-    `WITH rows AS (${source}), ` +
-    `sized AS (SELECT *, sum(coalesce(length(key), 0) + coalesce(least(length(value), ${PIECE}), 0) + 20) OVER (ORDER BY n) AS run FROM rows) ` +
-    `SELECT string_agg(` +
-    (withKey ? `int4send(length(key)) || key || ` : "") +
-    `CASE WHEN version IS NULL THEN int4send(-2) ELSE int8send(version) || ` +
-    `CASE WHEN ${keep} AND length(value) <= ${PIECE} THEN int4send(length(value)) || value ELSE int4send(-1) || int4send(length(value)) END END, ` +
-    `'' ORDER BY n) AS packed FROM sized GROUP BY (run - 1) / ${PACK} ORDER BY (run - 1) / ${PACK}`;
-  // A page asks for one row more than it returns, to know whether there is more; that row's value is
-  // left out.
-  const scanPage = (order: string) =>
-    packed(`SELECT key, version, value, row_number() OVER (${order}) AS n FROM ${r} WHERE partition = $1 AND key >= $2 AND key < $3 ${order} LIMIT $4 + 1`, "n <= $4", true);
-  return {
-    get: named("get", `SELECT version::text, ${value()} FROM ${r} WHERE partition = $1 AND key = $2`),
-    // In the order asked, an absent key as such (version null): no matching of rows to keys here.
-    getMany: named(
-      "getMany",
-      packed(`SELECT k.n, r.key, r.version, r.value FROM unnest($2::bytea[]) WITH ORDINALITY AS k(key, n) LEFT JOIN ${r} r ON r.partition = $1 AND r.key = k.key`, "TRUE", false),
-    ),
-    pieces: named(
-      "pieces",
-      `SELECT encode(substring(value FROM g * ${PIECE} + 1 FOR ${PIECE}), 'base64') AS piece ` +
-        `FROM ${r}, generate_series(0, (length(value) - 1) / ${PIECE}) AS g ` +
-        `WHERE partition = $1 AND key = $2 ORDER BY g`,
-    ),
-    scanAsc: named("scanAsc", scanPage("ORDER BY key")),
-    scanDesc: named("scanDesc", scanPage("ORDER BY key DESC")),
-    commit: named("commit", `SELECT ok, info::text, have::text FROM ${s}.flowstore_commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`),
-    drop: named("drop", `SELECT ${s}.flowstore_drop($1, $2)`),
-    listFirst: named("listFirst", `SELECT id FROM ${s}.flowstore_partition_index WHERE kind = $1 ORDER BY id LIMIT $2`),
-    listAfter: named(
-      "listAfter",
-      `SELECT id FROM ${s}.flowstore_partition_index WHERE kind = $1 AND id > $2 ORDER BY id LIMIT $3`,
-    ),
-  };
-}
-
-/**
- * Values up to this size come with their row; a larger one (archive chunks are 1 MiB) comes as rows of
- * pieces of this size. The driver hands every column over as a string (a bytea as hex, twice its size):
- * a string above V8's large-object size (128 KiB) lives until a full garbage collection, so a 200 MiB
- * archive file read in 1 MiB values would pile up hundreds of MiB of them. A piece is sent as base64,
- * about 88 KiB of string, which the young generation collects at once.
- */
-const PIECE = 64 * 1024;
-
-/**
- * Reads of many rows (getMany, scan) come packed: each row as its key (length-prefixed; a scan's
- * only), its version (int8) and its value (length-prefixed; -1 and the size when left out or larger
- * than a piece, -2 alone for a key that is absent), joined server-side into blobs of about this many
- * bytes. The driver's cost is per row and per column (a string, a parse, an object each), about
- * the cost of the row's bytes again for short records: a list of 1,000 records is a dozen rows. The
- * blobs stay below V8's large-object size as pieces do.
- */
-const PACK = 48 * 1024;
-
-type Row = { key: Buffer; version: string | number; value: Buffer | null; size: number };
-
-/** The rows of packed blobs (see PACK), in order; `keys` are the keys asked for when the rows carry none (getMany), absent ones undefined. */
-function unpack(blobs: readonly { packed: Buffer }[], keys?: readonly Buffer[]): (Row | undefined)[] {
-  const rows: (Row | undefined)[] = [];
-  for (const { packed: b } of blobs) {
-    let at = 0;
-    while (at < b.length) {
-      let key: Buffer;
-      if (keys) key = keys[rows.length]!;
-      else {
-        const n = b.readInt32BE(at);
-        key = Buffer.from(b.subarray(at + 4, at + 4 + n));
-        at += 4 + n;
-      }
-      if (b.readInt32BE(at) === -2) {
-        rows.push(undefined);
-        at += 4;
-        continue;
-      }
-      const version = b.readUInt32BE(at) * 2 ** 32 + b.readUInt32BE(at + 4);
-      const n = b.readInt32BE(at + 8);
-      at += 12;
-      if (n === -1) {
-        rows.push({ key, version, value: null, size: b.readInt32BE(at) });
-        at += 4;
-      } else {
-        rows.push({ key, version, value: Buffer.from(b.subarray(at, at + n)), size: n });
-        at += n;
-      }
-    }
-  }
-  if (keys && rows.length !== keys.length) throw new UnavailableError(`postgres getMany: ${rows.length} rows for ${keys.length} keys`);
-  return rows;
-}
-
-const SNAPSHOT = { name: "", text: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" };
-const END = { name: "", text: "COMMIT" };
+import { commitSignature, schemaSql } from "./schema.js";
+import { END, SNAPSHOT, statements, unpack, type Row, type Statements } from "./statements.js";
+import { parsePostgresUrl, resolvePostgresKvOptions, type PostgresKvOptions } from "./url.js";
 
 const EMPTY = Buffer.alloc(0);
 
@@ -267,7 +42,7 @@ export class PostgresKv implements KvStore {
   readonly backend = "postgres";
   readonly schema: string;
   readonly #pool: pg.Pool;
-  readonly #sql: ReturnType<typeof statements>;
+  readonly #sql: Statements;
   readonly #timeoutMs: number;
   #ready: Promise<void> | undefined;
   /** Once the setup succeeded: a call then goes to the driver with no wait in between. */
@@ -309,8 +84,7 @@ export class PostgresKv implements KvStore {
   #setup(): Promise<void> {
     return (this.#ready ??= (async () => {
       // The commit function's exact signature names the format: a schema of an older one is brought up to date.
-      const commit = `"${this.schema}".flowstore_commit(bytea, bytea, bytea[], int8[], text, bytea[], bytea, int4[], bytea, int4)`;
-      const probe = `SELECT to_regprocedure('${commit}') IS NOT NULL AS ok`;
+      const probe = `SELECT to_regprocedure('${commitSignature(this.schema)}') IS NOT NULL AS ok`;
       const { rows } = await this.#pool.query<{ ok: boolean }>(probe);
       if (!rows[0]?.ok) await this.#pool.query(schemaSql(this.schema));
       this.#isSetUp = true;

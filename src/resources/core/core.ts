@@ -100,11 +100,6 @@ export class Core {
   readonly writer: PartitionWriter;
   readonly global: GlobalPermissions;
   readonly identities: IdentityDirectory | undefined;
-  /**
-   * The permissions each envelope a write returned was written with (or found with, when nothing
-   * changed): what the writer's answer shows its caller is decided from them, with no read after the write.
-   */
-  readonly written = new WeakMap<Envelope, Permissions>();
 
   constructor(
     readonly kv: KvStore,

@@ -25,6 +25,21 @@ export interface Envelope<D = Record<string, unknown>> {
   meta: Meta;
 }
 
+/**
+ * The permissions a write wrote a resource with (or found it with, when nothing changed), carried by
+ * the envelope the write returns: what the write's answer shows its caller is decided from them with no
+ * read after the write. Not enumerable, so it is never serialized, spread or compared.
+ */
+export const WRITTEN_WITH: unique symbol = Symbol("flowstore.writtenWith");
+
+/** An envelope as a write returned it, with the permissions it was written with. */
+export type Written<D = Record<string, unknown>> = Envelope<D> & { readonly [WRITTEN_WITH]?: Permissions };
+
+/** `envelope`, returned by a write that wrote it with `permissions`. */
+export function written<D>(envelope: Envelope<D>, permissions: Permissions): Written<D> {
+  return Object.defineProperty(envelope, WRITTEN_WITH, { value: permissions, enumerable: false });
+}
+
 export interface Private {
   permissions: Permissions;
   /** The parent of a partition owner (it lives in another partition), for flat children. */

@@ -15,7 +15,7 @@ import { closedFirstOrder, effectiveOrder } from "../model/ordering.js";
 import { pageJson } from "../model/page-json.js";
 import { PageCache } from "./page-cache.js";
 import { listedJson, Queries, type ListQuery } from "./query.js";
-import { RecordView, redacted, type Envelope, type RedactedEnvelope } from "../model/record.js";
+import { RecordView, redacted, WRITTEN_WITH, type Envelope, type RedactedEnvelope, type Written } from "../model/record.js";
 import { childRef, locate, type Located, type Ref } from "../model/ref.js";
 import type { CompiledType } from "../model/schema.js";
 
@@ -113,9 +113,9 @@ export class Reads {
    * the permissions the write itself wrote (no read after it); an envelope no write of this store
    * returned has its access entry read instead.
    */
-  async seenBy(actor: Actor, ref: Ref, envelope: Envelope, options: { allowedIntents?: boolean } = {}): Promise<(Envelope | RedactedEnvelope) & { allowedIntents?: string[] }> {
+  async seenBy(actor: Actor, ref: Ref, envelope: Written, options: { allowedIntents?: boolean } = {}): Promise<(Envelope | RedactedEnvelope) & { allowedIntents?: string[] }> {
     const l = locate(this.c.schema, ref);
-    const permissions = this.c.written.get(envelope) ?? permissionsOf((await this.c.kv.get(l.partition, layout.access(l)))?.value);
+    const permissions = envelope[WRITTEN_WITH] ?? permissionsOf((await this.c.kv.get(l.partition, layout.access(l)))?.value);
     const intents = options.allowedIntents ? { allowedIntents: allowedIntents(l.type, permissions, actor) } : {};
     if (allows(permissions, actor, l.type.intents.view)) return { ...envelope, ...intents };
     const { statusField } = l.type.decl;

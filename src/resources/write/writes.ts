@@ -11,7 +11,7 @@ import { countChild, encodeAccess, encodeResource, type Core } from "../core/cor
 import { INDEX_VERBS, type EventPayload } from "../model/events.js";
 import { layout } from "../model/layout.js";
 import { restSortKey, validateOrdering } from "../model/ordering.js";
-import type { Envelope } from "../model/record.js";
+import { written, type Envelope, type Written } from "../model/record.js";
 import { childRef, locate, pathOf, type Located, type Ref } from "../model/ref.js";
 import { assertId } from "../model/schema.js";
 import { assigneeOf, writeAssignment } from "../indexes/assignments.js";
@@ -82,7 +82,7 @@ function existed(type: string, id: string): ConflictError {
 export class Writes {
   constructor(private readonly c: Core) {}
 
-  async create(actor: Actor, type: string, parent: Ref | null, data: unknown, options: CreateOptions = {}): Promise<Envelope> {
+  async create(actor: Actor, type: string, parent: Ref | null, data: unknown, options: CreateOptions = {}): Promise<Written> {
     const { schema, writer } = this.c;
     const t = schema.type(type);
     const id = options.id ?? this.c.newId();
@@ -154,7 +154,7 @@ export class Writes {
     return { envelope: view.envelope(), permissions: access!.permissions };
   }
 
-  #put(tx: Tx, l: Located, data: Record<string, unknown>, permissions: Permissions, parent: Ref | null, origin?: { createdAt: string; createdBy: string }): Envelope {
+  #put(tx: Tx, l: Located, data: Record<string, unknown>, permissions: Permissions, parent: Ref | null, origin?: { createdAt: string; createdBy: string }): Written {
     const envelope: Envelope = {
       id: l.ref.ids.at(-1)!,
       type: l.type.name,
@@ -168,8 +168,7 @@ export class Writes {
     if (parent) tx.put(layout.parentLink, Buffer.from(JSON.stringify(parent)));
     // A flat resource's event names its parent: the replay (replay.ts) rebuilds the access record and link from it.
     tx.append(`${l.type.name}.created`, pathOf(l), { data, permissions, ...(parent ? { parent } : {}), ...(origin ? { origin } : {}) }, (seq) => layout.historyEntry(l, seq));
-    this.c.written.set(envelope, permissions);
-    return envelope;
+    return written(envelope, permissions);
   }
 
   /**
@@ -178,7 +177,7 @@ export class Writes {
    * write the new state and append the event, atomically. `alsoWrite` writes what the layout keeps
    * beside the record (an ordering).
    */
-  async mutate(actor: Actor, ref: Ref, spec: MutateSpec, alsoWrite?: (tx: Tx, l: Located, decided: MutateDecision) => void): Promise<Envelope> {
+  async mutate(actor: Actor, ref: Ref, spec: MutateSpec, alsoWrite?: (tx: Tx, l: Located, decided: MutateDecision) => void): Promise<Written> {
     const l = locate(this.c.schema, ref);
     return this.c.writer.run(l.partition, actor, async (tx) => {
       const { view, access } = await this.c.authorize((key) => tx.get(key), l, actor, spec.intent, { withAccess: true });
@@ -189,8 +188,7 @@ export class Writes {
       }
       const decided = await spec.change(current, { ...readContext(this.c.kv, this.c.schema, tx, l), permissions: priv.permissions });
       if (decided.unchanged) {
-        this.c.written.set(current, priv.permissions);
-        return current;
+        return written(current, priv.permissions);
       }
       const { patch, record, permissions } = decided;
       alsoWrite?.(tx, l, decided);
@@ -205,8 +203,7 @@ export class Writes {
       // a grant or revoke records its intent and identity instead.
       const payload = { ...(patch ? { data: patch } : {}), ...(permissions && record?.intent === undefined ? { permissions } : {}), ...(record ?? {}) };
       tx.append(`${l.type.name}.${spec.verb}`, pathOf(l), payload, (seq) => layout.historyEntry(l, seq));
-      this.c.written.set(next, perms);
-      return next;
+      return written(next, perms);
     });
   }
 
