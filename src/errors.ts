@@ -49,6 +49,16 @@ export class UnauthorizedError extends kind("unauthorized") {
   }
 }
 
+/**
+ * Right credentials of a disabled user: to the native API the same 401 as wrong ones; TruBudget's API
+ * answers it 403 (its NotAuthorized), so it is told apart.
+ */
+export class DisabledLoginError extends UnauthorizedError {
+  constructor() {
+    super("invalid username or password");
+  }
+}
+
 export class ForbiddenError extends kind("forbidden") {}
 
 export class NotFoundError extends kind("not_found") {}

@@ -100,7 +100,7 @@ export interface ServerOptions {
    * Serve TruBudget's HTTP API (v2.18) at /api as well (default false): its frontend and tools then run
    * on this store (src/http/trubudget). Its routes stay out of /openapi.json.
    */
-  readonly trubudgetApi?: boolean | Omit<TrubudgetApiOptions, "rateLimit">;
+  readonly trubudgetApi?: boolean | Omit<TrubudgetApiOptions, "rateLimit" | "notFound" | "nativePrefix">;
   /** Called for every route as it is registered, before any plugin's (e.g. to enumerate the routes). */
   readonly onRoute?: (route: RouteOptions) => void;
 }
@@ -242,7 +242,7 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
   );
   if (options.trubudgetApi) {
     const tb = options.trubudgetApi === true ? {} : options.trubudgetApi;
-    await app.register(trubudgetApi, { ...tb, prefix: TRUBUDGET_PREFIX, rateLimit: options.loginRateLimit });
+    await app.register(trubudgetApi, { ...tb, prefix: TRUBUDGET_PREFIX, rateLimit: options.loginRateLimit, notFound, nativePrefix: API_PREFIX });
   }
   return app;
 }

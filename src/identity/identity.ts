@@ -3,7 +3,7 @@
  * through GlobalPermissions (`global.createUser` administers users, `global.createGroup` administers
  * groups); the system actor bypasses the checks. Any authenticated actor may list users and groups.
  */
-import { ConflictError, NotFoundError, UnauthorizedError, ValidationError } from "../errors.js";
+import { ConflictError, DisabledLoginError, ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from "../errors.js";
 import type { Entry, KvStore, Op } from "../kv/contract.js";
 import { SYSTEM, type Actor } from "../access/actor.js";
 import { GlobalPermissions, type IdentityDirectory } from "../access/global.js";
@@ -16,6 +16,7 @@ import {
   groupKey,
   PARTITION,
   passwordKey,
+  provisioningKey,
   RaceLost,
   replace,
   revocationOps,
@@ -102,6 +103,22 @@ export class Identity implements IdentityDirectory {
   }
 
   /** The user's public record; NotFoundError when there is none. */
+  /**
+   * The node's provisioning state (TruBudget's system information): "started" after root's
+   * provisioning.start, "ended" after its provisioning.end, null before either.
+   */
+  async provisioning(): Promise<{ state: "started" | "ended"; at: string; by: string } | null> {
+    const entry = await this.kv.get(PARTITION, provisioningKey);
+    return entry ? decodeRecord<{ state: "started" | "ended"; at: string; by: string }>(entry) : null;
+  }
+
+  /** Records that provisioning started or ended; root's alone (TruBudget's NotAuthorized otherwise). */
+  async setProvisioning(actor: Actor, state: "started" | "ended"): Promise<void> {
+    if (actor.id !== "root") throw new ForbiddenError(`only root may record that provisioning ${state}`);
+    const record = { state, at: this.#now().toISOString(), by: actor.id };
+    await this.kv.commit(PARTITION, [{ type: "put", key: provisioningKey, value: Buffer.from(JSON.stringify(record)) }]);
+  }
+
   async getUser(id: string): Promise<UserRecord> {
     const entry = await this.kv.get(PARTITION, userKey(checkId(id, "id")));
     if (!entry) throw new NotFoundError(`no user ${id}`);
@@ -208,7 +225,7 @@ export class Identity implements IdentityDirectory {
     const ok = await verifyPassword(pw, hashEntry ? hashEntry.value.toString("utf8") : await dummyHash());
     if (!ok || !userEntry || !hashEntry) throw refused();
     const user = decodeRecord<UserRecord>(userEntry);
-    if (!user.enabled) throw refused();
+    if (!user.enabled) throw new DisabledLoginError();
     const checks: Op[] = [
       { type: "check", key: userKey(user.id), version: userEntry.version },
       { type: "check", key: passwordKey(user.id), version: hashEntry.version },

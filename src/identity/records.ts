@@ -24,6 +24,8 @@ export const passwordKey = (id: string) => ["password", id] as const;
 export const groupKey = (id: string) => ["group", id] as const;
 export const tokenStateKey = (id: string) => ["tokens", id] as const;
 export const sessionKey = (id: string, sid: string) => ["session", id, sid] as const;
+/** The node's provisioning state (TruBudget's provisioning.start/end): one key beside the identities, so a backup carries it. */
+export const provisioningKey = ["system", "provisioning"] as const;
 export const sessionPrefix = (id: string) => ["session", id] as const;
 
 export interface UserRecord {

@@ -10,11 +10,11 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SYSTEM, userActor } from "../../src/access/actor.js";
 import { openFlowstore, type Flowstore } from "../../src/compose/index.js";
 import { ForbiddenError } from "../../src/errors.js";
-import { tempDir } from "../setup/temp-dir.js";
+import { tempDir } from "../support/temp-dir.js";
 
 const ann = userActor("ann");
 const root = userActor("root");
-const dir = tempDir("flowstore-backup-");
+const dir = tempDir("backup");
 
 /** Resolves to the error a promise rejects with (fails when it resolves). */
 async function refusal(p: Promise<unknown>): Promise<Error> {

@@ -5,7 +5,7 @@
  *   (the process's uptime);
  * - authenticated: `version` (TruBudget's shape: `api` is flowstore's release, `blockchain` the store
  *   with the time a read of it took, `multichain` the backend with the time a raw read of it took),
- *   `provisioned` (a flowstore store is provisioned once root exists, which a server ensures at start),
+ *   `provisioned` (true once root recorded `provisioning.end`; `provisioning.start|end` are root's),
  *   `system.createBackup` (root only, as TruBudget, unless `global.createBackup` is granted: flowstore's
  *   own export format, gzip) and `system.restoreBackup` (root only unless `global.restoreBackup` is
  *   granted: such a backup, application/gzip, replaces the whole store; the store checks it in a scratch
@@ -23,7 +23,8 @@ import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsync } from "fastify";
 import { FlowstoreError, TooLargeError, ValidationError } from "../../errors.js";
 import { UNFINISHED_IMPORT, unfinishedImport } from "../../compose/transfer.js";
-import { ok, Reply } from "./envelope.js";
+import { Envelope, ok, Reply } from "./envelope.js";
+import { dropsUnknown } from "./validation.js";
 
 /** flowstore's release, from its package.json (two levels above src/http/trubudget and dist/http/trubudget). */
 export const RELEASE = (JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string }).version;
@@ -89,14 +90,30 @@ export const systemRoutes: FastifyPluginAsync = async (app) => {
     return ok({ api: { release: RELEASE }, blockchain: { release: RELEASE, ping: store }, multichain: { release: kv.backend, ping: backend } });
   });
 
+  // Provisioned once root recorded provisioning.end (TruBudget's system information), not merely because root exists:
+  // its provisioning tool reads this to decide whether to fill the node.
   app.get("/provisioned", { schema: { response: { 200: Reply(Type.Object({ isProvisioned: Type.Boolean(), message: Type.String() })) } } }, async () => {
-    const root = await identity.getUser("root").catch(() => undefined);
+    const p = await identity.provisioning();
     return ok(
-      root
-        ? { isProvisioned: true, message: "the store is provisioned: root exists" }
-        : { isProvisioned: false, message: "the store is not provisioned: root does not exist yet" },
+      p === null
+        ? { isProvisioned: false, message: "provisioning has not started" }
+        : p.state === "started"
+          ? { isProvisioned: false, message: `provisioning started at ${p.at} and has not ended` }
+          : { isProvisioned: true, message: `provisioning ended at ${p.at}` },
     );
   });
+
+  // provisioning.start and provisioning.end: root's only (403 otherwise); `data` is empty (TruBudget's route schema closes it).
+  const ProvisioningBody = Envelope(dropsUnknown(Type.Object({})));
+  for (const [route, state] of [
+    ["provisioning.start", "started"],
+    ["provisioning.end", "ended"],
+  ] as const) {
+    app.post(`/${route}`, { schema: { body: ProvisioningBody, response: { 200: Reply(Type.Object({})) } } }, async (request) => {
+      await identity.setProvisioning(request.actor, state);
+      return ok({});
+    });
+  }
 
   app.get("/system.createBackup", async (request, reply) => {
     // The store checks the caller's intent before the first line (a 403 before any byte is sent).
