@@ -19,6 +19,7 @@ import type { Op } from "../kv/contract.js";
 import type { Identity } from "./identity.js";
 import {
   decodeRecord,
+  type PasswordReset,
   PARTITION,
   sessionKey,
   sessionPrefix,
@@ -52,6 +53,8 @@ export interface IssuedToken {
   readonly expiresAt: number;
   readonly refreshToken: string;
   readonly refreshExpiresAt: number;
+  /** On a login: another account set the user's password since the user last set its own (who, when). */
+  readonly passwordReset?: PasswordReset;
 }
 
 /** A verified access token: who acts, in which session. */
@@ -101,8 +104,9 @@ export class Tokens {
 
   /** Checks the credentials and opens a session (UnauthorizedError when they are wrong). */
   async login(username: unknown, password: unknown): Promise<IssuedToken> {
-    const { user, tokenVersion: version, checks } = await this.identity.credentials(username, password);
-    return this.#open(user.id, version, checks);
+    const { user, tokenVersion: version, checks, passwordReset } = await this.identity.credentials(username, password);
+    const issued = await this.#open(user.id, version, checks);
+    return passwordReset ? { ...issued, passwordReset } : issued;
   }
 
   /** Opens a session for a user without credentials (the caller vouches for it). */
