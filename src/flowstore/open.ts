@@ -170,9 +170,10 @@ export interface Flowstore {
   /** Signs partitions' chain heads (`GET …/checkpoint`). */
   readonly checkpoints: Checkpoints;
   /**
-   * Proves that a partition's current history extends a checkpoint kept earlier: its signature (by the
-   * key with `trustedFingerprint` when given), the same hash at its seq, and the partition verified
-   * (with `incremental`, only the chain after the checkpoint). Refuses a forged checkpoint.
+   * Proves that a partition's current history extends a checkpoint kept earlier: its signature by the
+   * key with `trustedFingerprint` (refused without one: a checkpoint's own key proves nothing), the same
+   * hash at its seq, and the partition verified (with `incremental`, only the chain after the
+   * checkpoint). Refuses a forged checkpoint.
    */
   verifyCheckpoint(checkpoint: unknown, options?: { trustedFingerprint?: string; incremental?: boolean }): Promise<VerifyResult>;
   /**
@@ -397,7 +398,13 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     async assignmentsOf(actor, id) {
       await identity.getUser(id);
       if (!actor.system && actor.id !== id) await identity.global.assert(actor, "global.createUser");
-      return resources.assignmentsOf(id);
+      // The display name of a resource the caller may not view is left out (issue 29, finding 12).
+      const assigned = await resources.assignmentsOf(id);
+      return Promise.all(assigned.map(async (a) => {
+        if (a.displayName === undefined || (await resources.canView(actor, { type: a.type, ids: a.ids }))) return a;
+        const { displayName: _, ...rest } = a;
+        return rest;
+      }));
     },
     checkpoints,
     async verifyCheckpoint(checkpoint, opts = {}) {

@@ -175,7 +175,7 @@ export const eventRoutes: FastifyPluginAsync = async (app) => {
         if (checking || res.destroyed) return;
         checking = true;
         try {
-          const { items, last } = await notifications.since(actor.id, inboxSeen);
+          const { items, last } = await notifications.since(actor, inboxSeen);
           for (const n of items) if (!res.destroyed) res.write(`event: notification\ndata: ${JSON.stringify(n)}\n\n`);
           inboxSeen = last;
         } catch (e) {
