@@ -10,6 +10,7 @@ export type ErrorCode =
   | "conflict"
   | "precondition_failed"
   | "too_large"
+  | "too_many_requests"
   | "insufficient_storage"
   | "unavailable"
   | "configuration";
@@ -83,6 +84,16 @@ export class TooLargeError extends FlowstoreError {
 export class InsufficientStorageError extends FlowstoreError {
   constructor(message: string) {
     super("insufficient_storage", 507, message);
+  }
+}
+
+/** Too many attempts (failed log-ins): retry after `retryAfterSeconds` (429, with Retry-After). */
+export class TooManyRequestsError extends FlowstoreError {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super("too_many_requests", 429, message);
   }
 }
 

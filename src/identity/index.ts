@@ -4,3 +4,4 @@ export { Tokens, DEFAULT_TOKEN_TTL_SECONDS, DEFAULT_REFRESH_TTL_SECONDS, refresh
 export { loadTokenSecret, SECRET_FILE } from "./secret.js";
 export { ID_PATTERN, PASSWORD_MIN, PASSWORD_MAX, DISPLAY_NAME_MAX, MAX_GROUP_MEMBERS, ORGANIZATION_MAX } from "./ids.js";
 export { hashPassword, verifyPassword } from "./password.js";
+export { LoginGuard, DEFAULT_LOGIN_GUARD, type LoginGuardLimits } from "./login-guard.js";
