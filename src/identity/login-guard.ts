@@ -6,9 +6,11 @@
  * up to `maxSeconds`), reset by a success:
  * - per user and address: the guesses one client makes at one account;
  * - per address: the guesses one client makes at any account (password spraying);
- * - per user, over every address: an account under attack from many addresses. Its backoff holds only
- *   for addresses that have failed for that user, so a correct password from anywhere else goes
- *   through: nobody locks another user (root included) out by failing on purpose.
+ * - per user, over every address: an account under attack from many addresses. Its backoff holds for
+ *   every address but those the user logged in from before (the last KNOWN_ADDRESSES, since this
+ *   process started), so the user's correct password from a known address goes through: nobody locks
+ *   another user (root included) out of its usual address by failing on purpose, and an attacker
+ *   rotating addresses gets no more guesses than the backoff allows.
  *
  * A refused attempt is not checked (no hashing work) and does not count. The counters live in the
  * process (bounded: the oldest entries are dropped past `maxEntries`); a fleet's servers each count
@@ -36,11 +38,15 @@ interface Counter {
 }
 
 const MAX_ENTRIES = 100_000;
+/** Addresses remembered per user as ones it logged in from. */
+const KNOWN_ADDRESSES = 16;
 
 export class LoginGuard {
   readonly #pairs = new Map<string, Counter>();
   readonly #addresses = new Map<string, Counter>();
-  readonly #users = new Map<string, Counter & { failed: Set<string> }>();
+  readonly #users = new Map<string, Counter>();
+  /** Per user, the addresses it last logged in from (oldest first). */
+  readonly #known = new Map<string, Set<string>>();
 
   constructor(
     readonly limits: LoginGuardLimits = DEFAULT_LOGIN_GUARD,
@@ -54,7 +60,7 @@ export class LoginGuard {
     const a = address ?? "";
     const waits = [this.#pairs.get(`${u}\n${a}`)?.until ?? 0, this.#addresses.get(a)?.until ?? 0];
     const underAttack = this.#users.get(u);
-    if (underAttack && underAttack.failed.has(a)) waits.push(underAttack.until);
+    if (underAttack && !this.#known.get(u)?.has(a)) waits.push(underAttack.until);
     const until = Math.max(...waits);
     if (until > now) throw new TooManyRequestsError(`too many failed log-ins: retry in ${Math.ceil((until - now) / 1000)} s`, Math.max(1, Math.ceil((until - now) / 1000)));
   }
@@ -65,7 +71,7 @@ export class LoginGuard {
     const a = address ?? "";
     this.#bump(this.#pairs, `${u}\n${a}`, this.limits.perUserAndAddress, () => ({ failures: 0, until: 0 }));
     this.#bump(this.#addresses, a, this.limits.perAddress, () => ({ failures: 0, until: 0 }));
-    this.#bump(this.#users, u, this.limits.perUser, () => ({ failures: 0, until: 0, failed: new Set<string>() })).failed.add(a);
+    this.#bump(this.#users, u, this.limits.perUser, () => ({ failures: 0, until: 0 }));
   }
 
   /** A correct password: this user's and this address's failures are forgiven. */
@@ -74,7 +80,13 @@ export class LoginGuard {
     const a = address ?? "";
     this.#pairs.delete(`${u}\n${a}`);
     this.#addresses.delete(a);
-    this.#users.get(u)?.failed.delete(a);
+    const known = this.#known.get(u) ?? new Set<string>();
+    this.#known.delete(u);
+    known.delete(a);
+    known.add(a);
+    if (known.size > KNOWN_ADDRESSES) known.delete(known.values().next().value!);
+    this.#known.set(u, known);
+    if (this.#known.size > MAX_ENTRIES) this.#known.delete(this.#known.keys().next().value!);
   }
 
   #bump<C extends Counter>(map: Map<string, C>, key: string, free: number, fresh: () => C): C {

@@ -142,11 +142,13 @@ describe("login rate limit", () => {
     expect((await loginFrom(s.base, "127.0.0.3", "fay", "fay password 1")).status).toBe(200);
   });
 
-  it("backs off an account guessed at from many addresses for those addresses only", async () => {
+  it("backs off an account guessed at from many addresses for every address but those it logged in from", async () => {
+    expect((await loginFrom(s.base, "127.0.1.9", "gus", "gus password 1")).status).toBe(200); // gus's usual address
     // 21 failures from six addresses, none past its own free failures: the 21st starts gus's backoff.
     for (let a = 1; a <= 5; a++) for (let i = 0; i < 4; i++) expect((await loginFrom(s.base, `127.0.1.${a}`, "gus", `wrong ${i}`)).status).toBe(401);
     expect((await loginFrom(s.base, "127.0.1.6", "gus", "wrong 5")).status).toBe(401);
     expect((await loginFrom(s.base, "127.0.1.1", "gus", "gus password 1")).status).toBe(429);
+    expect((await loginFrom(s.base, "127.0.1.8", "gus", "gus password 1")).status).toBe(429); // a new address waits too
     expect((await loginFrom(s.base, "127.0.1.9", "gus", "gus password 1")).status).toBe(200);
   });
 
