@@ -72,7 +72,7 @@ export function operationCommands(program: Command): void {
   )
     .addOption(new Option("--checkpoint <file>", "prove that the history of the checkpoint's partition extends this signed checkpoint (GET …/checkpoint)"))
     .addOption(new Option("--since-checkpoint <file>", "like --checkpoint, but check only the chain after the checkpoint (incremental)").conflicts("checkpoint"))
-    .addOption(new Option("--trust <fingerprint>", "the signing key's SHA-256 fingerprint (default: the key in --data, when there is one)"))
+    .addOption(new Option("--trust <fingerprint>", "the signing key's SHA-256 fingerprint (default: FLOWSTORE_CHECKPOINT_KEY's or the key in --data; with neither, a checkpoint is refused)"))
     .addOption(
       new Option("--incremental <file>", "verify each partition from the head the last run recorded in <file> (the chain after it, not the stored keys); partitions new to it in full; then record the verified heads there (0600)")
         .conflicts(["checkpoint", "sinceCheckpoint"]),
@@ -171,8 +171,10 @@ async function readVerifiedHeads(file: string): Promise<Map<string, VerifiedHead
 }
 
 /** The fingerprint of the checkpoint key in the data directory, when there is one. */
+/** The fingerprint of the operator's own checkpoint key: FLOWSTORE_CHECKPOINT_KEY, else the one in the data directory; undefined when neither. */
 async function localFingerprint(dataDir: string): Promise<string | undefined> {
-  const pem = await readFile(join(dataDir, CHECKPOINT_KEY_FILE), "utf8").catch(() => undefined);
+  const env = process.env.FLOWSTORE_CHECKPOINT_KEY;
+  const pem = env !== undefined && env !== "" ? env : await readFile(join(dataDir, CHECKPOINT_KEY_FILE), "utf8").catch(() => undefined);
   if (pem === undefined) return undefined;
   return fingerprintOf(await loadCheckpointKey({ env: pem }));
 }

@@ -23,10 +23,9 @@
  */
 import { rm } from "node:fs/promises";
 import { PassThrough, type Readable } from "node:stream";
-import type { Actor } from "../access/actor.js";
+import { ROOT_ID, type Actor } from "../access/actor.js";
 import type { GlobalPermissions } from "../access/global.js";
 import { ConflictError, ForbiddenError, ValidationError } from "../errors.js";
-import { ROOT_USER } from "../identity/index.js";
 import type { KvStore, Partition } from "../kv/contract.js";
 import type { VerifyAllResult } from "../resources/audit/verify-all.js";
 import type { Background } from "./background.js";
@@ -69,7 +68,7 @@ export class Backups {
 
   /** Refuses (ForbiddenError) an actor that may not `what`: root and the system actor may, others with `intent`. */
   async assertMay(actor: Actor, intent: BackupIntent, what: string): Promise<void> {
-    if (actor.id === ROOT_USER && !actor.system) return;
+    if (actor.id === ROOT_ID && !actor.system) return;
     if (!(await this.parts.global.has(actor, intent))) throw new ForbiddenError(`only root may ${what}`);
   }
 
@@ -114,7 +113,7 @@ export class Backups {
       throw new ValidationError(`the export cannot be opened here: ${e instanceof Error ? e.message : String(e)}`, "input");
     }
     try {
-      if (!(await scratch.identity.getUser(ROOT_USER).catch(() => null))) throw new ValidationError("the export holds no root user", "input");
+      if (!(await scratch.identity.getUser(ROOT_ID).catch(() => null))) throw new ValidationError("the export holds no root user", "input");
       let first = "";
       const verified = await scratch.verifyAll((partition, r) => {
         if (!r.ok && first === "") first = `${JSON.stringify(partition)}${r.firstBad ? ` at seq ${r.firstBad.seq}: ${r.firstBad.reason}` : ""}`;

@@ -154,9 +154,10 @@ export interface Flowstore {
   /** Signs partitions' chain heads (`GET …/checkpoint`). */
   readonly checkpoints: Checkpoints;
   /**
-   * Proves that a partition's current history extends a checkpoint kept earlier: its signature (by the
-   * key with `trustedFingerprint` when given), the same hash at its seq, and the partition verified
-   * (with `incremental`, only the chain after the checkpoint). Refuses a forged checkpoint.
+   * Proves that a partition's current history extends a checkpoint kept earlier: its signature by the
+   * key with `trustedFingerprint` (refused without one: a checkpoint's own key proves nothing), the same
+   * hash at its seq, and the partition verified (with `incremental`, only the chain after the
+   * checkpoint). Refuses a forged checkpoint.
    */
   verifyCheckpoint(checkpoint: unknown, options?: { trustedFingerprint?: string; incremental?: boolean }): Promise<VerifyResult>;
   /**

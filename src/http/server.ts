@@ -8,7 +8,7 @@ import swaggerUi from "@fastify/swagger-ui";
 import fastify, { LogController, type FastifyInstance, type FastifyPluginAsync, type RouteOptions } from "fastify";
 import type { Logger } from "pino";
 import { assertJsonDepth } from "../depth.js";
-import { ValidationError } from "../errors.js";
+import { TooManyRequestsError, ValidationError } from "../errors.js";
 import type { Flowstore } from "../compose/index.js";
 import { Tokens } from "../identity/index.js";
 import { requireAuthentication } from "./auth.js";
@@ -116,6 +116,8 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
     ttlSeconds: options.tokenTtlSeconds,
     refreshTtlSeconds: options.refreshTtlSeconds,
     now: () => new Date(flowstore.clock()),
+    // No limits (tests): no guard either.
+    ...(options.loginRateLimit === false ? { loginGuard: false as const } : {}),
   });
   const timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
   const gate = new Gate();
@@ -209,6 +211,7 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
 
   app.setErrorHandler(async (error, request, reply) => {
     const p = toProblem(error, request);
+    if (error instanceof TooManyRequestsError) reply.header("retry-after", String(error.retryAfterSeconds));
     if (p.status >= 500) request.log.error({ err: error }, "request failed");
     return sendProblem(reply, p);
   });

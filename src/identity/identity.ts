@@ -2,10 +2,17 @@
  * Users and groups over a KvStore. Every operation takes the acting Actor and checks global intents
  * through GlobalPermissions (`global.createUser` administers users, `global.createGroup` administers
  * groups); the system actor bypasses the checks. Any authenticated actor may list users and groups.
+ *
+ * The administrator hierarchy (issue 29, finding 1; docs/security.md): changing another user's
+ * password, disabling or enabling it, revoking its tokens, or changing the members of a group needs,
+ * besides the intent, that the actor outranks the account (`GlobalPermissions.assertOutranks`): nobody
+ * but root administers root, and nobody administers an account (or a group) holding a global intent
+ * the actor lacks. A password set by another account is recorded as that account's act (`["reset", id]`)
+ * and answered with the user's next logins until the user sets its own.
  */
 import { ConflictError, DisabledLoginError, ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from "../errors.js";
 import type { Entry, KvStore, Op } from "../kv/contract.js";
-import { SYSTEM, type Actor } from "../access/actor.js";
+import { ROOT_ID, SYSTEM, type Actor } from "../access/actor.js";
 import { GlobalPermissions, type IdentityDirectory } from "../access/global.js";
 import { IntentRegistry } from "../access/intents.js";
 import { checkDisplayName, checkId, checkNewId, checkOrganization, checkPassword, MAX_GROUP_MEMBERS } from "./ids.js";
@@ -19,7 +26,9 @@ import {
   provisioningKey,
   RaceLost,
   replace,
+  resetKey,
   revocationOps,
+  type PasswordReset,
   tokenStateKey,
   userKey,
   withRetry,
@@ -52,9 +61,6 @@ export const MAX_PAGE = 1000;
 
 /** The global intents identity checks: administering users and administering groups. */
 export const IDENTITY_INTENTS = ["global.createUser", "global.createGroup"] as const;
-
-/** The user created at first start with every global intent (TruBudget's root); `ensureRoot` creates it. */
-export const ROOT_USER = "root";
 
 export interface IdentityOptions {
   /**
@@ -151,6 +157,7 @@ export class Identity implements IdentityDirectory {
       const [entry, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
       if (!entry) throw new NotFoundError(`no user ${id}`);
       const user = decodeRecord<UserRecord>(entry);
+      await this.global.assertOutranks(actor, { id: user.id, groups: user.groups });
       if (user.enabled === enabled) return user;
       const next = { ...user, enabled };
       // Disabling revokes the user's tokens: enabling it again does not bring them back.
@@ -159,20 +166,30 @@ export class Identity implements IdentityDirectory {
     });
   }
 
-  /** Sets a password: the system actor, the user itself, or a holder of `global.createUser`. */
+  /**
+   * Sets a password: the user itself, or a holder of `global.createUser` who outranks the user (root
+   * only for root); the system actor (an operator's CLI) too. Every token of the user is revoked. A
+   * password set by another actor is recorded as its act and shown at the user's next logins
+   * (`credentials`); the user setting its own clears that record.
+   */
   async setPassword(actor: Actor, id: string, password: string): Promise<void> {
     checkId(id, "id");
     checkPassword(password);
-    if (actor.system !== true && actor.id !== id) await this.global.assert(actor, "global.createUser");
+    const own = actor.system !== true && actor.id === id;
+    if (!own) await this.global.assert(actor, "global.createUser");
     const hash = await hashPassword(password);
     // The user must still exist when the hash is written (check on the record's version); every token
     // issued under the old password is revoked in the same commit.
     await withRetry(async () => {
       const [current, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
       if (!current) throw new NotFoundError(`no user ${id}`);
+      const user = decodeRecord<UserRecord>(current);
+      if (!own) await this.global.assertOutranks(actor, { id: user.id, groups: user.groups });
+      const reset: PasswordReset = { by: actor.id, at: this.#now().toISOString() };
       await commitOrRace(this.kv, [
         { type: "check", key: userKey(id), version: current.version },
         { type: "put", key: passwordKey(id), value: Buffer.from(hash) },
+        own ? { type: "delete", key: resetKey(id) } : { type: "put", key: resetKey(id), value: Buffer.from(JSON.stringify(reset)) },
         ...revocationOps(id, tokens),
       ]);
     });
@@ -194,10 +211,12 @@ export class Identity implements IdentityDirectory {
   /** Revokes every token of a user (logout-all): the user itself, the system actor, or a holder of `global.createUser`. */
   async revokeTokens(actor: Actor, id: string): Promise<void> {
     checkId(id, "id");
-    if (actor.system !== true && actor.id !== id) await this.global.assert(actor, "global.createUser");
+    const own = actor.system !== true && actor.id === id;
+    if (!own) await this.global.assert(actor, "global.createUser");
     await withRetry(async () => {
       const [current, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
       if (!current) throw new NotFoundError(`no user ${id}`);
+      if (!own) await this.global.assertOutranks(actor, { id, groups: decodeRecord<UserRecord>(current).groups });
       await commitOrRace(this.kv, revocationOps(id, tokens));
     });
   }
@@ -215,13 +234,13 @@ export class Identity implements IdentityDirectory {
    * user record, the password and the token version are still those that were read, so a password
    * change or a logout-all racing with the login wins.
    */
-  async credentials(username: unknown, password: unknown): Promise<{ user: UserRecord; tokenVersion: number; checks: Op[] }> {
+  async credentials(username: unknown, password: unknown): Promise<{ user: UserRecord; tokenVersion: number; checks: Op[]; passwordReset?: PasswordReset }> {
     const refused = () => new UnauthorizedError("invalid username or password");
     const validName = typeof username === "string" && /^[A-Za-z0-9._@-]{1,64}$/.test(username);
     const pw = typeof password === "string" && password.length <= 1024 ? password : "";
-    const [userEntry, hashEntry, tokens] = validName
-      ? await this.kv.getMany(PARTITION, [userKey(username), passwordKey(username), tokenStateKey(username)])
-      : [undefined, undefined, undefined];
+    const [userEntry, hashEntry, tokens, reset] = validName
+      ? await this.kv.getMany(PARTITION, [userKey(username), passwordKey(username), tokenStateKey(username), resetKey(username)])
+      : [undefined, undefined, undefined, undefined];
     const ok = await verifyPassword(pw, hashEntry ? hashEntry.value.toString("utf8") : await dummyHash());
     if (!ok || !userEntry || !hashEntry) throw refused();
     const user = decodeRecord<UserRecord>(userEntry);
@@ -231,7 +250,7 @@ export class Identity implements IdentityDirectory {
       { type: "check", key: passwordKey(user.id), version: hashEntry.version },
       { type: "check", key: tokenStateKey(user.id), version: tokens?.version ?? null },
     ];
-    return { user, tokenVersion: tokenVersion(tokens), checks };
+    return { user, tokenVersion: tokenVersion(tokens), checks, ...(reset ? { passwordReset: JSON.parse(reset.value.toString("utf8")) as PasswordReset } : {}) };
   }
 
   /** The Actor a user acts as (its groups included), in one read. UnauthorizedError when missing or disabled. */
@@ -241,6 +260,13 @@ export class Identity implements IdentityDirectory {
     const user = decodeRecord<UserRecord>(entry);
     if (!user.enabled) throw new UnauthorizedError("the user is disabled");
     return { id: user.id, groups: user.groups };
+  }
+
+  /** A user (with its groups) or a group (alone) as an Actor, for the hierarchy's checks; undefined when neither exists. */
+  async actorOf(id: string): Promise<Actor | undefined> {
+    const [u, g] = await this.kv.getMany(PARTITION, [userKey(id), groupKey(id)]);
+    if (u) return { id, groups: decodeRecord<UserRecord>(u).groups };
+    return g ? { id, groups: [] } : undefined;
   }
 
   /** Of these user ids, the ones that are disabled or gone, in one batched read (for ending their streams). */
@@ -338,6 +364,8 @@ export class Identity implements IdentityDirectory {
       const [g, u] = await this.kv.getMany(PARTITION, [groupKey(groupId), userKey(userId)]);
       if (!g) throw new NotFoundError(`no group ${groupId}`);
       const group = decodeRecord<GroupRecord>(g);
+      // Joining a group hands its intents to the member: only who holds them all changes its members.
+      await this.global.assertOutranks(actor, { id: groupId, groups: [] });
       const decided = change(group, g, u);
       if (!decided) return group;
       await commitOrRace(this.kv, decided.ops);
@@ -387,9 +415,9 @@ export class Identity implements IdentityDirectory {
       );
     }
     checkPassword(password, "FLOWSTORE_ROOT_PASSWORD");
-    await this.global.grantAllToNew(SYSTEM, ROOT_USER);
+    await this.global.grantAllToNew(SYSTEM, ROOT_ID);
     try {
-      await this.createUser(SYSTEM, { id: ROOT_USER, displayName: ROOT_USER, password });
+      await this.createUser(SYSTEM, { id: ROOT_ID, displayName: ROOT_ID, password });
     } catch (e) {
       if (e instanceof ConflictError) return { created: false }; // another process won the race
       throw e;

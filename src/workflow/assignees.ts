@@ -6,7 +6,8 @@
  *
  * Rules:
  * - what is assigned to a user may be read by the user itself or a holder of `global.createUser` (the
- *   intent that administers users); the user must exist;
+ *   intent that administers users); the user must exist; a resource the caller may not view is listed
+ *   without its display name;
  * - disabling a user needs `global.createUser` (identity's own rule, checked first) and is refused with a
  *   ConflictError naming what is still assigned to it (at most 20 named) unless `force`.
  */
@@ -29,7 +30,15 @@ export class Assignees {
   async assignmentsOf(actor: Actor, id: string): Promise<Assignment[]> {
     await this.identity.getUser(id);
     if (!actor.system && actor.id !== id) await this.identity.global.assert(actor, "global.createUser");
-    return this.resources.assignmentsOf(id);
+    // The display name of a resource the caller may not view is left out (issue 29, finding 12).
+    const assigned = await this.resources.assignmentsOf(id);
+    return Promise.all(
+      assigned.map(async (a) => {
+        if (a.displayName === undefined || (await this.resources.canView(actor, { type: a.type, ids: a.ids }))) return a;
+        const { displayName: _, ...rest } = a;
+        return rest;
+      }),
+    );
   }
 
   /**

@@ -131,11 +131,12 @@ export const authRoutes: FastifyPluginAsync<AuthOptions> = async (app, options) 
     "/user.authenticate",
     {
       schema: { body: Credentials, response: { 200: LoginReply } },
-      ...(limits ? { onRequest: limits.perAddress, preHandler: limits.perUser((r) => (r.body as Static<typeof Credentials>).data.user.id) } : {}),
+      // Failed guesses are counted by the login guard the native log in shares (identity/login-guard.ts).
+      ...(limits ? { onRequest: limits.perAddress } : {}),
     },
     async (request, reply) => {
       const { id, password } = request.body.data.user;
-      const issued = await tokens.login(id, password).catch((e: unknown) => {
+      const issued = await tokens.login(id, password, { address: request.ip }).catch((e: unknown) => {
         // TruBudget answers a disabled user's right password 403 (NotAuthorized), not 401.
         throw e instanceof DisabledLoginError ? new ForbiddenError(`user ${id} is disabled`) : e;
       });

@@ -379,7 +379,8 @@ describe("TruBudget's workflow routes", () => {
     const early = await M.post("workflowitem.close", item(w1));
     expectError(early, 412, w3);
     expect((await M.get("workflowitem.viewDetails", item(w1))).body.data.workflowitem.data.status).toBe("open");
-    // a member of the assigned group closes w3, then mary w1 (closed first, by close time)
+    // a member of the assigned group holding the close intent closes w3, then mary w1 (closed first, by close time)
+    ok200(await M.post("workflowitem.intent.grantPermission", { ...item(w3), identity: "builders", intent: "workflowitem.close" }));
     const closed3 = await J.post("workflowitem.close", item(w3));
     ok200(closed3);
     expectShape(EMPTY, closed3.body);
@@ -482,6 +483,7 @@ describe("TruBudget's workflow routes", () => {
       "workflowitem_updated",
       "workflowitem_updated",
       "workflowitem_assigned",
+      "workflowitem_permission_granted",
       "workflowitem_closed",
     ]);
     expect(wh.body.data.events.at(-1).businessEvent.publisher).toBe("jane");
