@@ -22,6 +22,7 @@ export function writeReport(): string {
     "reference; 1.50× = takes 1.5 times as long). Rounds of a comparison are interleaved with its reference's.",
     "A load average above the core count means other processes shared the CPU during the run: the figures",
     "are then indicative only (each round's ops/s is kept in the results file).",
+    "Two commits are compared with `npm run bench:compare -- <base-ref>` (the same workloads on both, in one run).",
     "",
   ];
   for (const r of results) {

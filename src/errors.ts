@@ -2,17 +2,22 @@
  * The one error taxonomy of flowstore. Every layer throws these; the HTTP layer maps `status` to the
  * response and `field` to the problem+json body, so a library user and an HTTP client see the same error.
  */
-export type ErrorCode =
-  | "validation"
-  | "unauthorized"
-  | "forbidden"
-  | "not_found"
-  | "conflict"
-  | "precondition_failed"
-  | "too_large"
-  | "insufficient_storage"
-  | "unavailable"
-  | "configuration";
+/** Each error code with its HTTP status: declared once, the classes below derive from it. */
+const STATUS = {
+  validation: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  precondition_failed: 412,
+  too_large: 413,
+  insufficient_storage: 507,
+  unavailable: 503,
+  /** A store that cannot be served as configured: found when it is opened, so a server refuses to start. */
+  configuration: 500,
+} as const;
+
+export type ErrorCode = keyof typeof STATUS;
 
 export class FlowstoreError extends Error {
   constructor(
@@ -27,36 +32,29 @@ export class FlowstoreError extends Error {
   }
 }
 
-export class ValidationError extends FlowstoreError {
-  constructor(message: string, field?: string) {
-    super("validation", 400, message, field);
-  }
+/** The base class of one code: its status from the table above, a message and an optional field. */
+function kind(code: ErrorCode) {
+  return class extends FlowstoreError {
+    constructor(message: string, field?: string) {
+      super(code, STATUS[code], message, field);
+    }
+  };
 }
 
-export class UnauthorizedError extends FlowstoreError {
+export class ValidationError extends kind("validation") {}
+
+export class UnauthorizedError extends kind("unauthorized") {
   constructor(message = "authentication required") {
-    super("unauthorized", 401, message);
+    super(message);
   }
 }
 
-export class ForbiddenError extends FlowstoreError {
-  constructor(message: string) {
-    super("forbidden", 403, message);
-  }
-}
+export class ForbiddenError extends kind("forbidden") {}
 
-export class NotFoundError extends FlowstoreError {
-  constructor(message: string) {
-    super("not_found", 404, message);
-  }
-}
+export class NotFoundError extends kind("not_found") {}
 
 /** A failed precondition (key absent / key at version), a stale version or a duplicate id. */
-export class ConflictError extends FlowstoreError {
-  constructor(message: string, field?: string) {
-    super("conflict", 409, message, field);
-  }
-}
+export class ConflictError extends kind("conflict") {}
 
 /**
  * A stale version given as a precondition (`ifVersion`, HTTP's If-Match): the resource changed since the
@@ -64,15 +62,18 @@ export class ConflictError extends FlowstoreError {
  */
 export class StaleVersionError extends ConflictError {
   override readonly code = "precondition_failed" as const;
-  override readonly status = 412;
+  override readonly status = STATUS.precondition_failed;
   constructor(message: string) {
     super(message, "version");
   }
 }
 
-export class TooLargeError extends FlowstoreError {
-  constructor(message: string, readonly limit: number) {
-    super("too_large", 413, message);
+export class TooLargeError extends kind("too_large") {
+  constructor(
+    message: string,
+    readonly limit: number,
+  ) {
+    super(message);
   }
 }
 
@@ -80,25 +81,13 @@ export class TooLargeError extends FlowstoreError {
  * The backend refused a commit for lack of space (a full disk or quota, a file size limit, LMDB's map
  * full): nothing of it was applied; reads go on, and writes resume once space is freed.
  */
-export class InsufficientStorageError extends FlowstoreError {
-  constructor(message: string) {
-    super("insufficient_storage", 507, message);
-  }
-}
+export class InsufficientStorageError extends kind("insufficient_storage") {}
 
 /** The backend cannot be reached (Redis down, store closed): retry later. */
-export class UnavailableError extends FlowstoreError {
-  constructor(message: string) {
-    super("unavailable", 503, message);
-  }
-}
+export class UnavailableError extends kind("unavailable") {}
 
 /**
  * The store cannot be served as configured (a key that does not fit the stored data, a missing store):
  * found when it is opened, so a server refuses to start (the CLI's exit code 3) instead of failing reads.
  */
-export class ConfigurationError extends FlowstoreError {
-  constructor(message: string, field?: string) {
-    super("configuration", 500, message, field);
-  }
-}
+export class ConfigurationError extends kind("configuration") {}

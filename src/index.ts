@@ -18,19 +18,19 @@ export {
   type FlowstoreOptions,
   type PartitionKind,
   type VerifyAllResult,
-} from "./flowstore/index.js";
+} from "./compose/index.js";
 export type { KvStore, Partition, Key, Op, ScanOptions, ScanPage } from "./kv/contract.js";
 export { openKv, type OpenKvOptions } from "./kv/open.js";
 // access: actors and global permissions
 export { SYSTEM, userActor, allows, type Actor, type Permissions } from "./access/actor.js";
 export { GlobalPermissions, IntentRegistry, ACCESS_INTENTS, type IdentityDirectory } from "./access/index.js";
-export { flowstoreIntents } from "./flowstore/intents.js";
+export { flowstoreIntents } from "./compose/intents.js";
 // resources and the domains declared over them
-export { defineSchema, type TypeDecl, type SchemaDecl } from "./resources/schema.js";
+export { defineSchema, type TypeDecl, type SchemaDecl } from "./resources/model/schema.js";
 export { ResourceStore, type Page } from "./resources/store.js";
-export type { Ref } from "./resources/ref.js";
-export type { Envelope, Meta } from "./resources/record.js";
-export type { ResourceEvent, VerifyResult } from "./resources/events.js";
+export type { Ref } from "./resources/model/ref.js";
+export type { Envelope, Meta } from "./resources/model/record.js";
+export type { ResourceEvent, VerifyResult } from "./resources/model/events.js";
 export { Workflow, projectRef, subprojectRef, workflowitemRef } from "./workflow/commands.js";
 export { workflowSchema, type WorkflowSchema } from "./workflow/schema.js";
 export { generateDemo, ensureDemoIdentities } from "./workflow/demo.js";

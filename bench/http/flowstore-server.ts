@@ -6,7 +6,7 @@
  * With `nocache` it serves the data another server process already built in the same store (LMDB is
  * multi-process; the others are servers), with the list page cache turned off.
  */
-import { openFlowstore } from "../../src/flowstore/index.js";
+import { openFlowstore } from "../../src/compose/index.js";
 import { Metrics } from "../../src/http/metrics.js";
 import { buildServer } from "../../src/http/server.js";
 import { SYSTEM } from "../../src/access/actor.js";

@@ -8,7 +8,7 @@
  * Its own process; 127.0.0.1, port 0; exits when the parent disconnects.   argv: <dir>
  */
 import Fastify from "fastify";
-import { pageJson } from "../../src/resources/page-json.js";
+import { pageJson } from "../../src/resources/model/page-json.js";
 import { workflowSchema } from "../../src/workflow/schema.js";
 import { durably, openDb, pad } from "../peers/lmdb-streams.js";
 import { createdAtOf, effectiveOrderOf, newItemJson } from "../peers/peer.js";

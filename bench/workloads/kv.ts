@@ -18,7 +18,7 @@ import pg from "pg";
 import type { BenchContext, Workload } from "../harness.js";
 import type { Key, KvStore, Op, Partition } from "../../src/kv/contract.js";
 import { lmdbOpenOptions } from "../../src/kv/lmdb.js";
-import { parsePostgresUrl } from "../../src/kv/postgres.js";
+import { parsePostgresUrl } from "../../src/kv/postgres/index.js";
 import { parseRedisUrl } from "../../src/kv/redis/connect.js";
 import { encode, encodeNested } from "../../src/kv/tuple.js";
 

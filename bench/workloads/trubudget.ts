@@ -13,7 +13,7 @@
 import type { FastifyInstance } from "fastify";
 import type { Workload } from "../harness.js";
 import { SYSTEM } from "../../src/access/actor.js";
-import { openFlowstore } from "../../src/flowstore/index.js";
+import { openFlowstore } from "../../src/compose/index.js";
 import { buildServer } from "../../src/http/server.js";
 import { loadFlowstore, pool } from "../peers/flowstore.js";
 import { MARY, subproject } from "../tree.js";

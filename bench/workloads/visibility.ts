@@ -8,7 +8,7 @@
  */
 import { SYSTEM, userActor } from "../../src/access/actor.js";
 import { allPartitions } from "../../src/kv/contract.js";
-import { RecordView } from "../../src/resources/record.js";
+import { RecordView } from "../../src/resources/model/record.js";
 import { ResourceStore } from "../../src/resources/store.js";
 import { Workflow } from "../../src/workflow/commands.js";
 import { workflowSchema } from "../../src/workflow/schema.js";

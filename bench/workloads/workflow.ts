@@ -11,7 +11,7 @@ import pg from "pg";
 import { timesAtLeast, type Goal, type Row, type Workload } from "../harness.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { encodeRecordKey, type Key, type KvStore, type Partition } from "../../src/kv/contract.js";
-import { parsePostgresUrl } from "../../src/kv/postgres.js";
+import { parsePostgresUrl } from "../../src/kv/postgres/index.js";
 import { encode, encodeNested, prefixRange } from "../../src/kv/tuple.js";
 import { subprojectRef, workflowitemRef } from "../../src/workflow/commands.js";
 import { FlowstorePeer } from "../peers/flowstore.js";

@@ -22,7 +22,7 @@ import { SECRET_FILE } from "../identity/index.js";
 import { KEY_FILE, TokenCipher } from "../process-data/index.js";
 import { sealingKeyOf } from "../process-data/sealing-key.js";
 import { makePrivateDir, writePrivateFile } from "../private-files.js";
-import { CHECKPOINT_KEY_FILE } from "../resources/checkpoint.js";
+import { CHECKPOINT_KEY_FILE } from "../resources/audit/checkpoint.js";
 import { configOption, storeOptions, type StoreOptions } from "./options.js";
 import { print, withStore } from "./store.js";
 

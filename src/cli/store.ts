@@ -1,6 +1,6 @@
 /** The store a command works on: `--store <url>` (openFlowstore), by default the LMDB store in `--data`. */
 import { readEnv } from "../config.js";
-import { openFlowstore, type Flowstore, type FlowstoreOptions } from "../flowstore/index.js";
+import { openFlowstore, type Flowstore, type FlowstoreOptions } from "../compose/index.js";
 import type { StoreOptions } from "./options.js";
 
 /** The default store URL for a data directory: the LMDB store in it (beside the token secret). */

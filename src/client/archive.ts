@@ -4,13 +4,8 @@
  * restore an archived project. Archiving a project is `client.project(p).archive()`.
  */
 import type { Static } from "@sinclair/typebox";
-import type {
-  Document,
-  ListQuery,
-  RestoredProject as RestoredSchema,
-  Snapshot as SnapshotSchema,
-  Summary,
-} from "../http/routes/archive.js";
+import type { Document, ListQuery, Snapshot as SnapshotSchema, Summary } from "../archive/wire.js";
+import type { RestoredProject as RestoredSchema } from "../workflow/wire.js";
 import { API, seg, type HttpCore, type Page, type PageParams } from "./core.js";
 
 export type SnapshotSummary = Static<typeof Summary>;

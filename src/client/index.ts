@@ -6,11 +6,7 @@
  * The web explorer is built on this client too (web/src/session.ts).
  */
 import type { Static } from "@sinclair/typebox";
-import type { TokenResponse } from "../http/routes/auth.js";
-import type { PermissionChange, PermissionMap } from "../http/routes/global.js";
-import type { Group, GroupPage, NewGroup } from "../http/routes/groups.js";
-import type { Me as MeSchema } from "../http/routes/me.js";
-import type { Assignments, NewUser, User, UserPage } from "../http/routes/users.js";
+import type { Assignments, Group, GroupPage, Me as MeSchema, NewGroup, NewUser, PermissionChange, PermissionMap, TokenResponse, User, UserPage } from "../identity/wire.js";
 import { ArchiveApi } from "./archive.js";
 import { API, HttpCore, seg, type ClientOptions, type PageParams } from "./core.js";
 import { changeFeed, type FeedMessage, type FeedOptions } from "./events.js";

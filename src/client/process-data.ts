@@ -3,7 +3,7 @@
  * key as one URL-encoded path segment, its `/`s as %2F: the `{key}` parameter of the OpenAPI document), start forms and start messages under generated uuids, and process instances.
  */
 import type { Static } from "@sinclair/typebox";
-import type { ProcessRecord as ProcessRecordSchema, ProcessRecordCreated as CreatedSchema, PutQuery, TtlQuery } from "../http/routes/process-data.js";
+import type { ProcessRecord as ProcessRecordSchema, ProcessRecordCreated as CreatedSchema, PutQuery, TtlQuery } from "../process-data/wire.js";
 import { API, seg, type HttpCore, type Page, type PageParams } from "./core.js";
 
 export type ProcessRecord = Static<typeof ProcessRecordSchema>;

@@ -4,8 +4,8 @@
  * `.workflowitem(w)`) address one resource. Every type is the route schema's own (Static<typeof …>).
  */
 import type { Static } from "@sinclair/typebox";
-import type { ArchiveBody, ArchivedProject as ArchivedProjectSchema } from "../http/routes/archive.js";
-import type { PermissionMap } from "../http/routes/global.js";
+import type { PermissionMap } from "../identity/wire.js";
+import type { ArchiveBody, ArchivedProject as ArchivedProjectSchema } from "../workflow/wire.js";
 import type {
   CloseBody,
   HistoryEvent as HistoryEventSchema,

@@ -19,6 +19,7 @@
  */
 import { STATUS_CODES } from "node:http";
 import { OptionalKind } from "@sinclair/typebox";
+import type { SwaggerTransform, SwaggerTransformObject } from "@fastify/swagger";
 import type { RouteOptions } from "fastify";
 import { problems } from "./problem.js";
 
@@ -94,8 +95,8 @@ function described(status: string, r: unknown): Json {
 const methodOf = (route: RouteOptions): string => (Array.isArray(route.method) ? route.method[0]! : route.method) as string;
 
 /** @fastify/swagger's per-route `transform`: the conventions above, applied to one route's schema. */
-export function documentRoute(prefix: string) {
-  return ({ schema, url, route }: { schema: unknown; url: string; route: RouteOptions }): { schema: Json; url: string } => {
+export function documentRoute(prefix: string): SwaggerTransform {
+  return ({ schema, url, route }) => {
     const s: Json = { ...(isObject(schema) ? schema : {}) };
     if (s.hide === true) return { schema: s, url };
     const method = methodOf(route);
@@ -153,15 +154,19 @@ export function documentRoute(prefix: string) {
  * tags, servers, license), the per-route markers turned into OpenAPI, and a check that every operation
  * id is unique (a duplicate is a startup-time bug: generated clients would collide).
  */
-export function finishDocument(document: { openapiObject: object } | { swaggerObject: object }): Json {
+export const finishDocument: SwaggerTransformObject = (document) => {
   if (!("openapiObject" in document)) throw new Error("flowstore documents OpenAPI 3 only");
-  const doc = document.openapiObject as Json & { paths: Record<string, Record<string, Json>>; info: Json };
+  // The document is completed in place: read and written as JSON here (its x-flowstore-* markers are
+  // no OpenAPI fields), answered as the OpenAPI document it is.
+  const openapi = document.openapiObject;
+  const doc: Json = openapi;
+  const paths = (isObject(doc.paths) ? doc.paths : {}) as Record<string, Record<string, Json>>;
   doc.security = [{ bearer: [] }];
   doc.servers = [{ url: "/", description: "this server" }];
-  doc.info = { ...doc.info, license: { name: "MIT", url: "https://opensource.org/licenses/MIT" }, contact: { name: "flowstore", url: "https://github.com/flowstore" } };
+  doc.info = { ...(isObject(doc.info) ? doc.info : {}), license: { name: "MIT", url: "https://opensource.org/licenses/MIT" }, contact: { name: "flowstore", url: "https://github.com/flowstore" } };
   const tags = new Set<string>();
   const ids = new Map<string, string>();
-  for (const [path, methods] of Object.entries(doc.paths)) {
+  for (const [path, methods] of Object.entries(paths)) {
     for (const [method, op] of Object.entries(methods)) {
       for (const t of (op.tags as string[] | undefined) ?? []) tags.add(t);
       const id = op.operationId as string;
@@ -179,5 +184,5 @@ export function finishDocument(document: { openapiObject: object } | { swaggerOb
     }
   }
   doc.tags = [...tags].sort().map((name) => ({ name, description: TAG_DESCRIPTIONS[name] ?? cap(name.replace(/-/g, " ")) }));
-  return doc as never;
-}
+  return openapi;
+};

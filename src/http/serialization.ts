@@ -6,19 +6,25 @@
  * so it is compiled once per process and shared, as the validators are (validation.ts).
  */
 import fastJsonStringify, { type Options } from "fast-json-stringify";
+import type { FastifyServerOptions } from "fastify";
 
+type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions["schemaController"]>["compilersFactory"]>;
 type Serializer = (data: unknown) => string;
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /** Serializers by the named schemas and options of their scope, then by their schema. */
 const serializersByScope = new Map<string, Map<string, Serializer>>();
 
 /** Fastify's `schemaController.compilersFactory.buildSerializer`. */
-export function serializerCompiler(externalSchemas: Record<string, unknown> = {}, serializerOpts: Options = {}) {
+export const serializerCompiler: NonNullable<CompilersFactory["buildSerializer"]> = (externalSchemas = {}, serializerOpts: Options = {}) => {
+  if (!isObject(externalSchemas)) throw new Error("the named schemas of a scope are an object");
   const scope = JSON.stringify([externalSchemas, serializerOpts]);
   let compiled = serializersByScope.get(scope);
   if (!compiled) serializersByScope.set(scope, (compiled = new Map()));
   const cache = compiled;
-  return ({ schema }: { schema: Record<string, unknown> }): Serializer => {
+  return ({ schema }) => {
+    if (!isObject(schema)) throw new Error("a response schema is an object");
     const key = JSON.stringify(schema);
     let serialize = cache.get(key);
     if (!serialize) {
@@ -35,4 +41,4 @@ export function serializerCompiler(externalSchemas: Record<string, unknown> = {}
     }
     return serialize;
   };
-}
+};

@@ -9,7 +9,7 @@ import fastify, { LogController, type FastifyInstance, type FastifyPluginAsync, 
 import type { Logger } from "pino";
 import { assertJsonDepth } from "../depth.js";
 import { ValidationError } from "../errors.js";
-import type { Flowstore } from "../flowstore/index.js";
+import type { Flowstore } from "../compose/index.js";
 import { Tokens } from "../identity/index.js";
 import { requireAuthentication } from "./auth.js";
 import type { ServerContext } from "./context.js";
@@ -150,15 +150,16 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
     // what they compile for the process.
     schemaController: {
       compilersFactory: {
-        buildValidator: ((external: Record<string, unknown>) => validatorCompiler(external)) as never,
-        buildSerializer: serializerCompiler as never,
+        buildValidator: validatorCompiler,
+        buildSerializer: serializerCompiler,
       },
     },
   }) as unknown as FastifyInstance;
 
   if (options.onRoute) app.addHook("onRoute", options.onRoute);
   app.decorate("flowstore", context);
-  app.decorateRequest("actor", null as never);
+  // Null until the auth hook sets it, inside the authenticated scope (context.ts).
+  app.decorateRequest("actor", null, []);
   // Shut while a restore replaces the store: 503 with Retry-After (gate.ts).
   gate.install(app);
   useComponents(app);
@@ -221,8 +222,8 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
       components: { securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } } },
     },
     refResolver: namedComponents,
-    transform: documentRoute(API_PREFIX) as never,
-    transformObject: finishDocument as never,
+    transform: documentRoute(API_PREFIX),
+    transformObject: finishDocument,
   });
   await app.register(swaggerUi, { routePrefix: "/docs" });
 

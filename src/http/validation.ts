@@ -4,10 +4,9 @@
  * `additionalProperties: false` refuses them). Query strings, params and headers arrive as text, so
  * there scalar types are coerced ("?limit=10" → 10).
  */
-import { Ajv, type Options, type ValidateFunction } from "ajv";
+import { Ajv, type AnySchema, type Options, type ValidateFunction } from "ajv";
 import addFormatsImport from "ajv-formats";
 import { OptionalKind } from "@sinclair/typebox";
-import type { FastifySchemaCompiler } from "fastify";
 
 // ajv-formats is CommonJS; its default export arrives wrapped under NodeNext.
 const addFormats = ((addFormatsImport as unknown as { default?: unknown }).default ?? addFormatsImport) as (ajv: Ajv) => Ajv;
@@ -51,11 +50,17 @@ function compilersFor(externalSchemas: Record<string, unknown>): Compilers {
   return c;
 }
 
-/** The compiler of one scope, knowing the named schemas (components.ts) registered there. */
-export function validatorCompiler(externalSchemas: Record<string, unknown> = {}): FastifySchemaCompiler<unknown> {
+/**
+ * The compiler of one scope, knowing the named schemas (components.ts) registered there: Fastify's
+ * `schemaController.compilersFactory.buildValidator`. Fastify hands the compiler a route definition
+ * (`{schema, method, url, httpPart}`), which the factory's declared type calls a schema (an object).
+ */
+export function validatorCompiler(externalSchemas: Record<string, unknown> = {}): (route: AnySchema) => ValidateFunction {
   const { strict, coercing, compiled } = compilersFor(externalSchemas);
-  return ({ schema, httpPart }) => {
-    const body = httpPart === "body";
+  return (route) => {
+    if (typeof route !== "object" || !("schema" in route) || typeof route.httpPart !== "string") throw new Error("a validator is compiled for a route definition {schema, httpPart}");
+    const schema: unknown = route.schema;
+    const body = route.httpPart === "body";
     const key = `${body ? "body" : "coerced"}\u0000${JSON.stringify(schema)}`;
     let validate = compiled.get(key);
     if (!validate) {
@@ -66,7 +71,7 @@ export function validatorCompiler(externalSchemas: Record<string, unknown> = {})
     // A body declared Type.Optional(…) may be absent (Fastify hands an absent body over as null): Ajv alone
     // would refuse it as "must be object".
     if (body && (schema as Record<symbol, unknown>)[OptionalKind] === "Optional") {
-      const optional = (data: unknown): boolean => data === null || data === undefined || v(data);
+      const optional = Object.assign((data: unknown): data is unknown => data === null || data === undefined || v(data), { schema: v.schema, schemaEnv: v.schemaEnv });
       return Object.defineProperty(optional, "errors", { get: () => v.errors });
     }
     return v;

@@ -8,7 +8,8 @@ import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { FastifyInstance } from "fastify";
+import { Type } from "@sinclair/typebox";
+import type { App } from "./context.js";
 import { problem, sendProblem } from "./problem.js";
 
 const TYPES: Record<string, string> = {
@@ -36,7 +37,7 @@ export function defaultWebRoot(): string {
 
 const NAME = /^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.(?:js|css|map|svg|png)$/;
 
-export function registerWeb(app: FastifyInstance, root: string): void {
+export function registerWeb(app: App, root: string): void {
   const headers = (type: string) => ({
     "content-type": type,
     "x-content-type-options": "nosniff",
@@ -50,7 +51,7 @@ export function registerWeb(app: FastifyInstance, root: string): void {
     return reply.send(index ?? MISSING);
   });
 
-  app.get<{ Params: { name: string } }>("/ui/:name", { schema: { hide: true } }, async (request, reply) => {
+  app.get("/ui/:name", { schema: { hide: true, params: Type.Object({ name: Type.String() }) } }, async (request, reply) => {
     const name = request.params.name;
     // A fixed, flat set of file names: no path ever leaves the bundle directory.
     if (!NAME.test(name)) return sendProblem(reply, problem(404, `no file ${name}`));

@@ -13,7 +13,7 @@ import { ValidationError } from "../errors.js";
 import type { KvStore } from "./contract.js";
 import { LmdbKv } from "./lmdb.js";
 import { MemoryKv } from "./memory.js";
-import { PostgresKv, type PostgresKvOptions } from "./postgres.js";
+import { PostgresKv, type PostgresKvOptions } from "./postgres/index.js";
 import { openRedisKv } from "./redis/connect.js";
 import type { RedisKvOptions } from "./redis/store.js";
 

@@ -111,6 +111,8 @@ export interface PutOptions {
 
 const DEFAULT_LIST_LIMIT = 100;
 const MAX_LIST_LIMIT = 1000;
+/** The default and the largest number of records a caller may ask for in one page of a list. */
+export const LIST_LIMIT = { default: DEFAULT_LIST_LIMIT, max: MAX_LIST_LIMIT } as const;
 /** A keyspace page visits at most this many buckets before answering with what it has and a cursor. */
 const MAX_BUCKETS_PER_PAGE = 64;
 

@@ -3,41 +3,42 @@
  * (and domain commands built on `mutate`), list children, delete (cascade or guarded), history, as-of
  * reads, permissions and ordering. Permission checks live here, so library users get them too.
  *
- * This is the façade; the work is split by concern: reads.ts (get, lists, page cache), writes.ts
- * (create, mutate, permissions, ordering), lifecycle.ts (delete, sweeps, purge), audit.ts (history,
- * as-of, verify), partition-dump.ts (dump and restore of a whole partition). core.ts holds what they
+ * This is the façade; the work is split by concern, one room each: read/ (get, lists, page cache), write/
+ * (create, mutate, permissions, ordering; lifecycle: delete, sweeps, purge), audit/ (history,
+ * as-of, verify, dump and restore of a whole partition). core/ holds what they
  * share, including the one permission/not-found check.
  */
 import { randomUUID } from "node:crypto";
 import { ValidationError } from "../errors.js";
 import { allPartitions, type Key, type KvStore, type Partition } from "../kv/contract.js";
 import type { Actor, Permissions } from "../access/actor.js";
-import { Audit, type HistoryOptions, type Verified, type VerifyOptions } from "./audit.js";
-import { Core, type CoreOptions, type Page, type PageOptions } from "./core.js";
-import type { ResourceEvent, VerifyResult } from "./events.js";
+import { Audit, type HistoryOptions, type Verified, type VerifyOptions } from "./audit/audit.js";
+import { Core, type CoreOptions, type Page, type PageOptions } from "./core/core.js";
+import type { ResourceEvent, VerifyResult } from "./model/events.js";
 import type { GlobalPermissions } from "../access/global.js";
-import { layout } from "./layout.js";
-import { Lifecycle, type DeleteOptions } from "./lifecycle.js";
-import { PartitionDumps, type DumpNames, type DumpSource, type PartitionDump } from "./partition-dump.js";
-import { rebuildOrderIndex } from "./order-index.js";
-import type { ListQuery } from "./query.js";
-import { assignmentsOf, type Assignment } from "./assignments.js";
-import { Reads } from "./reads.js";
-import { buildVisibility } from "./visibility.js";
-import type { Envelope, RedactedEnvelope } from "./record.js";
-import { locate, type Ref } from "./ref.js";
-import { GOVERNANCE_FLAG, type DataOf, type Schema, type SchemaDecl } from "./schema.js";
-import type { PartitionWriter } from "./writer.js";
-import { Writes, type CreateOptions, type MutateSpec } from "./writes.js";
+import { layout } from "./model/layout.js";
+import { Lifecycle, type DeleteOptions } from "./write/lifecycle.js";
+import { PartitionDumps, type DumpNames, type DumpSource, type PartitionDump } from "./audit/partition-dump.js";
+import { rebuildOrderIndex } from "./audit/order-index.js";
+import type { ListQuery } from "./read/query.js";
+import { assignmentsOf, type Assignment } from "./indexes/assignments.js";
+import { Reads } from "./read/reads.js";
+import { buildVisibility } from "./indexes/visibility.js";
+import type { Envelope, RedactedEnvelope, Written } from "./model/record.js";
+import { locate, type Ref } from "./model/ref.js";
+import { GOVERNANCE_FLAG, type DataOf, type Schema, type SchemaDecl } from "./model/schema.js";
+import type { PartitionWriter } from "./log/writer.js";
+import { Writes, type CreateOptions, type MutateSpec } from "./write/writes.js";
 
-export type { Page, PageOptions } from "./core.js";
-export type { ListQuery, SortOrder } from "./query.js";
-export type { Assignment } from "./assignments.js";
-export type { HistoryOptions, Verified } from "./audit.js";
-export type { CreateOptions, MutateDecision, MutateSpec } from "./writes.js";
-export type { ChildRow, MutateContext, ReadContext } from "./context.js";
-export type { DeleteOptions } from "./lifecycle.js";
-export type { ChainHead, DumpNames, DumpSource, PartitionCounts, PartitionDump } from "./partition-dump.js";
+export type { Written } from "./model/record.js";
+export type { Page, PageOptions } from "./core/core.js";
+export type { ListQuery, SortOrder } from "./read/query.js";
+export type { Assignment } from "./indexes/assignments.js";
+export type { HistoryOptions, Verified } from "./audit/audit.js";
+export type { CreateDecision, CreateOptions, MutateDecision, MutateSpec } from "./write/writes.js";
+export type { ChildRow, MutateContext, ReadContext } from "./read/context.js";
+export type { DeleteOptions } from "./write/lifecycle.js";
+export type { ChainHead, DumpNames, DumpSource, PartitionCounts, PartitionDump } from "./audit/partition-dump.js";
 
 export type ResourceStoreOptions = CoreOptions;
 
@@ -63,7 +64,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     const core = (this.#core = new Core(kv, schema, options.newId ?? (() => randomUUID().replace(/-/g, "")), options));
     this.writer = core.writer;
     this.global = core.global;
-    this.#reads = new Reads(core);
+    this.#reads = new Reads(core, options);
     this.#writes = new Writes(core);
     this.#lifecycle = new Lifecycle(core);
     this.#audit = new Audit(core);
@@ -100,9 +101,10 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
   /**
    * What a write answers to its actor: the written resource whole when the actor may view it as written,
    * else its redacted form (id, status, createdAt), as lists show it (issue 16, finding 9); with the
-   * intents the actor holds on it when asked (`allowedIntents`, as reads carry them).
+   * intents the actor holds on it when asked (`allowedIntents`, as reads carry them). Decided from the
+   * permissions the write returned with the envelope (`Written`); any other envelope has its access read.
    */
-  seenBy(actor: Actor, ref: Ref, envelope: Envelope, options: { allowedIntents?: boolean } = {}): Promise<(Envelope | RedactedEnvelope) & { allowedIntents?: string[] }> {
+  seenBy(actor: Actor, ref: Ref, envelope: Written, options: { allowedIntents?: boolean } = {}): Promise<(Envelope | RedactedEnvelope) & { allowedIntents?: string[] }> {
     return this.#reads.seenBy(actor, ref, envelope, options);
   }
 
@@ -208,7 +210,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
 
   /** What is assigned to an identity now (assignments.ts). No permission check: the domain decides who may ask. */
   assignmentsOf(identity: string): Promise<Assignment[]> {
-    return assignmentsOf(this.#core, identity);
+    return assignmentsOf(this.kv, this.schema, identity);
   }
 
   /** Builds the index of visible roots for a store written before it existed (once; see visibility.ts). */
@@ -235,8 +237,8 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
 
   // ---------------------------------------------------------------- writes
 
-  create<T extends keyof S & string>(actor: Actor, type: T, parent: Ref | null, data: DataOf<S, T>, options: CreateOptions = {}): Promise<Envelope<DataOf<S, T>>> {
-    return this.#writes.create(actor, type, parent, data, options) as Promise<Envelope<DataOf<S, T>>>;
+  create<T extends keyof S & string>(actor: Actor, type: T, parent: Ref | null, data: DataOf<S, T>, options: CreateOptions = {}): Promise<Written<DataOf<S, T>>> {
+    return this.#writes.create(actor, type, parent, data, options) as Promise<Written<DataOf<S, T>>>;
   }
 
   /**
@@ -244,7 +246,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
    * write path, check the intent and version, let `spec.change` decide (or refuse) from a typed read
    * context, validate the result, write the new state and append the event, atomically.
    */
-  mutate(actor: Actor, ref: Ref, spec: MutateSpec): Promise<Envelope> {
+  mutate(actor: Actor, ref: Ref, spec: MutateSpec): Promise<Written> {
     return this.#writes.mutate(actor, ref, spec);
   }
 

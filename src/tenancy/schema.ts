@@ -15,7 +15,7 @@
  *     `space.setGovernanceDelete` intent), a provider or tenant is deleted with no other intent.
  */
 import { Type } from "@sinclair/typebox";
-import { defineSchema } from "../resources/schema.js";
+import { defineSchema } from "../resources/model/schema.js";
 
 const named = Type.Object(
   { name: Type.String({ minLength: 1, maxLength: 200 }), description: Type.Optional(Type.String({ maxLength: 2000 })) },

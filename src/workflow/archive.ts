@@ -36,7 +36,7 @@ import type { ArchiveDocument } from "../archive/document.js";
 import type { SnapshotSummary } from "../archive/snapshots.js";
 import { ConflictError, ValidationError } from "../errors.js";
 import { SYSTEM, type Actor } from "../access/actor.js";
-import type { VerifyResult } from "../resources/events.js";
+import type { VerifyResult } from "../resources/model/events.js";
 import type { ChainHead, DumpNames, PartitionCounts, ResourceStore } from "../resources/store.js";
 import { projectRef } from "./commands.js";
 

@@ -7,13 +7,13 @@
 import { ForbiddenError, NotFoundError, ValidationError } from "../errors.js";
 import { allows, type Actor } from "../access/actor.js";
 import type { Permissions } from "../access/actor.js";
-import type { ResourceEvent } from "../resources/events.js";
-import type { Envelope } from "../resources/record.js";
-import type { Ref } from "../resources/ref.js";
+import type { ResourceEvent } from "../resources/model/events.js";
+import type { Envelope } from "../resources/model/record.js";
+import type { Ref } from "../resources/model/ref.js";
 import type { HistoryOptions, Page, PageOptions, ResourceStore } from "../resources/store.js";
 import type { Documents } from "./documents.js";
 import { DEFAULT_EXCHANGE_RATE, normalizeAmount } from "./money.js";
-import { AMOUNT_FIELDS, REJECT_REASON_MAX, type ProjectData, type ProjectedBudget, type SubprojectData, type WorkflowitemData, type WorkflowSchema } from "./schema.js";
+import { AMOUNT_FIELDS, projectRef, REJECT_REASON_MAX, subprojectRef, workflowitemRef, type ProjectData, type ProjectedBudget, type SubprojectData, type WorkflowitemData, type WorkflowSchema } from "./schema.js";
 import {
   assertChildrenClosed,
   assertMayClose,
@@ -28,9 +28,7 @@ import {
   workflowitemTypeFor,
 } from "./rules.js";
 
-export const projectRef = (p: string): Ref => ({ type: "project", ids: [p] });
-export const subprojectRef = (p: string, s: string): Ref => ({ type: "subproject", ids: [p, s] });
-export const workflowitemRef = (p: string, s: string, w: string): Ref => ({ type: "workflowitem", ids: [p, s, w] });
+export { projectRef, subprojectRef, workflowitemRef };
 
 type Without<T, K extends keyof T> = Omit<T, K>;
 export type ProjectInput = Without<ProjectData, "status"> & { id?: string };
@@ -72,6 +70,13 @@ function splitId<T extends { id?: string }>(input: T): [string | undefined, Omit
   return [id, rest];
 }
 
+/** The id at `i` of a parent's ref (a declared child type always has its parent). */
+function idOf(parent: Ref | null, i: number): string {
+  const id = parent?.ids[i];
+  if (id === undefined) throw new ValidationError("the parent is required", "parent");
+  return id;
+}
+
 export class Workflow {
   constructor(
     readonly store: ResourceStore<WorkflowSchema>,
@@ -81,6 +86,17 @@ export class Workflow {
   ) {}
 
   // ------------------------------------------------------------------ create
+
+  /**
+   * The create command of each declared type, keyed by its name (what a declared create route runs):
+   * a body of fields (and an optional id) under the parent's ref. The fields are checked by the type's
+   * declaration when the store writes them; the typed commands below are the same commands.
+   */
+  readonly create: { readonly [T in keyof WorkflowSchema & string]: (actor: Actor, parent: Ref | null, body: Record<string, unknown>, options?: CreateCommandOptions) => Promise<Envelope> } = {
+    project: (actor, _parent, body, options) => this.createProject(actor, body as ProjectInput, options),
+    subproject: (actor, parent, body, options) => this.createSubproject(actor, idOf(parent, 0), body as SubprojectInput, options),
+    workflowitem: (actor, parent, body, options) => this.createWorkflowitem(actor, idOf(parent, 0), idOf(parent, 1), body as WorkflowitemInput, options),
+  };
 
   async createProject(actor: Actor, input: ProjectInput, options: CreateCommandOptions = {}): Promise<Envelope<ProjectData>> {
     const [id, fields] = splitId(input);
@@ -101,7 +117,7 @@ export class Workflow {
       id,
       meta: o.meta,
       guard: (parent) => assertOpen(parent!),
-      initialPermissions: (defaults, parent) => inheritPermissions(defaults, "project", "subproject", parent!.permissions, intents, CREATE_INTENTS),
+      decide: ({ defaults, parent }) => ({ permissions: inheritPermissions(defaults, "project", "subproject", parent!.permissions, intents, CREATE_INTENTS) }),
     });
   }
 
@@ -115,17 +131,16 @@ export class Workflow {
     const o = this.#origin(actor, options.origin);
     const closed = o.status === "closed" ? { closedAt: options.origin!.closedAt ?? options.origin!.createdAt } : {};
     const intents = this.store.schema.type("workflowitem").intents.all;
-    let type: "general" | "restricted" = "general";
     return this.store.create(actor, "workflowitem", subprojectRef(p, s), { ...fields, ...closed, assignee, status: o.status } as WorkflowitemData, {
       id,
       meta: o.meta,
-      guard: (parent) => {
-        assertOpen(parent!);
-        type = workflowitemTypeFor(parent!, fields.workflowitemType);
+      guard: (parent) => assertOpen(parent!),
+      // The item's type follows its subproject's (as it is inside the write), and so do the permissions it starts with.
+      decide: ({ data, defaults, parent }) => {
+        const type = workflowitemTypeFor(parent!.envelope, fields.workflowitemType);
+        const inherited = inheritPermissions(defaults, "subproject", "workflowitem", parent!.permissions, intents, CREATE_INTENTS);
+        return { data: { ...data, workflowitemType: type }, permissions: assignedPermissions(inherited, type, actor, assignee, intents) };
       },
-      data: (data) => ({ ...data, workflowitemType: type }),
-      initialPermissions: (defaults, parent) =>
-        assignedPermissions(inheritPermissions(defaults, "subproject", "workflowitem", parent!.permissions, intents, CREATE_INTENTS), type, actor, assignee, intents),
     });
   }
 

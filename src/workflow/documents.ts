@@ -20,13 +20,12 @@ import { randomUUID } from "node:crypto";
 import { SYSTEM, type Actor } from "../access/actor.js";
 import type { Archive, FileContent, OpenedFile } from "../archive/index.js";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
-import type { Envelope } from "../resources/record.js";
-import type { Ref } from "../resources/ref.js";
-import { PAGE_LIMIT } from "../resources/wire.js";
+import type { Envelope } from "../resources/model/record.js";
+import type { Ref } from "../resources/model/ref.js";
+import { PAGE_LIMIT } from "../resources/model/wire.js";
 import type { Page, ResourceStore } from "../resources/store.js";
-import { workflowitemRef } from "./commands.js";
 import { assertOpen } from "./rules.js";
-import { DOCUMENT_COMMENT_MAX, MAX_DOCUMENTS, type Document, type WorkflowSchema } from "./schema.js";
+import { DOCUMENT_COMMENT_MAX, MAX_DOCUMENTS, workflowitemRef, type Document, type WorkflowSchema } from "./schema.js";
 
 /** The default size limit of one document. */
 export const DEFAULT_MAX_DOCUMENT_BYTES = 100 * 1024 * 1024;

@@ -31,11 +31,11 @@ import type { Identity } from "../identity/index.js";
 import type { Key, KvStore, Op, Partition } from "../kv/contract.js";
 import { scanAll } from "../kv/contract.js";
 import { PartitionKind, Subspace } from "../kv/subspace.js";
-import type { ResourceEvent } from "../resources/events.js";
-import type { Feed } from "../resources/feed.js";
-import type { Ref } from "../resources/ref.js";
+import type { ResourceEvent } from "../resources/model/events.js";
+import type { Feed } from "../resources/log/feed.js";
+import type { Ref } from "../resources/model/ref.js";
 import type { ResourceStore } from "../resources/store.js";
-import { PathItem } from "../resources/wire.js";
+import { PathItem } from "../resources/model/wire.js";
 import type { WorkflowSchema } from "./schema.js";
 
 export const DEFAULT_KEEP_NOTIFICATIONS = 1000;

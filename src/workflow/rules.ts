@@ -5,9 +5,9 @@
  */
 import { ConflictError, ForbiddenError, ValidationError } from "../errors.js";
 import { copyPermissions, type Actor, type Permissions } from "../access/actor.js";
-import { effectiveOrder, type OrderedChild } from "../resources/ordering.js";
-import type { Envelope } from "../resources/record.js";
-import type { TypeDecl } from "../resources/schema.js";
+import { effectiveOrder, type OrderedChild } from "../resources/model/ordering.js";
+import type { Envelope } from "../resources/model/record.js";
+import type { TypeDecl } from "../resources/model/schema.js";
 import type { ProjectedBudget } from "./schema.js";
 
 type Data = Record<string, unknown>;

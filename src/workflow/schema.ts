@@ -8,7 +8,8 @@
  */
 import { Type, type Static } from "@sinclair/typebox";
 import { ValidationError } from "../errors.js";
-import { defineSchema } from "../resources/schema.js";
+import type { Ref } from "../resources/model/ref.js";
+import { defineSchema } from "../resources/model/schema.js";
 import { PROJECT_QUERY } from "./search.js";
 import { Amount, CurrencyCode, Decimal, IsoDate, isCurrency, isValidDate, PositiveDecimal } from "./money.js";
 
@@ -186,3 +187,8 @@ export type WorkflowSchema = typeof workflowSchema.decl;
 export type ProjectData = Static<typeof ProjectFields>;
 export type SubprojectData = Static<typeof SubprojectFields>;
 export type WorkflowitemData = Static<typeof WorkflowitemFields>;
+
+/** The addresses of the three levels (the declaration's chain: project → subproject → workflowitem). */
+export const projectRef = (p: string): Ref => ({ type: "project", ids: [p] });
+export const subprojectRef = (p: string, s: string): Ref => ({ type: "subproject", ids: [p, s] });
+export const workflowitemRef = (p: string, s: string, w: string): Ref => ({ type: "workflowitem", ids: [p, s, w] });

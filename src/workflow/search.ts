@@ -10,7 +10,7 @@
  *
  * A redacted row (the caller may not view the resource) has no display name or tags to match.
  */
-import type { ListRow } from "../resources/schema.js";
+import type { ListRow } from "../resources/model/schema.js";
 
 const PREFIXES = ["name", "tag", "status"] as const;
 type Prefix = (typeof PREFIXES)[number];

@@ -9,7 +9,7 @@ import { SYSTEM, userActor, type Actor } from "../../src/access/actor.js";
 import { ACCESS_INTENTS, IntentRegistry } from "../../src/access/intents.js";
 import { Archive, ARCHIVE_INTENTS } from "../../src/archive/index.js";
 import { ForbiddenError, ValidationError } from "../../src/errors.js";
-import { flowstoreIntents } from "../../src/flowstore/intents.js";
+import { flowstoreIntents } from "../../src/compose/intents.js";
 import { Identity, IDENTITY_INTENTS } from "../../src/identity/index.js";
 import { keys } from "../../src/process-data/keys.js";
 import { openProcessData, PROCESS_DATA_INTENTS, type ProcessData } from "../../src/process-data/service.js";

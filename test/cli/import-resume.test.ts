@@ -16,9 +16,9 @@ import { Readable } from "node:stream";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { userActor, SYSTEM } from "../../src/access/actor.js";
 import { exportStore, importStore, unfinishedImport } from "../../src/cli/transfer.js";
-import { ALL_KINDS, openFlowstore } from "../../src/flowstore/index.js";
+import { ALL_KINDS, openFlowstore } from "../../src/compose/index.js";
 import { allPartitions, scanAll, type KvStore } from "../../src/kv/contract.js";
-import { layout } from "../../src/resources/layout.js";
+import { layout } from "../../src/resources/model/layout.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { dumpAll } from "../setup/dump.js";
 

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { SYSTEM } from "../../src/access/actor.js";
 import { ConfigurationError } from "../../src/errors.js";
-import { openFlowstore } from "../../src/flowstore/index.js";
+import { openFlowstore } from "../../src/compose/index.js";
 import { loadTokenSecret, SECRET_FILE } from "../../src/identity/index.js";
 import { KEY_FILE, TokenCipher } from "../../src/process-data/index.js";
 import { freePort } from "../setup/redis-servers.js";

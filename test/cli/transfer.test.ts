@@ -8,7 +8,7 @@ import { afterEach, beforeEach, expect, it } from "vitest";
 import { Archive } from "../../src/archive/archive.js";
 import { exportStore, importSource, importStore, replaceStore, unfinishedImport } from "../../src/cli/transfer.js";
 import { ValidationError } from "../../src/errors.js";
-import { ALL_KINDS, openFlowstore, type Flowstore } from "../../src/flowstore/index.js";
+import { ALL_KINDS, openFlowstore, type Flowstore } from "../../src/compose/index.js";
 import { allPartitions, scanAll, type KvStore, type Partition } from "../../src/kv/contract.js";
 import { MemoryKv } from "../../src/kv/memory.js";
 import { decode } from "../../src/kv/tuple.js";

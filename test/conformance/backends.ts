@@ -9,7 +9,7 @@ import { describe, inject } from "vitest";
 import type { KvStore } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { MemoryData, MemoryKv } from "../../src/kv/memory.js";
-import { PostgresKv } from "../../src/kv/postgres.js";
+import { PostgresKv } from "../../src/kv/postgres/index.js";
 import { openRedisKv } from "../../src/kv/redis/connect.js";
 import { deleteNamespace } from "../setup/redis-keys.js";
 import { dropSchema } from "../setup/postgres-server.js";

@@ -12,12 +12,12 @@ import { afterEach, beforeEach, expect, it } from "vitest";
 import { SYSTEM, userActor } from "../../src/access/actor.js";
 import { FlowstoreClient } from "../../src/client/index.js";
 import { projectRef } from "../../src/workflow/commands.js";
-import { openFlowstore, type Flowstore } from "../../src/flowstore/index.js";
+import { openFlowstore, type Flowstore } from "../../src/compose/index.js";
 import { buildServer } from "../../src/http/server.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
-import { CHECKPOINT_KEY_FILE } from "../../src/resources/checkpoint.js";
-import { sealEvent, type ResourceEvent } from "../../src/resources/events.js";
-import { layout } from "../../src/resources/layout.js";
+import { CHECKPOINT_KEY_FILE } from "../../src/resources/audit/checkpoint.js";
+import { sealEvent, type ResourceEvent } from "../../src/resources/model/events.js";
+import { layout } from "../../src/resources/model/layout.js";
 import { raw, ROOT_PASSWORD, SECRET } from "./harness.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");

@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { FlowstoreClient } from "../../src/client/index.js";
-import { openFlowstore, type FlowstoreOptions } from "../../src/flowstore/index.js";
+import { openFlowstore, type FlowstoreOptions } from "../../src/compose/index.js";
 import { Metrics } from "../../src/http/metrics.js";
 import { buildServer, type ServerOptions } from "../../src/http/server.js";
 import type { KvStore } from "../../src/kv/contract.js";

@@ -9,7 +9,7 @@ import { ValidationError } from "../../src/errors.js";
 import { parseSnapshotId, validateUniqueId } from "../../src/archive/ids.js";
 import { checkId, checkOrganization } from "../../src/identity/ids.js";
 import { validatePart } from "../../src/process-data/keys.js";
-import { assertId } from "../../src/resources/schema.js";
+import { assertId } from "../../src/resources/model/schema.js";
 import { MemoryKv } from "../../src/kv/memory.js";
 import { raw, startServer, type Running } from "./harness.js";
 

@@ -16,11 +16,11 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ALL_KINDS } from "../../src/flowstore/kinds.js";
+import { ALL_KINDS } from "../../src/compose/kinds.js";
 import type { FlowstoreClient } from "../../src/client/index.js";
 import { allPartitions, scanAll, type KvStore } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
-import type { GlobalIntentName as GlobalIntent } from "../../src/http/routes/global.js";
+import type { GlobalIntentName as GlobalIntent } from "../../src/identity/wire.js";
 import { formioForm } from "../process-data/helpers.js";
 import { raw, startServer, type Running } from "./harness.js";
 

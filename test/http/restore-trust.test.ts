@@ -9,7 +9,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { SYSTEM, userActor } from "../../src/access/actor.js";
 import { sealOf } from "../../src/archive/seal.js";
-import { openFlowstore, type Flowstore } from "../../src/flowstore/index.js";
+import { openFlowstore, type Flowstore } from "../../src/compose/index.js";
 import { scanAll } from "../../src/kv/contract.js";
 import { encode } from "../../src/kv/tuple.js";
 import { backends, type BackendHandle } from "../conformance/backends.js";

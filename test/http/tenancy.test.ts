@@ -9,8 +9,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KvStore } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
-import { layout } from "../../src/resources/layout.js";
-import { locate } from "../../src/resources/ref.js";
+import { layout } from "../../src/resources/model/layout.js";
+import { locate } from "../../src/resources/model/ref.js";
 import { tenancySchema } from "../../src/tenancy/schema.js";
 import { raw, startServer, type Running } from "./harness.js";
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import pg from "pg";
 import { ConflictError, UnavailableError, ValidationError } from "../../src/errors.js";
 import { openKv } from "../../src/kv/open.js";
-import { parsePostgresUrl, PostgresKv } from "../../src/kv/postgres.js";
+import { parsePostgresUrl, PostgresKv } from "../../src/kv/postgres/index.js";
 import { dropSchema, findPostgresBinaries, removePostgres, startPostgres, type PostgresServer } from "../setup/postgres-server.js";
 import { freePort, sleep } from "../setup/redis-servers.js";
 

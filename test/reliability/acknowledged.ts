@@ -8,7 +8,7 @@
 import { createHash } from "node:crypto";
 import { scanAll } from "../../src/kv/contract.js";
 import { SYSTEM } from "../../src/access/actor.js";
-import type { Flowstore } from "../../src/flowstore/index.js";
+import type { Flowstore } from "../../src/compose/index.js";
 import { projectRef, subprojectRef, workflowitemRef } from "../../src/workflow/commands.js";
 import { PROJECTS, type LiveSub } from "./load.js";
 

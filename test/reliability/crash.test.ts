@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { openFlowstore } from "../../src/flowstore/index.js";
+import { openFlowstore } from "../../src/compose/index.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { check, Model } from "./acknowledged.js";
 import { runChild } from "./child.js";

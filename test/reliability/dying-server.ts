@@ -6,7 +6,7 @@
  * of a project's partition and its anchors, where the parent kills it with SIGKILL.
  * Lines: {"ready": port} | {"holding": true} | {"held": kind}.
  */
-import { openFlowstore } from "../../src/flowstore/index.js";
+import { openFlowstore } from "../../src/compose/index.js";
 import { buildServer } from "../../src/http/server.js";
 import type { KvStore } from "../../src/kv/contract.js";
 

@@ -15,7 +15,7 @@ import { join, resolve } from "node:path";
 import fc from "fast-check";
 import { FlowstoreClient, ProblemError, whole } from "../../src/client/index.js";
 import { defaultStoreUrl } from "../../src/cli/store.js";
-import { openFlowstore } from "../../src/flowstore/index.js";
+import { openFlowstore } from "../../src/compose/index.js";
 import { check, liveSubs, Model } from "./acknowledged.js";
 import { Load, plan, PROJECTS, type LiveSub, type LoadTarget } from "./load.js";
 

@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { MemoryKv } from "../../src/kv/memory.js";
 import { SYSTEM, userActor } from "../../src/access/actor.js";
-import type { ChildRow, MutateContext } from "../../src/resources/context.js";
+import type { ChildRow, MutateContext } from "../../src/resources/read/context.js";
 import { ResourceStore } from "../../src/resources/store.js";
 import { tenancySchema } from "../../src/tenancy/schema.js";
 

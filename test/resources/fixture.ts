@@ -2,7 +2,7 @@ import { Type } from "@sinclair/typebox";
 import { ValidationError } from "../../src/errors.js";
 import type { KvStore } from "../../src/kv/contract.js";
 import { SYSTEM, userActor } from "../../src/access/actor.js";
-import { defineSchema } from "../../src/resources/schema.js";
+import { defineSchema } from "../../src/resources/model/schema.js";
 import { ResourceStore } from "../../src/resources/store.js";
 
 /** A small generic hierarchy for the resources suite: folder → list (ordered items) → item. */

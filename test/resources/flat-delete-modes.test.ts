@@ -5,7 +5,7 @@
  */
 import { Type } from "@sinclair/typebox";
 import { describe, expect, it } from "vitest";
-import { defineSchema } from "../../src/resources/schema.js";
+import { defineSchema } from "../../src/resources/model/schema.js";
 import { tenancySchema } from "../../src/tenancy/schema.js";
 
 const name = Type.Object({ name: Type.String() }, { additionalProperties: false });

@@ -2,8 +2,8 @@ import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConflictError } from "../../src/errors.js";
 import { ResourceStore } from "../../src/resources/store.js";
-import { effectiveOrder } from "../../src/resources/ordering.js";
-import { layout } from "../../src/resources/layout.js";
+import { effectiveOrder } from "../../src/resources/model/ordering.js";
+import { layout } from "../../src/resources/model/layout.js";
 import { backends, forEachBackend, type BackendHandle } from "../conformance/backends.js";
 import { alice, SYSTEM, testSchema } from "./fixture.js";
 

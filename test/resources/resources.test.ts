@@ -4,7 +4,7 @@ import type { KvStore } from "../../src/kv/contract.js";
 import { ResourceStore } from "../../src/resources/store.js";
 import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
 import { userActor } from "../../src/access/actor.js";
-import { PageCache } from "../../src/resources/page-cache.js";
+import { PageCache } from "../../src/resources/read/page-cache.js";
 import { alice, bob, carol, clock, storeWithRoot, SYSTEM, testSchema } from "./fixture.js";
 
 const F = { type: "folder", ids: ["f1"] } as const;
@@ -362,7 +362,7 @@ forEachBackend((backend) => {
 
 it("a key over the backend's size limit fails its own command, not the group it was committed with", async () => {
   const { Type } = await import("@sinclair/typebox");
-  const { defineSchema } = await import("../../src/resources/schema.js");
+  const { defineSchema } = await import("../../src/resources/model/schema.js");
   const { MemoryKv } = await import("../../src/kv/memory.js");
   const none = Type.Object({}, { additionalProperties: false });
   const deep = defineSchema({

@@ -5,9 +5,9 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SYSTEM } from "../../src/access/actor.js";
-import { layout } from "../../src/resources/layout.js";
-import { locate } from "../../src/resources/ref.js";
-import { RecordView } from "../../src/resources/record.js";
+import { layout } from "../../src/resources/model/layout.js";
+import { locate } from "../../src/resources/model/ref.js";
+import { RecordView } from "../../src/resources/model/record.js";
 import { ResourceStore } from "../../src/resources/store.js";
 import { Workflow } from "../../src/workflow/commands.js";
 import { generateDemo } from "../../src/workflow/demo.js";

@@ -1,5 +1,5 @@
 /** Every entry of a store, every kind's partitions, as `partition keyhex=valuehex` lines: a byte-for-byte comparison of two stores. */
-import { ALL_KINDS } from "../../src/flowstore/index.js";
+import { ALL_KINDS } from "../../src/compose/index.js";
 import { allPartitions, scanAll, type KvStore } from "../../src/kv/contract.js";
 
 export async function dumpAll(kv: KvStore): Promise<string[]> {

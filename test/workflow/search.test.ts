@@ -11,7 +11,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SYSTEM, userActor, type Actor } from "../../src/access/actor.js";
-import type { Page } from "../../src/resources/core.js";
+import type { Page } from "../../src/resources/core/core.js";
 import { ResourceStore } from "../../src/resources/store.js";
 import { Workflow } from "../../src/workflow/commands.js";
 import { parseSearch } from "../../src/workflow/search.js";

@@ -17,64 +17,19 @@
  * The archive checks its intents itself (reading needs global.readArchive, writing global.writeArchive);
  * archiving a project also needs the project's `project.close`, restoring one also global.createProject. A JSON document is bounded by the
  * server's body limit and then by the archive's snapshot limit; larger snapshots come as multipart.
+ * The shapes are the archive's (archive/wire.ts) and, for a project's archive, the workflow's (workflow/wire.ts).
  */
 import multipart, { type Multipart, type MultipartFile } from "@fastify/multipart";
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import { parseSnapshotId, type FileInput, type OpenedFile } from "../../archive/index.js";
+import { FileParams, HashParams, IdParams, ListQuery, MultipartSnapshot, NewSnapshot, Snapshot, SnapshotPage, Summary } from "../../archive/wire.js";
 import { FlowstoreError, TooLargeError, ValidationError } from "../../errors.js";
-import { PageOf } from "../pagination.js";
+import { ResourceId } from "../../resources/model/wire.js";
+import { ArchiveBody, ArchivedProject, RestoreBody, RestoredProject } from "../../workflow/wire.js";
+import type { RoutePlugin } from "../context.js";
 import { problems } from "../problem.js";
-import { ResourceId, VerifyResult } from "../../resources/wire.js";
-
-const SnapshotId = Type.String({ minLength: 1, maxLength: 300, description: "<uniqueId>-<epochMillis>" });
-const UniqueId = Type.String({ minLength: 1, maxLength: 256 });
-export const Document = Type.Record(Type.String(), Type.Array(Type.Unknown()), {
-  $id: "SnapshotDocument",
-  description: "an item collection: item names to lists of JSON values",
-});
-export const Summary = Type.Object(
-  { id: Type.String(), uniqueId: Type.String(), modified: Type.String({ format: "date-time" }), size: Type.Integer() },
-  { $id: "SnapshotSummary", title: "SnapshotSummary" },
-);
-export const ArchivedFile = Type.Object(
-  { name: Type.String(), size: Type.Integer(), sha256: Type.String(), md5: Type.Optional(Type.String({ description: "absent on files archived before the MD5 was kept" })) },
-  { $id: "ArchivedFile", title: "ArchivedFile" },
-);
-export const Snapshot = Type.Object({ ...Summary.properties, document: Document, files: Type.Array(ArchivedFile) }, { $id: "Snapshot", title: "Snapshot" });
-const Millis = Type.Integer({ minimum: 0, maximum: 8_640_000_000_000_000, description: "the snapshot time, epoch milliseconds (an import keeps its ids)" });
-const NewSnapshot = Type.Object(
-  {
-    uniqueId: UniqueId,
-    document: Document,
-    modified: Type.Optional(Millis),
-    id: Type.Optional({ ...SnapshotId, description: "the full id <uniqueId>-<epochMillis> of an imported snapshot" }),
-  },
-  { additionalProperties: false, $id: "NewSnapshot", title: "NewSnapshot" },
-);
-/** Documentation only: a multipart body is read as a stream by the handler, not validated up front. */
-const MultipartSnapshot = Type.Unsafe<unknown>({
-  description: "fields uniqueId and document (JSON text) first, then any number of file parts (their filename names them)",
-  properties: {
-    uniqueId: { type: "string" },
-    document: { type: "string", description: "the document as JSON text" },
-    modified: { type: "string", description: "optional: the snapshot time, epoch milliseconds" },
-    id: { type: "string", description: "optional: the full id <uniqueId>-<epochMillis>" },
-    files: { type: "array", items: { type: "string", format: "binary" } },
-  },
-});
-export const ListQuery = Type.Object(
-  {
-    uniqueId: Type.Optional(UniqueId),
-    date: Type.Optional(Type.String({ pattern: "^\\d{4}-\\d{2}-\\d{2}$", description: "YYYY-MM-DD (UTC)" })),
-    order: Type.Optional(Type.Union([Type.Literal("asc"), Type.Literal("desc")], { description: "with uniqueId: asc (default) oldest first, desc newest first" })),
-    cursor: Type.Optional(Type.String({ maxLength: 2048, description: "nextCursor of the previous page" })),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
-  },
-  { additionalProperties: false },
-);
-const IdParams = Type.Object({ id: SnapshotId });
-const HashParams = Type.Object({ hash: Type.String({ pattern: "^([0-9a-f]{32}|[0-9a-f]{64})$", description: "sha-256 (64 hex digits) or MD5 (32)" }) });
+import { servedLevel } from "./workflow.js";
 
 /** The time of an explicit snapshot: `modified` or the millis of `id` (which must name `uniqueId`); both must agree. */
 function explicitTime(uniqueId: string, modified: number | undefined, id: string | undefined, where: string): number | undefined {
@@ -84,30 +39,6 @@ function explicitTime(uniqueId: string, modified: number | undefined, id: string
   if (modified !== undefined && modified !== parsed.millis) throw new ValidationError(`${where}.modified and ${where}.id name two times`, `${where}.modified`);
   return parsed.millis;
 }
-const FileParams = Type.Object({ id: SnapshotId, name: Type.String({ minLength: 1, maxLength: 1024 }) });
-export const ArchiveBody = Type.Object({ drop: Type.Optional(Type.Boolean({ default: false })) }, { additionalProperties: false });
-const Counts = Type.Object({
-  entries: Type.Integer(),
-  bytes: Type.Integer(),
-  resources: Type.Record(Type.String(), Type.Integer()),
-  events: Type.Integer(),
-});
-const ChainHead = Type.Object({ seq: Type.Integer(), hash: Type.Union([Type.String(), Type.Null()]) });
-export const ArchivedProject = Type.Object(
-  { projectId: Type.String(), snapshot: Summary, counts: Counts, chainHead: ChainHead, dropped: Type.Boolean() },
-  { $id: "ArchivedProject", title: "ArchivedProject" },
-);
-const RestoreBody = Type.Object({ snapshotId: SnapshotId }, { additionalProperties: false, $id: "RestoreRequest", title: "RestoreRequest" });
-export const RestoredProject = Type.Object(
-  {
-    projectId: Type.String(),
-    snapshotId: Type.String(),
-    entries: Type.Integer(),
-    verify: VerifyResult,
-  },
-  { $id: "RestoredProject", title: "RestoredProject" },
-);
-
 /** Streams a stored file, its sha-256 the ETag (If-None-Match: 304). */
 function sendFile(reply: FastifyReply, file: OpenedFile) {
   // A matching If-None-Match answers 304 (conventions.ts), the stream then closed unread.
@@ -118,7 +49,7 @@ function sendFile(reply: FastifyReply, file: OpenedFile) {
 /** Most fields and files one multipart snapshot may hold. */
 const MAX_FILES = 1000;
 
-export const archiveRoutes: FastifyPluginAsync = async (app) => {
+export const archiveRoutes: RoutePlugin = async (app) => {
   const { identity, archive } = app.flowstore;
   const fieldLimit = app.initialConfig.bodyLimit ?? 1024 * 1024;
   // Scoped to this plugin: only the archive's routes accept multipart bodies. A file may reach the
@@ -129,7 +60,7 @@ export const archiveRoutes: FastifyPluginAsync = async (app) => {
   });
   const tags = ["archive"];
 
-  app.post<{ Body: Static<typeof NewSnapshot> | undefined }>(
+  app.post(
     "/archive/snapshots",
     {
       schema: {
@@ -146,8 +77,9 @@ export const archiveRoutes: FastifyPluginAsync = async (app) => {
     },
     async (request, reply) => {
       if (!request.isMultipart()) {
-        const body = request.body;
-        // Without a content type no schema applies: say what is expected rather than fail later.
+        // A JSON body was validated against NewSnapshot (the body's content schemas are beyond the type
+        // provider); without a content type no schema applies: say what is expected rather than fail later.
+        const body = request.body as Static<typeof NewSnapshot> | null | undefined;
         if (body === undefined || body === null || typeof body !== "object") {
           throw new ValidationError("send application/json {uniqueId, document} or multipart/form-data", "body");
         }
@@ -218,14 +150,14 @@ export const archiveRoutes: FastifyPluginAsync = async (app) => {
     return archive.write(request.actor, uniqueId, document, files(), { modified: explicitTime(uniqueId, modified, id, "body") });
   }
 
-  app.get<{ Querystring: Static<typeof ListQuery> }>(
+  app.get(
     "/archive/snapshots",
     {
       schema: {
         tags,
         summary: "Snapshots of a unique id (time order) or of a day (?uniqueId= or ?date=)",
         querystring: ListQuery,
-        response: { 200: PageOf(Summary, "SnapshotPage"), ...problems(400, 403) },
+        response: { 200: SnapshotPage, ...problems(400, 403) },
       },
     },
     async (request) => {
@@ -240,7 +172,7 @@ export const archiveRoutes: FastifyPluginAsync = async (app) => {
     },
   );
 
-  app.get<{ Params: Static<typeof IdParams> }>(
+  app.get(
     "/archive/snapshots/:id",
     { schema: { tags, summary: "Read a snapshot: its document and the list of its files", params: IdParams, response: { 200: Snapshot, ...problems(400, 403, 404) } } },
     async (request) => {
@@ -259,19 +191,19 @@ export const archiveRoutes: FastifyPluginAsync = async (app) => {
     },
   });
 
-  app.get<{ Params: Static<typeof FileParams> }>(
+  app.get(
     "/archive/snapshots/:id/files/:name",
     download("Download a file of a snapshot", FileParams),
     async (request, reply) => sendFile(reply, await archive.openFile(request.actor, request.params.id, request.params.name)),
   );
 
-  app.get<{ Params: Static<typeof HashParams> }>(
+  app.get(
     "/archive/files/:hash",
     download("Download a stored file by its content hash: sha-256, or MD5 as Imixs clients ask", HashParams),
     async (request, reply) => sendFile(reply, await archive.openFileByHash(request.actor, request.params.hash)),
   );
 
-  app.delete<{ Params: Static<typeof IdParams> }>(
+  app.delete(
     "/archive/snapshots/:id",
     { schema: { tags, summary: "Delete a snapshot (files no other snapshot holds go with it)", params: IdParams, response: { 204: Type.Null(), ...problems(400, 403, 404) } } },
     async (request, reply) => {
@@ -280,8 +212,8 @@ export const archiveRoutes: FastifyPluginAsync = async (app) => {
     },
   );
 
-  app.post<{ Params: { p: string }; Body: Static<typeof ArchiveBody> | undefined }>(
-    "/projects/:p/archive",
+  app.post(
+    `${servedLevel("project").item}/archive`,
     {
       schema: {
         tags: [...tags, "project"],
@@ -297,7 +229,7 @@ export const archiveRoutes: FastifyPluginAsync = async (app) => {
     },
   );
 
-  app.post<{ Body: Static<typeof RestoreBody> }>(
+  app.post(
     "/archive/restore",
     {
       schema: {

@@ -2,54 +2,29 @@
  * Sessions: POST /auth/token (username and password → an access token and a refresh token) and
  * POST /auth/refresh (a refresh token → new ones; the one shown is spent) are public and rate-limited
  * (rate-limit.ts); POST /auth/logout ends the caller's session, POST /auth/logout-all every session of
- * the caller (its token version is bumped). Tokens: see identity/tokens.ts.
+ * the caller (its token version is bumped). Tokens: see identity/tokens.ts; shapes: identity/wire.ts.
  */
-import { Type, type Static } from "@sinclair/typebox";
-import type { FastifyPluginAsync } from "fastify";
+import { Type } from "@sinclair/typebox";
 import { refreshTokenUser } from "../../identity/index.js";
+import { RefreshRequest, TokenRequest, TokenResponse } from "../../identity/wire.js";
 import { bearerToken, requireAuthentication } from "../auth.js";
+import type { RoutePlugin } from "../context.js";
 import { problems } from "../problem.js";
 import { DEFAULT_LOGIN_RATE_LIMITS, loginLimiter, type LoginRateLimits } from "../rate-limit.js";
-
-export const TokenRequest = Type.Object(
-  {
-    username: Type.String({ minLength: 1, maxLength: 256 }),
-    password: Type.String({ minLength: 1, maxLength: 1024 }),
-  },
-  { additionalProperties: false, $id: "TokenRequest", title: "TokenRequest" },
-);
-export type TokenRequest = Static<typeof TokenRequest>;
-
-export const RefreshRequest = Type.Object(
-  { refreshToken: Type.String({ minLength: 1, maxLength: 512 }) },
-  { additionalProperties: false, $id: "RefreshRequest", title: "RefreshRequest" },
-);
-export type RefreshRequest = Static<typeof RefreshRequest>;
-
-export const TokenResponse = Type.Object(
-  {
-    token: Type.String({ description: "an access token (JWT) for Authorization: Bearer" }),
-    expiresAt: Type.Integer({ description: "expiry of the access token, seconds since the epoch" }),
-    refreshToken: Type.String({ description: "spend it at POST /auth/refresh for new tokens (once: it is rotated)" }),
-    refreshExpiresAt: Type.Integer({ description: "expiry of the refresh token, seconds since the epoch" }),
-  },
-  { $id: "TokenResponse", title: "TokenResponse" },
-);
-export type TokenResponse = Static<typeof TokenResponse>;
 
 export interface AuthRouteOptions {
   /** Limits on log in and refresh; false for none (default DEFAULT_LOGIN_RATE_LIMITS). */
   readonly rateLimit?: LoginRateLimits | false;
 }
 
-export const authRoutes: FastifyPluginAsync<AuthRouteOptions> = async (app, options) => {
+export const authRoutes: RoutePlugin<AuthRouteOptions> = async (app, options) => {
   const { tokens } = app.flowstore;
   const limits = options.rateLimit === false ? undefined : await loginLimiter(app, options.rateLimit ?? DEFAULT_LOGIN_RATE_LIMITS);
   const limited = (userOf: (body: unknown) => string | undefined) =>
     limits ? { onRequest: limits.perAddress, preHandler: limits.perUser((r) => userOf(r.body)) } : {};
   const refused = limits ? problems(400, 401, 415, 429) : problems(400, 401, 415);
 
-  app.post<{ Body: TokenRequest }>(
+  app.post(
     "/auth/token",
     {
       schema: { tags: ["auth"], summary: "Log in: an access token and a refresh token", body: TokenRequest, response: { 200: TokenResponse, ...refused } },
@@ -58,7 +33,7 @@ export const authRoutes: FastifyPluginAsync<AuthRouteOptions> = async (app, opti
     async (request) => tokens.login(request.body.username, request.body.password),
   );
 
-  app.post<{ Body: RefreshRequest }>(
+  app.post(
     "/auth/refresh",
     {
       schema: {

@@ -20,20 +20,19 @@
  * and adds its own routes per type (`extend`), with the same paths, parameters and schemas.
  */
 import { Type, type Static, type TObject, type TOptional, type TPartial, type TSchema, type TString } from "@sinclair/typebox";
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import { FlowstoreError, ValidationError } from "../../errors.js";
 import type { Actor } from "../../access/actor.js";
-import type { Ref } from "../../resources/ref.js";
-import type { Envelope } from "../../resources/record.js";
-import type { CommandOnlyKeys, CompiledType, OwnedKeys, Schema, SchemaDecl } from "../../resources/schema.js";
-import { DEFAULT_SORT, SEARCH_MAX } from "../../resources/query.js";
+import type { Ref } from "../../resources/model/ref.js";
+import type { Envelope } from "../../resources/model/record.js";
+import type { CommandOnlyKeys, CompiledType, OwnedKeys, Schema, SchemaDecl } from "../../resources/model/schema.js";
+import { DEFAULT_SORT, SEARCH_MAX } from "../../resources/read/query.js";
 import type { ResourceStore } from "../../resources/store.js";
-import { EnvelopeOf, Event, ListSequence, PAGE_LIMIT, Redacted, ResourceId, SignedCheckpoint, VerifyResult } from "../../resources/wire.js";
-import type { ServerContext } from "../context.js";
+import { EnvelopeOf, Event, ListSequence, PAGE_LIMIT, Redacted, ResourceId, SignedCheckpoint, VerifyResult } from "../../resources/model/wire.js";
+import { IdentityId, PermissionMap } from "../../identity/wire.js";
+import type { App, RoutePlugin, ServerContext } from "../context.js";
 import { PageOf, pageQueryOf, sendJsonPage } from "../pagination.js";
 import { problems } from "../problem.js";
-import { PermissionMap } from "./global.js";
-import { IdentityId } from "./users.js";
 
 export const ResourcePageQuery = pageQueryOf(PAGE_LIMIT);
 export type ResourcePageQuery = Static<typeof ResourcePageQuery>;
@@ -118,17 +117,20 @@ export interface ServedType {
   readonly collection: string;
   /** Where one is addressed. */
   readonly item: string;
-  readonly params: TObject;
-  readonly parentParams: TObject;
+  readonly params: IdParams;
+  readonly parentParams: IdParams;
   readonly tags: string[];
   readonly schemas: ReturnType<typeof typeSchemas>;
   refOf(params: Record<string, string>): Ref;
   parentOf(params: Record<string, string>): Ref | null;
 }
 
-/** The writes a domain runs in place of the generic ones, where it has rules (defaults, guards). */
-export interface DeclaredCommands {
-  create?(actor: Actor, type: string, parent: Ref | null, body: Record<string, unknown>): Promise<Envelope>;
+/** A domain's create of one declared type: the body is the fields (and optional id) its create schema accepted. */
+export type CreateCommand = (actor: Actor, parent: Ref | null, body: Record<string, unknown>) => Promise<Envelope>;
+
+/** The writes a domain runs in place of the generic ones, where it has rules (defaults, guards); creates by declared type. */
+export interface DeclaredCommands<S extends SchemaDecl = SchemaDecl> {
+  create?: { readonly [T in keyof S & string]?: CreateCommand };
   update?(actor: Actor, ref: Ref, patch: Record<string, unknown>, options: { ifVersion?: number }): Promise<Envelope>;
   delete?(actor: Actor, ref: Ref, options: { ifVersion?: number }): Promise<void>;
 }
@@ -140,9 +142,9 @@ export interface DeclaredRoutesOptions<S extends SchemaDecl> {
   readonly segments?: Partial<Record<keyof S & string, string>>;
   /** Id parameter names by type (default `<type>Id`). */
   readonly params?: Partial<Record<keyof S & string, string>>;
-  readonly commands?: (context: ServerContext) => DeclaredCommands;
+  readonly commands?: (context: ServerContext) => DeclaredCommands<S>;
   /** Adds a domain's own routes for a type (registered right after the type's generic ones). */
-  readonly extend?: (app: FastifyInstance, served: ServedType) => void;
+  readonly extend?: (app: App, served: ServedType) => void;
 }
 
 /** Store errors name domain fields as `data.x`; over HTTP the body holds the fields, so they are `body.x`. */
@@ -191,7 +193,8 @@ const kebabPlural = (name: string): string => {
   return kebab.endsWith("s") ? kebab : `${kebab}s`;
 };
 
-type Params = Record<string, string>;
+/** The path parameters addressing a resource: one id per level of its chain, named by the served type. */
+export type IdParams = TObject<Record<string, TString>>;
 
 /** The served types of a schema, parents before children. */
 export function servedTypes<S extends SchemaDecl>(schema: Schema<S>, options: Pick<DeclaredRoutesOptions<S>, "segments" | "params"> = {}): ServedType[] {
@@ -201,7 +204,7 @@ export function servedTypes<S extends SchemaDecl>(schema: Schema<S>, options: Pi
     const owner = `/${seg(t.chain[0]!)}/:${param(t.chain[0]!)}`;
     return owner + t.chain.slice(1).map((c) => `/${seg(c)}/:${param(c)}`).join("");
   };
-  const paramsOf = (chain: readonly string[]): TObject => Type.Object(Object.fromEntries(chain.map((c) => [param(c), ResourceId])));
+  const paramsOf = (chain: readonly string[]): IdParams => Type.Object(Object.fromEntries(chain.map((c) => [param(c), ResourceId])));
   const out: ServedType[] = [];
   const visit = (t: CompiledType): void => {
     const parent = t.decl.parent === null ? null : schema.type(t.decl.parent);
@@ -223,9 +226,11 @@ export function servedTypes<S extends SchemaDecl>(schema: Schema<S>, options: Pi
 }
 
 /** The Fastify plugin serving every type of a store's schema (see the rules at the top). */
-export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOptions<S>): FastifyPluginAsync {
+export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOptions<S>): RoutePlugin {
   return async (app) => {
     const store = options.store(app.flowstore);
+    // The generic writes address a type by its name at run time: its fields are checked by the schema.
+    const generic: ResourceStore = store;
     const commands = options.commands?.(app.flowstore) ?? {};
     const served = servedTypes(store.schema, options);
 
@@ -234,15 +239,16 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
       const T = t.name;
       const orderedUnder = t.decl.parent !== null && store.schema.type(t.decl.parent).decl.orderedChildren === T;
 
-      app.post<{ Params: Params; Body: Record<string, unknown> }>(
+      app.post(
         s.collection,
         { config: { etag: true, location: true }, schema: { tags, summary: `Create a ${T}`, params: s.parentParams, body: schemas.create, response: { 201: schemas.written, ...problems(400, 403, 404, 409, 413, 415) } } },
         async (request, reply) => {
           const parent = s.parentOf(request.params);
+          const create = commands.create?.[T as keyof S & string];
           const created = await asBody(async () => {
-            if (commands.create) return commands.create(request.actor, T, parent, request.body);
-            const { id, ...fields } = request.body as { id?: string };
-            return store.create(request.actor, T, parent, fields as never, { id });
+            if (create) return create(request.actor, parent, request.body);
+            const { id, ...fields } = request.body;
+            return generic.create(request.actor, T, parent, fields, { id: typeof id === "string" ? id : undefined });
           });
           const ids = t.decl.idStyle === "nested" && parent ? [...parent.ids, created.id] : [created.id];
           const ref: Ref = { type: T, ids: [...ids] };
@@ -254,7 +260,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
 
       const searchable = t.decl.query;
       const sequenced = orderedUnder && store.schema.type(t.decl.parent!).decl.closedFirst !== undefined;
-      app.get<{ Params: Params; Querystring: ResourcePageQuery & ListQueryParams & Pick<OrderedListQuery, "sequence"> }>(
+      app.get(
         s.collection,
         {
           schema: {
@@ -271,11 +277,13 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
         },
         async (request, reply) => {
           const parent = s.parentOf(request.params);
+          // One of the three queries above, whichever the type has: each is some of these.
+          const query: ResourcePageQuery & ListQueryParams & Pick<OrderedListQuery, "sequence"> = request.query;
           if (orderedUnder) {
-            const { json } = await store.listOrderedPage(request.actor, parent!, { ...request.query, allowedIntents: true });
+            const { json } = await store.listOrderedPage(request.actor, parent!, { ...query, allowedIntents: true });
             return reply.type("application/json; charset=utf-8").send(json);
           }
-          const { search, sort, order, ...paging } = request.query;
+          const { search, sort, order, ...paging } = query;
           const page = searchable && (search !== undefined || sort !== undefined || order !== undefined)
             ? await store.queryChildrenJson(request.actor, parent, T, { search, sort, order, ...paging, allowedIntents: true })
             : await store.listChildrenJson(request.actor, parent, T, { ...paging, allowedIntents: true });
@@ -283,7 +291,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
         },
       );
 
-      app.get<{ Params: Params }>(
+      app.get(
         item,
         { config: { etag: true }, schema: { tags, summary: `Get a ${T} (ETag: its version), with the intents the caller holds on it (allowedIntents)`, params, response: { 200: schemas.resource, ...problems(400, 403, 404) } } },
         async (request, reply) => {
@@ -292,7 +300,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
         },
       );
 
-      app.patch<{ Params: Params; Body: Record<string, unknown> }>(
+      app.patch(
         item,
         {
           config: { etag: true, ifMatch: true },
@@ -312,7 +320,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
         },
       );
 
-      app.delete<{ Params: Params }>(
+      app.delete(
         item,
         {
           config: { ifMatch: true },
@@ -336,7 +344,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
         },
       );
 
-      app.get<{ Params: Params; Querystring: Static<typeof HistoryQuery> }>(
+      app.get(
         `${item}/history`,
         { schema: { tags, summary: `The ${T}'s events, oldest first (order=desc: newest first); filtered by publisher, since, until and type`, params, querystring: HistoryQuery, response: { 200: EventPage, ...problems(400, 403, 404) } } },
         async (request) => {
@@ -345,14 +353,14 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
         },
       );
 
-      app.get<{ Params: Params }>(
+      app.get(
         `${item}/permissions`,
         { schema: { tags, summary: `List the ${T}'s permissions (${t.intents.listPermissions})`, params, response: { 200: PermissionMap, ...problems(400, 403, 404) } } },
         async (request) => store.listPermissions(request.actor, s.refOf(request.params)),
       );
 
       for (const action of ["grant", "revoke"] as const) {
-        app.post<{ Params: Params; Body: Static<typeof ResourcePermissionChange> }>(
+        app.post(
           `${item}/permissions/${action}`,
           {
             schema: {
@@ -375,7 +383,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
 
       if (t.intents.governance) {
         for (const on of [true, false]) {
-          app.route<{ Params: Params }>({
+          app.route({
             method: on ? "PUT" : "DELETE",
             url: `${item}/governance-flag`,
             config: { etag: true, ifMatch: true },
@@ -395,7 +403,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
       }
 
       if (t.decl.governanceDelete) {
-        app.post<{ Params: Params }>(
+        app.post(
           `${item}/governance-delete`,
           {
             config: { ifMatch: true },
@@ -414,7 +422,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
       }
 
       if (t.depth === 0) {
-        app.get<{ Params: Params }>(
+        app.get(
           `${item}/verify`,
           { schema: { tags, summary: `Recompute the ${T}'s hash chain (${t.intents.history})`, params, response: { 200: VerifyResult, ...problems(400, 403, 404) } } },
           async (request) => {
@@ -423,7 +431,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
             return store.verify(store.partitionOf(ref));
           },
         );
-        app.get<{ Params: Params }>(
+        app.get(
           `${item}/checkpoint`,
           {
             schema: {

@@ -15,11 +15,14 @@
  */
 import multipart, { type Multipart } from "@fastify/multipart";
 import { Type, type Static } from "@sinclair/typebox";
-import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { OpenedFile } from "../../archive/index.js";
 import { FlowstoreError, TooLargeError, ValidationError } from "../../errors.js";
-import { ResourceId } from "../../resources/wire.js";
+import { ResourceId } from "../../resources/model/wire.js";
 import { Document, DocumentComment, DocumentFileName, DocumentLink } from "../../workflow/schema.js";
+import type { RoutePlugin } from "../context.js";
 import { problems } from "../problem.js";
+import { servedLevel } from "./workflow.js";
 
 export { Document };
 
@@ -40,12 +43,27 @@ const MultipartFile = Type.Unsafe<unknown>({ description: "the part file", prope
 
 const FIELDS = new Set(["comment", "fileName"]);
 
-export const documentRoutes: FastifyPluginAsync = async (app) => {
+/** Streams a document's file, its sha-256 the ETag: 304 with no body (the stream closed unread) to a matching If-None-Match. */
+function sendDocument(reply: FastifyReply, { document, file }: { document: { fileName: string }; file: OpenedFile }): FastifyReply {
+  const etag = `"${file.sha256}"`;
+  reply.header("etag", etag);
+  if (reply.request.headers["if-none-match"] === etag) {
+    file.stream.destroy();
+    return reply.code(304).send();
+  }
+  return reply
+    .type("application/octet-stream")
+    .header("content-length", file.size)
+    .header("content-disposition", `attachment; filename*=UTF-8''${encodeURIComponent(document.fileName)}`)
+    .send(file.stream);
+}
+
+export const documentRoutes: RoutePlugin = async (app) => {
   const { documents } = app.flowstore;
   const fieldLimit = 16 * 1024;
   await app.register(multipart, { limits: { fileSize: documents.maxBytes + 1, fieldSize: fieldLimit, fields: 4, files: 1, parts: 5 } });
   const tags = ["workflowitem", "documents"];
-  const base = "/projects/:p/subprojects/:s/workflowitems/:w/documents";
+  const base = `${servedLevel("workflowitem").item}/documents`;
 
   /** Reads the leading fields and the `file` part; fields after the file are refused. */
   async function filePart(request: FastifyRequest): Promise<{ fields: Record<string, string>; file: Multipart & { type: "file" } }> {
@@ -81,7 +99,7 @@ export const documentRoutes: FastifyPluginAsync = async (app) => {
     }
   }
 
-  app.post<{ Params: Static<typeof ItemParams>; Body: Static<typeof DocumentLinkBody> | undefined }>(
+  app.post(
     base,
     {
       schema: {
@@ -95,7 +113,8 @@ export const documentRoutes: FastifyPluginAsync = async (app) => {
     async (request, reply) => {
       const { p, s, w } = request.params;
       if (!request.isMultipart()) {
-        const body = request.body;
+        // A JSON body was validated against DocumentLinkBody (the body's content schemas are beyond the type provider).
+        const body = request.body as Static<typeof DocumentLinkBody> | null | undefined;
         if (body === undefined || body === null || typeof body !== "object") {
           throw new ValidationError("send multipart/form-data with a part file, or application/json {fileName, link}", "body");
         }
@@ -111,7 +130,7 @@ export const documentRoutes: FastifyPluginAsync = async (app) => {
     },
   );
 
-  app.get<{ Params: Static<typeof ItemParams> }>(
+  app.get(
     base,
     { schema: { tags, summary: "The documents of a workflowitem (workflowitem.viewDetails)", params: ItemParams, response: { 200: DocumentList, ...problems(400, 403, 404) } } },
     async (request) => {
@@ -120,7 +139,7 @@ export const documentRoutes: FastifyPluginAsync = async (app) => {
     },
   );
 
-  app.get<{ Params: Static<typeof DocParams> }>(
+  app.get(
     `${base}/:d`,
     {
       schema: {
@@ -132,22 +151,11 @@ export const documentRoutes: FastifyPluginAsync = async (app) => {
     },
     async (request, reply) => {
       const { p, s, w, d } = request.params;
-      const { document, file } = await documents.open(request.actor, p, s, w, d);
-      const etag = `"${file.sha256}"`;
-      reply.header("etag", etag);
-      if (request.headers["if-none-match"] === etag) {
-        file.stream.destroy();
-        return reply.code(304).send();
-      }
-      return reply
-        .type("application/octet-stream")
-        .header("content-length", file.size)
-        .header("content-disposition", `attachment; filename*=UTF-8''${encodeURIComponent(document.fileName)}`)
-        .send(file.stream);
+      return sendDocument(reply, await documents.open(request.actor, p, s, w, d));
     },
   );
 
-  app.delete<{ Params: Static<typeof DocParams> }>(
+  app.delete(
     `${base}/:d`,
     { schema: { tags, summary: "Delete a document (workflowitem.update, the item open; recorded in its history)", params: DocParams, response: { 204: Type.Null(), ...problems(400, 403, 404, 409) } } },
     async (request, reply) => {
@@ -157,7 +165,7 @@ export const documentRoutes: FastifyPluginAsync = async (app) => {
     },
   );
 
-  app.post<{ Params: Static<typeof DocParams> }>(
+  app.post(
     `${base}/:d/validate`,
     {
       schema: {

@@ -18,11 +18,12 @@
  *   with GET /notifications after a reconnect); every tick reads each stream's inbox counter.
  * A comment line every 15 s keeps proxies from closing an idle stream.
  */
-import type { FastifyPluginAsync } from "fastify";
+import { Type } from "@sinclair/typebox";
 import { decodeJwt } from "jose";
 import { ValidationError } from "../../errors.js";
-import type { ResourceEvent } from "../../resources/events.js";
-import { FeedWatcher, type FeedEntry } from "../../resources/feed.js";
+import type { ResourceEvent } from "../../resources/model/events.js";
+import { FeedWatcher, type FeedEntry } from "../../resources/log/feed.js";
+import type { RoutePlugin } from "../context.js";
 import { problems } from "../problem.js";
 
 const KEEPALIVE_MS = 15_000;
@@ -58,7 +59,7 @@ interface Stream {
   readonly checkInbox: () => Promise<void>;
 }
 
-export const eventRoutes: FastifyPluginAsync = async (app) => {
+export const eventRoutes: RoutePlugin = async (app) => {
   const { resources, identity, notifications } = app.flowstore;
   const feed = resources.writer.feed;
   const streams = new Set<Stream>();
@@ -80,7 +81,7 @@ export const eventRoutes: FastifyPluginAsync = async (app) => {
     watcher.stop();
   });
 
-  app.get<{ Querystring: { lastEventId?: string }; Headers: { "last-event-id"?: string } }>(
+  app.get(
     "/events",
     {
       schema: {
@@ -89,8 +90,8 @@ export const eventRoutes: FastifyPluginAsync = async (app) => {
         description:
           "Each event carries `id: <position>-<index>`, its place in the store-wide feed. Send it back as `Last-Event-ID` (or `lastEventId`) to resume right after it without loss or duplicates.",
         produces: ["text/event-stream"],
-        headers: { type: "object", properties: { "last-event-id": { type: "string", description: "resume after this event id" } } },
-        querystring: { type: "object", properties: { lastEventId: { type: "string", description: "as the Last-Event-ID header (for EventSource reconnects)" } } },
+        headers: Type.Object({ "last-event-id": Type.Optional(Type.String({ description: "resume after this event id" })) }),
+        querystring: Type.Object({ lastEventId: Type.Optional(Type.String({ description: "as the Last-Event-ID header (for EventSource reconnects)" })) }),
         response: { 200: { description: "an endless text/event-stream", content: { "text/event-stream": { schema: { type: "string" } } } }, ...problems(400, 401) },
       },
     },

@@ -1,31 +1,14 @@
 /**
  * Global permissions: list (global.listPermissions), grant and revoke (global.grant/revokePermission).
  * The intents a body may name are the registry's (the domains' declarations), read when the routes are
- * registered; the domain refuses a grant to an unknown user or group.
+ * registered; the domain refuses a grant to an unknown user or group. Shapes: identity/wire.ts.
  */
-import { Type, type Static } from "@sinclair/typebox";
-import type { FastifyPluginAsync } from "fastify";
+import { Type } from "@sinclair/typebox";
+import { GrantAll, GrantedAll, PermissionMap, permissionChange } from "../../identity/wire.js";
+import type { RoutePlugin } from "../context.js";
 import { problems } from "../problem.js";
-import { IdentityId } from "./users.js";
 
-export const PermissionMap = Type.Record(Type.String(), Type.Array(Type.String()), {
-  $id: "Permissions",
-  title: "Permissions",
-  description: "intent → identities (user or group ids) holding it",
-});
-export type PermissionMap = Static<typeof PermissionMap>;
-
-/** A global intent: `global.<name>`, one of the registry's. */
-export type GlobalIntentName = `global.${string}`;
-
-/** The body of a grant or revoke, naming one of `intents` (the registry's). */
-export function permissionChange(intents: readonly string[]) {
-  const intent = Type.Unsafe<GlobalIntentName>({ type: "string", enum: [...intents], description: "a global intent" });
-  return Type.Object({ intent, identity: IdentityId }, { additionalProperties: false, $id: "GlobalPermissionChange" });
-}
-export type PermissionChange = Static<ReturnType<typeof permissionChange>>;
-
-export const globalRoutes: FastifyPluginAsync = async (app) => {
+export const globalRoutes: RoutePlugin = async (app) => {
   const global = app.flowstore.identity.global;
   const PermissionChange = permissionChange(global.intents.list());
 
@@ -42,7 +25,7 @@ export const globalRoutes: FastifyPluginAsync = async (app) => {
   );
 
   for (const action of ["grant", "revoke"] as const) {
-    app.post<{ Body: PermissionChange }>(
+    app.post(
       `/global/permissions/${action}`,
       {
         schema: {
@@ -61,7 +44,7 @@ export const globalRoutes: FastifyPluginAsync = async (app) => {
     );
   }
 
-  app.post<{ Body: Static<typeof GrantAll> }>(
+  app.post(
     "/global/permissions/grant-all",
     {
       schema: {
@@ -74,6 +57,3 @@ export const globalRoutes: FastifyPluginAsync = async (app) => {
     async (request) => ({ intents: [...(await global.grantAll(request.actor, request.body.identity))] }),
   );
 };
-
-export const GrantAll = Type.Object({ identity: IdentityId }, { additionalProperties: false, $id: "GrantAll" });
-export const GrantedAll = Type.Object({ intents: Type.Array(Type.String()) }, { $id: "GrantedAll" });

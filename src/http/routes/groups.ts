@@ -1,42 +1,25 @@
-/** Groups: create, list, get, add a member. Administering groups needs global.createGroup. */
-import { Type, type Static } from "@sinclair/typebox";
-import type { FastifyPluginAsync } from "fastify";
-import { MAX_GROUP_MEMBERS } from "../../identity/index.js";
-import { PageOf } from "../pagination.js";
-import { IdentityId, identityCollection, identityFields, newIdentityFields } from "./identities.js";
+/** Groups: create, list, get, add a member. Administering groups needs global.createGroup. Shapes: identity/wire.ts. */
+import { Group, GroupPage, GroupParams, MemberParams, NewGroup, NewMember } from "../../identity/wire.js";
+import type { RoutePlugin } from "../context.js";
 import { problems } from "../problem.js";
+import { createRoute, identityCollection, type IdentityCollection } from "./identities.js";
 
-export const Group = Type.Object(
-  {
-    ...identityFields,
-    members: Type.Array(Type.String()),
-  },
-  { $id: "Group", title: "Group" },
-);
-export type Group = Static<typeof Group>;
-
-export const NewGroup = Type.Object(
-  {
-    ...newIdentityFields,
-    members: Type.Optional(Type.Array(IdentityId, { maxItems: MAX_GROUP_MEMBERS })),
-  },
-  { additionalProperties: false, $id: "NewGroup", title: "NewGroup" },
-);
-export type NewGroup = Static<typeof NewGroup>;
-
-export const NewMember = Type.Object({ userId: IdentityId }, { additionalProperties: false, $id: "NewMember", title: "NewMember" });
-export type NewMember = Static<typeof NewMember>;
-
-export const GroupParams = Type.Object({ g: IdentityId });
-export const MemberParams = Type.Object({ g: IdentityId, u: IdentityId });
-export const GroupPage = PageOf(Group, "GroupPage");
-export type GroupPage = Static<typeof GroupPage>;
-
-export const groupRoutes: FastifyPluginAsync = async (app) => {
-  identityCollection(app, { segment: "groups", param: "g", intent: "global.createGroup", record: Group, create: NewGroup, page: GroupPage, params: GroupParams, methods: ["createGroup", "listGroupBytes", "getGroup"] });
+export const groupRoutes: RoutePlugin = async (app) => {
   const { identity } = app.flowstore;
+  const collection: IdentityCollection = {
+    segment: "groups",
+    param: "g",
+    intent: "global.createGroup",
+    record: Group,
+    page: GroupPage,
+    params: GroupParams,
+    list: (actor, page) => identity.listGroupBytes(actor, page),
+    get: (id) => identity.getGroup(id),
+  };
+  app.post("/groups", createRoute(collection, NewGroup), async (request, reply) => reply.code(201).send(await identity.createGroup(request.actor, request.body)));
+  identityCollection(app, collection);
 
-  app.post<{ Params: Static<typeof GroupParams>; Body: NewMember }>(
+  app.post(
     "/groups/:g/members",
     {
       schema: {
@@ -50,7 +33,7 @@ export const groupRoutes: FastifyPluginAsync = async (app) => {
     async (request) => identity.addMember(request.actor, request.params.g, request.body.userId),
   );
 
-  app.delete<{ Params: Static<typeof MemberParams> }>(
+  app.delete(
     "/groups/:g/members/:u",
     {
       schema: {

@@ -1,39 +1,21 @@
 /**
  * GET /me: who the token belongs to, its groups and the global intents (of the registry) it holds. Any valid token may
  * ask (it tells the caller only about itself), so a client such as the web explorer can offer only the
- * global actions the user may take without needing global.listPermissions.
+ * global actions the user may take without needing global.listPermissions. Shapes: identity/wire.ts.
  */
-import { Type, type Static } from "@sinclair/typebox";
-import { PASSWORD_MAX, PASSWORD_MIN } from "../../identity/index.js";
+import { Type } from "@sinclair/typebox";
+import { Me, PasswordChange } from "../../identity/wire.js";
+import type { RoutePlugin } from "../context.js";
 import { problems } from "../problem.js";
-import type { FastifyPluginAsync } from "fastify";
 
-export const Me = Type.Object(
-  {
-    id: Type.String(),
-    groups: Type.Array(Type.String()),
-    intents: Type.Array(Type.String(), { description: "the global intents the caller holds, directly or through a group" }),
-  },
-  { $id: "Me", title: "Me" },
-);
-
-export const PasswordChange = Type.Object(
-  {
-    currentPassword: Type.String({ minLength: 1, maxLength: PASSWORD_MAX }),
-    password: Type.String({ minLength: PASSWORD_MIN, maxLength: PASSWORD_MAX }),
-  },
-  { additionalProperties: false, $id: "PasswordChange" },
-);
-export type PasswordChange = Static<typeof PasswordChange>;
-
-export const meRoutes: FastifyPluginAsync = async (app) => {
+export const meRoutes: RoutePlugin = async (app) => {
   const global = app.flowstore.identity.global;
   app.get("/me", { schema: { tags: ["users"], summary: "The caller: id, groups and the global intents it holds", response: { 200: Me } } }, async (request) => {
     const actor = request.actor;
     return { id: actor.id, groups: [...actor.groups], intents: await global.held(actor) };
   });
 
-  app.put<{ Body: PasswordChange }>(
+  app.put(
     "/me/password",
     {
       schema: {

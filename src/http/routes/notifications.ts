@@ -7,10 +7,10 @@
  *
  * They are also pushed to their addressee on the change feed (`event: notification`, routes/events.ts).
  */
-import { Type, type Static } from "@sinclair/typebox";
-import type { FastifyPluginAsync } from "fastify";
+import { Type } from "@sinclair/typebox";
 import { ValidationError } from "../../errors.js";
 import { Notification, NotificationCount } from "../../workflow/notifications.js";
+import type { RoutePlugin } from "../context.js";
 import { PageOf, pageQueryOf } from "../pagination.js";
 import { problems } from "../problem.js";
 
@@ -27,11 +27,11 @@ export const MarkReadBody = Type.Object(
   { additionalProperties: false, $id: "MarkReadBody", description: "either ids or all: true" },
 );
 
-export const notificationRoutes: FastifyPluginAsync = async (app) => {
+export const notificationRoutes: RoutePlugin = async (app) => {
   const { notifications } = app.flowstore;
   const tags = ["notifications"];
 
-  app.get<{ Querystring: Static<typeof NotificationQuery> }>(
+  app.get(
     "/notifications",
     { schema: { tags, summary: "The caller's notifications, newest first", querystring: NotificationQuery, response: { 200: NotificationPage, ...problems(400) } } },
     async (request) => notifications.list(request.actor, request.query),
@@ -43,7 +43,7 @@ export const notificationRoutes: FastifyPluginAsync = async (app) => {
     async (request) => notifications.count(request.actor),
   );
 
-  app.post<{ Body: Static<typeof MarkReadBody> }>(
+  app.post(
     "/notifications/read",
     { schema: { tags, summary: "Mark notifications read: the given ids, or all", body: MarkReadBody, response: { 200: NotificationCount, ...problems(400, 404, 415) } } },
     async (request) => {

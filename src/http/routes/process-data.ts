@@ -12,81 +12,45 @@
  *
  * Process data checks its intents itself (reading needs global.readProcessData, writing
  * global.writeProcessData). A single-record GET is the only answer that carries a decrypted access token.
+ * The shapes are process data's (process-data/wire.ts).
  */
-import { Type, type Static } from "@sinclair/typebox";
-import type { FastifyPluginAsync } from "fastify";
+import { Type } from "@sinclair/typebox";
 import { NotFoundError, ValidationError } from "../../errors.js";
-import { KEYSPACES } from "../../process-data/keys.js";
-import { MAX_TTL_MS } from "../../process-data/records.js";
-import { MAX_ALSO_KEYS } from "../../process-data/service.js";
-import { PageOf, PageQuery } from "../pagination.js";
+import {
+  AlsoKeysQuery,
+  DefParams,
+  Deleted,
+  Fields,
+  KeyParams,
+  KeyspaceParams,
+  PathParams,
+  PidParams,
+  ProcessPageQuery,
+  ProcessRecord,
+  ProcessRecordCreated,
+  ProcessRecordPage,
+  PutQuery,
+  TtlQuery,
+} from "../../process-data/wire.js";
+import type { RoutePlugin } from "../context.js";
 import { problems } from "../problem.js";
 
-const Keyspace = Type.String({
-  minLength: 1,
-  maxLength: 64,
-  description: `one of ${KEYSPACES.join(", ")} (the bpm- prefix may be left out)`,
-});
-export const ProcessRecord = Type.Object(
-  {
-    keyspace: Type.String(),
-    key: Type.String(),
-    fields: Type.Record(Type.String(), Type.Unknown()),
-    expiresAt: Type.Union([Type.Integer(), Type.Null()]),
-    updatedAt: Type.Integer(),
-    version: Type.Integer(),
-  },
-  { $id: "ProcessRecord", title: "ProcessRecord" },
-);
-const Fields = Type.Record(Type.String(), Type.Unknown(), { $id: "ProcessFields", description: "the record's fields (see the keyspace)" });
-export const TtlQuery = Type.Object(
-  { ttlMs: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_TTL_MS, description: "time to live in milliseconds" })) },
-  { additionalProperties: false },
-);
-export const PutQuery = Type.Object(
-  {
-    ...TtlQuery.properties,
-    processInstanceId: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 255,
-        description: "the process instance the record is registered under: a batch signature's root instance (default: the instance in its key); for other instance-owned keys, the one the key names",
-      }),
-    ),
-  },
-  { additionalProperties: false },
-);
-const Deleted = Type.Object({ deleted: Type.Integer({ description: "how many records were deleted" }) }, { $id: "DeletedCount", title: "DeletedCount" });
-export const ProcessRecordCreated = Type.Object({ key: Type.String(), uuid: Type.String(), record: ProcessRecord }, { $id: "ProcessRecordCreated" });
-const Key = Type.String({ minLength: 1, maxLength: 2048, description: "the record's key, URL-encoded as one segment (e.g. process%2Fp1%2Ftask%2Ft1)" });
-const KeyParams = Type.Object({ keyspace: Keyspace, key: Key });
-const PathParams = Type.Object({ keyspace: Keyspace, "*": Key });
+/** A record's address as either route gives it: the key as one segment, or its slashes raw (`*`). */
 type KeyAddress = { keyspace: string; key?: string; "*"?: string };
-const PidParams = Type.Object({ pid: Type.String({ minLength: 1, maxLength: 255 }) });
-const AlsoKey = Type.String({ minLength: 1, maxLength: 2048 });
-const AlsoKeysQuery = Type.Object(
-  {
-    alsoKeys: Type.Optional(
-      Type.Union([AlsoKey, Type.Array(AlsoKey, { maxItems: MAX_ALSO_KEYS })], { description: "form-submission keys deleted with the instance (repeat the parameter for several)" }),
-    ),
-  },
-  { additionalProperties: false },
-);
-const DefParams = Type.Object({ def: Type.String({ minLength: 1, maxLength: 255 }) });
 
-export const processDataRoutes: FastifyPluginAsync = async (app) => {
+export const processDataRoutes: RoutePlugin = async (app) => {
   const { processData: pd } = app.flowstore;
   const tags = ["process-data"];
 
-  app.get<{ Params: Static<typeof PidParams> } & { Querystring: PageQuery }>(
+  app.get(
     "/process-data/process-instances/:pid",
-    { schema: { tags, summary: "Records of a process instance (task submissions and signatures)", params: PidParams, querystring: PageQuery, response: { 200: PageOf(ProcessRecord, "ProcessRecordPage"), ...problems(400, 403) } } },
+    { schema: { tags, summary: "Records of a process instance (task submissions and signatures)", params: PidParams, querystring: ProcessPageQuery, response: { 200: ProcessRecordPage, ...problems(400, 403) } } },
     async (request) => {
       return pd.listByProcessInstance(request.actor, request.params.pid, request.query);
     },
   );
 
-  app.delete<{ Params: Static<typeof PidParams>; Querystring: Static<typeof AlsoKeysQuery> }>(
+  app.delete(
     "/process-data/process-instances/:pid",
     {
       schema: {
@@ -107,7 +71,7 @@ export const processDataRoutes: FastifyPluginAsync = async (app) => {
     ["form-submissions", "start-form"],
     ["message-payloads", "start-message"],
   ] as const) {
-    app.post<{ Params: Static<typeof DefParams>; Body: Record<string, unknown>; Querystring: Static<typeof TtlQuery> }>(
+    app.post(
       `/process-data/${keyspace}/process-definition/:def/${kind}`,
       { schema: { tags, summary: `Store a ${kind} record under a generated uuid`, params: DefParams, querystring: TtlQuery, body: Fields, response: { 201: ProcessRecordCreated, ...problems(400, 403, 413, 415) } } },
       async (request, reply) => {
@@ -121,7 +85,7 @@ export const processDataRoutes: FastifyPluginAsync = async (app) => {
     );
   }
 
-  app.post<{ Body: Record<string, unknown>; Querystring: Static<typeof TtlQuery> }>(
+  app.post(
     "/process-data/form-schemas",
     {
       schema: {
@@ -137,9 +101,9 @@ export const processDataRoutes: FastifyPluginAsync = async (app) => {
     },
   );
 
-  app.get<{ Params: { keyspace: string }; Querystring: PageQuery }>(
+  app.get(
     "/process-data/:keyspace",
-    { schema: { tags, summary: "List a keyspace in key order (access tokens never listed)", params: Type.Object({ keyspace: Keyspace }), querystring: PageQuery, response: { 200: PageOf(ProcessRecord, "ProcessRecordPage"), ...problems(400, 403) } } },
+    { schema: { tags, summary: "List a keyspace in key order (access tokens never listed)", params: KeyspaceParams, querystring: ProcessPageQuery, response: { 200: ProcessRecordPage, ...problems(400, 403) } } },
     async (request) => {
       return pd.list(request.actor, request.params.keyspace, request.query);
     },
@@ -153,7 +117,7 @@ export const processDataRoutes: FastifyPluginAsync = async (app) => {
     ["/process-data/:keyspace/*", PathParams, true],
   ] as const) {
     const at = { params, ...(hide ? { hide } : {}) };
-    app.put<{ Params: KeyAddress; Body: Record<string, unknown>; Querystring: Static<typeof PutQuery> }>(
+    app.put(
       path,
       {
         schema: {
@@ -170,7 +134,7 @@ export const processDataRoutes: FastifyPluginAsync = async (app) => {
       },
     );
 
-    app.get<{ Params: KeyAddress }>(
+    app.get(
       path,
       { schema: { tags, summary: "Read the record at a key (with its access token, decrypted)", ...at, response: { 200: ProcessRecord, ...problems(400, 403, 404) } } },
       async (request) => {
@@ -178,7 +142,7 @@ export const processDataRoutes: FastifyPluginAsync = async (app) => {
       },
     );
 
-    app.delete<{ Params: KeyAddress }>(
+    app.delete(
       path,
       { schema: { tags, summary: "Delete the record at a key", ...at, response: { 204: Type.Null(), ...problems(400, 403, 404) } } },
       async (request, reply) => {

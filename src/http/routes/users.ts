@@ -1,64 +1,26 @@
-/** Users: create, list, get, disable. Administering users needs global.createUser. */
-import { Type, type Static } from "@sinclair/typebox";
-import type { FastifyPluginAsync } from "fastify";
-import { ORGANIZATION_MAX, PASSWORD_MAX, PASSWORD_MIN } from "../../identity/index.js";
-import { PageOf } from "../pagination.js";
-import { IdentityId, identityCollection, identityFields, newIdentityFields } from "./identities.js";
+/** Users: create, list, get, disable. Administering users needs global.createUser. Shapes: identity/wire.ts. */
+import { Type } from "@sinclair/typebox";
+import { Assignments, DisableQuery, NewPassword, NewUser, User, UserPage, UserParams } from "../../identity/wire.js";
+import type { RoutePlugin } from "../context.js";
 import { problems } from "../problem.js";
+import { createRoute, identityCollection, type IdentityCollection } from "./identities.js";
 
-export { IdentityId };
-
-export const User = Type.Object(
-  {
-    ...identityFields,
-    organization: Type.Optional(Type.String()),
-    enabled: Type.Boolean(),
-    groups: Type.Array(Type.String()),
-  },
-  { $id: "User", title: "User" },
-);
-export type User = Static<typeof User>;
-
-export const NewUser = Type.Object(
-  {
-    ...newIdentityFields,
-    organization: Type.Optional(Type.String({ minLength: 1, maxLength: ORGANIZATION_MAX })),
-    password: Type.String({ minLength: PASSWORD_MIN, maxLength: PASSWORD_MAX }),
-  },
-  { additionalProperties: false, $id: "NewUser", title: "NewUser" },
-);
-export type NewUser = Static<typeof NewUser>;
-
-export const NewPassword = Type.Object({ password: Type.String({ minLength: PASSWORD_MIN, maxLength: PASSWORD_MAX }) }, { additionalProperties: false, $id: "NewPassword" });
-export type NewPassword = Static<typeof NewPassword>;
-
-export const DisableQuery = Type.Object(
-  { force: Type.Optional(Type.Boolean({ description: "disable even while the user still has assignments" })) },
-  { additionalProperties: false },
-);
-
-/** A resource assigned to a user (`GET /users/{u}/assignments`). */
-export const Assignment = Type.Object(
-  {
-    type: Type.String({ description: "project, subproject or workflowitem" }),
-    ids: Type.Array(Type.String(), { description: "the ids from the project down" }),
-    displayName: Type.Optional(Type.String()),
-    status: Type.String(),
-  },
-  { $id: "Assignment" },
-);
-export const Assignments = Type.Object({ items: Type.Array(Assignment) }, { $id: "Assignments" });
-export type Assignments = Static<typeof Assignments>;
-
-export const UserParams = Type.Object({ u: IdentityId });
-export const UserPage = PageOf(User, "UserPage");
-export type UserPage = Static<typeof UserPage>;
-
-export const userRoutes: FastifyPluginAsync = async (app) => {
-  identityCollection(app, { segment: "users", param: "u", intent: "global.createUser", record: User, create: NewUser, page: UserPage, params: UserParams, methods: ["createUser", "listUserBytes", "getUser"] });
+export const userRoutes: RoutePlugin = async (app) => {
   const { identity } = app.flowstore;
+  const collection: IdentityCollection = {
+    segment: "users",
+    param: "u",
+    intent: "global.createUser",
+    record: User,
+    page: UserPage,
+    params: UserParams,
+    list: (actor, page) => identity.listUserBytes(actor, page),
+    get: (id) => identity.getUser(id),
+  };
+  app.post("/users", createRoute(collection, NewUser), async (request, reply) => reply.code(201).send(await identity.createUser(request.actor, request.body)));
+  identityCollection(app, collection);
 
-  app.post<{ Params: Static<typeof UserParams>; Querystring: Static<typeof DisableQuery> }>(
+  app.post(
     "/users/:u/disable",
     {
       schema: {
@@ -72,7 +34,7 @@ export const userRoutes: FastifyPluginAsync = async (app) => {
     async (request) => app.flowstore.disableUser(request.actor, request.params.u, { force: request.query.force === true }),
   );
 
-  app.post<{ Params: Static<typeof UserParams> }>(
+  app.post(
     "/users/:u/enable",
     {
       schema: { tags: ["users"], summary: "Enable a disabled user (global.createUser)", params: UserParams, response: { 200: User, ...problems(400, 403, 404) } },
@@ -80,7 +42,7 @@ export const userRoutes: FastifyPluginAsync = async (app) => {
     async (request) => identity.enableUser(request.actor, request.params.u),
   );
 
-  app.put<{ Params: Static<typeof UserParams>; Body: NewPassword }>(
+  app.put(
     "/users/:u/password",
     {
       schema: {
@@ -97,7 +59,7 @@ export const userRoutes: FastifyPluginAsync = async (app) => {
     },
   );
 
-  app.get<{ Params: Static<typeof UserParams> }>(
+  app.get(
     "/users/:u/assignments",
     {
       schema: {

@@ -7,14 +7,16 @@
  * serialization and the OpenAPI document share one declaration with the store.
  */
 import { Type, type Static } from "@sinclair/typebox";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { Envelope } from "../../resources/record.js";
-import type { Ref } from "../../resources/ref.js";
-import { Event, Redacted, ResourceId, VerifyResult } from "../../resources/wire.js";
+import type { FastifyReply } from "fastify";
+import type { Actor } from "../../access/actor.js";
+import { IdentityId } from "../../identity/wire.js";
+import type { Envelope } from "../../resources/model/record.js";
+import type { Ref } from "../../resources/model/ref.js";
+import { Event, Redacted, ResourceId, VerifyResult } from "../../resources/model/wire.js";
 import { ProjectedBudget, RejectReason, workflowSchema, type WorkflowSchema } from "../../workflow/schema.js";
+import type { App } from "../context.js";
 import { problems } from "../problem.js";
-import { asBody, declaredRoutes, HistoryQuery, ifMatch, sendResource, sendWritten, typeSchemas, type ServedType } from "./declared.js";
-import { IdentityId } from "./users.js";
+import { asBody, declaredRoutes, HistoryQuery, ifMatch, sendResource, sendWritten, servedTypes, typeSchemas, type ServedType } from "./declared.js";
 
 export { HistoryQuery, OrderedListQuery, ResourcePermissionChange } from "./declared.js";
 export { Event as HistoryEvent, Redacted, ResourceId, VerifyResult };
@@ -29,20 +31,22 @@ export const OrderingBody = Type.Object({ ordering: Type.Array(ResourceId, { max
 export const Ordering = Type.Object({ ordering: Type.Array(Type.String()) }, { $id: "Ordering" });
 export const BudgetKey = Type.Object({ organization: Type.String({ minLength: 1, maxLength: 200 }), currencyCode: Type.String({ pattern: "^[A-Z]{3}$" }) });
 
-type Params = Record<string, string>;
 type Budgeted = Ref & { type: "project" | "subproject" };
 
+/** A close body: declared (and validated) on a workflowitem's close only, so its type is stated here. */
+const closeBody = (body: unknown): Static<typeof CloseBody> | undefined => (body ?? undefined) as Static<typeof CloseBody> | undefined;
+
 /** The workflow's own commands on one level: close, assign, and (projects, subprojects) budgets, ordering. */
-function commandRoutes(app: FastifyInstance, s: ServedType): void {
+function commandRoutes(app: App, s: ServedType): void {
   const { workflow } = app.flowstore;
   const { item, params, tags } = s;
   const resource = s.schemas.written;
   const { resources } = app.flowstore;
   /** A write's answer: the resource as the actor may see it now. */
-  const written = (request: FastifyRequest<{ Params: Params }>, reply: FastifyReply, r: Envelope) => sendWritten(reply, resources, request.actor, s.refOf(request.params), r);
+  const written = (request: { actor: Actor; params: Record<string, string> }, reply: FastifyReply, r: Envelope) => sendWritten(reply, resources, request.actor, s.refOf(request.params), r);
   const T = s.type.name;
 
-  app.post<{ Params: Params; Body: Static<typeof CloseBody> | undefined }>(
+  app.post(
     `${item}/close`,
     {
       config: { etag: true },
@@ -61,13 +65,13 @@ function commandRoutes(app: FastifyInstance, s: ServedType): void {
           ? workflow.closeProject(request.actor, p)
           : T === "subproject"
             ? workflow.closeSubproject(request.actor, p, sp!)
-            : workflow.closeWorkflowitem(request.actor, p, sp!, w!, { rejectReason: request.body?.rejectReason }),
+            : workflow.closeWorkflowitem(request.actor, p, sp!, w!, { rejectReason: closeBody(request.body)?.rejectReason }),
       );
       return written(request, reply, closed);
     },
   );
 
-  app.post<{ Params: Params; Body: Static<typeof AssignBody> }>(
+  app.post(
     `${item}/assign`,
     { config: { etag: true, ifMatch: true }, schema: { tags, summary: `Assign a ${T}`, params, body: AssignBody, response: { 200: resource, ...problems(400, 403, 404, 409, 415) } } },
     async (request, reply) => {
@@ -77,7 +81,7 @@ function commandRoutes(app: FastifyInstance, s: ServedType): void {
   );
 
   if (T !== "workflowitem") {
-    app.put<{ Params: Params; Body: Static<typeof ProjectedBudget> }>(
+    app.put(
       `${item}/projected-budgets`,
       { config: { etag: true }, schema: { tags, summary: `Set the projected budget of an organization in a currency (${T}.budget.updateProjected)`, params, body: ProjectedBudget, response: { 200: resource, ...problems(400, 403, 404, 409, 415) } } },
       async (request, reply) => {
@@ -85,7 +89,7 @@ function commandRoutes(app: FastifyInstance, s: ServedType): void {
         return written(request, reply, r);
       },
     );
-    app.delete<{ Params: Params & Static<typeof BudgetKey> }>(
+    app.delete(
       `${item}/projected-budgets/:organization/:currencyCode`,
       {
         config: { etag: true },
@@ -97,15 +101,16 @@ function commandRoutes(app: FastifyInstance, s: ServedType): void {
         },
       },
       async (request, reply) => {
+        // Both are required by BudgetKey; the composite with the id parameters types them as by index.
         const { organization, currencyCode } = request.params;
-        const r = await workflow.deleteProjectedBudget(request.actor, s.refOf(request.params) as Budgeted, organization, currencyCode);
+        const r = await workflow.deleteProjectedBudget(request.actor, s.refOf(request.params) as Budgeted, organization!, currencyCode!);
         return written(request, reply, r);
       },
     );
   }
 
   if (s.type.decl.orderedChildren) {
-    app.get<{ Params: Params }>(
+    app.get(
       `${item}/workflowitem-ordering`,
       { config: { etag: true }, schema: { tags, summary: "The manual ordering of the workflowitems (ETag: the subproject's version)", params, response: { 200: Ordering, ...problems(400, 403, 404) } } },
       async (request, reply) => {
@@ -113,7 +118,7 @@ function commandRoutes(app: FastifyInstance, s: ServedType): void {
         return sendResource(reply, { ordering }, version);
       },
     );
-    app.put<{ Params: Params; Body: Static<typeof OrderingBody> }>(
+    app.put(
       `${item}/workflowitem-ordering`,
       {
         config: { etag: true, ifMatch: true },
@@ -134,17 +139,22 @@ function commandRoutes(app: FastifyInstance, s: ServedType): void {
   }
 }
 
-export const workflowRoutes = declaredRoutes<WorkflowSchema>({
-  store: (context) => context.resources,
+/** Where each level is served: its collection segment and id parameter (every workflow path derives from these). */
+const WORKFLOW_PATHS = {
   segments: { project: "projects", subproject: "subprojects", workflowitem: "workflowitems" },
   params: { project: "p", subproject: "s", workflowitem: "w" },
+} as const;
+
+/** A level as served (its item path, e.g. `/projects/:p/subprojects/:s`, and parameters), for the routes other plugins add under it. */
+export function servedLevel(type: keyof WorkflowSchema & string): ServedType {
+  return servedTypes(workflowSchema, WORKFLOW_PATHS).find((s) => s.type.name === type)!;
+}
+
+export const workflowRoutes = declaredRoutes<WorkflowSchema>({
+  store: (context) => context.resources,
+  ...WORKFLOW_PATHS,
   commands: ({ workflow }) => ({
-    create: (actor, type, parent, body) =>
-      type === "project"
-        ? workflow.createProject(actor, body as never)
-        : type === "subproject"
-          ? workflow.createSubproject(actor, parent!.ids[0]!, body as never)
-          : workflow.createWorkflowitem(actor, parent!.ids[0]!, parent!.ids[1]!, body as never),
+    create: workflow.create,
     update: (actor, ref, patch, options) => workflow.update(actor, ref, patch, options),
     delete: (actor, ref, options) => workflow.delete(actor, ref, options),
   }),

@@ -4,7 +4,7 @@
  * absent fields and, for a workflowitem the caller may not see, its redacted form. Pure functions of
  * what the domain returned; nothing here reads the store.
  */
-import type { ResourceEvent } from "../../resources/events.js";
+import type { ResourceEvent } from "../../resources/model/events.js";
 import type { Notification } from "../../workflow/notifications.js";
 import type { Document } from "../../workflow/schema.js";
 import type { Level, TbIntents } from "./intents.js";

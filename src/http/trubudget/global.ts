@@ -5,7 +5,7 @@
  */
 import { Type, type Static } from "@sinclair/typebox";
 import type { FastifyPluginAsync } from "fastify";
-import { IdentityId } from "../routes/identities.js";
+import { IdentityId } from "../../identity/wire.js";
 import { Envelope, ok, Reply } from "./envelope.js";
 import { grantableIntent, TRUBUDGET_GLOBAL_INTENTS, trubudgetPermissions } from "./intents.js";
 

@@ -8,7 +8,7 @@ import { Type, type Static } from "@sinclair/typebox";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { ValidationError } from "../../errors.js";
 import { DISPLAY_NAME_MAX, MAX_GROUP_MEMBERS } from "../../identity/index.js";
-import { IdentityId } from "../routes/identities.js";
+import { IdentityId } from "../../identity/wire.js";
 import { Envelope, ok, Reply } from "./envelope.js";
 import { all } from "./users.js";
 

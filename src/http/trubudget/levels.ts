@@ -16,9 +16,9 @@
  */
 import { Type, type Static } from "@sinclair/typebox";
 import type { FastifyPluginAsync } from "fastify";
-import type { ResourceEvent } from "../../resources/events.js";
-import type { Ref } from "../../resources/ref.js";
-import { IdentityId } from "../routes/users.js";
+import type { ResourceEvent } from "../../resources/model/events.js";
+import type { Ref } from "../../resources/model/ref.js";
+import { IdentityId } from "../../identity/wire.js";
 import { ProjectedBudget, ProjectFields, RejectReason, SubprojectFields } from "../../workflow/schema.js";
 import { ConflictError, StaleVersionError } from "../../errors.js";
 import { Envelope, errorBody, ok } from "./envelope.js";

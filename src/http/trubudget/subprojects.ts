@@ -10,7 +10,7 @@
 import { Type, type Static } from "@sinclair/typebox";
 import type { FastifyPluginAsync } from "fastify";
 import { projectRef, subprojectRef } from "../../workflow/commands.js";
-import { ResourceId } from "../../resources/wire.js";
+import { ResourceId } from "../../resources/model/wire.js";
 import { OrderingBody } from "../routes/workflow.js";
 import { Envelope, ok } from "./envelope.js";
 import { exposeSubproject, exposeWorkflowitem, type Served } from "./expose.js";

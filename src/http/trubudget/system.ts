@@ -20,7 +20,7 @@ import { createGunzip, createGzip } from "node:zlib";
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { FlowstoreError, ForbiddenError, TooLargeError, ValidationError } from "../../errors.js";
-import { exportStore, UNFINISHED_IMPORT, unfinishedImport } from "../../flowstore/transfer.js";
+import { exportStore, UNFINISHED_IMPORT, unfinishedImport } from "../../compose/transfer.js";
 import { ok, Reply } from "./envelope.js";
 
 /** flowstore's release, from its package.json (two levels above src/http/trubudget and dist/http/trubudget). */

@@ -15,7 +15,7 @@ import type { FastifyPluginAsync } from "fastify";
 import { ConflictError, FlowstoreError } from "../../errors.js";
 import type { GroupRecord, UserRecord } from "../../identity/index.js";
 import { DISPLAY_NAME_MAX, MAX_PAGE, ORGANIZATION_MAX, PASSWORD_MAX, PASSWORD_MIN } from "../../identity/index.js";
-import { IdentityId } from "../routes/identities.js";
+import { IdentityId } from "../../identity/wire.js";
 import { setSessionCookies } from "./auth.js";
 import { Envelope, ok, Reply } from "./envelope.js";
 

@@ -6,10 +6,10 @@
  */
 import { Type, type TObject, type TOptional, type TProperties, type TSchema } from "@sinclair/typebox";
 import { FlowstoreError } from "../../errors.js";
-import type { Page } from "../../resources/core.js";
-import type { Ref } from "../../resources/ref.js";
-import { ResourceId } from "../../resources/wire.js";
-import { PAGE_LIMIT } from "../../resources/wire.js";
+import type { Page } from "../../resources/core/core.js";
+import type { Ref } from "../../resources/model/ref.js";
+import { ResourceId } from "../../resources/model/wire.js";
+import { PAGE_LIMIT } from "../../resources/model/wire.js";
 import type { Level } from "./intents.js";
 
 export const LEVELS: readonly Level[] = ["project", "subproject", "workflowitem"];

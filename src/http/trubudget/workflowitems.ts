@@ -25,7 +25,7 @@ import { Type, type Static, type TSchema } from "@sinclair/typebox";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { TooLargeError, ValidationError } from "../../errors.js";
 import type { Actor } from "../../access/actor.js";
-import { PAGE_LIMIT } from "../../resources/wire.js";
+import { PAGE_LIMIT } from "../../resources/model/wire.js";
 import { DocumentComment, DocumentFileName, DocumentLink, MAX_DOCUMENTS, WorkflowitemFields } from "../../workflow/schema.js";
 import { subprojectRef } from "../../workflow/commands.js";
 import { validatorCompiler } from "../validation.js";

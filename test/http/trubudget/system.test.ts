@@ -15,8 +15,8 @@
 import { PassThrough, Readable } from "node:stream";
 import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openFlowstore } from "../../../src/flowstore/index.js";
-import { importStore } from "../../../src/flowstore/transfer.js";
+import { openFlowstore } from "../../../src/compose/index.js";
+import { importStore } from "../../../src/compose/transfer.js";
 import { MemoryKv } from "../../../src/kv/memory.js";
 import { raw } from "../harness.js";
 import { envelopeOf, expectError, expectShape, startTruBudget, TB, type TbRunning } from "./harness.js";

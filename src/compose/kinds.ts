@@ -1,0 +1,72 @@
+/**
+ * The registry of partition kinds: every kind flowstore writes, each with the layer that writes it and
+ * whether its partitions carry a hash-chained log. Nothing here is written down twice: each layer
+ * declares its own kinds (`*_KINDS` beside its code, the owner types of each schema), and this module
+ * only gathers them. Export/import, verify and the tests that dump a whole store walk this list; a test
+ * checks that no layer writes a kind missing here.
+ */
+import type { Key, Partition } from "../kv/contract.js";
+import { ARCHIVE_KINDS } from "../archive/kinds.js";
+import { IDENTITY_KINDS } from "../identity/kinds.js";
+import { PROCESS_DATA_KINDS } from "../process-data/kinds.js";
+import { RESOURCE_KINDS } from "../resources/model/kinds.js";
+import type { Schema } from "../resources/model/schema.js";
+import { tenancySchema } from "../tenancy/schema.js";
+import { NOTIFICATION_KINDS } from "../workflow/notifications.js";
+import { workflowSchema } from "../workflow/schema.js";
+
+export interface PartitionKind {
+  /** The first element of every partition tuple of this kind. */
+  readonly kind: string;
+  /** The layer (or schema) that writes it. */
+  readonly layer: string;
+  /** True when its partitions hold a hash-chained log (resource owner partitions): `verifyAll` checks them. */
+  readonly chained: boolean;
+}
+
+/** The schemas served over one store, by name; the owner type of each names a chained partition kind. */
+export const SCHEMAS = { workflow: workflowSchema, tenancy: tenancySchema } as const;
+
+function ownerKinds(schema: Schema): string[] {
+  return [...new Set([...schema.types.values()].map((t) => t.owner))];
+}
+
+/**
+ * The import marker's kind (the CLI's transfer): present while an import runs or after one was killed;
+ * a store holding it is not served and does not verify. Never exported, never counted as content.
+ */
+export const IMPORT_KIND = "import";
+
+/**
+ * Where the import marker is: its partition and key (compose/transfer.ts writes it; openFlowstore reads
+ * it), beside it the flag of a restore whose wipe of the old content is not done yet (`wipe`) and the
+ * export a restore reads (`source`, a file path), both written with the marker.
+ */
+export const IMPORT_MARKER: { readonly partition: Partition; readonly key: Key; readonly wipe: Key; readonly source: Key } = {
+  partition: [IMPORT_KIND],
+  key: ["marker"],
+  wipe: ["wipe"],
+  source: ["source"],
+};
+
+const declared: PartitionKind[] = [
+  ...Object.entries(SCHEMAS).flatMap(([layer, schema]) => ownerKinds(schema).map((kind) => ({ kind, layer, chained: true }))),
+  ...RESOURCE_KINDS.map((kind) => ({ kind, layer: "resources", chained: false })),
+  ...IDENTITY_KINDS.map((kind) => ({ kind, layer: "identity", chained: false })),
+  ...ARCHIVE_KINDS.map((kind) => ({ kind, layer: "archive", chained: false })),
+  ...PROCESS_DATA_KINDS.map((kind) => ({ kind, layer: "process-data", chained: false })),
+  ...NOTIFICATION_KINDS.map((kind) => ({ kind, layer: "workflow", chained: false })),
+  { kind: IMPORT_KIND, layer: "transfer", chained: false },
+];
+
+/** Every partition kind, once (the first layer to declare a kind names it). */
+export const PARTITION_KINDS: readonly PartitionKind[] = declared.filter((k, i) => declared.findIndex((o) => o.kind === k.kind) === i);
+
+/** The kind names alone, in registry order. */
+export const ALL_KINDS: readonly string[] = PARTITION_KINDS.map((k) => k.kind);
+
+/** The kinds that hold a store's content (what export carries and import fills): all but the import marker. */
+export const CONTENT_KINDS: readonly string[] = ALL_KINDS.filter((k) => k !== IMPORT_KIND);
+
+/** The kinds whose partitions carry a hash chain. */
+export const CHAINED_KINDS: readonly string[] = PARTITION_KINDS.filter((k) => k.chained).map((k) => k.kind);

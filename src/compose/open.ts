@@ -1,0 +1,427 @@
+/**
+ * The composition root: `openFlowstore(urlOrKv, options)` assembles the whole store over one storage
+ * backend (the only place the object graph is built: the HTTP server, the CLI and library users all
+ * start here) and owns what runs beside it.
+ *
+ * Rules:
+ * - One clock for every part (workflow, tenancy, archive, process data, identity); tests inject one.
+ * - Instrumentation wraps the store before anything is built on it (`instrument`, e.g. the server's
+ *   metrics), so every part goes through it.
+ * - Timers belong to the root: the archive's recovery sweep (half-done uploads and deletes a killed
+ *   process left, after Imixs-Archive's recovery of interrupted writes) runs once at open and then
+ *   periodically, and stops with `close()`.
+ * - Who opens closes: `close()` closes the storage backend only when it was opened here from a URL; a
+ *   KvStore passed in stays the caller's to close.
+ */
+import { randomBytes } from "node:crypto";
+import { rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Readable } from "node:stream";
+import { Archive, loadSealKey, type ArchiveOptions, type SealKeyOptions } from "../archive/index.js";
+import { ConflictError, ValidationError } from "../errors.js";
+import { Identity, type UserRecord } from "../identity/index.js";
+import type { KvStore, Partition } from "../kv/contract.js";
+import { allPartitions } from "../kv/contract.js";
+import { openKv, type OpenKvOptions } from "../kv/open.js";
+import { openProcessData, type ProcessData, type ProcessDataOptions } from "../process-data/service.js";
+import { SYSTEM, type Actor } from "../access/actor.js";
+import type { VerifyResult } from "../resources/model/events.js";
+import { checkCheckpoint, Checkpoints, loadCheckpointKey, type Checkpoint } from "../resources/audit/checkpoint.js";
+import type { GlobalPermissions } from "../access/global.js";
+import { ResourceStore, type Assignment, type Verified } from "../resources/store.js";
+import type { TenancySchema } from "../tenancy/schema.js";
+import { archiveProject, restoreProject, type ArchivedProject, type RestoredProject } from "../workflow/archive.js";
+import { Workflow } from "../workflow/commands.js";
+import { Documents, type DocumentsOptions } from "../workflow/documents.js";
+import { Notifications, type NotificationsOptions } from "../workflow/notifications.js";
+import { FeedWatcher } from "../resources/log/feed.js";
+import type { WorkflowSchema } from "../workflow/schema.js";
+import { flowstoreIntents } from "./intents.js";
+import { IMPORT_KIND, IMPORT_MARKER, PARTITION_KINDS, SCHEMAS, type PartitionKind } from "./kinds.js";
+import { stageExport, type StagedRestore } from "./restore.js";
+import { replaceStore, type Progress, type TransferCounts } from "./transfer.js";
+
+/** Half-done archive operations older than this are finished or undone (default 10 minutes). */
+export const DEFAULT_ARCHIVE_RECOVERY_AGE_MS = 10 * 60 * 1000;
+/** The recovery sweep runs at most this often. */
+const MIN_RECOVERY_INTERVAL_MS = 60_000;
+
+export interface FlowstoreOptions extends OpenKvOptions {
+  /** The clock (epoch ms) of every part; tests inject one. Default Date.now. */
+  readonly clock?: () => number;
+  /** Wraps the store before anything is built on it (e.g. `metrics.wrap` to count its operations). */
+  readonly instrument?: (kv: KvStore) => KvStore;
+  /** Cache rendered workflowitem list pages per project version (default true). */
+  readonly pageCache?: boolean;
+  /**
+   * Process data: where the key that encrypts access tokens comes from (a 32-byte key, or a data
+   * directory holding the key file) and its limits. Without a key a random one is used, and stored
+   * tokens are unreadable after a restart.
+   */
+  readonly processData?: Omit<ProcessDataOptions, "clock">;
+  /** The archive's limits and retention (default: 100 MiB per snapshot, keep all), and its recovery. */
+  readonly archive?: Omit<ArchiveOptions, "now"> & {
+    /**
+     * At open and then periodically, half-done archive operations older than this are finished or
+     * undone (a killed upload). Keep it above the longest upload when other processes share the store.
+     * Default 10 minutes.
+     */
+    readonly recoverOlderThanMs?: number;
+  };
+  /**
+   * The key of the archive seal (only sealed project archives are restorable): given, or a key file in
+   * a data directory (generated on first use, 0600). Default: the directory of an `lmdb:` store; for
+   * other stores without it, a random key for the life of the process (archives made then cannot be
+   * restored after a restart), so configure it for Redis and PostgreSQL.
+   */
+  readonly archiveSeal?: SealKeyOptions;
+  /**
+   * The Ed25519 key that signs checkpoints (resources/checkpoint.ts): a PKCS#8 PEM, or a data directory
+   * whose `checkpoint-key.pem` is generated on first use (0600). Default: a key for the life of the process.
+   */
+  readonly checkpointKey?: { readonly pem?: string; readonly dataDir?: string };
+  /** Documents of workflowitems: the size limit of one (default 100 MiB). */
+  readonly documents?: Omit<DocumentsOptions, "clock">;
+  /**
+   * Notifications: retention (keep the newest N per user, default 1000), and whether this process
+   * projects them from the feed (`follow`, default false: a server turns it on; several processes may,
+   * the projection is idempotent).
+   */
+  readonly notifications?: NotificationsOptions & { readonly follow?: boolean; readonly pollMs?: number };
+  /**
+   * Appends to the feed, at open and with the periodic sweep, the commits a killed process left out of
+   * it (`PartitionWriter.repairAnchor`), once their last event is `settleMs` old (default 1000 ms: a live
+   * writer anchors within milliseconds, so a younger one may still be on its way). Default off (a
+   * server turns it on; an import must not have it).
+   */
+  readonly feedRepair?: false | { readonly settleMs?: number };
+  /**
+   * Where a restore (`stageRestore`) keeps the export it reads until it is done, and its scratch store.
+   * Default: the directory of an `lmdb:` store, else the OS's temporary directory; keep it on a disk
+   * that survives a restart, since `flowstore import --resume` needs the file after a crash.
+   */
+  readonly restoreDir?: string;
+  /** Where errors of background work (the archive's recovery sweep) go. Default: a process warning. */
+  readonly onBackgroundError?: (error: unknown, task: string) => void;
+}
+
+export interface VerifyAllResult {
+  /** True when every chain verified. */
+  readonly ok: boolean;
+  /** Partitions with a chain, checked. */
+  readonly partitions: number;
+  /** Events checked across them. */
+  readonly events: number;
+  /** Partitions whose chain is broken. */
+  readonly bad: number;
+  /** Partitions verified incrementally, from the head a previous verify left (`since`). */
+  readonly incremental: number;
+}
+
+/** A chain head verified earlier: an incremental verify checks the chain from it on. */
+export interface VerifiedHead {
+  readonly seq: number;
+  readonly hash: string | null;
+}
+
+export interface Flowstore {
+  /** The storage backend every part uses (instrumented when `instrument` was given). */
+  readonly kv: KvStore;
+  /** The clock every part uses (epoch ms). */
+  readonly clock: () => number;
+  /** Every partition kind the store writes, with its layer (export, import, verify walk it). */
+  readonly kinds: readonly PartitionKind[];
+  /** Projects, subprojects and workflowitems: commands with their lifecycle rules. */
+  readonly workflow: Workflow;
+  /** Documents of workflowitems, their content in the archive's file store. */
+  readonly documents: Documents;
+  /** Users' notifications, projected from the workflow's committed events. */
+  readonly notifications: Notifications;
+  /** The generic resource operations over the workflow schema (history, as-of, verify, ...). */
+  readonly resources: ResourceStore<WorkflowSchema>;
+  /** The tenancy hierarchy (spaces, providers, tenants, nodes, ...), on the same backend. */
+  readonly tenancy: ResourceStore<TenancySchema>;
+  /** Users, groups, passwords. */
+  readonly identity: Identity;
+  /** Global permissions (`global.createProject`, `global.writeArchive`, ...). */
+  readonly global: GlobalPermissions;
+  /** Immutable snapshots with files, found by unique id and by day. */
+  readonly archive: Archive;
+  /** Interim data of running business processes (forms, messages), with access tokens sealed. */
+  readonly processData: ProcessData;
+  /**
+   * Stores a closed project (its whole partition) as one snapshot `project:<id>`; with drop, removes
+   * the live project. Needs `global.writeArchive` and the project's `project.close`.
+   */
+  archiveProject(actor: Actor, projectId: string, options?: { drop?: boolean }): Promise<ArchivedProject>;
+  /** Restores an archived project where it does not exist. Needs `global.writeArchive` and `global.createProject`. */
+  restoreProject(actor: Actor, snapshotId: string): Promise<RestoredProject>;
+  /** One cheap read through the backend: resolves when the store answers, throws when it does not. */
+  ready(): Promise<void>;
+  /**
+   * Verifies every partition that has a chain (what `flowstore verify` reports): its hash chain, its
+   * anchor in the ledger, and every stored key against the replay of its log. With `since`, a partition
+   * for which it answers the head a previous verify left is verified incrementally: the event at that
+   * head must still have its hash, and the chain, head and ledger after it are checked (not the stored
+   * keys). Each result that is ok carries the head it verified (`head`), the next run's `since`.
+   */
+  verifyAll(onResult?: (partition: Partition, result: Verified) => void, options?: { since?: (partition: Partition) => VerifiedHead | undefined }): Promise<VerifyAllResult>;
+  /** Signs partitions' chain heads (`GET …/checkpoint`). */
+  readonly checkpoints: Checkpoints;
+  /**
+   * Proves that a partition's current history extends a checkpoint kept earlier: its signature (by the
+   * key with `trustedFingerprint` when given), the same hash at its seq, and the partition verified
+   * (with `incremental`, only the chain after the checkpoint). Refuses a forged checkpoint.
+   */
+  verifyCheckpoint(checkpoint: unknown, options?: { trustedFingerprint?: string; incremental?: boolean }): Promise<VerifyResult>;
+  /**
+   * Disables a user (identity's rule: `global.createUser`), refused with a ConflictError naming what is
+   * still assigned to it (projects, subprojects, workflowitems) unless `force`.
+   */
+  disableUser(actor: Actor, id: string, options?: { force?: boolean }): Promise<UserRecord>;
+  /** What is assigned to a user now: asked by the user itself or a holder of `global.createUser`. */
+  assignmentsOf(actor: Actor, id: string): Promise<Assignment[]>;
+  /**
+   * Stages a restore of the whole store from an export (transfer.ts's NDJSON, as `exportStore` writes
+   * it): writes it to the restore directory and checks it in a scratch store (it imports, its chains
+   * verify, it holds root, it opens with this store's process-data key). A bad export is refused with a
+   * ValidationError naming why, and this store is not touched. The staged restore's `apply()` then
+   * replaces the content (restore.ts): the background work (notifications, recovery sweeps) pauses
+   * meanwhile, and the process's chain heads and visibility index are refreshed after.
+   */
+  stageRestore(input: Readable): Promise<StagedRestore>;
+  /** Stops the root's timers, waits for background work, and closes the backend if it was opened here. */
+  close(): Promise<void>;
+}
+
+/** Opens flowstore over a store URL (`memory:`, `lmdb:<dir>`, `redis://…`, `redis-cluster://…`) or an open KvStore. */
+export async function openFlowstore(store: string | KvStore = "lmdb:./data", options: FlowstoreOptions = {}): Promise<Flowstore> {
+  const owned = typeof store === "string" ? await openKv(store, options) : null;
+  try {
+    return await assemble(owned ?? (store as KvStore), owned !== null, options, typeof store === "string" ? store : null);
+  } catch (e) {
+    await owned?.close().catch(() => {});
+    throw e;
+  }
+}
+
+async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOptions, store: string | null): Promise<Flowstore> {
+  const kv = options.instrument ? options.instrument(base) : base;
+  const clock = options.clock ?? Date.now;
+  // One registry of global intents, each domain's declared in its own layer; grants name a known identity.
+  const identity = new Identity(kv, { now: () => new Date(clock()), intents: flowstoreIntents(SCHEMAS.workflow, SCHEMAS.tenancy) });
+  const { global } = identity;
+  const resources = new ResourceStore(kv, SCHEMAS.workflow, { clock, pageCache: options.pageCache, global, identities: identity });
+  const tenancy = new ResourceStore(kv, SCHEMAS.tenancy, { clock, global, identities: identity });
+  const { recoverOlderThanMs = DEFAULT_ARCHIVE_RECOVERY_AGE_MS, ...archiveOptions } = options.archive ?? {};
+  const archive = new Archive(kv, { ...archiveOptions, now: clock, global });
+  const pd = options.processData ?? {};
+  const keyGiven = pd.encryptionKey !== undefined || pd.dataDir !== undefined;
+  // A configured key must be the one the store's tokens were sealed with: refused here, at open.
+  const keyOptions = keyGiven ? { requireKey: pd.requireKey ?? true } : { encryptionKey: randomBytes(32) };
+  const processData = await openProcessData(kv, { ...pd, ...keyOptions, clock, global });
+  const lmdbDir = typeof store === "string" && store.startsWith("lmdb:") ? store.slice("lmdb:".length).replace(/^\/\/(?=\/)/, "") : undefined;
+  const sealOptions = options.archiveSeal ?? { dataDir: lmdbDir };
+  let sealKey: Promise<Uint8Array> | undefined;
+  const deps = { archive, store: resources, sealKey: () => (sealKey ??= loadSealKey(sealOptions)) };
+  // Each chained kind is verified by the store of the schema that declares it.
+  const storeOf: Record<keyof typeof SCHEMAS, ResourceStore> = { workflow: resources, tenancy };
+  const chained = PARTITION_KINDS.filter((k) => k.chained).map((k) => ({ kind: k.kind, store: storeOf[k.layer as keyof typeof SCHEMAS] }));
+  const ck = options.checkpointKey ?? {};
+  const checkpoints = new Checkpoints(kv, await loadCheckpointKey({ env: ck.pem, dataDir: ck.dataDir }), clock);
+
+  // The index of visible roots (resources/visibility.ts), built once for a store written before it; not
+  // while an import is unfinished (the store is not whole, and the import must end byte for byte).
+  if (!(await kv.get(IMPORT_MARKER.partition, IMPORT_MARKER.key))) {
+    await resources.buildVisibility();
+    await tenancy.buildVisibility();
+  }
+
+
+  const documents = new Documents(resources, archive, { ...options.documents, clock });
+  const { follow = false, pollMs = 200, ...notificationOptions } = options.notifications ?? {};
+  const notifications = new Notifications(kv, resources, identity, notificationOptions);
+  const feedRepair = options.feedRepair ? { settleMs: options.feedRepair.settleMs ?? 1000 } : null;
+
+  // The recovery sweep (the archive's half-done operations, documents' unsettled holds, commits a killed
+  // process left out of the feed): now, then periodically; close() waits for a run in progress.
+  const onError = options.onBackgroundError ?? ((error: unknown, task: string) => process.emitWarning(`${task} failed: ${error instanceof Error ? error.message : String(error)}`));
+  await archive.recover({ olderThanMs: recoverOlderThanMs });
+  await documents.recover(recoverOlderThanMs);
+  const repairFeed = async (): Promise<void> => {
+    // Not over an unfinished import (its feed and ledger are still arriving).
+    if (!feedRepair || (await kv.listPartitions(IMPORT_KIND, { limit: 1 })).partitions.length > 0) return;
+    for (const { kind, store } of chained) for await (const p of allPartitions(kv, kind)) await store.writer.repairAnchor(p, feedRepair.settleMs);
+  };
+  let running: Promise<unknown> | null = repairFeed()
+    .catch((err: unknown) => onError(err, "feed repair"))
+    .finally(() => (running = null));
+  // A restore pauses the background work (it must not write into a store being replaced); a restore
+  // that failed midway leaves it paused: the store is not whole until `import --resume` finishes it.
+  let paused = false;
+  const timer = setInterval(() => {
+    if (running || paused) return;
+    running = (async () => {
+      await archive.recover({ olderThanMs: recoverOlderThanMs }).catch((err: unknown) => onError(err, "archive recovery"));
+      await documents.recover(recoverOlderThanMs).catch((err: unknown) => onError(err, "document recovery"));
+      await repairFeed().catch((err: unknown) => onError(err, "feed repair"));
+    })().finally(() => (running = null));
+  }, Math.max(recoverOlderThanMs, MIN_RECOVERY_INTERVAL_MS));
+  timer.unref();
+
+  // The notification follower: projects the feed into the inboxes whenever its head moves.
+  let following: Promise<void> | null = null;
+  let followAgain = false;
+  const pumpNotifications = (): void => {
+    if (paused) return;
+    if (following) {
+      followAgain = true;
+      return;
+    }
+    following = (async () => {
+      do {
+        followAgain = false;
+        await notifications.followAll(resources.writer.feed).catch((err: unknown) => onError(err, "notifications"));
+      } while (followAgain && !paused);
+    })().finally(() => (following = null));
+  };
+  const watcher = new FeedWatcher(resources.writer.feed, pollMs);
+  const unfollow = follow ? watcher.subscribe(() => pumpNotifications()) : () => {};
+
+  const restoreDir = options.restoreDir ?? lmdbDir ?? join(tmpdir(), "flowstore-restore");
+  // The scratch store of a restore is opened as this one is, for what an open checks (the process-data key).
+  const checkExport = async (scratchKv: KvStore): Promise<void> => {
+    let scratch: Flowstore;
+    try {
+      scratch = await openFlowstore(scratchKv, { clock, processData: options.processData, pageCache: false });
+    } catch (e) {
+      throw new ValidationError(`the export cannot be opened here: ${e instanceof Error ? e.message : String(e)}`, "input");
+    }
+    try {
+      if (!(await scratch.identity.getUser("root").catch(() => null))) throw new ValidationError("the export holds no root user", "input");
+      let first = "";
+      const verified = await scratch.verifyAll((partition, r) => {
+        if (!r.ok && first === "") first = `${JSON.stringify(partition)}${r.firstBad ? ` at seq ${r.firstBad.seq}: ${r.firstBad.reason}` : ""}`;
+      });
+      if (!verified.ok) throw new ValidationError(`the export does not verify: ${verified.bad} partition(s) fail, the first ${first}`, "input");
+    } finally {
+      await scratch.close();
+    }
+  };
+  let restoring = false;
+  const applyRestore = async (file: string, onProgress?: Progress): Promise<TransferCounts> => {
+    if (restoring) throw new ConflictError("a restore is running already", "store");
+    restoring = true;
+    paused = true;
+    try {
+      await running;
+      await following;
+      const counts = await replaceStore(kv, file, onProgress);
+      // What this process keeps of the old content: cached chain heads and whether it recorded its
+      // process-data key (pages and lists are keyed by versions, which a partition never hands out
+      // twice, dropped or not).
+      resources.writer.forgetAll();
+      tenancy.writer.forgetAll();
+      processData.forgetRecordedKey();
+      await resources.buildVisibility();
+      await tenancy.buildVisibility();
+      paused = false;
+      await rm(file, { force: true });
+      return counts;
+    } finally {
+      restoring = false;
+      pumpNotifications();
+    }
+  };
+
+  let closed: Promise<void> | null = null;
+  return {
+    kv,
+    clock,
+    kinds: PARTITION_KINDS,
+    workflow: new Workflow(resources, identity, documents),
+    documents,
+    notifications,
+    resources,
+    tenancy,
+    identity,
+    global: identity.global,
+    archive,
+    processData,
+    archiveProject: (actor, projectId, opts = {}) => archiveProject(deps, actor, projectId, { drop: opts.drop === true }),
+    restoreProject: (actor, snapshotId) => restoreProject(deps, actor, snapshotId),
+    async ready() {
+      await identity.global.list(SYSTEM);
+    },
+    async verifyAll(onResult, opts = {}) {
+      const total = { ok: true, partitions: 0, events: 0, bad: 0, incremental: 0 };
+      for (const { kind, store } of chained) {
+        for await (const partition of allPartitions(kv, kind)) {
+          const since = opts.since?.(partition);
+          const incremental = since !== undefined && since.seq > 0;
+          const r = await store.verify(partition, incremental ? { since, incremental } : {});
+          if (incremental) total.incremental++;
+          // A partition without a chain (nothing logged, e.g. purged) has nothing to check.
+          if (r.ok && r.checked === 0) continue;
+          total.partitions++;
+          total.events += r.checked;
+          if (!r.ok) {
+            total.ok = false;
+            total.bad++;
+          }
+          onResult?.(partition, r);
+        }
+      }
+      // Each identity's index of visible roots, against the records it names (a stray entry).
+      for (const s of [resources, tenancy]) {
+        for (const stray of await s.verifyVisibility()) {
+          total.ok = false;
+          total.bad++;
+          onResult?.(stray.partition, stray.result);
+        }
+      }
+      return total;
+    },
+    async disableUser(actor, id, opts = {}) {
+      await identity.global.assert(actor, "global.createUser");
+      if (opts.force !== true) {
+        const assigned = await resources.assignmentsOf(id);
+        if (assigned.length > 0) {
+          const named = assigned.slice(0, 20).map((a) => `${a.type} ${a.ids.join("/")}`).join(", ");
+          throw new ConflictError(`${id} is still assigned to ${assigned.length} resource(s): ${named}${assigned.length > 20 ? ", …" : ""}; reassign them or disable with force`, "assignments");
+        }
+      }
+      return identity.disableUser(actor, id);
+    },
+    async assignmentsOf(actor, id) {
+      await identity.getUser(id);
+      if (!actor.system && actor.id !== id) await identity.global.assert(actor, "global.createUser");
+      return resources.assignmentsOf(id);
+    },
+    checkpoints,
+    async verifyCheckpoint(checkpoint, opts = {}) {
+      const refused = checkCheckpoint(checkpoint, opts.trustedFingerprint);
+      if (refused) return { ok: false, checked: 0, firstBad: { seq: 0, reason: refused } };
+      const c = checkpoint as Checkpoint;
+      const owner = chained.find((k) => k.kind === c.partition[0]);
+      if (!owner) return { ok: false, checked: 0, firstBad: { seq: 0, reason: `${JSON.stringify(c.partition[0])} is not a partition kind with a chain` } };
+      return owner.store.verify(c.partition, { since: { seq: c.seq, hash: c.hash }, incremental: opts.incremental === true });
+    },
+    async stageRestore(input) {
+      const staged = await stageExport(restoreDir, input, checkExport);
+      return { ...staged, apply: (onProgress) => applyRestore(staged.file, onProgress), discard: () => rm(staged.file, { force: true }) };
+    },
+    close() {
+      closed ??= (async () => {
+        clearInterval(timer);
+        unfollow();
+        watcher.stop();
+        await running;
+        await following;
+        if (ownsKv) await kv.close();
+      })();
+      return closed;
+    },
+  };
+}

@@ -1,0 +1,355 @@
+/**
+ * The audit trail: a resource's history (its index into the partition's log), the resource as it was at
+ * a time (a replay of its history), and verification of a partition: its hash chain, its anchor in the
+ * ledger, and every stored key against the replay of the log.
+ */
+import { ValidationError } from "../../errors.js";
+import { Entry, scanAll, type Key, type Partition, type ScanPage } from "../../kv/contract.js";
+import { decode, encode } from "../../kv/tuple.js";
+import { allows, type Actor, type Permissions } from "../../access/actor.js";
+import { pageLimit, MAX_PAGE, type Core, type Page } from "../core/core.js";
+import { checkLink, fold, type ResourceEvent, type VerifyResult } from "../model/events.js";
+import { layout } from "../model/layout.js";
+import { RecordView, type Envelope } from "../model/record.js";
+import { indexEntries } from "../indexes/visibility.js";
+import { locate, type Ref } from "../model/ref.js";
+import { PartitionReplay, ReplayError, valueOf, type ReplayedEntry, type ReplayedValue } from "./replay.js";
+
+export interface HistoryOptions {
+  cursor?: string | null;
+  limit?: number;
+  reverse?: boolean;
+  /** Only events of this actor (TruBudget's `publisher`). */
+  publisher?: string;
+  /** Only events at or after this time (ISO 8601). */
+  since?: string;
+  /** Only events at or before this time (ISO 8601). */
+  until?: string;
+  /** Only events of this type (`<resourceType>.<verb>`). */
+  type?: string;
+}
+
+function timeOf(value: string | undefined, field: string): number | null {
+  if (value === undefined) return null;
+  const t = Date.parse(value);
+  if (Number.isNaN(t)) throw new ValidationError(`${field} must be an ISO 8601 date-time`, field);
+  return t;
+}
+
+/** The event filter of a history read (TruBudget's history filter: publisher, time range, event type), or null for none. */
+function historyFilter(o: HistoryOptions): ((e: ResourceEvent) => boolean) | null {
+  const since = timeOf(o.since, "since");
+  const until = timeOf(o.until, "until");
+  if (since !== null && until !== null && since > until) throw new ValidationError("since must not be after until", "since");
+  if (o.publisher === undefined && o.type === undefined && since === null && until === null) return null;
+  return (e) => {
+    if (o.publisher !== undefined && e.actor !== o.publisher) return false;
+    if (o.type !== undefined && e.type !== o.type) return false;
+    const at = Date.parse(e.at);
+    return (since === null || at >= since) && (until === null || at <= until);
+  };
+}
+
+export interface VerifyOptions {
+  /** A head kept earlier (a checkpoint's): the log must still hold this hash at this seq. */
+  since?: { seq: number; hash: string | null };
+  /** With `since`: check the chain from it on only, and not the stored keys (a fast periodic check). */
+  incremental?: boolean;
+}
+
+/** A verify's result, with the chain head it verified when it succeeded (what an incremental verify starts from next time). */
+export type Verified = VerifyResult & { readonly head?: { readonly seq: number; readonly hash: string | null } };
+
+export class Audit {
+  constructor(private readonly c: Core) {}
+
+  /** One range read of the history index plus one batched read of the log. The system actor also reads a deleted resource's. */
+  async history(actor: Actor, ref: Ref, options: HistoryOptions = {}): Promise<Page<ResourceEvent>> {
+    const { kv } = this.c;
+    const l = locate(this.c.schema, ref);
+    const read = this.c.reader(l);
+    const state = await read(layout.state(l));
+    if (state || !actor.system) await this.c.authorize(read, l, actor, l.type.intents.history, { state });
+    const limit = pageLimit(options.limit);
+    const keep = historyFilter(options);
+    // Unfiltered: one page of the index. Filtered: index pages are read on until the page is full or the
+    // history ends; the cursor stays a position in the index, so paging on continues after the last read.
+    const items: ResourceEvent[] = [];
+    let cursor = options.cursor ?? null;
+    do {
+      const page = await kv.scan(l.partition, { prefix: layout.history(l), after: cursor, limit: limit - items.length, reverse: options.reverse === true });
+      const logs = await kv.getMany(l.partition, page.entries.map((e) => layout.log(layout.seqOfHistory(e.key))));
+      for (const e of logs) {
+        if (e === undefined) continue;
+        const event = JSON.parse(e.value.toString("utf8")) as ResourceEvent;
+        if (!keep || keep(event)) items.push(event);
+      }
+      cursor = page.cursor;
+    } while (keep && cursor !== null && items.length < limit);
+    return { items, nextCursor: cursor };
+  }
+
+  /**
+   * An event as the actor may read it over REST, or null: every event needs the resource's history
+   * intent, a permission change its `intent.listPermissions`; a `created` event's permission map is
+   * left out for those who may not list permissions. Null too when the resource is gone (as its
+   * history answers 404), except for the system actor.
+   */
+  async eventFor(actor: Actor, event: ResourceEvent): Promise<ResourceEvent | null> {
+    const last = event.path.at(-1);
+    if (!last) return null;
+    let l;
+    try {
+      l = locate(this.c.schema, { type: last.type, ids: event.path.map((p) => p.id) });
+    } catch {
+      return null; // a type of another schema
+    }
+    if (actor.system) return event;
+    const verb = event.type.slice(event.type.lastIndexOf(".") + 1);
+    const { intents } = l.type;
+    const intent = verb === "permission_granted" || verb === "permission_revoked" ? intents.listPermissions : intents.history;
+    let access;
+    try {
+      ({ access } = await this.c.authorize(this.c.reader(l), l, actor, intent, { withAccess: true }));
+    } catch {
+      return null;
+    }
+    if (event.payload.permissions === undefined || allows(access?.permissions, actor, intents.listPermissions)) return event;
+    const { permissions: _, ...payload } = event.payload;
+    return { ...event, payload };
+  }
+
+  async asOf(actor: Actor, ref: Ref, time: Date | string): Promise<Envelope | null> {
+    const at = new Date(time);
+    if (Number.isNaN(at.getTime())) throw new ValidationError("time must be an ISO 8601 date-time", "time");
+    const events: ResourceEvent[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: Page<ResourceEvent> = await this.history(actor, ref, { cursor, limit: MAX_PAGE });
+      for (const e of page.items) if (Date.parse(e.at) <= at.getTime()) events.push(e);
+      cursor = page.nextCursor;
+    } while (cursor !== null);
+    const s = fold(events);
+    if (!s || s.deleted) return null;
+    return {
+      id: ref.ids.at(-1)!,
+      type: ref.type,
+      data: s.data,
+      meta: { createdAt: s.createdAt, createdBy: s.createdBy, updatedAt: s.updatedAt, version: s.version },
+    };
+  }
+
+  /**
+   * Verifies a partition: the hash chain of its log; the head, against the log and against the ledger
+   * (a cut tail); then every other key, against the replay of the log (replay.ts), in key order. The
+   * first divergence fails it: a stored key the replay does not produce (an unknown key, a stray index
+   * entry), a key it produces that is missing, or a value that differs (an edited amount, a user added
+   * to an access record). `since` (a head kept earlier, e.g. a checkpoint's) also requires the log to
+   * hold that hash at that seq: history after it was not rewritten.
+   */
+  async verify(partition: Partition, options: VerifyOptions = {}): Promise<Verified> {
+    const since = options.since;
+    // Incremental: the chain is checked from the checkpoint on (its event included); the stored keys are not compared.
+    const incremental = options.incremental === true && since !== undefined && since.seq > 0;
+    let prev: string | null = null;
+    let expected = incremental ? since.seq : 1;
+    const replay = incremental ? null : new PartitionReplay(this.c.schema, partition);
+    const bad = (seq: number, reason: string, family?: string, key?: Key): VerifyResult => ({
+      ok: false,
+      checked: expected - 1,
+      firstBad: { seq, reason, ...(family ? { family } : {}), ...(key ? { key: JSON.stringify(key) } : {}) },
+    });
+    const range = incremental ? { start: layout.log(since.seq), end: layout.afterLogs } : { prefix: layout.logs };
+    // Page by page, each page's events checked in one synchronous loop (no await per event).
+    let after: string | null = null;
+    do {
+      const page: ScanPage = await this.c.kv.scan(partition, { ...range, limit: VERIFY_PAGE, after });
+      for (const e of page.entries) {
+        let event: ResourceEvent;
+        try {
+          event = JSON.parse(e.value.toString("utf8")) as ResourceEvent;
+        } catch {
+          return bad(expected, "event is not valid JSON", "l");
+        }
+        // The key is the expected one's (compared as bytes: no key is decoded on the way), or named as it is.
+        const keySeq = e.keyBytes.equals(encode(layout.log(expected))) ? expected : layout.seqOfLog(e.key);
+        if (incremental && expected === since.seq) prev = event.prev; // the checkpoint's own event links to one not re-read
+        const reason = keySeq !== event.seq ? `stored under seq ${String(keySeq)} but says ${event.seq}` : checkLink(event, expected, prev, e.value);
+        if (reason) return bad(expected, reason, "l");
+        if (since && since.seq > 0 && event.seq === since.seq && event.hash !== since.hash) return bad(event.seq, `event ${event.seq} differs from the checkpoint: history was rewritten`, "l");
+        try {
+          replay?.apply(event);
+        } catch (err) {
+          if (err instanceof ReplayError) return bad(event.seq, err.message, "l");
+          throw err;
+        }
+        prev = event.hash;
+        expected++;
+      }
+      after = page.cursor;
+    } while (after !== null);
+    const last = expected - 1;
+    if (since && since.seq > last) return bad(last + 1, `the log ends at ${last}, before the checkpoint's seq ${since.seq}: its tail was cut`, "l");
+    const head = await this.c.writer.readHead(partition);
+    if (head.seq !== last || head.hash !== prev) return bad(last + 1, `chain head says seq ${head.seq}, the log ends at ${last}`, "m", layout.head);
+    const anchor = await this.c.writer.readLedger(partition);
+    if (anchor && anchor.seq > last) return bad(last + 1, `the ledger anchors seq ${anchor.seq}, the log ends at ${last}: its tail was cut`, "ledger");
+    if (anchor && anchor.seq > 0) {
+      const at = await this.c.kv.get(partition, layout.log(anchor.seq));
+      const hash = at ? (JSON.parse(at.value.toString("utf8")) as ResourceEvent).hash : null;
+      if (hash !== anchor.hash) return bad(anchor.seq, `event ${anchor.seq} differs from the ledger's anchor: history was rewritten`, "ledger");
+    }
+    const verified = { seq: last, hash: prev };
+    if (!replay) return { ok: true, checked: last - since!.seq + 1, head: verified };
+    // The stored keys are first checked in one pass against the replay (`#matches`); only when they differ
+    // is the first divergence in key order looked for (`#compare`), to name it.
+    const keys = (await this.#matches(partition, replay.expected())) ? null : ((await this.#compare(partition, replay.byKey())) ?? CHANGED);
+    const divergence = keys ?? (await this.#compareVisibility(replay)) ?? (await this.#compareAssignments(replay));
+    return divergence ? bad(divergence.seq, divergence.reason, divergence.family, divergence.key) : { ok: true, checked: last, head: verified };
+  }
+
+  /** A root's entries in its listers' index of visible roots (visibility.ts) against the replay's owner. */
+  async #compareVisibility(replay: PartitionReplay): Promise<{ seq: number; reason: string; family: string; key: Key } | null> {
+    const owner = replay.owner();
+    if (!owner) return null;
+    const t = this.c.schema.type(owner.type);
+    const key = layout.visibleRoot(t.name, owner.envelope.id);
+    for (const [identity, value] of indexEntries(t, owner.envelope, owner.permissions)) {
+      const stored = await this.c.kv.get(layout.visible(identity), key);
+      if (!stored) return { seq: 0, reason: `${t.name} ${owner.envelope.id} is missing from the visible roots of ${identity} (its permissions list it)`, family: layout.visibleKind, key: [...layout.visible(identity), ...key] };
+      if (!stored.value.equals(value)) return { seq: 0, reason: `${t.name} ${owner.envelope.id}'s entry in the visible roots of ${identity} differs from its record`, family: layout.visibleKind, key: [...layout.visible(identity), ...key] };
+    }
+    return null;
+  }
+
+  /**
+   * Each live resource's entry in its assignee's assignments index (assignments.ts) against the replay:
+   * present, with its empty value. (Entries the index keeps for deleted descendants are a documented hint
+   * a read filters out, so only what the log says must be there is checked.)
+   */
+  async #compareAssignments(replay: PartitionReplay): Promise<{ seq: number; reason: string; family: string; key: Key } | null> {
+    // One batched read per identity and page of keys (in the order the replay gives them).
+    const byIdentity = new Map<string, Key[]>();
+    for (const { identity, key } of replay.assignments()) {
+      const keys = byIdentity.get(identity);
+      if (keys) keys.push(key);
+      else byIdentity.set(identity, [key]);
+    }
+    for (const [identity, keys] of byIdentity) {
+      for (let i = 0; i < keys.length; i += VERIFY_PAGE) {
+        const page = keys.slice(i, i + VERIFY_PAGE);
+        const stored = await this.c.kv.getMany(layout.assigned(identity), page);
+        for (let j = 0; j < page.length; j++) {
+          const s = stored[j];
+          if (s && s.value.length === 0) continue;
+          const key = page[j]!;
+          const at = [...layout.assigned(identity), ...key];
+          if (!s) return { seq: 0, reason: `${key[0]} ${key.slice(1).join("/")} is missing from the assignments of ${identity} (its assignee)`, family: layout.assignedKind, key: at };
+          return { seq: 0, reason: `${key[0]} ${key.slice(1).join("/")}'s entry in the assignments of ${identity} differs from the replay of the log`, family: layout.assignedKind, key: at };
+        }
+      }
+    }
+    return null;
+  }
+
+  /**
+   * The other direction, one identity's index of visible roots: every entry must name a root whose
+   * record lets that identity list it, with the row its record gives (an entry left behind by a revoke
+   * or a delete, or a changed row, is reported). Returns the first divergence, or null.
+   */
+  async verifyVisible(identity: string): Promise<{ key: Key; reason: string } | null> {
+    for await (const e of scanAll(this.c.kv, layout.visible(identity), { limit: 2000 })) {
+      const type = e.key[0];
+      const id = layout.idOfVisible(e.key);
+      const t = typeof type === "string" ? this.c.schema.types.get(type) : undefined;
+      if (!t || t.decl.parent !== null || typeof id !== "string" || e.key.length !== 2) continue; // another schema's roots
+      const l = locate(this.c.schema, { type: t.name, ids: [id] });
+      const [state, access] = await this.c.kv.getMany(l.partition, [layout.state(l), layout.access(l)]);
+      const permissions = access ? (JSON.parse(access.value.toString("utf8")) as { permissions: Permissions }).permissions : null;
+      const want = state && permissions ? indexEntries(t, new RecordView(state.value).envelope(), permissions).get(identity) : undefined;
+      if (!want) return { key: e.key, reason: `${identity}'s visible roots list ${t.name} ${id}, which it may not list` };
+      if (!want.equals(e.value)) return { key: e.key, reason: `${identity}'s entry for ${t.name} ${id} differs from its record` };
+    }
+    return null;
+  }
+
+  /**
+   * True when the stored keys (the log and the head aside) are exactly the replayed ones, each with the
+   * replayed value: one pass in key order, each value made as its key is read; every stored key must be
+   * expected and match, and as many must be read as are expected (stored keys are distinct, so then none
+   * is missing). It stops at the first difference; `#compare` then names the first divergence.
+   */
+  async #matches(partition: Partition, want: Map<string, ReplayedValue>): Promise<boolean> {
+    let matched = 0;
+    for (const range of COMPARED_RANGES) {
+      let after: string | null = null;
+      do {
+        const page: ScanPage = await this.c.kv.scan(partition, { ...range, limit: VERIFY_PAGE, after });
+        for (const e of page.entries) {
+          if (e.keyBytes.equals(HEAD_KEY)) continue;
+          const w = want.get(e.keyBytes.toString("latin1"));
+          if (w === undefined || !valueOf(w).equals(e.value)) return false;
+          matched++;
+        }
+        after = page.cursor;
+      } while (after !== null);
+    }
+    return matched === want.size;
+  }
+
+  /**
+   * Reads every stored key but the log and the head (the log was read by the chain check) and takes it
+   * off the replayed ones (keyed by their bytes, latin1); the first divergence in key order is returned:
+   * a stored key the replay lacks or whose value differs, or a replayed key missing before it.
+   */
+  async #compare(partition: Partition, want: Map<string, ReplayedEntry>): Promise<{ seq: number; reason: string; family: string; key: Key } | null> {
+    let first: { entry: Entry; reason: string } | null = null;
+    scan: for (const range of COMPARED_RANGES) {
+      for await (const e of scanAll(this.c.kv, partition, { ...range, limit: VERIFY_PAGE })) {
+        if (e.keyBytes.equals(HEAD_KEY)) continue;
+        const k = e.keyBytes.toString("latin1");
+        const w = want.get(k);
+        if (!w || !w.value.equals(e.value)) {
+          first = { entry: e, reason: w ? "differs from the replay of the log" : "is stored but the log does not produce it" };
+          break scan;
+        }
+        want.delete(k);
+      }
+    }
+    // What is left was not read: missing, where it sorts before the first divergence (or there is none).
+    let missing: ReplayedEntry | null = null;
+    for (const w of want.values()) {
+      if (first && Buffer.compare(w.keyBytes, first.entry.keyBytes) >= 0) continue;
+      if (!missing || Buffer.compare(w.keyBytes, missing.keyBytes) < 0) missing = w;
+    }
+    if (missing) {
+      const key = decode(missing.keyBytes); // as a stored key is named (bytes items as Uint8Array)
+      return { seq: seqOf(key), reason: `${describe(key)} is missing (the log produces it)`, family: String(key[0]), key };
+    }
+    if (!first) return null;
+    const { key } = first.entry;
+    return { seq: seqOf(key), reason: `${describe(key)} ${first.reason}`, family: String(key[0]), key };
+  }
+}
+
+/** Entries per page of verify's scans. */
+const VERIFY_PAGE = 1024;
+const HEAD_KEY = encode(layout.head);
+/** Past every key of the log family (["l", …]) and before any other: the start of the keys after the log. */
+const AFTER_LOG_FAMILY: Key = ["l\u0000"];
+/** The ranges of a partition verify compares with the replay: every key before the log, and every key after it. */
+const COMPARED_RANGES = [{ end: layout.logs }, { start: AFTER_LOG_FAMILY }];
+/** What verify reports when its pass over the stored keys saw a difference its second pass, naming it, no longer finds. */
+const CHANGED = { seq: 0, reason: "the stored keys changed while they were verified: verify again", family: "m", key: layout.head };
+
+const FAMILIES: Record<string, string> = { s: "state record", a: "access record", o: "ordering", c: "flat child index entry", h: "history index entry", m: "meta key", x: "order index entry" };
+
+/** A key as a reader names it: its family and the resource path. */
+function describe(key: Key): string {
+  const family = String(key[0]);
+  const name = FAMILIES[family] ?? `key of unknown family ${JSON.stringify(family)}`;
+  return `${name} ${JSON.stringify(key.slice(1))}`;
+}
+
+/** The seq a history entry names (0 for other keys: they are state, not events). */
+const seqOf = (key: Key): number => (key[0] === "h" && typeof key.at(-1) === "number" ? (key.at(-1) as number) : 0);

@@ -1,0 +1,122 @@
+/**
+ * Signed checkpoints (immudb's idea of a client-kept signed state): the server signs
+ * `{partition, seq, hash, time}` — a partition's chain head at a time — with an Ed25519 key. A client
+ * keeps the checkpoint; later, `verify --checkpoint` proves that the partition's history extends it:
+ * the event at `seq` still has `hash`, and the chain after it is intact. Anyone holding the public key
+ * (carried in the checkpoint, with its SHA-256 fingerprint to pin) checks the signature offline.
+ *
+ * The signed bytes: "flowstore-checkpoint-v1\n" + canonical JSON of {partition, seq, hash, time}.
+ *
+ * The key: `FLOWSTORE_CHECKPOINT_KEY` (a PKCS#8 PEM Ed25519 private key) when set, else
+ * `<dataDir>/checkpoint-key.pem` generated on first use (mode 0600, as the token secret in
+ * identity/secret.ts); without either (a memory store), a key for the life of the process.
+ */
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from "node:crypto";
+import { join } from "node:path";
+import { ValidationError } from "../../errors.js";
+import type { KvStore, Partition } from "../../kv/contract.js";
+import { canonicalJson } from "../../kv/canonical.js";
+import { loadOrCreatePrivateFile } from "../../private-files.js";
+import { layout } from "../model/layout.js";
+
+export const CHECKPOINT_KEY_FILE = "checkpoint-key.pem";
+const DOMAIN = "flowstore-checkpoint-v1\n";
+
+export interface Checkpoint {
+  readonly partition: Partition;
+  readonly seq: number;
+  readonly hash: string | null;
+  /** When it was signed (ISO 8601). */
+  readonly time: string;
+  /** The signer's public key, SPKI DER, base64. */
+  readonly publicKey: string;
+  /** SHA-256 of the SPKI DER, hex: what an auditor pins. */
+  readonly keyFingerprint: string;
+  /** Ed25519 signature over the signed bytes, base64. */
+  readonly signature: string;
+}
+
+export interface CheckpointKey {
+  readonly privateKey: KeyObject;
+  readonly publicKey: KeyObject;
+}
+
+const signed = (c: Pick<Checkpoint, "partition" | "seq" | "hash" | "time">): Buffer =>
+  Buffer.from(DOMAIN + canonicalJson({ partition: c.partition, seq: c.seq, hash: c.hash, time: c.time }), "utf8");
+
+const spki = (k: KeyObject): Buffer => k.export({ type: "spki", format: "der" });
+
+export const fingerprint = (publicKeyDer: Buffer): string => createHash("sha256").update(publicKeyDer).digest("hex");
+
+/** The fingerprint an auditor pins for a key. */
+export const fingerprintOf = (key: CheckpointKey): string => fingerprint(spki(key.publicKey));
+
+export async function loadCheckpointKey(options: { dataDir?: string; env?: string }): Promise<CheckpointKey> {
+  const fromPem = (pem: string, where: string): CheckpointKey => {
+    let privateKey: KeyObject;
+    try {
+      privateKey = createPrivateKey(pem);
+    } catch {
+      throw new ValidationError(`${where} is not a PEM private key`, where);
+    }
+    if (privateKey.asymmetricKeyType !== "ed25519") throw new ValidationError(`${where} must hold an Ed25519 key`, where);
+    return { privateKey, publicKey: createPublicKey(privateKey) };
+  };
+  if (options.env !== undefined && options.env !== "") return fromPem(options.env, "FLOWSTORE_CHECKPOINT_KEY");
+  if (options.dataDir === undefined) {
+    const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+    return { privateKey, publicKey };
+  }
+  const file = join(options.dataDir, CHECKPOINT_KEY_FILE);
+  const pem = await loadOrCreatePrivateFile(file, () => generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }) as string);
+  return fromPem(pem.toString("utf8"), CHECKPOINT_KEY_FILE);
+}
+
+/** Signs partitions' heads. */
+export class Checkpoints {
+  constructor(
+    private readonly kv: KvStore,
+    private readonly key: CheckpointKey,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  /** The partition's current head, signed. */
+  async take(partition: Partition): Promise<Checkpoint> {
+    const e = await this.kv.get(partition, layout.head);
+    const head = e ? (JSON.parse(e.value.toString("utf8")) as { seq: number; hash: string }) : { seq: 0, hash: null };
+    const body = { partition: [...partition], seq: head.seq, hash: head.hash, time: new Date(this.clock()).toISOString() };
+    const der = spki(this.key.publicKey);
+    return { ...body, publicKey: der.toString("base64"), keyFingerprint: fingerprint(der), signature: sign(null, signed(body), this.key.privateKey).toString("base64") };
+  }
+
+  /** This server's public key (what an auditor pins). */
+  get publicKey(): { publicKey: string; keyFingerprint: string } {
+    const der = spki(this.key.publicKey);
+    return { publicKey: der.toString("base64"), keyFingerprint: fingerprint(der) };
+  }
+}
+
+/**
+ * Checks a checkpoint's shape and signature; returns why it is refused, or null. With `trustedFingerprint`
+ * the key must be that one (otherwise anyone could sign with a key of their own).
+ */
+export function checkCheckpoint(value: unknown, trustedFingerprint?: string): string | null {
+  const c = value as Checkpoint;
+  if (!c || typeof c !== "object") return "a checkpoint is a JSON object";
+  if (!Array.isArray(c.partition) || !Number.isSafeInteger(c.seq) || c.seq < 0 || (c.hash !== null && typeof c.hash !== "string") || typeof c.time !== "string") {
+    return "a checkpoint has partition, seq, hash and time";
+  }
+  if (typeof c.publicKey !== "string" || typeof c.signature !== "string") return "a checkpoint has publicKey and signature";
+  const der = Buffer.from(c.publicKey, "base64");
+  const fp = fingerprint(der);
+  if (c.keyFingerprint !== fp) return "the checkpoint's keyFingerprint is not its publicKey's";
+  if (trustedFingerprint !== undefined && trustedFingerprint.toLowerCase() !== fp) return `the checkpoint is signed by key ${fp}, not the trusted ${trustedFingerprint}`;
+  let key: KeyObject;
+  try {
+    key = createPublicKey({ key: der, format: "der", type: "spki" });
+  } catch {
+    return "the checkpoint's publicKey is not an SPKI public key";
+  }
+  if (key.asymmetricKeyType !== "ed25519") return "the checkpoint's key is not Ed25519";
+  return verify(null, signed(c), key, Buffer.from(c.signature, "base64")) ? null : "the checkpoint's signature does not verify: it was forged or altered";
+}

@@ -1,0 +1,450 @@
+/**
+ * The write path of a partition: commands run against the partition's current state and produce puts,
+ * deletes and events; the events are chained (seq, prev, hash) and committed atomically with the state.
+ *
+ * Group commit: commands queued for the same partition while a commit is in flight are run one after
+ * another against an in-memory overlay and committed together in ONE kv commit (one fsync on LMDB, one
+ * script call on Redis). A command that fails (validation, permission, conflict) is dropped from the
+ * group without affecting the others.
+ *
+ * The ledger: after each commit that appended events, and before any of its commands is acknowledged,
+ * the new head `{seq, hash}` is also put in the store-wide ledger partition (layout.ledger), so a cut
+ * tail (events removed and the head rewritten inside the partition) no longer matches it. The two
+ * commits are not atomic: a crash between them leaves the ledger BEHIND the partition (never ahead),
+ * so `verify` accepts a ledger seq at or below the head when the logged event at that seq has the
+ * ledger's hash. Guaranteed: every acknowledged event is at or below its partition's ledger entry. A
+ * failed ledger write is retried by the next commit (it carries the newer head).
+ *
+ * Every commit carries a precondition on the chain head's version, so a write by another process in
+ * between fails the commit with a ConflictError; the group is then re-run against fresh state.
+ *
+ * After a commit with events, its log range is appended to the store-wide feed (feed.ts) before the
+ * commands resolve. A crash between the commit and these two appends leaves the partition's head past
+ * its ledger entry: `repairAnchor` (run at open and periodically) appends the missing range to the feed
+ * and anchors it, so no committed event stays out of the feed.
+ *
+ * Pipelining (LMDB, `commitStaged`): a commit resolves once visible, and the next group is computed and
+ * committed while its flush is in flight; the commands of a group are acknowledged, in commit order,
+ * once it is durable and anchored. A commit's precondition on the head version the previous one gave
+ * keeps another process from committing in between.
+ */
+import { ConflictError } from "../../errors.js";
+import { commitStaged, encodeKey, scanAll, type Key, type KvStore, type Op, type Partition } from "../../kv/contract.js";
+import { encode, encodeNested, prefixRange } from "../../kv/tuple.js";
+import type { Actor } from "../../access/actor.js";
+import { Feed } from "./feed.js";
+import { sealEventBytes, type EventPayload, type PathItem, type ResourceEvent } from "../model/events.js";
+import { layout } from "../model/layout.js";
+
+export interface Head {
+  seq: number;
+  hash: string | null;
+  /** kv version of the head key; null when the partition has no event yet. */
+  version: number | null;
+}
+
+export interface Tx {
+  readonly actor: Actor;
+  readonly partition: Partition;
+  /** The time of this command (ISO 8601). */
+  readonly now: string;
+  get(key: Key): Promise<Buffer | undefined>;
+  /** Every entry under a prefix, in key order, as this transaction sees it. */
+  scanPrefix(prefix: Key): Promise<{ keyBytes: Buffer; value: Buffer }[]>;
+  /** True when at least one key under the prefix exists, as this transaction sees it. */
+  anyUnder(prefix: Key): Promise<boolean>;
+  put(key: Key, value: Uint8Array): void;
+  delete(key: Key): void;
+  deletePrefix(prefix: Key): void;
+  /**
+   * An op on ANOTHER partition (a derived index, e.g. the visible roots of an identity, visibility.ts):
+   * committed after this partition's commit and before any command of the group is acknowledged, as the
+   * ledger is; a conflict retry of the group recomputes it.
+   */
+  alsoCommit(partition: Partition, op: Op): void;
+  /**
+   * An op on ANOTHER partition that only widens a derived index whose reads check each entry against
+   * the record (the assignments, assignments.ts): committed BEFORE this partition's commit, so a crash
+   * between the two leaves the index wider than the truth, never narrower. A conflict retry of the group
+   * recomputes it; an entry of a command that then fails stays, as a wider one.
+   */
+  widenFirst(partition: Partition, op: Op): void;
+  /** Appends an event; returns it sealed (seq, prev and hash assigned). `historyKey` indexes it by resource. */
+  append(type: string, path: PathItem[], payload: EventPayload, historyKey: (seq: number) => Key): ResourceEvent;
+}
+
+const latin1 = (b: Buffer): string => b.toString("latin1");
+
+/** Writes of one command (or of a whole group), readable before they are committed. */
+class Overlay {
+  readonly ops: Op[] = [];
+  readonly values = new Map<string, Buffer | null>();
+  readonly deletedRanges: { start: string; end: string }[] = [];
+  readonly events: ResourceEvent[] = [];
+  /** Ops on other partitions (derived indexes), committed after the partition's own commit, in order. */
+  readonly side: { partition: Partition; op: Op }[] = [];
+  /** Ops on other partitions that only widen an index, committed before the partition's own commit. */
+  readonly before: { partition: Partition; op: Op }[] = [];
+
+  read(k: string): Buffer | null | undefined {
+    const v = this.values.get(k);
+    if (v !== undefined) return v;
+    for (const r of this.deletedRanges) if (k >= r.start && k < r.end) return null;
+    return undefined;
+  }
+
+  merge(child: Overlay): void {
+    this.ops.push(...child.ops);
+    for (const r of child.deletedRanges) {
+      for (const k of [...this.values.keys()]) if (k >= r.start && k < r.end) this.values.delete(k);
+      this.deletedRanges.push(r);
+    }
+    for (const [k, v] of child.values) this.values.set(k, v);
+    this.events.push(...child.events);
+    this.side.push(...child.side);
+    this.before.push(...child.before);
+  }
+}
+
+interface Pending<T> {
+  actor: Actor;
+  command: (tx: Tx) => Promise<T>;
+  resolve: (v: T) => void;
+  reject: (e: unknown) => void;
+}
+
+interface Queue {
+  pending: Pending<unknown>[];
+  running: boolean;
+}
+
+export type Clock = () => number;
+
+export class PartitionWriter {
+  readonly #queues = new Map<string, Queue>();
+  readonly #heads = new Map<string, Head>();
+  /** Per partition, the acknowledgment of its last group committed (groups are answered in commit order). */
+  readonly #acks = new Map<string, Promise<void>>();
+  readonly #listeners = new Set<(partition: Partition, events: readonly ResourceEvent[]) => void>();
+  readonly #groupListeners = new Set<(commands: number) => void>();
+  /** The store-wide change feed every commit with events is recorded in (feed.ts). */
+  readonly feed: Feed;
+
+  constructor(
+    private readonly kv: KvStore,
+    private readonly clock: Clock = Date.now,
+    private readonly maxGroup = 128,
+  ) {
+    this.feed = new Feed(kv);
+  }
+
+  /** Called after every successful commit with the events it appended. */
+  onCommit(listener: (partition: Partition, events: readonly ResourceEvent[]) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Called after every successful commit with the number of commands it carried (the group's size). */
+  onGroupCommit(listener: (commands: number) => void): () => void {
+    this.#groupListeners.add(listener);
+    return () => this.#groupListeners.delete(listener);
+  }
+
+  run<T>(partition: Partition, actor: Actor, command: (tx: Tx) => Promise<T>): Promise<T> {
+    const id = latin1(encodeNested(partition));
+    let q = this.#queues.get(id);
+    if (!q) this.#queues.set(id, (q = { pending: [], running: false }));
+    return new Promise<T>((resolve, reject) => {
+      q.pending.push({ actor, command, resolve, reject } as Pending<unknown>);
+      if (!q.running) void this.#drain(id, partition, q);
+    });
+  }
+
+  async readHead(partition: Partition): Promise<Head> {
+    const e = await this.kv.get(partition, layout.head);
+    if (!e) return { seq: 0, hash: null, version: null };
+    const h = JSON.parse(e.value.toString("utf8")) as { seq: number; hash: string };
+    return { seq: h.seq, hash: h.hash, version: e.version };
+  }
+
+  /** The head the ledger anchors for a partition, or null. */
+  async readLedger(partition: Partition): Promise<{ seq: number; hash: string } | null> {
+    const e = await this.kv.get(layout.ledger, layout.ledgerEntry(partition));
+    return e ? (JSON.parse(e.value.toString("utf8")) as { seq: number; hash: string }) : null;
+  }
+
+  /** Removes a partition's ledger entry (the partition was dropped: a purge, a swept flat child). */
+  async unanchor(partition: Partition): Promise<void> {
+    await this.kv.commit(layout.ledger, [{ type: "delete", key: layout.ledgerEntry(partition) }]);
+  }
+
+  async #anchor(partition: Partition, seq: number, hash: string | null): Promise<void> {
+    await this.anchor(partition, seq, hash).catch(() => undefined);
+  }
+
+  /** Puts a partition's head in the ledger (after a commit; after a restore, which brings its own log). */
+  async anchor(partition: Partition, seq: number, hash: string | null): Promise<void> {
+    const value = Buffer.from(JSON.stringify({ seq, hash }));
+    await this.kv.commit(layout.ledger, [{ type: "put", key: layout.ledgerEntry(partition), value }]);
+  }
+
+  /**
+   * Closes the gap a crash between a commit and its anchors leaves (see the file header): when the
+   * partition's head is past its ledger entry and its last event is at least `settleMs` old (a live
+   * writer anchors within milliseconds of its commit), the missing log range is appended to the feed
+   * and the head anchored. Returns whether it repaired. Run over every partition at open and
+   * periodically (the composition root does), so a commit acknowledged or not is in the feed even
+   * when its partition is never written again, and every follower (the change feed, notifications) sees it.
+   */
+  async repairAnchor(partition: Partition, settleMs: number): Promise<boolean> {
+    const head = await this.readHead(partition);
+    if (head.seq === 0) return false;
+    const anchored = (await this.readLedger(partition))?.seq ?? 0;
+    if (anchored >= head.seq) return false;
+    const last = await this.kv.get(partition, layout.log(head.seq));
+    if (!last) return false;
+    const at = Date.parse((JSON.parse(last.value.toString("utf8")) as ResourceEvent).at);
+    if (this.clock() - at < settleMs) return false;
+    await this.feed.append(partition, anchored + 1, head.seq);
+    await this.anchor(partition, head.seq, head.hash);
+    return true;
+  }
+
+  /**
+   * Commits the side ops of a group: one commit per partition, in the order the commands gave them. A
+   * failure is not the command's (its own commit is durable): the index it leaves behind is what `verify`
+   * reports and `visibility.ts` rebuilds.
+   */
+  async #commitSide(side: readonly { partition: Partition; op: Op }[], failures: "ignore" | "throw" = "ignore"): Promise<void> {
+    if (side.length === 0) return;
+    const byPartition = new Map<string, { partition: Partition; ops: Op[] }>();
+    for (const { partition, op } of side) {
+      const id = latin1(encodeNested(partition));
+      let g = byPartition.get(id);
+      if (!g) byPartition.set(id, (g = { partition, ops: [] }));
+      g.ops.push(op);
+    }
+    await Promise.all([...byPartition.values()].map((g) => (failures === "throw" ? this.kv.commit(g.partition, g.ops) : this.kv.commit(g.partition, g.ops).catch(() => undefined))));
+  }
+
+  /** Forgets cached chain heads (after a partition is dropped or rewritten outside the writer). */
+  forget(partition: Partition): void {
+    this.#heads.delete(latin1(encodeNested(partition)));
+  }
+
+  /** Forgets every cached chain head (after the whole store was replaced: a restore). */
+  forgetAll(): void {
+    this.#heads.clear();
+  }
+
+  async #drain(id: string, partition: Partition, q: Queue): Promise<void> {
+    q.running = true;
+    try {
+      while (q.pending.length > 0) {
+        const group = q.pending.splice(0, this.maxGroup);
+        await this.#runGroup(id, partition, group);
+      }
+    } finally {
+      q.running = false;
+      if (q.pending.length === 0) this.#queues.delete(id);
+      else void this.#drain(id, partition, q);
+    }
+  }
+
+  async #runGroup(id: string, partition: Partition, group: Pending<unknown>[]): Promise<void> {
+    let live = group;
+    for (let attempt = 0; ; attempt++) {
+      let head = this.#heads.get(id);
+      if (!head) {
+        try {
+          head = await this.readHead(partition);
+        } catch (e) {
+          for (const p of live) p.reject(e);
+          return;
+        }
+      }
+      const startHead = head;
+      const overlay = new Overlay();
+      const results: { p: Pending<unknown>; value: unknown }[] = [];
+      const failed: { p: Pending<unknown>; error: unknown }[] = [];
+      let chain = { seq: head.seq, hash: head.hash };
+      for (const p of live) {
+        const layer = new Overlay();
+        const tx = this.#tx(partition, p.actor, overlay, layer, chain);
+        try {
+          const value = await p.command(tx);
+          overlay.merge(layer);
+          chain = { seq: chain.seq + layer.events.length, hash: layer.events.at(-1)?.hash ?? chain.hash };
+          results.push({ p, value });
+        } catch (error) {
+          failed.push({ p, error });
+        }
+      }
+      for (const f of failed) f.p.reject(f.error);
+      if (results.length === 0) return;
+      if (overlay.ops.length === 0) {
+        // Nothing to write, but what the commands read may be an earlier group's, not yet durable.
+        this.#acknowledgeInOrder(id, async () => undefined, () => {
+          for (const r of results) r.p.resolve(r.value);
+        }, () => undefined);
+        return;
+      }
+      const ops: Op[] = [{ type: "check", key: layout.head, version: startHead.version }, ...overlay.ops];
+      if (overlay.events.length > 0) {
+        ops.push({ type: "put", key: layout.head, value: Buffer.from(JSON.stringify({ seq: chain.seq, hash: chain.hash })) });
+      }
+      try {
+        // The widening side ops first (see Tx.widenFirst): a failure fails the group, as its own commit's would.
+        await this.#commitSide(overlay.before, "throw");
+        // Resolved once visible: the next group is computed while this one's flush is in flight; its
+        // commit is guarded by this one's head version, so no other process's commit can come between.
+        const { version, durable } = await commitStaged(this.kv, partition, ops);
+        if (overlay.events.length > 0) this.#heads.set(id, { seq: chain.seq, hash: chain.hash, version });
+        const events = overlay.events;
+        const side = overlay.side;
+        // Acknowledged in commit order, once durable and (with events) anchored in the ledger and in the
+        // feed (a write that answered is in every follower's feed). The anchors are later commits: on a
+        // backend that flushes in commit order they can never be on disk without this one, so the ledger
+        // is never ahead of the partition.
+        // The anchors wait for the previous group's, so the ledger never moves back and the feed keeps the
+        // partition's ranges in order on any backend.
+        const settle = async (): Promise<void> => {
+          const anchors = events.length > 0 ? [this.#anchor(partition, chain.seq, chain.hash), this.feed.append(partition, startHead.seq + 1, chain.seq)] : [];
+          if (side.length > 0) anchors.push(this.#commitSide(side));
+          await Promise.all([durable, ...anchors]);
+        };
+        durable.catch(() => undefined); // awaited in settle, after the previous group
+        this.#acknowledgeInOrder(id, settle, () => {
+          for (const r of results) r.p.resolve(r.value);
+          for (const l of this.#groupListeners) l(results.length);
+          if (events.length > 0) for (const l of this.#listeners) l(partition, events);
+        }, (e) => {
+          this.#heads.delete(id);
+          for (const r of results) r.p.reject(e);
+        });
+        return;
+      } catch (e) {
+        this.#heads.delete(id);
+        if (e instanceof ConflictError && attempt < 50) {
+          live = results.map((r) => r.p);
+          continue;
+        }
+        for (const r of results) r.p.reject(e);
+        return;
+      }
+    }
+  }
+
+  /** Once every earlier group of the partition was acknowledged: runs `settle`, then `ok` (or `failed` with its error). */
+  #acknowledgeInOrder(id: string, settle: () => Promise<void>, ok: () => void, failed: (e: unknown) => void): void {
+    const previous = this.#acks.get(id);
+    const mine: Promise<void> = (async () => {
+      await previous;
+      let error: unknown = null;
+      try {
+        await settle();
+      } catch (e) {
+        error = e;
+      }
+      try {
+        if (error === null) ok();
+        else failed(error);
+      } catch {
+        // a listener's failure is not the commit's
+      }
+    })();
+    this.#acks.set(id, mine);
+    void mine.finally(() => {
+      if (this.#acks.get(id) === mine) this.#acks.delete(id);
+    });
+  }
+
+  #tx(partition: Partition, actor: Actor, group: Overlay, layer: Overlay, chain: { seq: number; hash: string | null }): Tx {
+    const kv = this.kv;
+    const now = new Date(this.clock()).toISOString();
+    const partitionLength = encodeNested(partition).length;
+    // Keys are checked against the backend's size limit here, inside the command, so that a key too long
+    // fails this command alone rather than the whole group's commit.
+    const keyOf = (key: Key): string => latin1(encodeKey(partitionLength, key));
+    let seq = chain.seq;
+    let prev = chain.hash;
+    const read = (k: string): Buffer | null | undefined => {
+      const v = layer.read(k);
+      return v !== undefined ? v : group.read(k);
+    };
+    const scanPrefix = async (prefix: Key): Promise<{ keyBytes: Buffer; value: Buffer }[]> => {
+      const out = new Map<string, Buffer>();
+      for await (const e of scanAll(kv, partition, { prefix, limit: 5000 })) out.set(latin1(e.keyBytes), e.value);
+      const { start, end } = prefixRange(prefix);
+      const s = latin1(start);
+      const en = latin1(end);
+      for (const ov of [group, layer]) {
+        for (const r of ov.deletedRanges) for (const k of [...out.keys()]) if (k >= r.start && k < r.end) out.delete(k);
+        for (const [k, v] of ov.values) {
+          if (k < s || k >= en) continue;
+          if (v === null) out.delete(k);
+          else out.set(k, v);
+        }
+      }
+      return [...out.keys()].sort().map((k) => ({ keyBytes: Buffer.from(k, "latin1"), value: out.get(k)! }));
+    };
+    return {
+      actor,
+      partition,
+      now,
+      async get(key) {
+        const k = latin1(encode(key));
+        const v = read(k);
+        if (v !== undefined) return v ?? undefined;
+        return (await kv.get(partition, key))?.value;
+      },
+      scanPrefix,
+      async anyUnder(prefix) {
+        const { start, end } = prefixRange(prefix);
+        const s = latin1(start);
+        const en = latin1(end);
+        const touched = [...group.values.keys(), ...layer.values.keys()].some((k) => k >= s && k < en);
+        const rangeDeleted = [...group.deletedRanges, ...layer.deletedRanges].some((r) => r.start < en && r.end > s);
+        if (touched || rangeDeleted) return (await scanPrefix(prefix)).length > 0;
+        return (await kv.scan(partition, { prefix, limit: 1 })).entries.length > 0;
+      },
+      put(key, value) {
+        const buf = Buffer.from(value);
+        const k = keyOf(key);
+        layer.ops.push({ type: "put", key, value: buf });
+        layer.values.set(k, buf);
+      },
+      delete(key) {
+        const k = keyOf(key);
+        layer.ops.push({ type: "delete", key });
+        layer.values.set(k, null);
+      },
+      alsoCommit(other, op) {
+        layer.side.push({ partition: other, op });
+      },
+      widenFirst(other, op) {
+        layer.before.push({ partition: other, op });
+      },
+      deletePrefix(prefix) {
+        layer.ops.push({ type: "deletePrefix", prefix });
+        const { start, end } = prefixRange(prefix);
+        const r = { start: latin1(start), end: latin1(end) };
+        for (const k of [...layer.values.keys()]) if (k >= r.start && k < r.end) layer.values.delete(k);
+        layer.deletedRanges.push(r);
+      },
+      append(type, path, payload, historyKey) {
+        const hk = historyKey(seq + 1);
+        const hkey = keyOf(hk);
+        seq++;
+        const { event, bytes } = sealEventBytes({ seq, at: now, actor: actor.id, type, path, payload, prev });
+        prev = event.hash;
+        layer.ops.push({ type: "put", key: layout.log(seq), value: bytes });
+        layer.values.set(latin1(encode(layout.log(seq))), bytes);
+        layer.ops.push({ type: "put", key: hk, value: Buffer.alloc(0) });
+        layer.values.set(hkey, Buffer.alloc(0));
+        layer.events.push(event);
+        return event;
+      },
+    };
+  }
+}

@@ -1,0 +1,285 @@
+/**
+ * Entity types declared as data. A schema is a record of type name → declaration; everything else
+ * (intents, key layout, partitions, typed data) is derived from it, with no per-type code.
+ */
+import type { Static, TObject } from "@sinclair/typebox";
+import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
+import { ValidationError } from "../../errors.js";
+import { assertJsonDepth } from "../../depth.js";
+import { refuseUnsafeId } from "../../ids.js";
+import { RESOURCE_ID_PATTERN } from "./wire.js";
+
+export type IdStyle = "nested" | "flat";
+
+/** The parent's field that lets its governance-delete children be deleted (see `TypeDecl.governanceDelete`). */
+export const GOVERNANCE_FLAG = "governanceDelete";
+
+export interface TypeDecl {
+  /** The parent type, or null for a root type (a root has a partition of its own). */
+  readonly parent: string | null;
+  /**
+   * `nested`: stored in the parent's partition under the parent's key prefix (ids unique per parent).
+   * `flat`: a partition of its own, a globally unique id, an index entry under the parent.
+   * Root types are always partitions of their own (declare them `flat`).
+   */
+  readonly idStyle: IdStyle;
+  /** TypeBox object schema of the domain fields (`data`). */
+  readonly fields: TObject;
+  /** Extra intents of this type beyond the generic ones (e.g. `workflowitem.close`). */
+  readonly extraIntents?: readonly string[];
+  /** A child type whose collection under this type is manually ordered (as TruBudget orders workflowitems). */
+  readonly orderedChildren?: string;
+  /**
+   * The ordered collection's second effective order, offered as an option of its lists (`order:
+   * "closedFirst"`): children whose status field holds `status` first, by the time in their field
+   * `at`, then the others in the collection's own order (TruBudget lists workflowitems so).
+   */
+  readonly closedFirst?: { readonly status: string; readonly at: string };
+  /** `cascade` (default): deleting removes the subtree. `refuse`: refuse while children exist (a counter guard). */
+  readonly onDelete?: "cascade" | "refuse";
+  /**
+   * Flat children only: what their parent's delete does to them (Eluvio's two ways for flat ids).
+   * `sweep` (default): the delete commits, then removes them partition by partition, resumably.
+   * `counted`: the parent keeps a count of them in the same commits as its index of them; its delete is
+   * refused while the count is above 0, so they are deleted one by one first.
+   */
+  readonly parentDelete?: "sweep" | "counted";
+  /**
+   * Flat children only: Eluvio's governance delete. The parent carries an owned boolean field
+   * `governanceDelete`, set and cleared by its `<parent>.setGovernanceDelete` intent; while it is true,
+   * `governanceDelete` on one of these children deletes it with no other intent.
+   */
+  readonly governanceDelete?: boolean;
+  /** The data field that holds the status shown in redacted listings (e.g. `status`). */
+  readonly statusField?: string;
+  /** Cross-field rules checked on every create and update, after the schema; throw ValidationError. */
+  readonly rules?: (data: Record<string, unknown>) => void;
+  /**
+   * Fields a domain command owns (e.g. `status` → close): a generic update may not set them, and a
+   * create may only when `initial` (an assignee given at creation). Served bodies derive from this.
+   */
+  readonly ownedFields?: Readonly<Record<string, OwnedField>>;
+  /**
+   * The data field naming the identity a resource is assigned to: each identity's assignments are
+   * indexed (assignments.ts), so "what is assigned to u" reads that index, not the store.
+   */
+  readonly assigneeField?: string;
+  /** Server-side search and sort of this type's lists (query.ts); a root's rows come from the index of visible roots. */
+  readonly query?: ListQueryDecl;
+}
+
+/** A list row, what search and sort see: the id, createdAt, status and the declared fields (none when the caller may not view it). */
+export interface ListRow {
+  readonly id: string;
+  readonly createdAt: string;
+  readonly status: string;
+  readonly data: Readonly<Record<string, unknown>>;
+}
+
+export interface ListQueryDecl {
+  /** Data fields copied into a row (a root's are kept in its listers' index of visible roots). */
+  readonly fields: readonly string[];
+  /** What a list may be sorted by: `createdAt`, `status` (the status field) or one of `fields`. */
+  readonly sort: readonly string[];
+  /** Compiles a search text into a row predicate (throws ValidationError on field "search"). */
+  readonly search: (text: string) => (row: ListRow) => boolean;
+}
+
+export interface OwnedField {
+  /** The command that sets the field, as named to a caller who tries to update it. */
+  readonly by: string;
+  /** True when a create may set the field (its initial value); false or absent: only the command. */
+  readonly initial?: boolean;
+}
+
+/** The fields of a type a domain command owns. */
+export type OwnedKeys<D> = D extends { readonly ownedFields: infer O } ? keyof O & string : never;
+/** The owned fields a create may not set either. */
+export type CommandOnlyKeys<D> = D extends { readonly ownedFields: infer O }
+  ? { [K in keyof O & string]: O[K] extends { readonly initial: true } ? never : K }[keyof O & string]
+  : never;
+
+export type SchemaDecl = Readonly<Record<string, TypeDecl>>;
+
+export type DataOf<S extends SchemaDecl, T extends keyof S> = Static<S[T]["fields"]>;
+
+/** The generic intents every type has, by role. */
+export interface TypeIntents {
+  readonly list: string;
+  readonly view: string;
+  readonly history: string;
+  readonly update: string;
+  readonly delete: string;
+  readonly listPermissions: string;
+  readonly grantPermission: string;
+  readonly revokePermission: string;
+  /** Intent checked on the parent (or globally, for a root) to create one of these. */
+  readonly create: string;
+  /** Intent checked on this type to reorder its ordered children (when declared). */
+  readonly reorder: string | null;
+  /** Intent checked on this type to set or clear its `governanceDelete` flag (when a child type declares governance delete). */
+  readonly governance: string | null;
+  /** Every intent of the type: the creator of a resource gets all of them. */
+  readonly all: readonly string[];
+}
+
+const cap = (s: string): string => s.charAt(0).toUpperCase() + s.slice(1);
+
+export interface CompiledType {
+  readonly name: string;
+  readonly decl: TypeDecl;
+  readonly intents: TypeIntents;
+  /** This type and its ancestors up to its partition owner (inclusive), owner first. */
+  readonly chain: readonly string[];
+  /** Depth below the partition owner (0 for the owner itself). */
+  readonly depth: number;
+  /** The partition owner's type (itself when flat or root). */
+  readonly owner: string;
+  readonly children: readonly string[];
+  /** Its flat child types whose count it keeps (`parentDelete: "counted"`). */
+  readonly countedChildren: readonly string[];
+  readonly check: TypeCheck<TObject>;
+}
+
+export class Schema<S extends SchemaDecl = SchemaDecl> {
+  readonly types: ReadonlyMap<string, CompiledType>;
+  /** The largest depth of any type below its owner: bounds the per-level deletes of a subtree. */
+  readonly maxDepth: number;
+  /** The global intents this schema contributes to the registry: the create intents of its root types. */
+  readonly globalIntents: readonly string[];
+
+  constructor(readonly decl: S) {
+    const types = new Map<string, CompiledType>();
+    const names = Object.keys(decl);
+    for (const name of names) {
+      if (!/^[a-z][A-Za-z0-9]*$/.test(name)) throw new Error(`type name ${name} must be camelCase letters and digits`);
+    }
+    const chainOf = (name: string, seen: string[] = []): string[] => {
+      const d = decl[name];
+      if (!d) throw new Error(`unknown type ${name}`);
+      if (seen.includes(name)) throw new Error(`type ${name} is its own ancestor`);
+      if (d.parent === null || d.idStyle === "flat") return [name];
+      return [...chainOf(d.parent, [...seen, name]), name];
+    };
+    let maxDepth = 0;
+    for (const name of names) {
+      const d = decl[name]!;
+      if (d.parent !== null && !decl[d.parent]) throw new Error(`type ${name}: unknown parent ${d.parent}`);
+      if (d.parent === null && d.idStyle !== "flat") throw new Error(`root type ${name} must be flat`);
+      for (const f of Object.keys(d.ownedFields ?? {})) {
+        if (!(f in d.fields.properties)) throw new Error(`type ${name}: owned field ${f} is not one of its fields`);
+      }
+      if (d.assigneeField !== undefined && !(d.assigneeField in d.fields.properties)) throw new Error(`type ${name}: assignee field ${d.assigneeField} is not one of its fields`);
+      for (const f of d.query?.fields ?? []) {
+        if (!(f in d.fields.properties)) throw new Error(`type ${name}: query field ${f} is not one of its fields`);
+      }
+      for (const f of d.query?.sort ?? []) {
+        if (f !== "createdAt" && f !== "status" && !d.query!.fields.includes(f)) throw new Error(`type ${name}: sort field ${f} is not one of its query fields`);
+      }
+      if (d.orderedChildren && decl[d.orderedChildren]?.parent !== name) {
+        throw new Error(`type ${name}: ordered children ${d.orderedChildren} is not a child type`);
+      }
+      if ((d.parentDelete !== undefined || d.governanceDelete) && (d.parent === null || d.idStyle !== "flat")) {
+        throw new Error(`type ${name}: parentDelete and governanceDelete are options of a flat child type`);
+      }
+      const chain = chainOf(name);
+      const children = names.filter((n) => decl[n]!.parent === name);
+      const governed = children.some((c) => decl[c]!.governanceDelete === true);
+      if (governed) {
+        const flag = d.fields.properties[GOVERNANCE_FLAG];
+        if (!flag || flag.type !== "boolean" || !d.ownedFields?.[GOVERNANCE_FLAG]) {
+          throw new Error(`type ${name}: a child type declares governance delete, so ${name} must own a boolean field ${GOVERNANCE_FLAG}`);
+        }
+      }
+      const intents: TypeIntents = (() => {
+        const base = {
+          list: `${name}.list`,
+          view: `${name}.viewDetails`,
+          history: `${name}.viewHistory`,
+          update: `${name}.update`,
+          delete: `${name}.delete`,
+          listPermissions: `${name}.intent.listPermissions`,
+          grantPermission: `${name}.intent.grantPermission`,
+          revokePermission: `${name}.intent.revokePermission`,
+          create: d.parent === null ? `global.create${cap(name)}` : `${d.parent}.create${cap(name)}`,
+          reorder: d.orderedChildren ? `${name}.reorder${cap(d.orderedChildren)}s` : null,
+          governance: governed ? `${name}.setGovernanceDelete` : null,
+        };
+        const own = [
+          base.list, base.view, base.history, base.update, base.delete,
+          base.listPermissions, base.grantPermission, base.revokePermission,
+          ...children.map((c) => `${name}.create${cap(c)}`),
+          ...(base.reorder ? [base.reorder] : []),
+          ...(base.governance ? [base.governance] : []),
+          ...(d.extraIntents ?? []),
+        ];
+        return { ...base, all: [...new Set(own)] };
+      })();
+      types.set(name, {
+        name,
+        decl: d,
+        intents,
+        chain,
+        depth: chain.length - 1,
+        owner: chain[0]!,
+        children,
+        countedChildren: children.filter((c) => decl[c]!.parentDelete === "counted"),
+        check: TypeCompiler.Compile(d.fields),
+      });
+      maxDepth = Math.max(maxDepth, chain.length - 1);
+    }
+    this.types = types;
+    this.maxDepth = maxDepth;
+    this.globalIntents = [...types.values()].filter((t) => t.decl.parent === null).map((t) => t.intents.create);
+  }
+
+  type(name: string): CompiledType {
+    const t = this.types.get(name);
+    if (!t) throw new ValidationError(`unknown resource type ${JSON.stringify(name)}`, "type");
+    return t;
+  }
+
+  /** Validates domain fields against the type's schema and rules; names the first offending field. */
+  validate(type: CompiledType, data: unknown): Record<string, unknown> {
+    assertJsonDepth(data, "data");
+    if (!type.check.Check(data)) {
+      const first = type.check.Errors(data).First();
+      const path = first?.path ? first.path.replace(/^\//, "").replace(/\//g, ".") : "";
+      const field = path ? `data.${path}` : "data";
+      const what = first?.schema && "additionalProperties" in first.schema && first.message.includes("Unexpected")
+        ? "is not a known field"
+        : first?.message ?? "is invalid";
+      throw new ValidationError(`${field} ${what}`, field);
+    }
+    type.decl.rules?.(data as Record<string, unknown>);
+    return data as Record<string, unknown>;
+  }
+}
+
+export function defineSchema<const S extends SchemaDecl>(decl: S): Schema<S> {
+  return new Schema(decl);
+}
+
+/** Resource ids follow RESOURCE_ID_PATTERN (wire.ts), compiled here from the same text. */
+const ID_RE = new RegExp(RESOURCE_ID_PATTERN, "u");
+
+/**
+ * Ids found valid lately: every read locates its resource and checks its ids with two regular
+ * expressions, a tenth of an in-process get. Validity depends on the string alone; the set is emptied
+ * when it grows past its bound.
+ */
+const validIds = new Set<string>();
+const VALID_IDS_MAX = 10_000;
+
+export function assertId(id: unknown, field = "id"): asserts id is string {
+  if (typeof id === "string" && validIds.has(id)) return;
+  if (typeof id === "string") refuseUnsafeId(id, field);
+  if (typeof id !== "string" || !ID_RE.test(id)) {
+    throw new ValidationError(
+      `${field} must be 1–128 characters without control characters, surrounding spaces or any of / ? # % \\`,
+      field,
+    );
+  }
+  if (validIds.size >= VALID_IDS_MAX) validIds.clear();
+  validIds.add(id);
+}

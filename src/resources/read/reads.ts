@@ -1,0 +1,316 @@
+/**
+ * Reads: one resource, its children (nested, flat or roots), an ordered collection in its effective
+ * order (TruBudget's workflowitem ordering) with a page cache, the stored ordering and permissions.
+ * Children the actor may not view are listed redacted in their place; items are JSON bytes, ready to join.
+ */
+import { ValidationError } from "../../errors.js";
+import { cursorBytes, cursorOf, scanAll, type Entry } from "../../kv/contract.js";
+import { encodeNested } from "../../kv/tuple.js";
+import { allows, type Actor, type Permissions } from "../../access/actor.js";
+import { flatChildRecords } from "./context.js";
+import { allowedIntents, allowedIntentsTail, pageLimit, permissionsOf, MAX_PAGE, withAllowedIntents, type Core, type Page, type PageOptions } from "../core/core.js";
+import { layout } from "../model/layout.js";
+import { rebuildOrderIndex } from "../audit/order-index.js";
+import { closedFirstOrder, effectiveOrder } from "../model/ordering.js";
+import { pageJson } from "../model/page-json.js";
+import { PageCache } from "./page-cache.js";
+import { listedJson, Queries, type ListQuery } from "./query.js";
+import { RecordView, redacted, WRITTEN_WITH, type Envelope, type RedactedEnvelope, type Written } from "../model/record.js";
+import { childRef, locate, type Located, type Ref } from "../model/ref.js";
+import type { CompiledType } from "../model/schema.js";
+
+const listed = listedJson;
+
+/** From this page size, a first page reads a collection that fits in it whole (`#listWhole`). */
+const WHOLE_FROM = 1000;
+
+export class Reads {
+  readonly #queries: Queries;
+  /** Rendered ordered-list pages per partition head version (null when the store turned the cache off). */
+  readonly #pages: PageCache | null;
+
+  constructor(
+    private readonly c: Core,
+    options: { pageCache?: boolean } = {},
+  ) {
+    this.#queries = new Queries(c);
+    this.#pages = options.pageCache === false ? null : new PageCache();
+  }
+
+  /** A searched and sorted page of a type's resources under `parent` (null for roots): query.ts. */
+  async queryChildrenJson(actor: Actor, parent: Ref | null, childType: string, q: ListQuery): Promise<Page<Buffer>> {
+    const page = await this.#queries.query(actor, parent, childType, q, (a, ref) => this.readable(a, ref));
+    return this.#withIds(actor, this.c.schema.type(childType), parent, page, q);
+  }
+
+  /** A page whose items are JSON objects with an `id`, with `allowedIntents` added when asked. */
+  async #withIds(actor: Actor, t: CompiledType, parent: Ref | null, page: Page<Buffer>, options: PageOptions): Promise<Page<Buffer>> {
+    if (!options.allowedIntents || page.items.length === 0) return page;
+    const views = page.items.map((item) => ({ id: (JSON.parse(item.toString("utf8")) as { id: string }).id }));
+    return { items: await this.#withIntents(actor, t, parent, views, page.items, options), nextCursor: page.nextCursor };
+  }
+
+  /**
+   * Adds `allowedIntents` to listed items: the access entries of the page's resources, one batched read
+   * per partition (a nested page is one partition; flat children and roots one each).
+   */
+  async #withIntents(actor: Actor, t: CompiledType, parent: Ref | null, views: readonly { id: string }[], items: Buffer[], options: PageOptions): Promise<Buffer[]> {
+    if (!options.allowedIntents || views.length === 0) return items;
+    const located = views.map((v) => locate(this.c.schema, childRef(this.c.schema, parent, t.name, v.id)));
+    const groups = new Map<string, number[]>();
+    located.forEach((l, i) => {
+      const k = JSON.stringify(l.partition);
+      const g = groups.get(k);
+      if (g) g.push(i);
+      else groups.set(k, [i]);
+    });
+    const raws: (Buffer | undefined)[] = new Array(views.length);
+    await Promise.all(
+      [...groups.values()].map(async (idx) => {
+        const entries = await this.c.kv.getMany(located[idx[0]!]!.partition, idx.map((i) => layout.access(located[i]!)));
+        idx.forEach((i, j) => (raws[i] = entries[j]?.value));
+      }),
+    );
+    // Siblings mostly share their access entry's bytes (inherited permissions): each distinct entry is
+    // parsed and judged once per page.
+    const judged = new Map<string, Buffer>();
+    return items.map((item, i) => {
+      const raw = raws[i];
+      const k = raw ? raw.toString("latin1") : "";
+      let tail = judged.get(k);
+      if (!tail) judged.set(k, (tail = allowedIntentsTail(allowedIntents(t, permissionsOf(raw), actor))));
+      return withAllowedIntents(item, tail);
+    });
+  }
+
+  /** The stored public JSON of a resource the actor may view, with `allowedIntents` when asked, and its version. */
+  async getJson(actor: Actor, ref: Ref, options: { allowedIntents?: boolean } = {}): Promise<{ json: Buffer; version: number }> {
+    const l = locate(this.c.schema, ref);
+    const { kv } = this.c;
+    // The access entry only when its intents are asked for; no promise in between where the backend
+    // reads synchronously (its reads of one event turn share a snapshot), else one round trip.
+    const [state, access] = kv.getSync
+      ? [kv.getSync(l.partition, layout.state(l)), options.allowedIntents ? kv.getSync(l.partition, layout.access(l)) : undefined]
+      : options.allowedIntents
+        ? await kv.getMany(l.partition, [layout.state(l), layout.access(l)])
+        : [await kv.get(l.partition, layout.state(l))];
+    const view = this.c.viewable(state?.value, actor) ?? (await this.c.authorize(this.c.reader(l), l, actor, l.type.intents.view, { state: state?.value })).view;
+    const json = view.publicBytes();
+    return { json: options.allowedIntents ? withAllowedIntents(json, allowedIntents(l.type, permissionsOf(access?.value), actor)) : json, version: view.version };
+  }
+
+  /** The record of a resource the actor holds `intent` on (the view intent by default). */
+  async readable(actor: Actor, ref: Ref, intentOf: (t: CompiledType) => string = (t) => t.intents.view): Promise<{ l: Located; view: RecordView }> {
+    const l = locate(this.c.schema, ref);
+    const { view } = await this.c.authorize(this.c.reader(l), l, actor, intentOf(l.type));
+    return { l, view };
+  }
+
+  /**
+   * A resource as the actor may see it right after writing it: whole when the actor holds its view
+   * intent, else redacted as lists show it, with the intents it holds when asked. A caller that may act
+   * on a resource but not view it learns no more from its write than from a list. Both are decided from
+   * the permissions the write itself wrote (no read after it); an envelope no write of this store
+   * returned has its access entry read instead.
+   */
+  async seenBy(actor: Actor, ref: Ref, envelope: Written, options: { allowedIntents?: boolean } = {}): Promise<(Envelope | RedactedEnvelope) & { allowedIntents?: string[] }> {
+    const l = locate(this.c.schema, ref);
+    const permissions = envelope[WRITTEN_WITH] ?? permissionsOf((await this.c.kv.get(l.partition, layout.access(l)))?.value);
+    const intents = options.allowedIntents ? { allowedIntents: allowedIntents(l.type, permissions, actor) } : {};
+    if (allows(permissions, actor, l.type.intents.view)) return { ...envelope, ...intents };
+    const { statusField } = l.type.decl;
+    const status = statusField ? envelope.data[statusField] : undefined;
+    return { ...redacted(l.type.name, envelope.id, statusField, typeof status === "string" ? status : "", envelope.meta.createdAt), ...intents };
+  }
+
+  async listChildrenJson(actor: Actor, parent: Ref | null, childType: string, options: PageOptions = {}): Promise<Page<Buffer>> {
+    const t = this.c.schema.type(childType);
+    const limit = pageLimit(options.limit);
+    if (t.decl.parent === null) return this.#listRoots(actor, t, options.cursor ?? null, limit, options);
+    if (!parent || parent.type !== t.decl.parent) throw new ValidationError(`${childType} is listed under a ${t.decl.parent}`, "parent");
+    const { l } = await this.readable(actor, parent);
+    if (t.decl.idStyle === "flat") return this.#listFlat(actor, l, t, options.cursor ?? null, limit, options);
+    const page = await this.c.kv.scan(l.partition, { prefix: layout.children(l, childType), after: options.cursor ?? null, limit });
+    const views = page.entries.map((e) => RecordView.listable(e.value, `${childType} list`)).filter((v) => v !== null);
+    return { items: await this.#withIntents(actor, t, parent, views, views.map((view) => listed(actor, t, view)), options), nextCursor: page.cursor };
+  }
+
+  async #listRoots(actor: Actor, t: CompiledType, cursor: string | null, limit: number, options: PageOptions): Promise<Page<Buffer>> {
+    // A caller lists through its index of visible roots (visibility.ts); the system actor sees every root.
+    if (!actor.system) return this.#withIds(actor, t, null, await this.#queries.visibleRoots(actor, t, cursor, limit), options);
+    const items: Buffer[] = [];
+    const views: RecordView[] = [];
+    let after = cursor;
+    // Deleted roots keep a tombstone partition (their log); skip them and invisible ones.
+    while (items.length < limit) {
+      const page = await this.c.kv.listPartitions(t.name, { limit: limit - items.length, after });
+      const records = await Promise.all(page.partitions.map((p) => this.c.kv.get(p, layout.ownerState)));
+      for (const e of records) {
+        const view = e ? RecordView.listable(e.value, `${t.name} list`) : null;
+        if (!view) continue;
+        // A root is listed to holders of its list or view intent; its details only to holders of view.
+        if (view.visibleTo(actor)) (items.push(listed(actor, t, view)), views.push(view));
+      }
+      after = page.cursor;
+      if (after === null) break;
+    }
+    return { items: await this.#withIntents(actor, t, null, views, items, options), nextCursor: after };
+  }
+
+  async #listFlat(actor: Actor, parent: Located, t: CompiledType, cursor: string | null, limit: number, options: PageOptions): Promise<Page<Buffer>> {
+    const page = await this.c.kv.scan(parent.partition, { prefix: layout.flatChildren(parent, t.name), after: cursor, limit });
+    const views = await flatChildRecords(this.c.kv, parent, t.name, page.entries.map((e) => layout.flatChildOf(e.key).id));
+    return { items: await this.#withIntents(actor, t, parent.ref, views, views.map((view) => listed(actor, t, view)), options), nextCursor: page.cursor };
+  }
+
+  /**
+   * A page of an ordered collection in its effective order: one range read of the order index (kept by
+   * every write that changes the order, ordering.ts) and one batched read of the page's records, whatever
+   * the collection's size. The cursor names the last index entry served, so a page after it stays put
+   * when children are added or removed elsewhere.
+   */
+  async listOrderedJson(actor: Actor, parent: Ref, options: PageOptions = {}): Promise<Page<Buffer> & { version: number }> {
+    const whole = await this.#listWhole(actor, parent, options);
+    if (whole) return whole;
+    const { l, view: parentView } = await this.readable(actor, parent);
+    const childType = l.type.decl.orderedChildren;
+    if (!childType) throw new ValidationError(`${parent.type} has no ordered children`, "parent");
+    const t = this.c.schema.type(childType);
+    const limit = pageLimit(options.limit);
+    if (options.sequence === "closedFirst") return this.#listClosedFirst(actor, l, t, parent, parentView.version, limit, options);
+    const { kv } = this.c;
+    let page = await kv.scan(l.partition, { prefix: layout.orderIndex(l, childType), after: options.cursor ?? null, limit: limit + 1 });
+    if (page.entries.length === 0 && !options.cursor && (await kv.scan(l.partition, { prefix: layout.children(l, childType), limit: 1 })).entries.length > 0) {
+      // Every live child has an index entry, so children without any entry are a partition written
+      // before the order index existed: upgrade it once, from its log, and read again.
+      await rebuildOrderIndex(this.c, l.partition);
+      page = await kv.scan(l.partition, { prefix: layout.orderIndex(l, childType), limit: limit + 1 });
+    }
+    const entries = page.entries.length > limit ? page.entries.slice(0, limit) : page.entries;
+    const states = await kv.getMany(
+      l.partition,
+      entries.map((e) => layout.child(l, childType, e.value.toString("utf8"))),
+    );
+    const views: RecordView[] = [];
+    for (const e of states) {
+      const view = e ? RecordView.listable(e.value, `${childType} list`) : null;
+      if (view) views.push(view);
+    }
+    const items = await this.#withIntents(actor, t, parent, views, views.map((view) => listed(actor, t, view)), options);
+    const next = page.entries.length > limit ? cursorOf(entries.at(-1)!.keyBytes) : null;
+    return { items, nextCursor: next, version: parentView.version };
+  }
+
+  /**
+   * A first page of WHOLE_FROM or more asks for every child of a collection that fits in it (a client
+   * reading the whole list): the children's records are then one range read, placed in the effective
+   * order in memory from the stored ordering (ordering.ts, the rule the order index is kept by), instead
+   * of the index's entries and a read per record. The parent (for the check) with the ordering, and the
+   * range, are read at once: two round trips in flight together on a networked backend. Null when it
+   * does not apply, or when the collection is larger than the page (then the index serves it: a range
+   * of at most `limit` records was read in vain).
+   */
+  async #listWhole(actor: Actor, parent: Ref, options: PageOptions): Promise<(Page<Buffer> & { version: number }) | null> {
+    if (options.cursor || options.sequence === "closedFirst" || options.limit === undefined || options.limit < WHOLE_FROM) return null;
+    const l = locate(this.c.schema, parent);
+    const childType = l.type.decl.orderedChildren;
+    if (!childType) return null;
+    const t = this.c.schema.type(childType);
+    const limit = pageLimit(options.limit);
+    const { kv } = this.c;
+    const [[state, orderingEntry], range] = await Promise.all([
+      kv.getMany(l.partition, [layout.state(l), layout.ordering(l, childType)]),
+      kv.scan(l.partition, { prefix: layout.children(l, childType), limit }),
+    ]);
+    const { view: parentView } = await this.c.authorize(this.c.reader(l), l, actor, l.type.intents.view, { state: state?.value });
+    if (range.cursor !== null) return null;
+    const children: RecordView[] = [];
+    for (const e of range.entries) {
+      const view = RecordView.listable(e.value, `${childType} list`);
+      if (view) children.push(view);
+    }
+    const ordering = orderingEntry ? (JSON.parse(orderingEntry.value.toString("utf8")) as string[]) : [];
+    const views = effectiveOrder(ordering, children);
+    const items = await this.#withIntents(actor, t, parent, views, views.map((view) => listed(actor, t, view)), options);
+    return { items, nextCursor: null, version: parentView.version };
+  }
+
+  /**
+   * TruBudget's order (closed children first, by close time, then the effective order): computed from the
+   * whole collection on each read, with an offset cursor. The order index serves the native order only.
+   */
+  async #listClosedFirst(actor: Actor, l: Located, t: CompiledType, parent: Ref, version: number, limit: number, options: PageOptions): Promise<Page<Buffer> & { version: number }> {
+    let offset = 0;
+    if (options.cursor) {
+      const raw = cursorBytes(options.cursor).toString("utf8");
+      offset = Number(raw);
+      if (!/^\d+$/.test(raw) || !Number.isSafeInteger(offset)) throw new ValidationError("invalid cursor", "cursor");
+    }
+    const children: Entry[] = [];
+    const [orderingEntry] = await Promise.all([
+      this.c.kv.get(l.partition, layout.ordering(l, t.name)),
+      (async () => {
+        for await (const e of scanAll(this.c.kv, l.partition, { prefix: layout.children(l, t.name), limit: MAX_PAGE })) children.push(e);
+      })(),
+    ]);
+    const ordering = orderingEntry ? (JSON.parse(orderingEntry.value.toString("utf8")) as string[]) : [];
+    const rows = children.flatMap((e) => {
+      const view = RecordView.listable(e.value, `${t.name} list`);
+      return view ? [{ id: view.id, createdAtMs: view.createdAtMs, view, closedAtMs: this.#closedAt(l.type, view) }] : [];
+    });
+    const pageRows = closedFirstOrder(ordering, rows).slice(offset, offset + limit);
+    const items = await this.#withIntents(actor, t, parent, pageRows.map((r) => r.view), pageRows.map((r) => listed(actor, t, r.view)), options);
+    const next = offset + limit < rows.length ? cursorOf(Buffer.from(String(offset + limit))) : null;
+    return { items, nextCursor: next, version };
+  }
+
+  async listOrderedPage(actor: Actor, parent: Ref, options: PageOptions = {}): Promise<{ json: Buffer; version: number }> {
+    const l = locate(this.c.schema, parent);
+    const [state, head] = await this.c.kv.getMany(l.partition, [layout.state(l), layout.head]);
+    const { view } = await this.c.authorize(this.c.reader(l), l, actor, l.type.intents.view, { state: state?.value });
+    const pages = this.#pages;
+    const key = head && pages
+      ? [
+          encodeNested(l.partition).toString("latin1"),
+          l.pairs.join("\u0000"),
+          head.version,
+          actor.system ? "\u0001" : actor.id,
+          [...actor.groups].sort().join("\u0000"),
+          options.cursor ?? "",
+          options.limit ?? "",
+          options.allowedIntents ? "i" : "",
+          options.sequence ?? "",
+        ].join("\u0002")
+      : null;
+    const cached = key ? pages!.get(key) : undefined;
+    if (cached) return { json: cached, version: view.version };
+    const page = await this.listOrderedJson(actor, parent, options);
+    const json = pageJson(page.items, page.nextCursor);
+    if (key) pages!.set(key, json);
+    return { json, version: page.version };
+  }
+
+  /** When a child was closed, by its parent type's declared `closedFirst` option (its JSON is read only for closed children). */
+  #closedAt(parentType: CompiledType, view: RecordView): number | null {
+    const rule = parentType.decl.closedFirst;
+    if (!rule) throw new ValidationError(`${parentType.name} declares no closedFirst order`, "order");
+    if (view.status !== rule.status) return null;
+    const at = Date.parse(String(view.envelope().data[rule.at]));
+    return Number.isNaN(at) ? view.createdAtMs : at;
+  }
+
+  async getOrdering(actor: Actor, parent: Ref): Promise<{ ordering: string[]; version: number }> {
+    const { l, view } = await this.readable(actor, parent);
+    const childType = l.type.decl.orderedChildren;
+    if (!childType) throw new ValidationError(`${parent.type} has no ordered children`, "parent");
+    const e = await this.c.kv.get(l.partition, layout.ordering(l, childType));
+    return { ordering: e ? (JSON.parse(e.value.toString("utf8")) as string[]) : [], version: view.version };
+  }
+
+  async listPermissions(actor: Actor, ref: Ref): Promise<Permissions> {
+    const l = locate(this.c.schema, ref);
+    const { access } = await this.c.authorize(this.c.reader(l), l, actor, l.type.intents.listPermissions, { withAccess: true });
+    return access!.permissions;
+  }
+}
+

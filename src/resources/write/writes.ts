@@ -1,0 +1,264 @@
+/**
+ * Writes: create, the `mutate` primitive behind update and every domain command, permissions (TruBudget's
+ * intent grants) and ordering. Each reads and checks inside its partition's write path, so the check and
+ * the write are one atomic commit.
+ */
+import { ConflictError, StaleVersionError, ForbiddenError, ValidationError } from "../../errors.js";
+import type { Actor, Permissions } from "../../access/actor.js";
+import { assertIdentityExists } from "../../access/global.js";
+import { creationContext, readContext, type ChildRow, type MutateContext, type ReadContext } from "../read/context.js";
+import { countChild, encodeAccess, encodeResource, type Core } from "../core/core.js";
+import { INDEX_VERBS, type EventPayload } from "../model/events.js";
+import { layout } from "../model/layout.js";
+import { restSortKey, validateOrdering } from "../model/ordering.js";
+import { written, type Envelope, type Written } from "../model/record.js";
+import { childRef, locate, pathOf, type Located, type Ref } from "../model/ref.js";
+import { assertId } from "../model/schema.js";
+import { assigneeOf, writeAssignment } from "../indexes/assignments.js";
+import { indexEntries, writeVisibility } from "../indexes/visibility.js";
+import type { Tx } from "../log/writer.js";
+
+export type ParentState = { envelope: Envelope; permissions: Permissions };
+
+export interface CreateOptions {
+  /** The id; generated when absent. */
+  id?: string;
+  /** Refuse the create (throw) given the parent's current state (null for a root); runs inside the write. */
+  guard?: (parent: Envelope | null, ctx: ReadContext) => void | Promise<void>;
+  /**
+   * What the new resource starts as, decided inside the write after `guard` from the parent's state
+   * (null for a root): the data to store (e.g. a default taken from the parent; validated again) and its
+   * permissions (from the creator's defaults, every intent). Either may be left out; throw to refuse.
+   */
+  decide?: (given: { data: Record<string, unknown>; defaults: Permissions; parent: ParentState | null }) => CreateDecision;
+  /**
+   * The original creation of a resource brought over from another system (a migration): the system
+   * actor only. The meta carries it; the `created` event records it beside its own time and actor.
+   */
+  meta?: { createdAt: string; createdBy: string };
+}
+
+/** What `CreateOptions.decide` decided: the data to store instead of the given data, and the permissions instead of the defaults. */
+export interface CreateDecision {
+  data?: Record<string, unknown>;
+  permissions?: Permissions;
+}
+
+/** What a domain command does to one resource (see `mutate`). */
+export interface MutateSpec {
+  /** The intent the actor must hold on the resource; null when `change` decides who may (the resource must exist). */
+  intent: string | null;
+  /** The event verb (`<type>.<verb>`). */
+  verb: string;
+  /** Refuse with a ConflictError unless the resource is at this version. */
+  ifVersion?: number;
+  /** Decides the change from the current state and what the context reads (throw to refuse). */
+  change: (current: Envelope, ctx: MutateContext) => Promise<MutateDecision> | MutateDecision;
+}
+
+/** What `MutateSpec.change` decided: a data patch (a field set to null is removed), new permissions, and what else the event records. */
+export interface MutateDecision {
+  /** Nothing to do (e.g. closing what is closed): nothing is written and the current state is answered. */
+  unchanged?: true;
+  patch?: Record<string, unknown>;
+  record?: EventPayload;
+  permissions?: Permissions;
+}
+
+function applyPatch(data: Record<string, unknown>, patch: Record<string, unknown>): Record<string, unknown> {
+  const next = { ...data };
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete next[k];
+    else if (v !== undefined) next[k] = v;
+  }
+  return next;
+}
+
+/** Refuses to reuse an address: a deleted resource's history stays under it. */
+function existed(type: string, id: string): ConflictError {
+  return new ConflictError(`${type} ${id} already exists (or existed)`, "id");
+}
+
+export class Writes {
+  constructor(private readonly c: Core) {}
+
+  async create(actor: Actor, type: string, parent: Ref | null, data: unknown, options: CreateOptions = {}): Promise<Written> {
+    const { schema, writer } = this.c;
+    const t = schema.type(type);
+    const id = options.id ?? this.c.newId();
+    assertId(id, "id");
+    const l = locate(schema, childRef(schema, parent, type, id));
+    let clean = schema.validate(t, data);
+    if (options.meta !== undefined && !actor.system) throw new ForbiddenError("only the system actor may set a resource's original creation");
+    const meta = options.meta;
+    const defaults: Permissions = Object.fromEntries(t.intents.all.map((i) => [i, actor.system ? [] : [actor.id]]));
+    const requireParent = (tx: Tx, pl: Located): Promise<ParentState> => this.#requireParent(tx, pl, actor, t.intents.create);
+    const decide = async (tx: Tx, pl: Located | null, parentState: ParentState | null): Promise<Permissions> => {
+      await options.guard?.(parentState?.envelope ?? null, creationContext(this.c.kv, schema, tx, type, pl));
+      const decided = options.decide?.({ data: clean, defaults, parent: parentState });
+      if (decided?.data) clean = schema.validate(t, decided.data);
+      return decided?.permissions ?? defaults;
+    };
+    const fresh = async (tx: Tx): Promise<void> => {
+      if ((await tx.get(layout.head)) || (await tx.get(layout.state(l)))) throw existed(type, id);
+    };
+
+    if (t.decl.parent === null) {
+      await this.c.global.assert(actor, t.intents.create);
+      return writer.run(l.partition, actor, async (tx) => {
+        await fresh(tx);
+        const permissions = await decide(tx, null, null);
+        return this.#put(tx, l, clean, permissions, null, meta);
+      });
+    }
+
+    const pl = locate(schema, parent!);
+    if (t.decl.idStyle === "nested") {
+      return writer.run(l.partition, actor, async (tx) => {
+        const parentState = await requireParent(tx, pl);
+        if ((await tx.get(layout.state(l))) || (await tx.anyUnder(layout.history(l)))) throw existed(type, id);
+        const permissions = await decide(tx, pl, parentState);
+        const envelope = this.#put(tx, l, clean, permissions, null, meta);
+        // A new child is never in its parent's ordering (which names existing children, and ids are not reused).
+        if (pl.type.decl.orderedChildren === type) {
+          tx.put(layout.orderIndexRestEntry(pl, type, restSortKey({ id, createdAtMs: Date.parse(envelope.meta.createdAt) })), Buffer.from(id, "utf8"));
+        }
+        return envelope;
+      });
+    }
+
+    // Flat child: index entry in the parent's partition first (so a crash never leaves a child the
+    // parent's cascade cannot find), then the child's own partition.
+    if (await this.c.kv.get(l.partition, layout.head)) throw existed(type, id);
+    let permissions: Permissions = defaults;
+    await writer.run(pl.partition, actor, async (tx) => {
+      permissions = await decide(tx, pl, await requireParent(tx, pl));
+      if (await tx.get(layout.flatChild(pl, type, id))) throw new ConflictError(`${type} ${id} already exists`, "id");
+      tx.put(layout.flatChild(pl, type, id), Buffer.from(JSON.stringify({ createdAt: tx.now })));
+      await countChild(tx, pl, type, 1);
+      tx.append(`${pl.type.name}.${INDEX_VERBS.added}`, pathOf(pl), { childType: type, id }, (seq) => layout.historyEntry(pl, seq));
+    });
+    try {
+      return await writer.run(l.partition, actor, async (tx) => {
+        await fresh(tx);
+        return this.#put(tx, l, clean, permissions, parent, meta);
+      });
+    } catch (e) {
+      await this.c.unlinkFlat(pl, type, id, actor).catch(() => undefined);
+      throw e;
+    }
+  }
+
+  async #requireParent(tx: Tx, pl: Located, actor: Actor, intent: string): Promise<ParentState> {
+    const { view, access } = await this.c.authorize((key) => tx.get(key), pl, actor, intent, { withAccess: true });
+    return { envelope: view.envelope(), permissions: access!.permissions };
+  }
+
+  #put(tx: Tx, l: Located, data: Record<string, unknown>, permissions: Permissions, parent: Ref | null, origin?: { createdAt: string; createdBy: string }): Written {
+    const envelope: Envelope = {
+      id: l.ref.ids.at(-1)!,
+      type: l.type.name,
+      data,
+      meta: { createdAt: origin?.createdAt ?? tx.now, createdBy: origin?.createdBy ?? tx.actor.id, updatedAt: tx.now, version: 1 },
+    };
+    tx.put(layout.state(l), encodeResource(l.type, envelope, permissions));
+    tx.put(layout.access(l), encodeAccess({ permissions, parent }));
+    if (l.depth === 0) writeVisibility(tx, l.type, envelope.id, new Map(), indexEntries(l.type, envelope, permissions));
+    writeAssignment(tx, l, null, assigneeOf(l.type, data));
+    if (parent) tx.put(layout.parentLink, Buffer.from(JSON.stringify(parent)));
+    // A flat resource's event names its parent: the replay (replay.ts) rebuilds the access record and link from it.
+    tx.append(`${l.type.name}.created`, pathOf(l), { data, permissions, ...(parent ? { parent } : {}), ...(origin ? { origin } : {}) }, (seq) => layout.historyEntry(l, seq));
+    return written(envelope, permissions);
+  }
+
+  /**
+   * The one primitive behind update and every domain command: read the resource inside its partition's
+   * write path, check the intent and version, let `spec.change` decide (or refuse), validate the result,
+   * write the new state and append the event, atomically. `alsoWrite` writes what the layout keeps
+   * beside the record (an ordering).
+   */
+  async mutate(actor: Actor, ref: Ref, spec: MutateSpec, alsoWrite?: (tx: Tx, l: Located, decided: MutateDecision) => void): Promise<Written> {
+    const l = locate(this.c.schema, ref);
+    return this.c.writer.run(l.partition, actor, async (tx) => {
+      const { view, access } = await this.c.authorize((key) => tx.get(key), l, actor, spec.intent, { withAccess: true });
+      const priv = access!;
+      const current = view.envelope();
+      if (spec.ifVersion !== undefined && spec.ifVersion !== current.meta.version) {
+        throw new StaleVersionError(`${ref.type} ${ref.ids.join("/")} is at version ${current.meta.version}, not ${spec.ifVersion}`);
+      }
+      const decided = await spec.change(current, { ...readContext(this.c.kv, this.c.schema, tx, l), permissions: priv.permissions });
+      if (decided.unchanged) {
+        return written(current, priv.permissions);
+      }
+      const { patch, record, permissions } = decided;
+      alsoWrite?.(tx, l, decided);
+      const data = patch ? this.c.schema.validate(l.type, applyPatch(current.data, patch)) : current.data;
+      const perms = permissions ?? priv.permissions;
+      const next: Envelope = { ...current, data, meta: { ...current.meta, updatedAt: tx.now, version: current.meta.version + 1 } };
+      tx.put(layout.state(l), encodeResource(l.type, next, perms));
+      if (permissions) tx.put(layout.access(l), encodeAccess({ ...priv, permissions: perms }));
+      if (l.depth === 0) writeVisibility(tx, l.type, next.id, indexEntries(l.type, current, priv.permissions), indexEntries(l.type, next, perms));
+      writeAssignment(tx, l, assigneeOf(l.type, current.data), assigneeOf(l.type, data));
+      // New permissions decided by a command (a reassignment) are recorded whole, so a replay knows them;
+      // a grant or revoke records its intent and identity instead.
+      const payload = { ...(patch ? { data: patch } : {}), ...(permissions && record?.intent === undefined ? { permissions } : {}), ...(record ?? {}) };
+      tx.append(`${l.type.name}.${spec.verb}`, pathOf(l), payload, (seq) => layout.historyEntry(l, seq));
+      return written(next, perms);
+    });
+  }
+
+  async changePermission(actor: Actor, ref: Ref, intent: string, identity: string, add: boolean): Promise<Envelope> {
+    const t = this.c.schema.type(ref.type);
+    if (typeof intent !== "string" || !t.intents.all.includes(intent)) {
+      throw new ValidationError(`${JSON.stringify(intent)} is not an intent of ${t.name}`, "intent");
+    }
+    assertId(identity, "identity");
+    if (add) await assertIdentityExists(this.c.identities, identity);
+    return this.mutate(actor, ref, {
+      intent: add ? t.intents.grantPermission : t.intents.revokePermission,
+      verb: add ? "permission_granted" : "permission_revoked",
+      change: (_current, { permissions }) => {
+        const holders = new Set(permissions[intent] ?? []);
+        if (add) holders.add(identity);
+        else holders.delete(identity);
+        return { permissions: { ...permissions, [intent]: [...holders] }, record: { intent, identity } };
+      },
+    });
+  }
+
+  async setOrdering(actor: Actor, parent: Ref, ordering: readonly string[], options: { ifVersion?: number; guard?: (parent: Envelope) => void } = {}): Promise<Envelope> {
+    const t = this.c.schema.type(parent.type);
+    const childType = t.decl.orderedChildren;
+    if (!childType || !t.intents.reorder) throw new ValidationError(`${parent.type} has no ordered children`, "parent");
+    let valid: string[] = [];
+    let before: string[] = [];
+    let rows = new Map<string, ChildRow>();
+    return this.mutate(
+      actor,
+      parent,
+      {
+        intent: t.intents.reorder,
+        verb: "ordering_set",
+        ifVersion: options.ifVersion,
+        change: async (current, ctx) => {
+          options.guard?.(current);
+          rows = new Map((await ctx.children(childType)).map((c) => [c.id, c]));
+          valid = validateOrdering(ordering, new Set(rows.keys()));
+          before = await ctx.ordering(childType);
+          return { record: { childType, ordering: valid } };
+        },
+      },
+      (tx, l) => {
+        tx.put(layout.ordering(l, childType), Buffer.from(JSON.stringify(valid)));
+        // The order index: the listed part is rewritten; a child leaving (or joining) the list moves to (or
+        // from) the rest. O(old + new ordering), whatever the number of children.
+        tx.deletePrefix(layout.orderIndexListed(l, childType));
+        valid.forEach((id, i) => tx.put(layout.orderIndexListedEntry(l, childType, i), Buffer.from(id, "utf8")));
+        const now = new Set(valid);
+        const was = new Set(before.filter((id) => rows.has(id)));
+        for (const id of was) if (!now.has(id)) tx.put(layout.orderIndexRestEntry(l, childType, restSortKey(rows.get(id)!)), Buffer.from(id, "utf8"));
+        for (const id of now) if (!was.has(id)) tx.delete(layout.orderIndexRestEntry(l, childType, restSortKey(rows.get(id)!)));
+      },
+    );
+  }
+}
