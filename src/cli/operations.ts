@@ -7,8 +7,9 @@ import { createReadStream, createWriteStream } from "node:fs";
 import { once } from "node:events";
 import { chmod, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { finished } from "node:stream/promises";
+import { finished, pipeline } from "node:stream/promises";
 import { Option, type Command } from "commander";
+import { SYSTEM } from "../access/actor.js";
 import { CHAINED_KINDS, CONTENT_KINDS } from "../compose/kinds.js";
 import type { VerifiedHead } from "../compose/open.js";
 import { PRIVATE_FILE_MODE, writePrivateFile } from "../private-files.js";
@@ -20,13 +21,14 @@ import { keysNeeded } from "./keys.js";
 import { storeOptions, type StoreOptions } from "./options.js";
 import { print, withStore } from "./store.js";
 import { progressBar } from "./progress.js";
-import { countPartitions, exportStore, importStore, UNFINISHED_IMPORT, unfinishedImport } from "./transfer.js";
+import { countPartitions, importStore, UNFINISHED_IMPORT, unfinishedImport } from "./transfer.js";
 
 export function operationCommands(program: Command): void {
   storeOptions(program.command("export").description("write every partition with its log as NDJSON (to --out or stdout)"))
     .addOption(new Option("--out <file>", "output file (default: stdout)"))
     .action(async (options: StoreOptions & { out?: string }) => {
-      await withStore(options, async ({ kv }) => {
+      await withStore(options, async (store) => {
+        const { kv } = store;
         // An export holds password hashes and every record: the owner's alone (0600), an existing file too.
         const out = options.out ? createWriteStream(options.out, { mode: PRIVATE_FILE_MODE }) : process.stdout;
         if (options.out) {
@@ -34,7 +36,9 @@ export function operationCommands(program: Command): void {
           await chmod(options.out, PRIVATE_FILE_MODE);
         }
         const progress = progressBar(process.stderr, "exported", "partitions", await countPartitions(kv, CONTENT_KINDS));
-        const counts = await exportStore(kv, out, (c) => progress.update(c.visited ?? c.partitions, `${c.entries} entries`));
+        // The store's own export, run as the operator (the system actor: the CLI works on the store directly).
+        const backup = await store.exportStore(SYSTEM, (c) => progress.update(c.visited ?? c.partitions, `${c.entries} entries`));
+        const [counts] = await Promise.all([backup.done, pipeline(backup.stream, out, { end: false })]);
         if (options.out) {
           out.end();
           await finished(out);

@@ -53,6 +53,9 @@ export const MAX_PAGE = 1000;
 /** The global intents identity checks: administering users and administering groups. */
 export const IDENTITY_INTENTS = ["global.createUser", "global.createGroup"] as const;
 
+/** The user created at first start with every global intent (TruBudget's root); `ensureRoot` creates it. */
+export const ROOT_USER = "root";
+
 export interface IdentityOptions {
   /**
    * The global permissions to check (and to grant root); default: over the same store, with this
@@ -368,9 +371,9 @@ export class Identity implements IdentityDirectory {
       );
     }
     checkPassword(password, "FLOWSTORE_ROOT_PASSWORD");
-    await this.global.grantAllToNew(SYSTEM, "root");
+    await this.global.grantAllToNew(SYSTEM, ROOT_USER);
     try {
-      await this.createUser(SYSTEM, { id: "root", displayName: "root", password });
+      await this.createUser(SYSTEM, { id: ROOT_USER, displayName: ROOT_USER, password });
     } catch (e) {
       if (e instanceof ConflictError) return { created: false }; // another process won the race
       throw e;
