@@ -360,7 +360,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
         for await (const partition of allPartitions(kv, kind)) {
           const since = opts.since?.(partition);
           const incremental = since !== undefined && since.seq > 0;
-          const r = await store.verify(partition, incremental ? { since, incremental } : {});
+          const r = await store.audit.verify(partition, incremental ? { since, incremental } : {});
           if (incremental) total.incremental++;
           // A partition without a chain (nothing logged, e.g. purged) has nothing to check.
           if (r.ok && r.checked === 0) continue;
@@ -406,7 +406,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
       const c = checkpoint as Checkpoint;
       const owner = chained.find((k) => k.kind === c.partition[0]);
       if (!owner) return { ok: false, checked: 0, firstBad: { seq: 0, reason: `${JSON.stringify(c.partition[0])} is not a partition kind with a chain` } };
-      return owner.store.verify(c.partition, { since: { seq: c.seq, hash: c.hash }, incremental: opts.incremental === true });
+      return owner.store.audit.verify(c.partition, { since: { seq: c.seq, hash: c.hash }, incremental: opts.incremental === true });
     },
     async stageRestore(input) {
       const staged = await stageExport(restoreDir, input, checkExport);

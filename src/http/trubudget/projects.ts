@@ -99,7 +99,7 @@ export const projectRoutes: FastifyPluginAsync = async (app) => {
   const translated = new PageCache(20_000, 32 * 1024 * 1024);
   const REDACTED = Buffer.alloc(0);
   app.get("/project.list", async (request, reply) => {
-    const items = await readAll((cursor, limit) => workflow.store.listChildrenJson(request.actor, null, "project", { cursor, limit, allowedIntents: true }));
+    const items = await readAll((cursor, limit) => workflow.store.reads.listChildrenJson(request.actor, null, "project", { cursor, limit, allowedIntents: true }));
     const parts: Buffer[] = [];
     for (const raw of items) {
       const key = raw.toString("latin1");
@@ -117,7 +117,7 @@ export const projectRoutes: FastifyPluginAsync = async (app) => {
   app.get<{ Querystring: Static<typeof V2Query> }>("/v2/project.list", { schema: { querystring: V2Query } }, async (request) => {
     const { page = 1, limit = V2_DEFAULT_LIMIT, search, sort, order } = request.query;
     const q = { search, sort: sort === undefined ? undefined : SORTS[sort], order };
-    const items = exposeAll(await readAll((cursor, max) => store.queryChildrenJson(request.actor, null, "project", { ...q, cursor, limit: max, allowedIntents: true })));
+    const items = exposeAll(await readAll((cursor, max) => store.reads.queryChildrenJson(request.actor, null, "project", { ...q, cursor, limit: max, allowedIntents: true })));
     const totalPages = Math.ceil(items.length / limit);
     const rest = new URLSearchParams(Object.entries({ search, sort, order }).filter((e): e is [string, string] => e[1] !== undefined)).toString();
     const link = (n: number) => `/v2/project.list?page=${n}&limit=${limit}${rest ? `&${rest}` : ""}`;
@@ -140,8 +140,8 @@ export const projectRoutes: FastifyPluginAsync = async (app) => {
   const ProjectQuery = Type.Object({ projectId: ResourceId }, { additionalProperties: false });
   app.get<{ Querystring: Static<typeof ProjectQuery> }>("/project.viewDetails", { schema: { querystring: ProjectQuery } }, async (request) => {
     const ref = projectRef(request.query.projectId);
-    const { json } = await store.getJson(request.actor, ref, { allowedIntents: true });
-    const subprojects = await readAll((cursor, limit) => store.listChildrenJson(request.actor, ref, "subproject", { cursor, limit, allowedIntents: true }));
+    const { json } = await store.reads.getJson(request.actor, ref, { allowedIntents: true });
+    const subprojects = await readAll((cursor, limit) => store.reads.listChildrenJson(request.actor, ref, "subproject", { cursor, limit, allowedIntents: true }));
     return ok({
       project: exposeProject(JSON.parse(json.toString("utf8")) as Served, intents),
       subprojects: parsed<Served>(subprojects)

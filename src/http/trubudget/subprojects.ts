@@ -26,7 +26,7 @@ export const subprojectRoutes: FastifyPluginAsync = async (app) => {
 
   const ProjectQuery = Type.Object({ projectId: ResourceId }, { additionalProperties: false });
   app.get<{ Querystring: Static<typeof ProjectQuery> }>("/subproject.list", { schema: { querystring: ProjectQuery } }, async (request) => {
-    const items = await readAll((cursor, limit) => store.listChildrenJson(request.actor, projectRef(request.query.projectId), "subproject", { cursor, limit, allowedIntents: true }));
+    const items = await readAll((cursor, limit) => store.reads.listChildrenJson(request.actor, projectRef(request.query.projectId), "subproject", { cursor, limit, allowedIntents: true }));
     return ok({
       items: parsed<Served>(items)
         .filter((r) => !r.redacted)
@@ -36,8 +36,8 @@ export const subprojectRoutes: FastifyPluginAsync = async (app) => {
 
   app.get<{ Querystring: SubprojectIds }>("/subproject.viewDetails", { schema: { querystring: idsWith("subproject") } }, async (request) => {
     const { projectId, subprojectId } = request.query;
-    const project = await store.get(request.actor, { ...projectRef(projectId), type: "project" });
-    const { json } = await store.getJson(request.actor, subprojectRef(projectId, subprojectId), { allowedIntents: true });
+    const project = await store.reads.get(request.actor, { ...projectRef(projectId), type: "project" });
+    const { json } = await store.reads.getJson(request.actor, subprojectRef(projectId, subprojectId), { allowedIntents: true });
     const items = await readAll((cursor, limit) => workflow.listWorkflowitemsJson(request.actor, projectId, subprojectId, { cursor, limit, allowedIntents: true, sequence: "closedFirst" }));
     return ok({
       parentProject: { id: projectId, displayName: project.data.displayName },

@@ -142,7 +142,7 @@ export const workflowitemRoutes: FastifyPluginAsync = async (app) => {
     if (pending.length > 0 && data.assignee !== undefined && data.assignee !== actor.id) {
       // A restricted item assigned to another leaves its creator only workflowitem.list (TruBudget's rule), so
       // its documents could not be added after it: refused before anything is written, never half-made.
-      const sp = await workflow.store.get(actor, { ...subprojectRef(data.projectId, data.subprojectId), type: "subproject" });
+      const sp = await workflow.store.reads.get(actor, { ...subprojectRef(data.projectId, data.subprojectId), type: "subproject" });
       if ((sp.data.workflowitemType ?? data.workflowitemType) === "restricted") {
         throw new ValidationError("documents of a restricted workflowitem assigned to another user are added by its assignee, after the create", "data.documents");
       }
@@ -265,7 +265,7 @@ export const workflowitemRoutes: FastifyPluginAsync = async (app) => {
 
   app.get<{ Querystring: ItemIds }>("/workflowitem.viewDetails", { schema: { querystring: idsWith("workflowitem") } }, async (request) => {
     const { projectId, subprojectId, workflowitemId } = request.query;
-    const { json } = await workflow.store.getJson(request.actor, { type: "workflowitem", ids: [projectId, subprojectId, workflowitemId] }, { allowedIntents: true });
+    const { json } = await workflow.store.reads.getJson(request.actor, { type: "workflowitem", ids: [projectId, subprojectId, workflowitemId] }, { allowedIntents: true });
     return ok({ workflowitem: exposeWorkflowitem(JSON.parse(json.toString("utf8")) as Served, intents) });
   });
 
