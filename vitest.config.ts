@@ -1,14 +1,51 @@
 import { defineConfig } from "vitest/config";
 
+/**
+ * Two vitest projects that split the test files between them, so a file runs once whichever way it is asked
+ * for (`npm test`, `npm run test:fast`, `npx vitest run <files>`):
+ *
+ * - `fast`: unit tests, the conformance and domain suites, and the HTTP route suites: the sub-minute signal
+ *   for a developer. `npm run test:fast` runs it alone with FLOWSTORE_TEST_FAST=1, under which the global
+ *   setups start no Redis or PostgreSQL server, so test/conformance/backends.ts runs these suites on memory
+ *   and LMDB only.
+ * - `slow`: what starts processes or servers of its own (the CLI, fleet, e2e, Redis/PostgreSQL suites, kill
+ *   and soak tests), the package build, and the long fuzz and property runs.
+ *
+ * `npm test` (what CI runs) runs both, every file, on every backend: the shared redis-server processes and
+ * the PostgreSQL cluster are started once for both projects (test/setup/shared.ts).
+ */
+const slow = [
+  "test/cli/**/*.test.ts",
+  "test/e2e/**/*.test.ts",
+  "test/fleet/**/*.test.ts",
+  "test/kv/redis*.test.ts",
+  "test/kv/postgres.test.ts",
+  "test/kv/lmdb.test.ts",
+  "test/package.test.ts",
+  "test/archive/kill.test.ts",
+  "test/archive/big-file.test.ts",
+  "test/reliability/**/*.test.ts",
+  "test/http/checkpoint.test.ts",
+  "test/http/events-feed.test.ts",
+  "test/http/openapi-lint.test.ts",
+  "test/resources/*.property.test.ts",
+  // a route × role matrix of several hundred real requests: minutes on a loaded 2-core machine
+  "test/http/permission-matrix.test.ts",
+];
+
+const shared = {
+  pool: "forks" as const,
+  testTimeout: 60_000,
+  hookTimeout: 120_000,
+  globalSetup: ["test/setup/redis.ts", "test/setup/postgres.ts"],
+};
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    pool: "forks",
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
     reporters: ["default"],
-    // Starts the shared redis-server processes (standalone and cluster) and the throwaway PostgreSQL
-    // cluster the redis and postgres backends run on.
-    globalSetup: ["test/setup/redis.ts", "test/setup/postgres.ts"],
+    projects: [
+      { test: { ...shared, name: "fast", include: ["test/**/*.test.ts"], exclude: slow } },
+      { test: { ...shared, name: "slow", include: slow } },
+    ],
   },
 });

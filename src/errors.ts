@@ -11,6 +11,7 @@ const STATUS = {
   conflict: 409,
   precondition_failed: 412,
   too_large: 413,
+  too_many_requests: 429,
   insufficient_storage: 507,
   unavailable: 503,
   /** A store that cannot be served as configured: found when it is opened, so a server refuses to start. */
@@ -49,6 +50,16 @@ export class UnauthorizedError extends kind("unauthorized") {
   }
 }
 
+/**
+ * Right credentials of a disabled user: to the native API the same 401 as wrong ones; TruBudget's API
+ * answers it 403 (its NotAuthorized), so it is told apart.
+ */
+export class DisabledLoginError extends UnauthorizedError {
+  constructor() {
+    super("invalid username or password");
+  }
+}
+
 export class ForbiddenError extends kind("forbidden") {}
 
 export class NotFoundError extends kind("not_found") {}
@@ -82,6 +93,16 @@ export class TooLargeError extends kind("too_large") {
  * full): nothing of it was applied; reads go on, and writes resume once space is freed.
  */
 export class InsufficientStorageError extends kind("insufficient_storage") {}
+
+/** Too many attempts (failed log-ins): retry after `retryAfterSeconds` (429, with Retry-After). */
+export class TooManyRequestsError extends kind("too_many_requests") {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message);
+  }
+}
 
 /** The backend cannot be reached (Redis down, store closed): retry later. */
 export class UnavailableError extends kind("unavailable") {}

@@ -1,13 +1,11 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { expect, it } from "vitest";
 import { MemoryKv } from "../src/kv/memory.js";
 import { openFlowstore, PARTITION_KINDS, SYSTEM, userActor, ValidationError } from "../src/index.js";
 import { formioForm } from "./process-data/helpers.js";
+import { makeTempDirSync, removeTempDirSync } from "./support/temp-dir.js";
 
 it("openFlowstore gives the whole store over LMDB, and the data survives a reopen", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "flowstore-index-"));
+  const dir = makeTempDirSync("index");
   try {
     const mary = userActor("mary");
     let fs = await openFlowstore(`lmdb:${dir}`);
@@ -30,7 +28,7 @@ it("openFlowstore gives the whole store over LMDB, and the data survives a reope
     await fs.close();
     await expect(openFlowstore("ftp://nope")).rejects.toBeInstanceOf(ValidationError);
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    removeTempDirSync(dir);
   }
 });
 

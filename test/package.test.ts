@@ -8,13 +8,13 @@
  * CI=true, where it fails.
  */
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryKv } from "../src/kv/memory.js";
 import { ROOT_PASSWORD, startServer, type Running } from "./http/harness.js";
+import { makeTempDirSync, removeTempDirSync } from "./support/temp-dir.js";
 
 const run = promisify(execFile);
 const repo = resolve(import.meta.dirname, "..");
@@ -35,7 +35,7 @@ describe.skipIf(!built)("the package from a scratch project", () => {
   const kv = new MemoryKv();
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "flowstore-scratch-"));
+    dir = makeTempDirSync("scratch");
     mkdirSync(join(dir, "node_modules"));
     symlinkSync(repo, join(dir, "node_modules", "flowstore"), "dir");
     symlinkSync(join(repo, "node_modules", "@types"), join(dir, "node_modules", "@types"), "dir");
@@ -55,7 +55,7 @@ describe.skipIf(!built)("the package from a scratch project", () => {
   afterAll(async () => {
     await server?.close();
     await kv.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    if (dir) removeTempDirSync(dir);
   });
 
   it("type-checks the README's examples with tsc (nodenext) and runs them with node", async () => {

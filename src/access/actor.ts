@@ -10,6 +10,15 @@ export interface Actor {
 
 export const SYSTEM: Actor = Object.freeze({ id: "system", groups: [], system: true });
 
+/**
+ * The first user, created on an empty store with every global intent. It tops the administrator
+ * hierarchy: only root (or the system actor) changes root's password, disables it, or revokes its grants.
+ */
+export const ROOT_ID = "root";
+
+/** True for the system actor and for root: the two that administer every account. */
+export const isTop = (actor: Actor): boolean => actor.system === true || actor.id === ROOT_ID;
+
 export function userActor(id: string, groups: readonly string[] = []): Actor {
   return { id, groups };
 }

@@ -8,16 +8,21 @@
  * - a grant names a registered intent and an identity the directory knows (when one is given): granting
  *   to an unknown user or group is refused; revoking from one is allowed (cleanup);
  * - changing a permission needs `global.grantPermission` / `global.revokePermission`, reading them
- *   `global.listPermissions`.
+ *   `global.listPermissions`;
+ * - the hierarchy cannot be climbed (issue 29, finding 1): a grant hands out only intents the granter
+ *   holds itself, and a revoke takes nothing from an identity that holds an intent the revoker lacks,
+ *   nor from root; root and the system actor are exempt (`outranks`).
  */
 import { ConflictError, ForbiddenError, ValidationError } from "../errors.js";
 import type { KvStore } from "../kv/contract.js";
-import { allows, type Actor, type Permissions } from "./actor.js";
+import { allows, isTop, ROOT_ID, type Actor, type Permissions } from "./actor.js";
 import { IntentRegistry } from "./intents.js";
 
 /** Which identities (users and groups) exist; implemented by identity, read by whoever grants. */
 export interface IdentityDirectory {
   exists(id: string): Promise<boolean>;
+  /** The identity as an Actor (a user with its groups, a group alone); undefined when it does not exist. */
+  actorOf?(id: string): Promise<Actor | undefined>;
 }
 
 /** Refuses (ValidationError on `identity`) a grant to an identity the directory does not know. */
@@ -70,6 +75,32 @@ export class GlobalPermissions {
     return intents.filter((i) => allows(permissions, actor, i));
   }
 
+  /**
+   * Refuses (ForbiddenError) unless `actor` outranks `target`: the system actor and root outrank
+   * everyone; nobody else outranks root, nor an identity holding a global intent the actor lacks.
+   * What administering another account (its password, its enabling, its grants, its groups) needs.
+   */
+  async assertOutranks(actor: Actor, target: Actor): Promise<void> {
+    if (isTop(actor)) return;
+    if (target.id === ROOT_ID) throw new ForbiddenError(`only root administers root`);
+    const { permissions } = await this.#read();
+    const lacking = this.intents.list().find((i) => allows(permissions, target, i) && !allows(permissions, actor, i));
+    if (lacking !== undefined) throw new ForbiddenError(`${target.id} holds ${lacking}, which ${actor.id} lacks: only those who hold every intent of an account administer it`);
+  }
+
+  /** The identity named as an Actor, from the directory (alone, without groups, when there is none or it is unknown). */
+  async #asActor(identity: string): Promise<Actor> {
+    return (await this.#identities?.actorOf?.(identity)) ?? { id: identity, groups: [] };
+  }
+
+  /** Refuses handing out intents the granter does not hold itself (root and the system actor hold every one). */
+  async #assertHolds(actor: Actor, intents: readonly string[]): Promise<void> {
+    if (isTop(actor)) return;
+    const { permissions } = await this.#read();
+    const lacking = intents.find((i) => !allows(permissions, actor, i));
+    if (lacking !== undefined) throw new ForbiddenError(`${actor.id} lacks the intent ${lacking}, so it may not grant it`);
+  }
+
   async list(actor: Actor): Promise<Permissions> {
     await this.assert(actor, "global.listPermissions");
     return (await this.#read()).permissions;
@@ -78,6 +109,7 @@ export class GlobalPermissions {
   async grant(actor: Actor, intent: string, identity: string): Promise<void> {
     await this.assert(actor, "global.grantPermission");
     this.#check(intent, identity);
+    await this.#assertHolds(actor, [intent]);
     await assertIdentityExists(this.#identities, identity);
     await this.#update([intent], identity, true);
   }
@@ -88,6 +120,7 @@ export class GlobalPermissions {
     this.#check(undefined, identity);
     await assertIdentityExists(this.#identities, identity);
     const all = this.intents.list();
+    await this.#assertHolds(actor, all);
     await this.#update(all, identity, true);
     return all;
   }
@@ -95,6 +128,7 @@ export class GlobalPermissions {
   async revoke(actor: Actor, intent: string, identity: string): Promise<void> {
     await this.assert(actor, "global.revokePermission");
     this.#check(intent, identity);
+    await this.assertOutranks(actor, await this.#asActor(identity));
     await this.#update([intent], identity, false);
   }
 

@@ -6,8 +6,9 @@ import { createReadStream, createWriteStream } from "node:fs";
 import { once } from "node:events";
 import { chmod, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { finished } from "node:stream/promises";
+import { finished, pipeline } from "node:stream/promises";
 import { Option, type Command } from "commander";
+import { SYSTEM } from "../access/actor.js";
 import { CHAINED_KINDS, CONTENT_KINDS } from "../compose/kinds.js";
 import type { VerifiedHead } from "../compose/open.js";
 import { PRIVATE_FILE_MODE, writePrivateFile } from "../private-files.js";
@@ -19,13 +20,14 @@ import { keysNeeded } from "./keys.js";
 import { storeOptions, type StoreOptions } from "./options.js";
 import { print, withStore } from "./store.js";
 import { progressBar } from "./progress.js";
-import { countPartitions, exportStore, importStore, UNFINISHED_IMPORT, unfinishedImport } from "./transfer.js";
+import { countPartitions, importStore, UNFINISHED_IMPORT, unfinishedImport } from "./transfer.js";
 
 export function operationCommands(program: Command): void {
   storeOptions(program.command("export").description("write every partition with its log as NDJSON (to --out or stdout)"))
     .addOption(new Option("--out <file>", "output file (default: stdout)"))
     .action(async (options: StoreOptions & { out?: string }) => {
-      await withStore(options, async ({ kv }) => {
+      await withStore(options, async (store) => {
+        const { kv } = store;
         // An export holds password hashes and every record: the owner's alone (0600), an existing file too.
         const out = options.out ? createWriteStream(options.out, { mode: PRIVATE_FILE_MODE }) : process.stdout;
         if (options.out) {
@@ -33,7 +35,9 @@ export function operationCommands(program: Command): void {
           await chmod(options.out, PRIVATE_FILE_MODE);
         }
         const progress = progressBar(process.stderr, "exported", "partitions", await countPartitions(kv, CONTENT_KINDS));
-        const counts = await exportStore(kv, out, (c) => progress.update(c.visited ?? c.partitions, `${c.entries} entries`));
+        // The store's own export, run as the operator (the system actor: the CLI works on the store directly).
+        const backup = await store.exportStore(SYSTEM, (c) => progress.update(c.visited ?? c.partitions, `${c.entries} entries`));
+        const [counts] = await Promise.all([backup.done, pipeline(backup.stream, out, { end: false })]);
         if (options.out) {
           out.end();
           await finished(out);
@@ -68,7 +72,7 @@ export function operationCommands(program: Command): void {
   )
     .addOption(new Option("--checkpoint <file>", "prove that the history of the checkpoint's partition extends this signed checkpoint (GET …/checkpoint)"))
     .addOption(new Option("--since-checkpoint <file>", "like --checkpoint, but check only the chain after the checkpoint (incremental)").conflicts("checkpoint"))
-    .addOption(new Option("--trust <fingerprint>", "the signing key's SHA-256 fingerprint (default: the key in --data, when there is one)"))
+    .addOption(new Option("--trust <fingerprint>", "the signing key's SHA-256 fingerprint (default: FLOWSTORE_CHECKPOINT_KEY's or the key in --data; with neither, a checkpoint is refused)"))
     .addOption(
       new Option("--incremental <file>", "verify each partition from the head the last run recorded in <file> (the chain after it, not the stored keys); partitions new to it in full; then record the verified heads there (0600)")
         .conflicts(["checkpoint", "sinceCheckpoint"]),
@@ -167,8 +171,10 @@ async function readVerifiedHeads(file: string): Promise<Map<string, VerifiedHead
 }
 
 /** The fingerprint of the checkpoint key in the data directory, when there is one. */
+/** The fingerprint of the operator's own checkpoint key: FLOWSTORE_CHECKPOINT_KEY, else the one in the data directory; undefined when neither. */
 async function localFingerprint(dataDir: string): Promise<string | undefined> {
-  const pem = await readFile(join(dataDir, CHECKPOINT_KEY_FILE), "utf8").catch(() => undefined);
+  const env = process.env.FLOWSTORE_CHECKPOINT_KEY;
+  const pem = env !== undefined && env !== "" ? env : await readFile(join(dataDir, CHECKPOINT_KEY_FILE), "utf8").catch(() => undefined);
   if (pem === undefined) return undefined;
   return fingerprintOf(await loadCheckpointKey({ env: pem }));
 }

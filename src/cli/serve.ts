@@ -8,7 +8,8 @@ import { Option, type Command } from "commander";
 import type { FastifyInstance } from "fastify";
 import { ConfigurationError } from "../errors.js";
 import type { Flowstore } from "../compose/index.js";
-import { loadTokenSecret } from "../identity/index.js";
+import { loadTokenSecret, ORGANIZATION_MAX } from "../identity/index.js";
+import { DEFAULT_ORGANIZATION } from "../http/trubudget/index.js";
 import { createLogger } from "../http/logging.js";
 import { buildServer, DEFAULT_HOST, DEFAULT_TIMEOUTS } from "../http/server.js";
 import { DEFAULT_LOGIN_RATE_LIMITS } from "../http/rate-limit.js";
@@ -46,6 +47,7 @@ interface ServeOptions extends StoreOptions {
   maxEventLoopDelay: string;
   retryAfter: string;
   trubudgetApi?: boolean;
+  organization: string;
 }
 
 /** A yes/no environment variable: 1/true/yes or 0/false/no/empty (anything else is a usage error). */
@@ -54,6 +56,13 @@ function envFlag(name: string): boolean {
   if (["", "0", "false", "no"].includes(value)) return false;
   if (["1", "true", "yes"].includes(value)) return true;
   throw new UsageError(`${name} must be 1 or 0`);
+}
+
+/** The node's organization (TruBudget's ORGANIZATION): a user's organization, so the same rule. */
+function organizationOf(value: string): string {
+  const name = value.trim();
+  if (name.length === 0 || name.length > ORGANIZATION_MAX) throw new UsageError(`--organization (FLOWSTORE_ORGANIZATION) must be 1 to ${ORGANIZATION_MAX} characters`);
+  return name;
 }
 
 /** A whole number of at least `min` from an option (named in the error). */
@@ -89,6 +98,11 @@ export function serveCommand(program: Command): void {
     .addOption(new Option("--metrics-port <port>", "serve GET /metrics on this port instead of the API's (on --host)").env("FLOWSTORE_METRICS_PORT"))
     .addOption(new Option("--cors-origin <origins>", "comma-separated origins whose pages may call the API (default: none, CORS off)").env("FLOWSTORE_CORS_ORIGINS"))
     .addOption(new Option("--trubudget-api", "also serve TruBudget's HTTP API (v2.18) at /api, for its frontend and tools (env FLOWSTORE_TRUBUDGET_API=1)"))
+    .addOption(
+      new Option("--organization <name>", "the organization this node runs for, as TruBudget's ORGANIZATION: root's, network.list's, the one users are created in (with --trubudget-api)")
+        .env("FLOWSTORE_ORGANIZATION")
+        .default(DEFAULT_ORGANIZATION),
+    )
     .addOption(new Option("--no-compress", "do not compress JSON answers"))
     .addOption(new Option("--no-security-headers", "do not send security headers (helmet)"))
     .addOption(new Option("--max-event-loop-delay <ms>", "answer 503 with Retry-After while the event loop lags more (0: never)").env("FLOWSTORE_MAX_EVENT_LOOP_DELAY").default(String(DEFAULT_PRESSURE.maxEventLoopDelayMs)))
@@ -110,7 +124,7 @@ export function serveCommand(program: Command): void {
       const perUser = count(options.loginLimitUser, "--login-limit-user");
       const perAddress = count(options.loginLimitAddress, "--login-limit-address");
       const http = {
-        trubudgetApi: options.trubudgetApi === true || envFlag("FLOWSTORE_TRUBUDGET_API"),
+        trubudgetApi: options.trubudgetApi === true || envFlag("FLOWSTORE_TRUBUDGET_API") ? { organization: organizationOf(options.organization) } : false,
         tokenTtlSeconds: count(options.tokenTtl, "--token-ttl", 1),
         refreshTtlSeconds: count(options.refreshTtl, "--refresh-ttl", 1),
         // A limit of 0 lifts that limit only.

@@ -7,45 +7,48 @@
  * - One clock for every part (workflow, tenancy, archive, process data, identity); tests inject one.
  * - Instrumentation wraps the store before anything is built on it (`instrument`, e.g. the server's
  *   metrics), so every part goes through it.
- * - Timers belong to the root: the archive's recovery sweep (half-done uploads and deletes a killed
- *   process left, after Imixs-Archive's recovery of interrupted writes) runs once at open and then
- *   periodically, and stops with `close()`.
+ * - It only wires: background work (recovery sweeps, feed repair, the notification follower) is
+ *   background.ts's, started here and stopped by `close()`; backups and restores are backup.ts's;
+ *   verification is resources' (audit/verify-all.ts); the rules about assignees are the workflow's
+ *   (assignees.ts).
  * - Who opens closes: `close()` closes the storage backend only when it was opened here from a URL; a
  *   KvStore passed in stays the caller's to close.
  */
 import { randomBytes } from "node:crypto";
-import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { Archive, loadSealKey, type ArchiveOptions, type SealKeyOptions } from "../archive/index.js";
-import { ConflictError, ValidationError } from "../errors.js";
 import { Identity, type UserRecord } from "../identity/index.js";
 import type { KvStore, Partition } from "../kv/contract.js";
-import { allPartitions } from "../kv/contract.js";
 import { openKv, type OpenKvOptions } from "../kv/open.js";
 import { openProcessData, type ProcessData, type ProcessDataOptions } from "../process-data/service.js";
 import { SYSTEM, type Actor } from "../access/actor.js";
 import type { VerifyResult } from "../resources/model/events.js";
-import { checkCheckpoint, Checkpoints, loadCheckpointKey, type Checkpoint } from "../resources/audit/checkpoint.js";
+import { Checkpoints, loadCheckpointKey } from "../resources/audit/checkpoint.js";
 import type { GlobalPermissions } from "../access/global.js";
 import { ResourceStore, type Assignment, type Verified } from "../resources/store.js";
+import { verifyAll, verifyCheckpoint, type ChainedKind, type VerifiedHead, type VerifyAllResult } from "../resources/audit/verify-all.js";
 import type { TenancySchema } from "../tenancy/schema.js";
 import { archiveProject, restoreProject, type ArchivedProject, type RestoredProject } from "../workflow/archive.js";
+import { Assignees } from "../workflow/assignees.js";
 import { Workflow } from "../workflow/commands.js";
 import { Documents, type DocumentsOptions } from "../workflow/documents.js";
 import { Notifications, type NotificationsOptions } from "../workflow/notifications.js";
 import { FeedWatcher } from "../resources/log/feed.js";
 import type { WorkflowSchema } from "../workflow/schema.js";
+import { Background } from "./background.js";
+import { Backups, type StoreExport } from "./backup.js";
 import { flowstoreIntents } from "./intents.js";
-import { IMPORT_KIND, IMPORT_MARKER, PARTITION_KINDS, SCHEMAS, type PartitionKind } from "./kinds.js";
-import { stageExport, type StagedRestore } from "./restore.js";
-import { replaceStore, type Progress, type TransferCounts } from "./transfer.js";
+import { IMPORT_MARKER, PARTITION_KINDS, SCHEMAS, type PartitionKind } from "./kinds.js";
+import type { StagedRestore } from "./restore.js";
+import type { Progress } from "./transfer.js";
+
+export type { VerifiedHead, VerifyAllResult } from "../resources/audit/verify-all.js";
+export type { StoreExport } from "./backup.js";
 
 /** Half-done archive operations older than this are finished or undone (default 10 minutes). */
 export const DEFAULT_ARCHIVE_RECOVERY_AGE_MS = 10 * 60 * 1000;
-/** The recovery sweep runs at most this often. */
-const MIN_RECOVERY_INTERVAL_MS = 60_000;
 
 export interface FlowstoreOptions extends OpenKvOptions {
   /** The clock (epoch ms) of every part; tests inject one. Default Date.now. */
@@ -102,27 +105,8 @@ export interface FlowstoreOptions extends OpenKvOptions {
    * that survives a restart, since `flowstore import --resume` needs the file after a crash.
    */
   readonly restoreDir?: string;
-  /** Where errors of background work (the archive's recovery sweep) go. Default: a process warning. */
+  /** Where errors of background work (background.ts) go. Default: a process warning. */
   readonly onBackgroundError?: (error: unknown, task: string) => void;
-}
-
-export interface VerifyAllResult {
-  /** True when every chain verified. */
-  readonly ok: boolean;
-  /** Partitions with a chain, checked. */
-  readonly partitions: number;
-  /** Events checked across them. */
-  readonly events: number;
-  /** Partitions whose chain is broken. */
-  readonly bad: number;
-  /** Partitions verified incrementally, from the head a previous verify left (`since`). */
-  readonly incremental: number;
-}
-
-/** A chain head verified earlier: an incremental verify checks the chain from it on. */
-export interface VerifiedHead {
-  readonly seq: number;
-  readonly hash: string | null;
 }
 
 export interface Flowstore {
@@ -170,9 +154,10 @@ export interface Flowstore {
   /** Signs partitions' chain heads (`GET …/checkpoint`). */
   readonly checkpoints: Checkpoints;
   /**
-   * Proves that a partition's current history extends a checkpoint kept earlier: its signature (by the
-   * key with `trustedFingerprint` when given), the same hash at its seq, and the partition verified
-   * (with `incremental`, only the chain after the checkpoint). Refuses a forged checkpoint.
+   * Proves that a partition's current history extends a checkpoint kept earlier: its signature by the
+   * key with `trustedFingerprint` (refused without one: a checkpoint's own key proves nothing), the same
+   * hash at its seq, and the partition verified (with `incremental`, only the chain after the
+   * checkpoint). Refuses a forged checkpoint.
    */
   verifyCheckpoint(checkpoint: unknown, options?: { trustedFingerprint?: string; incremental?: boolean }): Promise<VerifyResult>;
   /**
@@ -183,14 +168,20 @@ export interface Flowstore {
   /** What is assigned to a user now: asked by the user itself or a holder of `global.createUser`. */
   assignmentsOf(actor: Actor, id: string): Promise<Assignment[]>;
   /**
-   * Stages a restore of the whole store from an export (transfer.ts's NDJSON, as `exportStore` writes
-   * it): writes it to the restore directory and checks it in a scratch store (it imports, its chains
-   * verify, it holds root, it opens with this store's process-data key). A bad export is refused with a
-   * ValidationError naming why, and this store is not touched. The staged restore's `apply()` then
-   * replaces the content (restore.ts): the background work (notifications, recovery sweeps) pauses
-   * meanwhile, and the process's chain heads and visibility index are refreshed after.
+   * The whole store as an export (transfer.ts's NDJSON), streamed as it is read (backup.ts): needs
+   * `global.createBackup` (root always), checked before the first line.
    */
-  stageRestore(input: Readable): Promise<StagedRestore>;
+  exportStore(actor: Actor, onProgress?: Progress): Promise<StoreExport>;
+  /**
+   * Stages a restore of the whole store from an export (as `exportStore` writes it; a function is called
+   * for it once the actor may restore): needs `global.restoreBackup` (root always). Writes it to the
+   * restore directory and checks it in a scratch store (it imports, its chains verify, it holds root, it
+   * opens with this store's process-data key). A bad export is refused with a ValidationError naming
+   * why, and this store is not touched. The staged restore's `apply()` then replaces the content
+   * (backup.ts): the background work (notifications, recovery sweeps) pauses meanwhile, and the
+   * process's chain heads and visibility index are refreshed after.
+   */
+  stageRestore(actor: Actor, input: Readable | (() => Readable)): Promise<StagedRestore>;
   /** Stops the root's timers, waits for background work, and closes the backend if it was opened here. */
   close(): Promise<void>;
 }
@@ -225,7 +216,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   const sealOptions = options.archiveSeal ?? { dataDir: lmdbDir };
   let sealKey: Promise<Uint8Array> | undefined;
   const deps = { archive, store: resources, sealKey: () => (sealKey ??= loadSealKey(sealOptions)) };
-  // Each chained kind is verified by the store of the schema that declares it.
+  // Each chained kind is verified (and its feed repaired) by the store of the schema that declares it.
   const storeOf: Record<keyof typeof SCHEMAS, ResourceStore> = { workflow: resources, tenancy };
   const chained = PARTITION_KINDS.filter((k) => k.chained).map((k) => ({ kind: k.kind, store: storeOf[k.layer as keyof typeof SCHEMAS] }));
   const ck = options.checkpointKey ?? {};
@@ -238,102 +229,42 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     await tenancy.buildVisibility();
   }
 
-
   const documents = new Documents(resources, archive, { ...options.documents, clock });
   const { follow = false, pollMs = 200, ...notificationOptions } = options.notifications ?? {};
   const notifications = new Notifications(kv, resources, identity, notificationOptions);
-  const feedRepair = options.feedRepair ? { settleMs: options.feedRepair.settleMs ?? 1000 } : null;
 
-  // The recovery sweep (the archive's half-done operations, documents' unsettled holds, commits a killed
-  // process left out of the feed): now, then periodically; close() waits for a run in progress.
-  const onError = options.onBackgroundError ?? ((error: unknown, task: string) => process.emitWarning(`${task} failed: ${error instanceof Error ? error.message : String(error)}`));
-  await archive.recover({ olderThanMs: recoverOlderThanMs });
-  await documents.recover(recoverOlderThanMs);
-  const repairFeed = async (): Promise<void> => {
-    // Not over an unfinished import (its feed and ledger are still arriving).
-    if (!feedRepair || (await kv.listPartitions(IMPORT_KIND, { limit: 1 })).partitions.length > 0) return;
-    for (const { kind, store } of chained) for await (const p of allPartitions(kv, kind)) await store.writer.repairAnchor(p, feedRepair.settleMs);
-  };
-  let running: Promise<unknown> | null = repairFeed()
-    .catch((err: unknown) => onError(err, "feed repair"))
-    .finally(() => (running = null));
-  // A restore pauses the background work (it must not write into a store being replaced); a restore
-  // that failed midway leaves it paused: the store is not whole until `import --resume` finishes it.
-  let paused = false;
-  const timer = setInterval(() => {
-    if (running || paused) return;
-    running = (async () => {
-      await archive.recover({ olderThanMs: recoverOlderThanMs }).catch((err: unknown) => onError(err, "archive recovery"));
-      await documents.recover(recoverOlderThanMs).catch((err: unknown) => onError(err, "document recovery"));
-      await repairFeed().catch((err: unknown) => onError(err, "feed repair"));
-    })().finally(() => (running = null));
-  }, Math.max(recoverOlderThanMs, MIN_RECOVERY_INTERVAL_MS));
-  timer.unref();
+  const background = new Background({
+    kv,
+    archive,
+    documents,
+    recoverOlderThanMs,
+    chained,
+    feedRepair: options.feedRepair ? { settleMs: options.feedRepair.settleMs ?? 1000 } : null,
+    follower: follow ? { notifications, feed: resources.writer.feed, watcher: new FeedWatcher(resources.writer.feed, pollMs) } : null,
+    onError: options.onBackgroundError ?? ((error: unknown, task: string) => process.emitWarning(`${task} failed: ${error instanceof Error ? error.message : String(error)}`)),
+  });
+  await background.start();
 
-  // The notification follower: projects the feed into the inboxes whenever its head moves.
-  let following: Promise<void> | null = null;
-  let followAgain = false;
-  const pumpNotifications = (): void => {
-    if (paused) return;
-    if (following) {
-      followAgain = true;
-      return;
-    }
-    following = (async () => {
-      do {
-        followAgain = false;
-        await notifications.followAll(resources.writer.feed).catch((err: unknown) => onError(err, "notifications"));
-      } while (followAgain && !paused);
-    })().finally(() => (following = null));
-  };
-  const watcher = new FeedWatcher(resources.writer.feed, pollMs);
-  const unfollow = follow ? watcher.subscribe(() => pumpNotifications()) : () => {};
-
-  const restoreDir = options.restoreDir ?? lmdbDir ?? join(tmpdir(), "flowstore-restore");
-  // The scratch store of a restore is opened as this one is, for what an open checks (the process-data key).
-  const checkExport = async (scratchKv: KvStore): Promise<void> => {
-    let scratch: Flowstore;
-    try {
-      scratch = await openFlowstore(scratchKv, { clock, processData: options.processData, pageCache: false });
-    } catch (e) {
-      throw new ValidationError(`the export cannot be opened here: ${e instanceof Error ? e.message : String(e)}`, "input");
-    }
-    try {
-      if (!(await scratch.identity.getUser("root").catch(() => null))) throw new ValidationError("the export holds no root user", "input");
-      let first = "";
-      const verified = await scratch.verifyAll((partition, r) => {
-        if (!r.ok && first === "") first = `${JSON.stringify(partition)}${r.firstBad ? ` at seq ${r.firstBad.seq}: ${r.firstBad.reason}` : ""}`;
-      });
-      if (!verified.ok) throw new ValidationError(`the export does not verify: ${verified.bad} partition(s) fail, the first ${first}`, "input");
-    } finally {
-      await scratch.close();
-    }
-  };
-  let restoring = false;
-  const applyRestore = async (file: string, onProgress?: Progress): Promise<TransferCounts> => {
-    if (restoring) throw new ConflictError("a restore is running already", "store");
-    restoring = true;
-    paused = true;
-    try {
-      await running;
-      await following;
-      const counts = await replaceStore(kv, file, onProgress);
-      // What this process keeps of the old content: cached chain heads and whether it recorded its
-      // process-data key (pages and lists are keyed by versions, which a partition never hands out
-      // twice, dropped or not).
+  const backups = new Backups({
+    kv,
+    global,
+    background,
+    restoreDir: options.restoreDir ?? lmdbDir ?? join(tmpdir(), "flowstore-restore"),
+    // The scratch store of a restore is opened as this one is, for what an open checks (the process-data key).
+    openScratch: (scratchKv) => openFlowstore(scratchKv, { clock, processData: options.processData, pageCache: false }),
+    // What this process keeps of the old content: cached chain heads and whether it recorded its
+    // process-data key (pages and lists are keyed by versions, which a partition never hands out
+    // twice, dropped or not); the visibility index, which an export may lack.
+    async refresh() {
       resources.writer.forgetAll();
       tenancy.writer.forgetAll();
       processData.forgetRecordedKey();
       await resources.buildVisibility();
       await tenancy.buildVisibility();
-      paused = false;
-      await rm(file, { force: true });
-      return counts;
-    } finally {
-      restoring = false;
-      pumpNotifications();
-    }
-  };
+    },
+  });
+  const assignees = new Assignees(resources, identity);
+  const verifiers: readonly ChainedKind[] = chained;
 
   let closed: Promise<void> | null = null;
   return {
@@ -346,79 +277,24 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     resources,
     tenancy,
     identity,
-    global: identity.global,
+    global,
     archive,
     processData,
     archiveProject: (actor, projectId, opts = {}) => archiveProject(deps, actor, projectId, { drop: opts.drop === true }),
     restoreProject: (actor, snapshotId) => restoreProject(deps, actor, snapshotId),
     async ready() {
-      await identity.global.list(SYSTEM);
+      await global.list(SYSTEM);
     },
-    async verifyAll(onResult, opts = {}) {
-      const total = { ok: true, partitions: 0, events: 0, bad: 0, incremental: 0 };
-      for (const { kind, store } of chained) {
-        for await (const partition of allPartitions(kv, kind)) {
-          const since = opts.since?.(partition);
-          const incremental = since !== undefined && since.seq > 0;
-          const r = await store.audit.verify(partition, incremental ? { since, incremental } : {});
-          if (incremental) total.incremental++;
-          // A partition without a chain (nothing logged, e.g. purged) has nothing to check.
-          if (r.ok && r.checked === 0) continue;
-          total.partitions++;
-          total.events += r.checked;
-          if (!r.ok) {
-            total.ok = false;
-            total.bad++;
-          }
-          onResult?.(partition, r);
-        }
-      }
-      // Each identity's index of visible roots, against the records it names (a stray entry).
-      for (const s of [resources, tenancy]) {
-        for (const stray of await s.verifyVisibility()) {
-          total.ok = false;
-          total.bad++;
-          onResult?.(stray.partition, stray.result);
-        }
-      }
-      return total;
-    },
-    async disableUser(actor, id, opts = {}) {
-      await identity.global.assert(actor, "global.createUser");
-      if (opts.force !== true) {
-        const assigned = await resources.assignmentsOf(id);
-        if (assigned.length > 0) {
-          const named = assigned.slice(0, 20).map((a) => `${a.type} ${a.ids.join("/")}`).join(", ");
-          throw new ConflictError(`${id} is still assigned to ${assigned.length} resource(s): ${named}${assigned.length > 20 ? ", …" : ""}; reassign them or disable with force`, "assignments");
-        }
-      }
-      return identity.disableUser(actor, id);
-    },
-    async assignmentsOf(actor, id) {
-      await identity.getUser(id);
-      if (!actor.system && actor.id !== id) await identity.global.assert(actor, "global.createUser");
-      return resources.assignmentsOf(id);
-    },
+    verifyAll: (onResult, opts = {}) => verifyAll(kv, verifiers, onResult, opts),
+    disableUser: (actor, id, opts = {}) => assignees.disableUser(actor, id, opts),
+    assignmentsOf: (actor, id) => assignees.assignmentsOf(actor, id),
     checkpoints,
-    async verifyCheckpoint(checkpoint, opts = {}) {
-      const refused = checkCheckpoint(checkpoint, opts.trustedFingerprint);
-      if (refused) return { ok: false, checked: 0, firstBad: { seq: 0, reason: refused } };
-      const c = checkpoint as Checkpoint;
-      const owner = chained.find((k) => k.kind === c.partition[0]);
-      if (!owner) return { ok: false, checked: 0, firstBad: { seq: 0, reason: `${JSON.stringify(c.partition[0])} is not a partition kind with a chain` } };
-      return owner.store.audit.verify(c.partition, { since: { seq: c.seq, hash: c.hash }, incremental: opts.incremental === true });
-    },
-    async stageRestore(input) {
-      const staged = await stageExport(restoreDir, input, checkExport);
-      return { ...staged, apply: (onProgress) => applyRestore(staged.file, onProgress), discard: () => rm(staged.file, { force: true }) };
-    },
+    verifyCheckpoint: (checkpoint, opts = {}) => verifyCheckpoint(verifiers, checkpoint, opts),
+    exportStore: (actor, onProgress) => backups.exportStore(actor, onProgress),
+    stageRestore: (actor, input) => backups.stageRestore(actor, input),
     close() {
       closed ??= (async () => {
-        clearInterval(timer);
-        unfollow();
-        watcher.stop();
-        await running;
-        await following;
+        await background.stop();
         if (ownsKv) await kv.close();
       })();
       return closed;

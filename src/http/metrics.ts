@@ -13,7 +13,7 @@
 import { createServer, type Server } from "node:http";
 import type { FastifyInstance } from "fastify";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { CommitResult, Entry, Key, KvStore, Op, Partition, PartitionPage, ScanOptions, ScanPage } from "../kv/contract.js";
+import type { CommitResult, Entry, Key, KvStore, Op, Partition, PartitionPage, ScanOptions, ScanPage } from "../compose/index.js";
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const GROUP_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128];

@@ -8,7 +8,7 @@ import swaggerUi from "@fastify/swagger-ui";
 import fastify, { LogController, type FastifyInstance, type FastifyPluginAsync, type RouteOptions } from "fastify";
 import type { Logger } from "pino";
 import { assertJsonDepth } from "../depth.js";
-import { ValidationError } from "../errors.js";
+import { TooManyRequestsError, ValidationError } from "../errors.js";
 import type { Flowstore } from "../compose/index.js";
 import { Tokens } from "../identity/index.js";
 import { requireAuthentication } from "./auth.js";
@@ -100,7 +100,7 @@ export interface ServerOptions {
    * Serve TruBudget's HTTP API (v2.18) at /api as well (default false): its frontend and tools then run
    * on this store (src/http/trubudget). Its routes stay out of /openapi.json.
    */
-  readonly trubudgetApi?: boolean | Omit<TrubudgetApiOptions, "rateLimit">;
+  readonly trubudgetApi?: boolean | Omit<TrubudgetApiOptions, "rateLimit" | "notFound" | "nativePrefix">;
   /** Called for every route as it is registered, before any plugin's (e.g. to enumerate the routes). */
   readonly onRoute?: (route: RouteOptions) => void;
 }
@@ -116,6 +116,8 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
     ttlSeconds: options.tokenTtlSeconds,
     refreshTtlSeconds: options.refreshTtlSeconds,
     now: () => new Date(flowstore.clock()),
+    // No limits (tests): no guard either.
+    ...(options.loginRateLimit === false ? { loginGuard: false as const } : {}),
   });
   const timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
   const gate = new Gate();
@@ -209,6 +211,7 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
 
   app.setErrorHandler(async (error, request, reply) => {
     const p = toProblem(error, request);
+    if (error instanceof TooManyRequestsError) reply.header("retry-after", String(error.retryAfterSeconds));
     if (p.status >= 500) request.log.error({ err: error }, "request failed");
     return sendProblem(reply, p);
   });
@@ -242,7 +245,7 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
   );
   if (options.trubudgetApi) {
     const tb = options.trubudgetApi === true ? {} : options.trubudgetApi;
-    await app.register(trubudgetApi, { ...tb, prefix: TRUBUDGET_PREFIX, rateLimit: options.loginRateLimit });
+    await app.register(trubudgetApi, { ...tb, prefix: TRUBUDGET_PREFIX, rateLimit: options.loginRateLimit, notFound, nativePrefix: API_PREFIX });
   }
   return app;
 }

@@ -2,10 +2,17 @@
  * Users and groups over a KvStore. Every operation takes the acting Actor and checks global intents
  * through GlobalPermissions (`global.createUser` administers users, `global.createGroup` administers
  * groups); the system actor bypasses the checks. Any authenticated actor may list users and groups.
+ *
+ * The administrator hierarchy (issue 29, finding 1; docs/security.md): changing another user's
+ * password, disabling or enabling it, revoking its tokens, or changing the members of a group needs,
+ * besides the intent, that the actor outranks the account (`GlobalPermissions.assertOutranks`): nobody
+ * but root administers root, and nobody administers an account (or a group) holding a global intent
+ * the actor lacks. A password set by another account is recorded as that account's act (`["reset", id]`)
+ * and answered with the user's next logins until the user sets its own.
  */
-import { ConflictError, NotFoundError, UnauthorizedError, ValidationError } from "../errors.js";
+import { ConflictError, DisabledLoginError, ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from "../errors.js";
 import type { Entry, KvStore, Op } from "../kv/contract.js";
-import { SYSTEM, type Actor } from "../access/actor.js";
+import { ROOT_ID, SYSTEM, type Actor } from "../access/actor.js";
 import { GlobalPermissions, type IdentityDirectory } from "../access/global.js";
 import { IntentRegistry } from "../access/intents.js";
 import { checkDisplayName, checkId, checkNewId, checkOrganization, checkPassword, MAX_GROUP_MEMBERS } from "./ids.js";
@@ -16,9 +23,12 @@ import {
   groupKey,
   PARTITION,
   passwordKey,
+  provisioningKey,
   RaceLost,
   replace,
+  resetKey,
   revocationOps,
+  type PasswordReset,
   tokenStateKey,
   userKey,
   withRetry,
@@ -99,6 +109,22 @@ export class Identity implements IdentityDirectory {
   }
 
   /** The user's public record; NotFoundError when there is none. */
+  /**
+   * The node's provisioning state (TruBudget's system information): "started" after root's
+   * provisioning.start, "ended" after its provisioning.end, null before either.
+   */
+  async provisioning(): Promise<{ state: "started" | "ended"; at: string; by: string } | null> {
+    const entry = await this.kv.get(PARTITION, provisioningKey);
+    return entry ? decodeRecord<{ state: "started" | "ended"; at: string; by: string }>(entry) : null;
+  }
+
+  /** Records that provisioning started or ended; root's alone (TruBudget's NotAuthorized otherwise). */
+  async setProvisioning(actor: Actor, state: "started" | "ended"): Promise<void> {
+    if (actor.id !== "root") throw new ForbiddenError(`only root may record that provisioning ${state}`);
+    const record = { state, at: this.#now().toISOString(), by: actor.id };
+    await this.kv.commit(PARTITION, [{ type: "put", key: provisioningKey, value: Buffer.from(JSON.stringify(record)) }]);
+  }
+
   async getUser(id: string): Promise<UserRecord> {
     const entry = await this.kv.get(PARTITION, userKey(checkId(id, "id")));
     if (!entry) throw new NotFoundError(`no user ${id}`);
@@ -131,6 +157,7 @@ export class Identity implements IdentityDirectory {
       const [entry, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
       if (!entry) throw new NotFoundError(`no user ${id}`);
       const user = decodeRecord<UserRecord>(entry);
+      await this.global.assertOutranks(actor, { id: user.id, groups: user.groups });
       if (user.enabled === enabled) return user;
       const next = { ...user, enabled };
       // Disabling revokes the user's tokens: enabling it again does not bring them back.
@@ -139,20 +166,30 @@ export class Identity implements IdentityDirectory {
     });
   }
 
-  /** Sets a password: the system actor, the user itself, or a holder of `global.createUser`. */
+  /**
+   * Sets a password: the user itself, or a holder of `global.createUser` who outranks the user (root
+   * only for root); the system actor (an operator's CLI) too. Every token of the user is revoked. A
+   * password set by another actor is recorded as its act and shown at the user's next logins
+   * (`credentials`); the user setting its own clears that record.
+   */
   async setPassword(actor: Actor, id: string, password: string): Promise<void> {
     checkId(id, "id");
     checkPassword(password);
-    if (actor.system !== true && actor.id !== id) await this.global.assert(actor, "global.createUser");
+    const own = actor.system !== true && actor.id === id;
+    if (!own) await this.global.assert(actor, "global.createUser");
     const hash = await hashPassword(password);
     // The user must still exist when the hash is written (check on the record's version); every token
     // issued under the old password is revoked in the same commit.
     await withRetry(async () => {
       const [current, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
       if (!current) throw new NotFoundError(`no user ${id}`);
+      const user = decodeRecord<UserRecord>(current);
+      if (!own) await this.global.assertOutranks(actor, { id: user.id, groups: user.groups });
+      const reset: PasswordReset = { by: actor.id, at: this.#now().toISOString() };
       await commitOrRace(this.kv, [
         { type: "check", key: userKey(id), version: current.version },
         { type: "put", key: passwordKey(id), value: Buffer.from(hash) },
+        own ? { type: "delete", key: resetKey(id) } : { type: "put", key: resetKey(id), value: Buffer.from(JSON.stringify(reset)) },
         ...revocationOps(id, tokens),
       ]);
     });
@@ -174,10 +211,12 @@ export class Identity implements IdentityDirectory {
   /** Revokes every token of a user (logout-all): the user itself, the system actor, or a holder of `global.createUser`. */
   async revokeTokens(actor: Actor, id: string): Promise<void> {
     checkId(id, "id");
-    if (actor.system !== true && actor.id !== id) await this.global.assert(actor, "global.createUser");
+    const own = actor.system !== true && actor.id === id;
+    if (!own) await this.global.assert(actor, "global.createUser");
     await withRetry(async () => {
       const [current, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
       if (!current) throw new NotFoundError(`no user ${id}`);
+      if (!own) await this.global.assertOutranks(actor, { id, groups: decodeRecord<UserRecord>(current).groups });
       await commitOrRace(this.kv, revocationOps(id, tokens));
     });
   }
@@ -195,23 +234,23 @@ export class Identity implements IdentityDirectory {
    * user record, the password and the token version are still those that were read, so a password
    * change or a logout-all racing with the login wins.
    */
-  async credentials(username: unknown, password: unknown): Promise<{ user: UserRecord; tokenVersion: number; checks: Op[] }> {
+  async credentials(username: unknown, password: unknown): Promise<{ user: UserRecord; tokenVersion: number; checks: Op[]; passwordReset?: PasswordReset }> {
     const refused = () => new UnauthorizedError("invalid username or password");
     const validName = typeof username === "string" && /^[A-Za-z0-9._@-]{1,64}$/.test(username);
     const pw = typeof password === "string" && password.length <= 1024 ? password : "";
-    const [userEntry, hashEntry, tokens] = validName
-      ? await this.kv.getMany(PARTITION, [userKey(username), passwordKey(username), tokenStateKey(username)])
-      : [undefined, undefined, undefined];
+    const [userEntry, hashEntry, tokens, reset] = validName
+      ? await this.kv.getMany(PARTITION, [userKey(username), passwordKey(username), tokenStateKey(username), resetKey(username)])
+      : [undefined, undefined, undefined, undefined];
     const ok = await verifyPassword(pw, hashEntry ? hashEntry.value.toString("utf8") : await dummyHash());
     if (!ok || !userEntry || !hashEntry) throw refused();
     const user = decodeRecord<UserRecord>(userEntry);
-    if (!user.enabled) throw refused();
+    if (!user.enabled) throw new DisabledLoginError();
     const checks: Op[] = [
       { type: "check", key: userKey(user.id), version: userEntry.version },
       { type: "check", key: passwordKey(user.id), version: hashEntry.version },
       { type: "check", key: tokenStateKey(user.id), version: tokens?.version ?? null },
     ];
-    return { user, tokenVersion: tokenVersion(tokens), checks };
+    return { user, tokenVersion: tokenVersion(tokens), checks, ...(reset ? { passwordReset: JSON.parse(reset.value.toString("utf8")) as PasswordReset } : {}) };
   }
 
   /** The Actor a user acts as (its groups included), in one read. UnauthorizedError when missing or disabled. */
@@ -221,6 +260,13 @@ export class Identity implements IdentityDirectory {
     const user = decodeRecord<UserRecord>(entry);
     if (!user.enabled) throw new UnauthorizedError("the user is disabled");
     return { id: user.id, groups: user.groups };
+  }
+
+  /** A user (with its groups) or a group (alone) as an Actor, for the hierarchy's checks; undefined when neither exists. */
+  async actorOf(id: string): Promise<Actor | undefined> {
+    const [u, g] = await this.kv.getMany(PARTITION, [userKey(id), groupKey(id)]);
+    if (u) return { id, groups: decodeRecord<UserRecord>(u).groups };
+    return g ? { id, groups: [] } : undefined;
   }
 
   /** Of these user ids, the ones that are disabled or gone, in one batched read (for ending their streams). */
@@ -318,6 +364,8 @@ export class Identity implements IdentityDirectory {
       const [g, u] = await this.kv.getMany(PARTITION, [groupKey(groupId), userKey(userId)]);
       if (!g) throw new NotFoundError(`no group ${groupId}`);
       const group = decodeRecord<GroupRecord>(g);
+      // Joining a group hands its intents to the member: only who holds them all changes its members.
+      await this.global.assertOutranks(actor, { id: groupId, groups: [] });
       const decided = change(group, g, u);
       if (!decided) return group;
       await commitOrRace(this.kv, decided.ops);
@@ -367,9 +415,9 @@ export class Identity implements IdentityDirectory {
       );
     }
     checkPassword(password, "FLOWSTORE_ROOT_PASSWORD");
-    await this.global.grantAllToNew(SYSTEM, "root");
+    await this.global.grantAllToNew(SYSTEM, ROOT_ID);
     try {
-      await this.createUser(SYSTEM, { id: "root", displayName: "root", password });
+      await this.createUser(SYSTEM, { id: ROOT_ID, displayName: ROOT_ID, password });
     } catch (e) {
       if (e instanceof ConflictError) return { created: false }; // another process won the race
       throw e;

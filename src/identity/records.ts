@@ -8,6 +8,9 @@
  *   ["tokens", id]    {version}: the user's token version (absent: 0). Every token names the version it
  *                     was issued under; a password change, a disable or a logout-all bumps it, and with it
  *                     deletes the user's sessions, so every token issued before stops working at once.
+ *   ["reset", id]     {by, at}: the last time another account (an administrator) set the user's password,
+ *                     kept until the user sets its own, and answered with each login meanwhile so that the
+ *                     user learns of it (issue 29, finding 1).
  *   ["session", id, sid]  one login session: {version, refresh, previous?, expiresAt, createdAt}, where
  *                     `refresh` is the SHA-256 of the session's current refresh secret and `previous` the
  *                     one it replaced (a rotated refresh token shown again revokes the session: reuse
@@ -23,7 +26,10 @@ export const userKey = (id: string) => ["user", id] as const;
 export const passwordKey = (id: string) => ["password", id] as const;
 export const groupKey = (id: string) => ["group", id] as const;
 export const tokenStateKey = (id: string) => ["tokens", id] as const;
+export const resetKey = (id: string) => ["reset", id] as const;
 export const sessionKey = (id: string, sid: string) => ["session", id, sid] as const;
+/** The node's provisioning state (TruBudget's provisioning.start/end): one key beside the identities, so a backup carries it. */
+export const provisioningKey = ["system", "provisioning"] as const;
 export const sessionPrefix = (id: string) => ["session", id] as const;
 
 export interface UserRecord {
@@ -42,6 +48,12 @@ export interface GroupRecord {
   readonly displayName: string;
   readonly members: readonly string[];
   readonly createdAt: string;
+}
+
+/** Who set a user's password other than the user itself, and when. */
+export interface PasswordReset {
+  readonly by: string;
+  readonly at: string;
 }
 
 export interface TokenState {

@@ -17,8 +17,10 @@ import { ConflictError, UnauthorizedError } from "../errors.js";
 import type { Actor } from "../access/actor.js";
 import type { Op } from "../kv/contract.js";
 import type { Identity } from "./identity.js";
+import { DEFAULT_LOGIN_GUARD, LoginGuard, type LoginGuardLimits } from "./login-guard.js";
 import {
   decodeRecord,
+  type PasswordReset,
   PARTITION,
   sessionKey,
   sessionPrefix,
@@ -43,6 +45,11 @@ export interface TokenOptions {
   /** Lifetime of a refresh token, renewed by each use (default 24 hours). */
   readonly refreshTtlSeconds?: number;
   readonly now?: () => Date;
+  /**
+   * The login guard every log-in goes through (login-guard.ts): a LoginGuard, its limits, or false for
+   * none. Default: the default limits, on this clock.
+   */
+  readonly loginGuard?: LoginGuard | LoginGuardLimits | false;
 }
 
 export interface IssuedToken {
@@ -52,6 +59,8 @@ export interface IssuedToken {
   readonly expiresAt: number;
   readonly refreshToken: string;
   readonly refreshExpiresAt: number;
+  /** On a login: another account set the user's password since the user last set its own (who, when). */
+  readonly passwordReset?: PasswordReset;
 }
 
 /** A verified access token: who acts, in which session. */
@@ -81,6 +90,8 @@ export class Tokens {
   readonly #ttl: number;
   readonly #refreshTtl: number;
   readonly #now: () => Date;
+  /** Shared by every API that logs in through these Tokens. */
+  readonly guard: LoginGuard | undefined;
 
   constructor(
     private readonly identity: Identity,
@@ -93,16 +104,32 @@ export class Tokens {
     this.#ttl = options.ttlSeconds ?? DEFAULT_TOKEN_TTL_SECONDS;
     this.#refreshTtl = options.refreshTtlSeconds ?? DEFAULT_REFRESH_TTL_SECONDS;
     this.#now = options.now ?? (() => new Date());
+    const g = options.loginGuard;
+    this.guard = g === false ? undefined : g instanceof LoginGuard ? g : new LoginGuard(g ?? DEFAULT_LOGIN_GUARD, () => this.#now().getTime());
   }
 
   #seconds(): number {
     return Math.floor(this.#now().getTime() / 1000);
   }
 
-  /** Checks the credentials and opens a session (UnauthorizedError when they are wrong). */
-  async login(username: unknown, password: unknown): Promise<IssuedToken> {
-    const { user, tokenVersion: version, checks } = await this.identity.credentials(username, password);
-    return this.#open(user.id, version, checks);
+  /**
+   * Checks the credentials and opens a session (UnauthorizedError when they are wrong). `address` is the
+   * client's, for the login guard: an attempt in a backoff is refused (TooManyRequestsError) unchecked.
+   */
+  async login(username: unknown, password: unknown, options: { address?: string } = {}): Promise<IssuedToken> {
+    const name = typeof username === "string" ? username.slice(0, 256) : "";
+    this.guard?.check(name, options.address);
+    let checked;
+    try {
+      checked = await this.identity.credentials(username, password);
+    } catch (e) {
+      if (e instanceof UnauthorizedError) this.guard?.failed(name, options.address);
+      throw e;
+    }
+    this.guard?.succeeded(name, options.address);
+    const { user, tokenVersion: version, checks, passwordReset } = checked;
+    const issued = await this.#open(user.id, version, checks);
+    return passwordReset ? { ...issued, passwordReset } : issued;
   }
 
   /** Opens a session for a user without credentials (the caller vouches for it). */

@@ -142,6 +142,12 @@ export const TokenResponse = Type.Object(
     expiresAt: Type.Integer({ description: "expiry of the access token, seconds since the epoch" }),
     refreshToken: Type.String({ description: "spend it at POST /auth/refresh for new tokens (once: it is rotated)" }),
     refreshExpiresAt: Type.Integer({ description: "expiry of the refresh token, seconds since the epoch" }),
+    passwordReset: Type.Optional(
+      Type.Object(
+        { by: Type.String({ description: "the administrator who set it" }), at: Type.String({ format: "date-time" }) },
+        { description: "on a login: another account set this user's password since the user last set its own; set your own (PUT /me/password)" },
+      ),
+    ),
   },
   { $id: "TokenResponse", title: "TokenResponse" },
 );

@@ -291,10 +291,15 @@ export class Workflow {
     return this.#closeParent(actor, subprojectRef(p, s), "workflowitem");
   }
 
-  /** Closes a project or subproject: by its assignee (TruBudget's rule), once every child is closed; closing a closed one changes nothing. */
+  /**
+   * Closes a project or subproject: by its assignee holding the close intent (rules.ts), once every
+   * child is closed; closing a closed one changes nothing. The intent is checked first, so a caller who
+   * may not know of the resource gets the 404 a missing one gets, and one who lacks it a 403 that names
+   * neither the assignee nor the status (issue 29, finding 7).
+   */
   #closeParent(actor: Actor, ref: Ref, childType: string): Promise<Envelope> {
     return this.store.writes.mutate(actor, ref, {
-      intent: null,
+      intent: `${ref.type}.close`,
       verb: "closed",
       change: async (current, ctx) => {
         if (current.data.status === "closed") return { unchanged: true };
@@ -311,7 +316,7 @@ export class Workflow {
       throw new ValidationError(`rejectReason must be a non-empty text of at most ${REJECT_REASON_MAX} characters`, "rejectReason");
     }
     return this.store.writes.mutate(actor, workflowitemRef(p, s, w), {
-      intent: null,
+      intent: "workflowitem.close",
       verb: "closed",
       change: async (item, ctx) => {
         if (item.data.status === "closed") return { unchanged: true };

@@ -163,14 +163,17 @@ export async function generateDemo(wf: Workflow, options: DemoOptions = {}): Pro
         await wf.reorderWorkflowitems(mary, pid, sid, [ids[ids.length - 1]!, ...ids.slice(0, 2)]);
         events++;
       }
-      // Close the first few items in effective order, each by its assignee (TruBudget's rule); where the
+      // Close the first few items in effective order, each by its assignee holding the close intent; where the
       // subproject has a validator, the validator closes, so the items are assigned to it first.
       const order = (await wf.store.reads.listOrdered(SYSTEM, subprojectRef(pid, sid), { limit: 10_000 })).items.map((x) => x.id);
       for (const wid of order.slice(0, Math.min(5, order.length))) {
         const it = await wf.store.reads.get(SYSTEM, { ...workflowitemRef(pid, sid, wid), type: "workflowitem" });
         if (it.data.amountType !== "N/A" && (!it.data.amount || !it.data.currency)) continue;
         if (s === 0 && it.data.assignee !== "val") (await wf.assign(mary, workflowitemRef(pid, sid, wid), "val"), events++);
-        await wf.closeWorkflowitem(s === 0 ? val : actorOf(it.data.assignee as string), pid, sid, wid);
+        const closer = s === 0 ? val : actorOf(it.data.assignee as string);
+        // Closing needs the close intent as well as the assignment (a restricted item's assignee holds it).
+        if (!restricted && closer.id !== mary.id) (await wf.grant(mary, workflowitemRef(pid, sid, wid), "workflowitem.close", closer.id), events++);
+        await wf.closeWorkflowitem(closer, pid, sid, wid);
         events++;
       }
     }

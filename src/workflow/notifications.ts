@@ -107,7 +107,22 @@ export class Notifications {
       if (options.cursor) throw new ValidationError("cursor is not a cursor of this list", "cursor");
       throw e;
     });
-    return { items: page.entries.map((e) => parse<Notification>(e.value)), nextCursor: page.cursor };
+    return { items: await this.#shownTo(actor, page.entries.map((e) => parse<Notification>(e.value))), nextCursor: page.cursor };
+  }
+
+  /**
+   * Notifications as their recipient may read them now: the display name of a resource it may no
+   * longer view is left out (an empty string), as a list redacts it (issue 29, finding 12).
+   */
+  async #shownTo(actor: Actor, items: Notification[]): Promise<Notification[]> {
+    const seen = new Map<string, Promise<boolean>>();
+    const mayView = (n: Notification): Promise<boolean> => {
+      const ref = { type: n.path.at(-1)?.type ?? "", ids: n.path.map((p) => p.id) };
+      const key = JSON.stringify(ref);
+      if (!seen.has(key)) seen.set(key, this.store.reads.canView(actor, ref));
+      return seen.get(key)!;
+    };
+    return Promise.all(items.map(async (n) => (n.displayName === "" || (await mayView(n)) ? n : { ...n, displayName: "" })));
   }
 
   async count(actor: Actor): Promise<NotificationCount> {
@@ -116,11 +131,12 @@ export class Notifications {
   }
 
   /** Notifications that arrived after arrival number `after` (oldest first), and the newest arrival number. */
-  async since(userId: string, after: number): Promise<{ items: Notification[]; last: number }> {
+  async since(actor: Actor, after: number): Promise<{ items: Notification[]; last: number }> {
+    const userId = actor.id;
     const m = await this.#meta(userId);
     if (m.value.next - 1 <= after) return { items: [], last: m.value.next - 1 };
     const page = await this.kv.scan(inboxOf(userId), { start: ["n", after + 1], end: ["n", m.value.next], limit: 100 });
-    return { items: page.entries.map((e) => parse<Notification>(e.value)), last: page.cursor ? (page.entries.at(-1)!.key[1] as number) : m.value.next - 1 };
+    return { items: await this.#shownTo(actor, page.entries.map((e) => parse<Notification>(e.value))), last: page.cursor ? (page.entries.at(-1)!.key[1] as number) : m.value.next - 1 };
   }
 
   /** The newest arrival number of an inbox (0 when empty). */

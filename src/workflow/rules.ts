@@ -51,8 +51,10 @@ export function withoutProjectedBudget(budgets: ProjectedBudget[] | undefined, o
 /**
  * Who may close a resource (TruBudget's rule for projects, subprojects and workflowitems): its assignee,
  * as a user or as a member of the assigned group; for a workflowitem of a subproject with a validator,
- * the validator, who must be the assignee as well. Holding the close intent alone is not enough. The
- * system actor (migrations, operators) may close anything.
+ * the validator, who must be the assignee as well. The close intent (`<type>.close`, checked by the
+ * command's authorization before this rule) is needed too: being assigned alone is not enough, and
+ * holding the close intent alone is not either (issue 29, finding 3). The system actor (migrations,
+ * operators) may close anything.
  */
 export function assertMayClose(actor: Actor, resource: Envelope, validator?: unknown): void {
   if (actor.system) return;
@@ -120,7 +122,6 @@ export function inheritPermissions(defaults: Permissions, parentType: string, ch
   return out;
 }
 
-const VIEW_INTENTS = ["workflowitem.list", "workflowitem.viewDetails", "workflowitem.viewHistory"];
 const LIST_INTENT = "workflowitem.list";
 
 function add(perms: Permissions, intent: string, who: string): void {
@@ -130,16 +131,14 @@ function add(perms: Permissions, intent: string, who: string): void {
 
 /**
  * The permissions of a workflowitem once `assignee` is assigned to it by `issuer` (at creation too).
- * General: the assignee may see it (flowstore's addition: TruBudget leaves visibility to grants).
+ * General: unchanged: assigning grants no intent (TruBudget leaves visibility to grants; issue 29,
+ * finding 3: a holder of `workflowitem.assign` assigning itself must not gain view or close).
  * Restricted (TruBudget's): the assignee receives every workflowitem intent and the issuer, unless it is
- * the assignee, keeps only `workflowitem.list`.
+ * the assignee, keeps only `workflowitem.list` (assigning one needs the grant intent, commands.ts).
  */
 export function assignedPermissions(perms: Permissions, type: unknown, issuer: Actor, assignee: string, allIntents: readonly string[]): Permissions {
   const out = copyPermissions(perms);
-  if (type !== "restricted") {
-    for (const i of VIEW_INTENTS) add(out, i, assignee);
-    return out;
-  }
+  if (type !== "restricted") return out;
   for (const i of allIntents) add(out, i, assignee);
   if (!issuer.system && issuer.id !== assignee) {
     for (const i of allIntents) if (i !== LIST_INTENT) out[i] = (out[i] ?? []).filter((who) => who !== issuer.id);

@@ -9,6 +9,7 @@ import { SYSTEM, userActor, type Actor } from "../../src/access/actor.js";
 import { ACCESS_INTENTS, IntentRegistry } from "../../src/access/intents.js";
 import { Archive, ARCHIVE_INTENTS } from "../../src/archive/index.js";
 import { ForbiddenError, ValidationError } from "../../src/errors.js";
+import { BACKUP_INTENTS } from "../../src/compose/backup.js";
 import { flowstoreIntents } from "../../src/compose/intents.js";
 import { Identity, IDENTITY_INTENTS } from "../../src/identity/index.js";
 import { keys } from "../../src/process-data/keys.js";
@@ -37,7 +38,7 @@ describe("the intent registry", () => {
   it("holds access's own intents and every domain's, each once", () => {
     const registry = flowstoreIntents(workflowSchema, tenancySchema);
     expect([...registry.list()].sort()).toEqual(
-      [...ACCESS_INTENTS, ...IDENTITY_INTENTS, ...ARCHIVE_INTENTS, ...PROCESS_DATA_INTENTS, "global.createProject", "global.createSpace"].sort(),
+      [...ACCESS_INTENTS, ...IDENTITY_INTENTS, ...ARCHIVE_INTENTS, ...PROCESS_DATA_INTENTS, ...BACKUP_INTENTS, "global.createProject", "global.createSpace"].sort(),
     );
     expect(workflowSchema.globalIntents).toEqual(["global.createProject"]);
     expect(tenancySchema.globalIntents).toEqual(["global.createSpace"]);

@@ -6,6 +6,7 @@ import { Archive, CHUNK_SIZE } from "../../src/archive/index.js";
 import { TooLargeError, ValidationError } from "../../src/errors.js";
 import type { KvStore } from "../../src/kv/contract.js";
 import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
+import { eventually } from "../support/eventually.js";
 import { collect, countEntries, dump, MiB, pattern, sha256, sha256Of } from "./helpers.js";
 
 async function rejects(p: Promise<unknown>): Promise<unknown> {
@@ -219,7 +220,7 @@ forEachBackend((backend) => {
       ]);
       pending.catch(() => {});
       // Wait for all three chunks (a killed process has no commit in flight; this one must not either).
-      while ((await chunkStats(kv)).chunks < 1 + 1 + 3) await new Promise((r) => setTimeout(r, 5));
+      await eventually(async () => (await chunkStats(kv)).chunks >= 1 + 1 + 3, { what: "the upload's three chunks stored", intervalMs: 5 });
       // Another process (here: another Archive over the same store) sweeps what it does not run.
       const report = await new Archive(kv).recover();
       expect(report.uploadsRolledBack).toBe(1);

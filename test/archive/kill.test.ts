@@ -5,20 +5,18 @@
  */
 import { SYSTEM } from "../../src/access/actor.js";
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { Archive } from "../../src/archive/index.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { countEntries, dump, sha256Of } from "./helpers.js";
+import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
 
 const fixture = fileURLToPath(new URL("./fixtures/kill-writer.ts", import.meta.url));
 
 describe("archive: recovery after SIGKILL mid-write (lmdb)", () => {
   it("removes the killed write's staging and journal, keeps everything else", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "flowstore-archive-kill-"));
+    const dir = makeTempDirSync("archive-kill");
     try {
       const child = spawn(process.execPath, ["--import", "tsx", fixture, dir], { stdio: ["ignore", "pipe", "pipe"] });
       let stderr = "";
@@ -63,7 +61,7 @@ describe("archive: recovery after SIGKILL mid-write (lmdb)", () => {
         await kv.close();
       }
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      removeTempDirSync(dir);
     }
   });
 });

@@ -1,7 +1,5 @@
 /** The real `flowstore archive` commands on an LMDB store: archive a closed project (dropping it), restore it. */
 import { spawn } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Command, CommanderError } from "commander";
@@ -12,6 +10,7 @@ import { SYSTEM, userActor } from "../../src/access/actor.js";
 import { ResourceStore } from "../../src/resources/store.js";
 import { Workflow } from "../../src/workflow/commands.js";
 import { workflowSchema } from "../../src/workflow/schema.js";
+import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const MAIN = join(ROOT, "src/cli/main.ts");
@@ -38,10 +37,10 @@ async function dumpPartition(kv: KvStore, p: string): Promise<string[]> {
 
 let dir: string;
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "flowstore-cli-archive-"));
+  dir = await makeTempDir("cli-archive");
 });
 afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
+  await removeTempDir(dir);
 });
 
 describe("flowstore archive", () => {

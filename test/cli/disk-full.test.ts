@@ -6,13 +6,12 @@
  * applied); `flowstore verify` passes; and once the limit is lifted, the same write succeeds.
  */
 import { spawn } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { FlowstoreClient } from "../../src/client/index.js";
-import { freePort } from "../setup/redis-servers.js";
+import { freePort } from "../support/ports.js";
 import { ROOT, run, waitHealthy, type Run } from "./spawn.js";
+import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
 
 const ROOT_PASSWORD = "root password 1";
 /** The largest file the limited server may write: 8 MiB (bash's `ulimit -f` counts KiB). */
@@ -28,7 +27,7 @@ afterEach(async () => {
     c.child.kill("SIGKILL");
     await c.exit;
   }
-  if (dir) await rm(dir, { recursive: true, force: true });
+  if (dir) await removeTempDir(dir);
 });
 
 /** `flowstore serve` under `ulimit -f` (the same process: bash execs node). */
@@ -47,7 +46,7 @@ function serveLimited(data: string, port: number): Run {
 }
 
 it("a write that finds no space answers 507; the server keeps serving, nothing is half applied, verify passes, writes resume", async () => {
-  dir = await mkdtemp(join(tmpdir(), "flowstore-disk-full-"));
+  dir = await makeTempDir("disk-full");
   const data = join(dir, "data");
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;

@@ -5,21 +5,21 @@
  */
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, rm, stat } from "node:fs/promises";
+import { mkdir, mkdtemp, stat } from "node:fs/promises";
 import { createServer, type AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ROOT, run } from "./spawn.js";
+import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
 
 let dir: string;
 let dotted: string;
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "flowstore-exit-"));
+  dir = await makeTempDir("exit");
   // what `mktemp -d` makes: /tmp/tmp.X1y2Z3 (lmdb-js takes a path with an extension for a file)
   dotted = await mkdtemp(join(dir, "tmp."));
 });
-afterAll(async () => rm(dir, { recursive: true, force: true }));
+afterAll(async () => removeTempDir(dir));
 
 const cli = async (args: string[], env: Record<string, string> = {}) => {
   const r = run(args, { FLOWSTORE_DATA: "", ...env });

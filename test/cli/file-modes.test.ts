@@ -4,13 +4,13 @@
  * LMDB's files are 0600, files and directories that already existed with looser modes included.
  */
 import { spawn } from "node:child_process";
-import { chmod, mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { chmod, mkdir, stat, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { loadTokenSecret, SECRET_FILE } from "../../src/identity/secret.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { KEY_FILE, TokenCipher } from "../../src/process-data/crypto.js";
+import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const mode = async (path: string): Promise<number> => (await stat(path)).mode & 0o777;
@@ -18,12 +18,12 @@ const mode = async (path: string): Promise<number> => (await stat(path)).mode & 
 let dir: string;
 let umask: number;
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "flowstore-modes-"));
+  dir = await makeTempDir("modes");
   umask = process.umask(0o022); // the common default, under which files are created 0644
 });
 afterEach(async () => {
   process.umask(umask);
-  await rm(dir, { recursive: true, force: true });
+  await removeTempDir(dir);
 });
 
 it("LMDB: the data directory is 0700, data.mdb and lock.mdb 0600, an existing looser directory tightened", async () => {

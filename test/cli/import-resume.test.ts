@@ -7,11 +7,9 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { createWriteStream } from "node:fs";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { finished } from "node:stream/promises";
-import { setTimeout as sleep } from "node:timers/promises";
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { userActor, SYSTEM } from "../../src/access/actor.js";
@@ -21,6 +19,8 @@ import { allPartitions, scanAll, type KvStore } from "../../src/kv/contract.js";
 import { layout } from "../../src/resources/model/layout.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { dumpAll } from "../setup/dump.js";
+import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
+import { eventually } from "../support/eventually.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const MAIN = join(ROOT, "src/cli/main.ts");
@@ -46,7 +46,7 @@ let lines: string[];
 let clean: string[];
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "flowstore-import-kill-"));
+  dir = await makeTempDir("import-kill");
   const src = await openFlowstore(`lmdb:${join(dir, "src")}`);
   await src.identity.createUser(SYSTEM, { id: "mary", displayName: "mary", password: "mary password" });
   await src.global.grant(SYSTEM, "global.createProject", "mary");
@@ -68,18 +68,18 @@ beforeAll(async () => {
   await reference.close();
 }, 120_000);
 afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
+  await removeTempDir(dir);
 });
 
 /** Polls (bounded) the store another process writes until `done` holds. */
 async function until(data: string, done: (kv: KvStore) => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 1200; i++) {
-    const kv = LmdbKv.open(data);
-    const ok = await done(kv).finally(() => kv.close());
-    if (ok) return;
-    await sleep(50);
-  }
-  throw new Error(`the importer never reached the point it is killed at in ${data}`);
+  await eventually(
+    async () => {
+      const kv = LmdbKv.open(data);
+      return done(kv).finally(() => kv.close());
+    },
+    { what: `the importer to reach the point it is killed at in ${data}`, timeoutMs: 60_000, intervalMs: 50 },
+  );
 }
 
 /** Entries of every kind but the import's marker (and `except`). */

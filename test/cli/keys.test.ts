@@ -4,8 +4,7 @@
  * 503 later; `keys export|import` carries them (never silently replacing a different key); `keys rotate`
  * re-seals every access token under a new key and replaces the JWT secret.
  */
-import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { SYSTEM } from "../../src/access/actor.js";
@@ -13,8 +12,9 @@ import { ConfigurationError } from "../../src/errors.js";
 import { openFlowstore } from "../../src/compose/index.js";
 import { loadTokenSecret, SECRET_FILE } from "../../src/identity/index.js";
 import { KEY_FILE, TokenCipher } from "../../src/process-data/index.js";
-import { freePort } from "../setup/redis-servers.js";
+import { freePort } from "../support/ports.js";
 import { run } from "./spawn.js";
+import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
 
 const FS = "bpm-form-submissions";
 const KEY = "process/pi-1/task/approve";
@@ -24,11 +24,11 @@ let dir: string;
 let a: string;
 let b: string;
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "flowstore-keys-"));
+  dir = await makeTempDir("keys");
   a = join(dir, "a");
   b = join(dir, "b");
 });
-afterAll(async () => rm(dir, { recursive: true, force: true }));
+afterAll(async () => removeTempDir(dir));
 
 const cli = async (args: string[], env: Record<string, string> = {}) => {
   const r = run(args, { FLOWSTORE_PROCESS_DATA_KEY: "", FLOWSTORE_DATA: "", ...env });

@@ -1,9 +1,9 @@
 /** The real `flowstore` process: demo, verify, export and import between two LMDB directories. */
 import { spawn } from "node:child_process";
-import { mkdtemp, rm, writeFile, readFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile, readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
+import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const MAIN = join(ROOT, "src/cli/main.ts");
@@ -25,9 +25,9 @@ function flowstore(args: string[]): Promise<{ code: number | null; out: string; 
 
 let dir: string;
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "flowstore-ops-"));
+  dir = await makeTempDir("ops");
 });
-afterEach(async () => rm(dir, { recursive: true, force: true }));
+afterEach(async () => removeTempDir(dir));
 
 it("loads the demo, verifies, exports, imports into another directory and verifies there", async () => {
   const a = join(dir, "a");

@@ -9,7 +9,6 @@
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
-import { setTimeout as sleep } from "node:timers/promises";
 import { gunzipSync } from "node:zlib";
 import { expect, it } from "vitest";
 import { userActor } from "../../src/access/actor.js";
@@ -17,8 +16,9 @@ import { importStore, unfinishedImport } from "../../src/compose/transfer.js";
 import { openFlowstore } from "../../src/compose/index.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { dumpAll } from "../setup/dump.js";
-import { freePort } from "../setup/redis-servers.js";
-import { tempDir } from "../setup/temp-dir.js";
+import { freePort } from "../support/ports.js";
+import { eventually, GiveUp } from "../support/eventually.js";
+import { tempDir } from "../support/temp-dir.js";
 import { run, waitHealthy, type Run } from "./spawn.js";
 
 const PASSWORD = "root password 123";
@@ -29,12 +29,16 @@ const PROJECTS = 300;
 async function logged(r: Run, text: string): Promise<void> {
   let exited = false;
   void r.exit.then(() => (exited = true));
-  for (let i = 0; i < 6000; i++) {
-    if (r.out().includes(text) || r.err().includes(text)) return;
-    if (exited) break;
-    await sleep(10);
-  }
-  throw new Error(`the server never logged ${JSON.stringify(text)}: ${r.err()} ${r.out().slice(-2000)}`);
+  await eventually(
+    () => {
+      if (r.out().includes(text) || r.err().includes(text)) return true;
+      if (exited) throw new GiveUp(`the server exited first`);
+      return false;
+    },
+    { what: `the server to log ${JSON.stringify(text)}`, timeoutMs: 60_000, intervalMs: 10 },
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}: ${r.err()} ${r.out().slice(-2000)}`);
+  });
 }
 
 async function finished(r: Run): Promise<{ code: number | null; out: string; err: string }> {
@@ -42,7 +46,7 @@ async function finished(r: Run): Promise<{ code: number | null; out: string; err
   return { code, out: r.out(), err: r.err() };
 }
 
-const tmp = tempDir("flowstore-restore-kill-");
+const tmp = tempDir("restore-kill");
 
 it("killed while it imports: serve refuses, import --resume finishes the backup's content, verify passes", async () => {
   const dir = tmp();

@@ -1,21 +1,22 @@
 /** The real `flowstore` process: serve, graceful shutdown, refusal without root, operator commands, --help. */
-import { mkdtemp, rm, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import { request } from "node:http";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Command, CommanderError } from "commander";
 import { buildProgram } from "../../src/cli/program.js";
 import { FlowstoreClient } from "../../src/client/index.js";
-import { freePort } from "../setup/redis-servers.js";
+import { freePort } from "../support/ports.js";
 import { run, waitHealthy } from "./spawn.js";
+import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
+import { eventually } from "../support/eventually.js";
 
 let dir: string;
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "flowstore-cli-"));
+  dir = await makeTempDir("cli");
 });
 afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
+  await removeTempDir(dir);
 });
 
 describe("flowstore serve", () => {
@@ -91,9 +92,9 @@ describe("flowstore serve", () => {
         req.on("error", rej);
       });
       req.write(body.slice(0, 5)); // headers and part of the body: the request is in flight
-      while (!r.out().includes('"reqId":"inflight-1"')) await new Promise((res) => setTimeout(res, 20));
+      await eventually(() => r.out().includes('"reqId":"inflight-1"'), { what: "the server to log the request in flight" });
       r.child.kill("SIGTERM");
-      while (!r.out().includes("shutting down")) await new Promise((res) => setTimeout(res, 20));
+      await eventually(() => r.out().includes("shutting down"), { what: "the server to log that it is shutting down" });
       req.end(body.slice(5));
       const answer = await response;
       expect(answer.status).toBe(200);

@@ -5,22 +5,22 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { execFileSync } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
 import { connect, createServer, type Socket } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { freePort } from "../setup/redis-servers.js";
+import { freePort } from "../support/ports.js";
 import { ROOT } from "./spawn.js";
+import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
+import { eventually, GiveUp } from "../support/eventually.js";
 
 let dir: string;
 const started: ChildProcess[] = [];
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "flowstore-signals-"));
+  dir = await makeTempDir("signals");
 });
 afterEach(async () => {
   for (const c of started.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
-  await rm(dir, { recursive: true, force: true });
+  await removeTempDir(dir);
 });
 
 interface Started {
@@ -44,14 +44,13 @@ async function npmStart(port: number, args: string[] = []): Promise<Started> {
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => npm.on("exit", (code, signal) => res({ code, signal })));
   let exited = false;
   void exit.then(() => (exited = true));
-  for (;;) {
-    if (exited) throw new Error(`npm start exited early: ${out}`);
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) break;
-    } catch {
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  await eventually(
+    async () => {
+      if (exited) throw new GiveUp(`npm start exited early: ${out}`);
+      return (await fetch(`http://127.0.0.1:${port}/health`)).ok;
+    },
+    { what: `npm start to answer /health on port ${port}`, timeoutMs: 60_000, intervalMs: 100 },
+  );
   const children = execFileSync("ps", ["-o", "pid=", "--ppid", String(npm.pid)], { encoding: "utf8" }).trim().split(/\s+/).map(Number);
   expect(children).toHaveLength(1);
   const serverPid = children[0]!;
@@ -100,7 +99,7 @@ async function portFree(port: number): Promise<boolean> {
 }
 
 async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((r) => setTimeout(r, 20));
+  await eventually(condition, { what: `${condition}`, timeoutMs: 30_000 });
 }
 
 it("SIGTERM to npm start: the request in flight is answered, the server exits 0, the port is freed", async () => {

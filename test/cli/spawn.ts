@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { join, resolve } from "node:path";
+import { eventually, GiveUp } from "../support/eventually.js";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 const MAIN = join(ROOT, "src/cli/main.ts");
@@ -32,15 +33,15 @@ export function run(args: string[], env: Record<string, string> = {}, input?: st
   return { child, out: () => out, err: () => err, exit };
 }
 
-/** Polls `base`/health until it answers 200; throws when the process exits first. */
+/** Polls `base`/health until it answers 200 (bounded: 60 s); throws at once when the process exits first. */
 export async function waitHealthy(base: string, r: Run): Promise<void> {
-  for (;;) {
-    const exited = await Promise.race([r.exit.then(() => true), new Promise<false>((res) => setTimeout(() => res(false), 100))]);
-    if (exited) throw new Error(`serve exited early: ${r.err()} ${r.out()}`);
-    try {
-      if ((await fetch(`${base}/health`)).ok) return;
-    } catch {
-      // not listening yet
-    }
-  }
+  let exited = false;
+  void r.exit.then(() => (exited = true));
+  await eventually(
+    async () => {
+      if (exited) throw new GiveUp(`serve exited early: ${r.err()} ${r.out()}`);
+      return (await fetch(`${base}/health`)).ok;
+    },
+    { what: `${base}/health to answer 200`, timeoutMs: 60_000, intervalMs: 100 },
+  );
 }

@@ -1,6 +1,5 @@
 import { createReadStream } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { PassThrough, Readable } from "node:stream";
 import { randomBytes } from "node:crypto";
@@ -16,6 +15,7 @@ import { SYSTEM, userActor } from "../../src/access/actor.js";
 import { ensureDemoIdentities, generateDemo } from "../../src/workflow/demo.js";
 import { backends, forEachBackend, type BackendHandle } from "../conformance/backends.js";
 import { formioForm } from "../process-data/helpers.js";
+import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
 
 /** Opens the whole store over `kv` (which stays open) for one piece of work. */
 async function over<T>(kv: KvStore, run: (fs: Flowstore) => Promise<T>): Promise<T> {
@@ -151,7 +151,7 @@ it("a restore (replaceStore) cut off while it drops the old content is finished 
   const source = new MemoryKv();
   await populate(source);
   const ndjson = await exported(source);
-  const dir = await mkdtemp(join(tmpdir(), "flowstore-replace-"));
+  const dir = await makeTempDir("replace");
   const file = join(dir, "export.ndjson");
   await writeFile(file, ndjson);
   // The live store: other content, and a backend that dies at its third partition drop.
@@ -179,6 +179,6 @@ it("a restore (replaceStore) cut off while it drops the old content is finished 
     expect(await dump(live)).toEqual(await dump(source));
     expect((await verifyAll(live)).ok).toBe(true);
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    await removeTempDir(dir);
   }
 });

@@ -1,17 +1,16 @@
 /** `flowstore serve --trubudget-api` / FLOWSTORE_TRUBUDGET_API: TruBudget's API at /api only when asked. */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { freePort } from "../setup/redis-servers.js";
+import { freePort } from "../support/ports.js";
 import { run, waitHealthy } from "./spawn.js";
+import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
 
 let dir: string;
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "flowstore-tb-"));
+  dir = await makeTempDir("tb");
 });
 afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
+  await removeTempDir(dir);
 });
 
 /** Serves a memory store with `args` and `env`; the status of GET /api/readiness and of a TruBudget log in. */

@@ -1,9 +1,6 @@
 /**
  * The backends every conformance and domain suite runs against. Adding a backend is adding one entry.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { describe, inject } from "vitest";
 import type { KvStore } from "../../src/kv/contract.js";
@@ -13,6 +10,7 @@ import { PostgresKv } from "../../src/kv/postgres/index.js";
 import { openRedisKv } from "../../src/kv/redis/connect.js";
 import { deleteNamespace } from "../setup/redis-keys.js";
 import { dropSchema } from "../setup/postgres-server.js";
+import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
 
 export interface BackendHandle {
   readonly kv: KvStore;
@@ -42,7 +40,7 @@ const memory: BackendFactory = {
 const lmdb: BackendFactory = {
   name: "lmdb",
   async create() {
-    const dir = mkdtempSync(join(tmpdir(), "flowstore-lmdb-"));
+    const dir = makeTempDirSync("lmdb");
     const handles: KvStore[] = [LmdbKv.open(dir)];
     return {
       kv: handles[0]!,
@@ -53,7 +51,7 @@ const lmdb: BackendFactory = {
       },
       destroy: async () => {
         for (const kv of handles) await kv.close();
-        rmSync(dir, { recursive: true, force: true });
+        removeTempDirSync(dir);
       },
     };
   },

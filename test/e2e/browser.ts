@@ -3,13 +3,13 @@
  * bundle built by esbuild, Debian's Chromium driven by playwright-core, and a page logged in to the
  * explorer as a given user (optionally with the change feed blocked, or in a given locale).
  */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { buildWeb } from "../../web/build.js";
 import { startServer, type Running, type StartOptions } from "../http/harness.js";
+import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
 
 export const CHROMIUM = "/usr/bin/chromium";
 export const hasChromium = existsSync(CHROMIUM);
@@ -47,7 +47,7 @@ export interface Explorer {
 
 /** Builds the bundle, serves it beside the API over fresh LMDB files, and launches Chromium. */
 export async function startExplorer(options: StartOptions = {}): Promise<Explorer> {
-  const dir = mkdtempSync(join(tmpdir(), "flowstore-e2e-"));
+  const dir = makeTempDirSync("e2e");
   let kv: LmdbKv | undefined;
   let server: Running | undefined;
   let browser: Browser | undefined;
@@ -58,7 +58,7 @@ export async function startExplorer(options: StartOptions = {}): Promise<Explore
     server?.app.server.closeAllConnections();
     await server?.close();
     await kv?.close();
-    rmSync(dir, { recursive: true, force: true });
+    removeTempDirSync(dir);
   };
   try {
     const { outdir } = await buildWeb(join(dir, "web"));

@@ -5,16 +5,15 @@
  * server. Real processes, real HTTP on 127.0.0.1, a real SIGKILL. Bounded in count.
  */
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { API } from "../../src/client/core.js";
 import { FlowstoreClient, type FeedMessage } from "../../src/client/index.js";
 import { run, waitHealthy, type Run } from "../cli/spawn.js";
 import { dropSchema } from "../setup/postgres-server.js";
 import { deleteNamespace } from "../setup/redis-keys.js";
-import { freePort } from "../setup/redis-servers.js";
+import { freePort } from "../support/ports.js";
+import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
+import { eventually } from "../support/eventually.js";
 
 /**
  * What a write with a stale If-Match answers: 412 Precondition Failed (RFC 9110 §13.1.1; errors.ts
@@ -110,7 +109,7 @@ describe.each(fleetStores())("a fleet of $name", (store) => {
 
   // Three tsx processes starting on a loaded machine: bounded, but above the default hook timeout.
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), "flowstore-fleet-"));
+    dir = await makeTempDir("fleet");
     // The first server creates root on the empty store; the others then start on a store that has it.
     await start();
     await Promise.all(Array.from({ length: SERVERS - 1 }, () => start()));
@@ -126,7 +125,7 @@ describe.each(fleetStores())("a fleet of $name", (store) => {
     for (const s of servers) s.proc.child.kill("SIGKILL");
     await Promise.all(servers.map((s) => s.proc.exit));
     await store.remove();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    if (dir) await removeTempDir(dir);
   });
 
   it("accepts a token issued by one server on every other (the JWT secret comes from configuration)", async () => {
@@ -187,12 +186,13 @@ describe.each(fleetStores())("a fleet of $name", (store) => {
       await Promise.race([open, done]);
       /** Waits (bounded: 30 s) until the project `id`'s created event has arrived. */
       const until = async (id: string): Promise<FeedMessage> => {
-        for (let n = 0; n < 600; n++) {
-          const found = messages.find((m) => m.event === "project.created" && m.data.path[0]?.id === id);
-          if (found) return found;
-          await new Promise((r) => setTimeout(r, 50));
-        }
-        throw new Error(`project ${id} not streamed by server ${i}; got ${messages.map((m) => m.event).join(", ")}`);
+        return eventually(() => messages.find((m) => m.event === "project.created" && m.data.path[0]?.id === id) ?? false, {
+          what: `project ${id} streamed by server ${i}`,
+          timeoutMs: 30_000,
+          intervalMs: 50,
+        }).catch((err: Error) => {
+          throw new Error(`${err.message}; got ${messages.map((m) => m.event).join(", ")}`);
+        });
       };
       return { messages, until, done };
     };

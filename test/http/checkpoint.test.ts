@@ -4,9 +4,9 @@
  * rewritten, so the chain alone looks sound) fails naming the rewritten seq; a forged one is refused.
  */
 import { spawn } from "node:child_process";
-import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { generateKeyPairSync } from "node:crypto";
+import { readFile, rm, stat, writeFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { SYSTEM, userActor } from "../../src/access/actor.js";
@@ -15,10 +15,11 @@ import { projectRef } from "../../src/workflow/commands.js";
 import { openFlowstore, type Flowstore } from "../../src/compose/index.js";
 import { buildServer } from "../../src/http/server.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
-import { CHECKPOINT_KEY_FILE } from "../../src/resources/audit/checkpoint.js";
+import { CHECKPOINT_KEY_FILE, Checkpoints, loadCheckpointKey } from "../../src/resources/audit/checkpoint.js";
 import { sealEvent, type ResourceEvent } from "../../src/resources/model/events.js";
 import { layout } from "../../src/resources/model/layout.js";
 import { raw, ROOT_PASSWORD, SECRET } from "./harness.js";
+import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const MAIN = join(ROOT, "src/cli/main.ts");
@@ -37,14 +38,14 @@ let dir: string;
 let kv: LmdbKv;
 let fs: Flowstore;
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), "flowstore-checkpoint-"));
+  dir = await makeTempDir("checkpoint");
   kv = LmdbKv.open(dir);
   fs = await openFlowstore(kv, { checkpointKey: { dataDir: dir } });
 });
 afterEach(async () => {
   await fs.close();
   await kv.close();
-  await rm(dir, { recursive: true, force: true });
+  await removeTempDir(dir);
 });
 
 /** Rewrites event `seq` (with `edit`) and re-chains everything after it, head and ledger included. */
@@ -93,10 +94,12 @@ it("serves a signed checkpoint to holders of project.viewHistory; verify --check
     // History extends it: one more event, and the checkpoint still verifies (full and incremental).
     expect((await raw(base, "PATCH", "/api/v1/projects/p1", { headers: { ...auth(root), ...json }, body: JSON.stringify({ description: "D" }) })).status).toBe(200);
     expect(await fs.verifyCheckpoint(checkpoint, { trustedFingerprint: checkpoint.keyFingerprint })).toMatchObject({ ok: true, checked: 5 });
-    expect(await fs.verifyCheckpoint(checkpoint, { incremental: true })).toMatchObject({ ok: true, checked: 2 });
+    expect(await fs.verifyCheckpoint(checkpoint, { trustedFingerprint: checkpoint.keyFingerprint, incremental: true })).toMatchObject({ ok: true, checked: 2 });
+    // Without a trusted key the library refuses rather than trusting the checkpoint's own (issue 29, finding 13).
+    expect((await fs.verifyCheckpoint(checkpoint)).firstBad!.reason).toContain("no trusted key");
 
     // A forged checkpoint (a seq changed, a signature by another key) is refused.
-    expect((await fs.verifyCheckpoint({ ...checkpoint, seq: 3 })).firstBad!.reason).toContain("signature does not verify");
+    expect((await fs.verifyCheckpoint({ ...checkpoint, seq: 3 }, { trustedFingerprint: checkpoint.keyFingerprint })).firstBad!.reason).toContain("signature does not verify");
     const file = join(dir, "checkpoint.json");
     await writeFile(file, JSON.stringify({ ...checkpoint, hash: "0".repeat(64) }));
     await app.close();
@@ -124,6 +127,29 @@ it("serves a signed checkpoint to holders of project.viewHistory; verify --check
     kv = LmdbKv.open(dir);
     fs = await openFlowstore(kv);
   }
+}, 120_000);
+
+it("verify --checkpoint refuses a checkpoint signed by any key when none is trusted (no key in --data, no --trust: the fleet layout)", async () => {
+  await fs.identity.ensureRoot(ROOT_PASSWORD);
+  await fs.resources.global.grant(SYSTEM, "global.createProject", "root");
+  await fs.workflow.createProject(userActor("root", []), { id: "p1", displayName: "School" });
+  // Someone signs the head with a key of their own; the data directory holds no checkpoint key.
+  const { privateKey } = generateKeyPairSync("ed25519");
+  const forger = new Checkpoints(kv, await loadCheckpointKey({ env: privateKey.export({ type: "pkcs8", format: "pem" }).toString() }));
+  const checkpoint = await forger.take(P);
+  const file = join(dir, "checkpoint.json");
+  await writeFile(file, JSON.stringify(checkpoint));
+  await fs.close();
+  await kv.close();
+  await rm(join(dir, CHECKPOINT_KEY_FILE));
+  const refused = await flowstore(["verify", "--data", dir, "--checkpoint", file]);
+  expect(refused.code).toBe(1);
+  expect(refused.out).toContain("no trusted key");
+  // Pinned, the very key is accepted.
+  const trusted = await flowstore(["verify", "--data", dir, "--checkpoint", file, "--trust", checkpoint.keyFingerprint]);
+  expect(trusted.code).toBe(0);
+  kv = LmdbKv.open(dir);
+  fs = await openFlowstore(kv);
 }, 120_000);
 
 it("verify --incremental records the verified heads, next checks only the chain after them, and fails on history rewritten before them", async () => {

@@ -6,6 +6,7 @@
 import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryKv } from "../../src/kv/memory.js";
+import { eventually, pause } from "../support/eventually.js";
 import { raw, startServer, type Running } from "./harness.js";
 
 /** An answer's status and headers as sent (node:http: no decompression, no cache). */
@@ -113,7 +114,7 @@ describe("HTTP conventions", () => {
       let answer: Awaited<ReturnType<typeof raw>> | undefined;
       // Past the start-up grace (conventions.ts), block the loop well past the limit (the server runs in
       // this process), then ask at once.
-      await new Promise((r) => setTimeout(r, 1100));
+      await pause(1100); // the grace is a duration, not an observable state
       for (let attempt = 0; attempt < 4 && answer?.status !== 503; attempt++) {
         const until = Date.now() + 3000;
         while (Date.now() < until);
@@ -122,12 +123,7 @@ describe("HTTP conventions", () => {
       expect(answer!.status).toBe(503);
       expect(answer!.headers.get("retry-after")).toBe("7");
       expect(answer!.body).toMatchObject({ status: 503, type: "urn:flowstore:problem:unavailable" });
-      let status = 0;
-      for (let attempt = 0; attempt < 50 && status !== 200; attempt++) {
-        await new Promise((r) => setTimeout(r, 50));
-        status = (await raw(c.base, "GET", "/health")).status;
-      }
-      expect(status).toBe(200);
+      await eventually(async () => (await raw(c.base, "GET", "/health")).status === 200, { what: "/health to answer 200 again", intervalMs: 50 });
     });
   });
 });

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ProblemError, type FlowstoreClient } from "../../src/client/index.js";
 import { MemoryKv } from "../../src/kv/memory.js";
 import { bytes, dump, sha256 } from "../archive/helpers.js";
+import { eventually } from "../support/eventually.js";
 import { raw, startServer, type Running } from "./harness.js";
 
 const API = "/api/v1";
@@ -154,14 +155,16 @@ describe("documents", () => {
       // More than a chunk, so that one is committed into the staging partition before the cut.
       req.write(bytes(MiB + 4096, 11), () => {
         void (async () => {
-          while (!(await stored()).some((l) => l.startsWith('["archive-chunks"'))) await new Promise((r) => setTimeout(r, 5));
+          await eventually(async () => (await stored()).some((l) => l.startsWith('["archive-chunks"')), { what: "a chunk committed into the staging partition", intervalMs: 5 }).catch(
+            () => {}, // the assertions below fail naming the store's state
+          );
           req.destroy(); // the client dies: the server sees the body end early
           resolve();
         })();
       });
     });
     // The server undoes the hold once it sees the cut: poll the store until it is clean.
-    for (let i = 0; i < 2000 && JSON.stringify(await stored()) !== JSON.stringify(baseline); i++) await new Promise((r) => setTimeout(r, 5));
+    await eventually(async () => JSON.stringify(await stored()) === JSON.stringify(baseline), { what: "the store back to its state before the upload" }).catch(() => {});
     expect(await stored()).toEqual(baseline);
     expect(await item(s.root, "w3").documents.list()).toEqual(before);
   });

@@ -5,14 +5,14 @@
  * to the LMDB directory; resume by Last-Event-ID; delivery by intent; a disabled user's stream ending.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ProblemError, type FeedMessage, type FlowstoreClient } from "../../src/client/index.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { backends, forEachBackend, type BackendFactory } from "../conformance/backends.js";
 import { startServer, type Running } from "./harness.js";
+import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
+import { eventually } from "../support/eventually.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 
@@ -39,12 +39,9 @@ async function subscribe(client: FlowstoreClient, lastEventId?: string): Promise
     messages,
     ended,
     async until(pred) {
-      for (let i = 0; i < 400; i++) {
-        const found = messages.find(pred);
-        if (found) return found;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      throw new Error(`not received; got ${messages.map((m) => `${m.id} ${m.event} ${m.data.path.at(-1)?.id}`).join(", ")}`);
+      return eventually(() => messages.find(pred) ?? false, { what: `a message ${pred}`, timeoutMs: 20_000, intervalMs: 50 }).catch((err: Error) => {
+        throw new Error(`${err.message}; got ${messages.map((m) => `${m.id} ${m.event} ${m.data.path.at(-1)?.id}`).join(", ")}`);
+      });
     },
     close: () => ctrl.abort(),
   };
@@ -114,8 +111,8 @@ forEachBackend((backend) => {
 
 describe("the change feed on one LMDB directory", () => {
   it("a CLI process writing to the directory reaches a server's stream; a CLI disable ends the user's stream at once", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "flowstore-feed-"));
-    cleanup.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const dir = makeTempDirSync("feed");
+    cleanup.push(async () => removeTempDirSync(dir));
     const kv = LmdbKv.open(dir);
     cleanup.push(() => kv.close());
     const s = await startServer(kv);

@@ -1,7 +1,4 @@
 /** Starts a real server on 127.0.0.1 (port 0) over a backend, with root created, for the HTTP suites. */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
@@ -11,6 +8,7 @@ import { Metrics } from "../../src/http/metrics.js";
 import { buildServer, type ServerOptions } from "../../src/http/server.js";
 import type { KvStore } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
+import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
 
 export const ROOT_PASSWORD = "root password 123";
 export const SECRET = new TextEncoder().encode("test secret that is long enough 0123456789");
@@ -63,11 +61,11 @@ export async function startServer(kv: KvStore, options: StartOptions = {}): Prom
  * the directory.
  */
 export async function startLmdbServer(name: string, options: StartOptions = {}): Promise<Running> {
-  const dir = mkdtempSync(join(tmpdir(), `flowstore-${name}-`));
+  const dir = makeTempDirSync(name);
   const kv = LmdbKv.open(dir);
   const cleanUp = async (): Promise<void> => {
     await kv.close();
-    rmSync(dir, { recursive: true, force: true });
+    removeTempDirSync(dir);
   };
   let running: Running;
   try {

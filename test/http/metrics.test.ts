@@ -4,15 +4,14 @@
  * process and Node metrics, request histograms, store latency per backend, commit group sizes, open SSE
  * streams; and the registry served on a port of its own, apart from the API.
  */
-import { mkdtemp, rm } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { METRICS_CONTENT_TYPE, serveMetrics } from "../../src/http/metrics.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { MemoryKv } from "../../src/kv/memory.js";
+import { eventually } from "../support/eventually.js";
 import { startServer, type Running } from "./harness.js";
+import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
 
 interface Sample {
   name: string;
@@ -93,14 +92,14 @@ let dir: string;
 let kv: LmdbKv;
 let s: Running;
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "flowstore-metrics-"));
+  dir = await makeTempDir("metrics");
   kv = LmdbKv.open(dir);
   s = await startServer(kv);
 });
 afterAll(async () => {
   await s?.close();
   await kv?.close();
-  await rm(dir, { recursive: true, force: true });
+  await removeTempDir(dir);
 });
 
 async function scrape(base = s.base): Promise<Map<string, Family>> {
@@ -165,10 +164,7 @@ describe("/metrics", () => {
     expect(value(await scrape(), "flowstore_sse_connections")).toBe(1);
     abort.abort();
     await stream.body?.cancel().catch(() => {});
-    for (;;) {
-      if (value(await scrape(), "flowstore_sse_connections") === 0) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await eventually(async () => value(await scrape(), "flowstore_sse_connections") === 0, { what: "flowstore_sse_connections to fall back to 0" });
   });
 
   it("can be served on a port of its own, apart from the API", async () => {

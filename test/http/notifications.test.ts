@@ -13,6 +13,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ProblemError, type FlowstoreClient, type Notification } from "../../src/client/index.js";
 import { MemoryKv } from "../../src/kv/memory.js";
+import { eventually } from "../support/eventually.js";
 import { raw, startServer, type Running } from "./harness.js";
 
 const KEEP = 5;
@@ -25,10 +26,7 @@ const problemOf = (p: Promise<unknown>) => p.then(() => null, (e: unknown) => (e
 
 /** Waits until the follower has projected what was committed (polls the count; no timing assertion). */
 async function inboxOf(c: FlowstoreClient, total: number): Promise<Notification[]> {
-  for (let i = 0; i < 2000; i++) {
-    if ((await c.notifications.count()).total >= total) break;
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await eventually(async () => (await c.notifications.count()).total >= total, { what: `${total} notifications projected` }).catch(() => {}); // the caller's assertions name what arrived
   return (await c.notifications.list({ limit: 100 })).items;
 }
 
@@ -96,12 +94,14 @@ describe("notifications", () => {
     await sub().workflowitems.create({ id: "w2", displayName: "Gutter", amountType: "N/A", assignee: "carol" });
     for (let i = 0; i < KEEP + 2; i++) await sub().workflowitem("w2").update({ description: `step ${i}` });
     // carol had 1 (assigned via team); 1 created + 7 updates arrive; only the newest KEEP stay
-    for (let i = 0; i < 2000; i++) {
-      const page = await carol.notifications.list({ limit: 100 });
-      // every update projected: the newest KEEP are all updates (the follower runs in the background)
-      if (page.items.length === KEEP && page.items.every((n) => n.eventType === "workflowitem.updated")) break;
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    // every update projected: the newest KEEP are all updates (the follower runs in the background)
+    await eventually(
+      async () => {
+        const page = await carol.notifications.list({ limit: 100 });
+        return page.items.length === KEEP && page.items.every((n) => n.eventType === "workflowitem.updated");
+      },
+      { what: `carol's newest ${KEEP} notifications to be the updates` },
+    ).catch(() => {}); // the assertions below name what arrived
     const items = (await carol.notifications.list({ limit: 100 })).items;
     expect(items).toHaveLength(KEEP);
     expect(items.every((n) => n.eventType === "workflowitem.updated")).toBe(true);

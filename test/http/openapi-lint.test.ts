@@ -6,13 +6,13 @@
  * every operation gets from those rules are checked operation by operation as well.
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryKv } from "../../src/kv/memory.js";
 import { raw, startServer, type Running } from "./harness.js";
+import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
 
 const run = promisify(execFile);
 type Json = Record<string, any>;
@@ -91,14 +91,14 @@ describe("the OpenAPI document, linted", () => {
   beforeAll(async () => {
     s = await startServer(new MemoryKv());
     doc = (await raw(s.base, "GET", "/openapi.json")).body;
-    dir = mkdtempSync(join(tmpdir(), "flowstore-lint-"));
+    dir = makeTempDirSync("lint");
     writeFileSync(join(dir, "openapi.json"), JSON.stringify(doc));
     writeFileSync(join(dir, "redocly.yaml"), REDOCLY_CONFIG);
     writeFileSync(join(dir, "spectral.yaml"), SPECTRAL_RULESET);
   });
   afterAll(async () => {
     await s?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    if (dir) removeTempDirSync(dir);
   });
 
   it("has no error for Redocly (recommended) nor Spectral (spectral:oas); an operation without summary, id, description or tag fails both", async () => {

@@ -12,8 +12,7 @@
  * identical over every backend; the backend suites prove the backends equal.
  */
 import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ALL_KINDS } from "../../src/compose/kinds.js";
@@ -23,6 +22,7 @@ import { LmdbKv } from "../../src/kv/lmdb.js";
 import type { GlobalIntentName as GlobalIntent } from "../../src/identity/wire.js";
 import { formioForm } from "../process-data/helpers.js";
 import { raw, startServer, type Running } from "./harness.js";
+import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
 
 const API = "/api/v1";
 const TEN = `${API}/tenancy`;
@@ -480,7 +480,7 @@ describe("permission matrix", () => {
   }
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "flowstore-matrix-"));
+    dir = makeTempDirSync("matrix");
     kv = LmdbKv.open(dir);
     // The web explorer's files: a fixture, so the public UI routes answer whether or not dist/web is built.
     const webRoot = join(dir, "web-fixture");
@@ -505,7 +505,7 @@ describe("permission matrix", () => {
   afterAll(async () => {
     await s?.close();
     await kv?.close();
-    rmSync(dir, { recursive: true, force: true });
+    removeTempDirSync(dir);
   });
 
   it("has exactly one entry per registered route (a new route fails here until it is in the matrix)", () => {

@@ -3,9 +3,6 @@
  * listed, cascade-deleted and verified through a real server over LMDB, and bad input refused as
  * problems naming the field.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { KvStore } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
@@ -13,6 +10,7 @@ import { layout } from "../../src/resources/model/layout.js";
 import { locate } from "../../src/resources/model/ref.js";
 import { tenancySchema } from "../../src/tenancy/schema.js";
 import { raw, startServer, type Running } from "./harness.js";
+import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
 
 const T = "/api/v1/tenancy";
 const HASH = "b".repeat(64);
@@ -36,7 +34,7 @@ describe("tenancy over HTTP", () => {
   const ids = async (path: string) => ((await call("GET", path)).body.items as { id: string }[]).map((i) => i.id);
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "flowstore-tenancy-http-"));
+    dir = makeTempDirSync("tenancy-http");
     kv = LmdbKv.open(dir);
     s = await startServer(kv);
     gov = (await s.userClient("gov")).token!;
@@ -45,7 +43,7 @@ describe("tenancy over HTTP", () => {
   afterAll(async () => {
     await s?.close();
     await kv?.close();
-    rmSync(dir, { recursive: true, force: true });
+    removeTempDirSync(dir);
   });
 
   it("creates the whole hierarchy: nested types under their parent, flat children addressed by their global id", async () => {

@@ -1,10 +1,10 @@
 /** The web explorer's static route, without a browser: present bundle, missing bundle, no path escape. */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryKv } from "../../src/kv/memory.js";
 import { raw, startServer, type Running } from "./harness.js";
+import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
 
 describe("web explorer static files", () => {
   let dir: string;
@@ -12,7 +12,7 @@ describe("web explorer static files", () => {
   let present: Running;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "flowstore-web-"));
+    dir = makeTempDirSync("web");
     writeFileSync(join(dir, "index.html"), "<!doctype html><title>explorer</title>");
     writeFileSync(join(dir, "app.js"), "console.log('explorer')");
     writeFileSync(join(dir, "secret.txt"), "not served");
@@ -23,7 +23,7 @@ describe("web explorer static files", () => {
   afterAll(async () => {
     await missing?.close();
     await present?.close();
-    rmSync(dir, { recursive: true, force: true });
+    removeTempDirSync(dir);
   });
 
   it("without a bundle, / says how to build it and the API still answers", async () => {

@@ -6,7 +6,7 @@ import { UnauthorizedError, ValidationError } from "../../src/errors.js";
 import { Identity, loadTokenSecret, Tokens } from "../../src/identity/index.js";
 import { SYSTEM } from "../../src/access/actor.js";
 import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
-import { tempDir } from "../setup/temp-dir.js";
+import { tempDir } from "../support/temp-dir.js";
 
 const pw = "correct horse battery";
 const secret = new TextEncoder().encode("s".repeat(40));
@@ -116,7 +116,7 @@ forEachBackend((backend) => {
 });
 
 describe("token secret", () => {
-  const tmp = tempDir("flowstore-secret-", "each");
+  const tmp = tempDir("secret", "each");
 
   it("is generated once into the data directory with mode 0600 and read back", async () => {
     const data = join(tmp(), "data");

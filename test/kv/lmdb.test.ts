@@ -3,21 +3,21 @@
  * durability option, and opening stores by URL.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConflictError, UnavailableError, ValidationError } from "../../src/errors.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { MemoryKv } from "../../src/kv/memory.js";
 import { openKv } from "../../src/kv/open.js";
+import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
 
 let dir: string;
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "flowstore-lmdb-test-"));
+  dir = makeTempDirSync("lmdb-test");
 });
 afterEach(() => {
-  rmSync(dir, { recursive: true, force: true });
+  removeTempDirSync(dir);
 });
 
 function runChild(args: string[]): { ready: Promise<void>; go: () => void; result: Promise<{ versions: number[]; race: string }> } {

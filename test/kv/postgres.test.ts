@@ -10,7 +10,8 @@ import { ConflictError, UnavailableError, ValidationError } from "../../src/erro
 import { openKv } from "../../src/kv/open.js";
 import { parsePostgresUrl, PostgresKv } from "../../src/kv/postgres/index.js";
 import { dropSchema, findPostgresBinaries, removePostgres, startPostgres, type PostgresServer } from "../setup/postgres-server.js";
-import { freePort, sleep } from "../setup/redis-servers.js";
+import { eventually, GiveUp } from "../support/eventually.js";
+import { freePort } from "../support/ports.js";
 
 const bytes = (s: string): Buffer => Buffer.from(s);
 const url = inject("postgres");
@@ -160,17 +161,17 @@ describe.runIf(url && bin)("postgres restart", () => {
       );
       await server.start();
       // The same store object serves again: the pool replaces its broken connections.
-      let first;
-      for (let attempt = 0; ; attempt++) {
-        try {
-          first = await kv.get(["doc", "d0"], ["n", 0]);
-          break;
-        } catch (err) {
-          expect(err).toBeInstanceOf(UnavailableError);
-          if (attempt > 40) throw err;
-          await sleep(250);
-        }
-      }
+      const first = await eventually(
+        async () => {
+          try {
+            return await kv.get(["doc", "d0"], ["n", 0]);
+          } catch (err) {
+            if (!(err instanceof UnavailableError)) throw new GiveUp(`a failure other than UnavailableError while the pool reconnects: ${err}`);
+            throw err;
+          }
+        },
+        { what: "the pool to serve again after the restart", timeoutMs: 12_000, intervalMs: 250 },
+      );
       expect(first?.value.toString()).toBe("v0");
       expect((await kv.scan(["doc", "d3"])).entries.map((e) => e.key[1])).toEqual([3, 8, 13, 18, 23, 28, 33, 38, 43, 48]);
       expect((await kv.listPartitions("doc")).partitions).toHaveLength(5);

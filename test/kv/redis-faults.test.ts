@@ -8,13 +8,12 @@ import { UnavailableError } from "../../src/errors.js";
 import { scanAll } from "../../src/kv/contract.js";
 import { openRedisKv } from "../../src/kv/redis/connect.js";
 import type { RedisKv } from "../../src/kv/redis/store.js";
+import { eventually, pause } from "../support/eventually.js";
+import { freePort } from "../support/ports.js";
 import {
-  eventually,
-  freePort,
   makeRedisDir,
   redisBinariesForTests,
   removeDir,
-  sleep,
   startCluster,
   startStandalone,
   type RedisBinaries,
@@ -60,7 +59,7 @@ describe.runIf(bin)("redis faults", () => {
       await expect(kv.get(["doc", "d0"], ["n", 0])).rejects.toBeInstanceOf(UnavailableError);
       await server.start();
       // The same store object serves again once its connection is back; nothing acknowledged is lost.
-      const first = await eventually(() => kv.get(["doc", "d0"], ["n", 0]));
+      const first = await eventually(() => kv.get(["doc", "d0"], ["n", 0]), { what: "the store to serve again after the restart", intervalMs: 250 });
       expect(first?.value.toString()).toBe("v0");
       for (let d = 0; d < 5; d++) {
         const keys = [];
@@ -132,30 +131,29 @@ describe.runIf(bin)("redis faults", () => {
           // Unacknowledged: may or may not be applied, but never half. Anything but 503 is a bug.
           expect(err).toBeInstanceOf(UnavailableError);
           failures.push(err as Error);
-          await sleep(50);
+          await pause(50); // the writer's back-off, pacing the load
         }
       }
     };
     try {
       const writers = Array.from({ length: 4 }, () => writer());
-      while (acked.size < 100) await sleep(20);
+      await eventually(() => acked.size >= 100, { what: "100 acknowledged batches before the kill" });
       const [victim] = await cluster.masters();
       await victim!.kill();
       const ackedAtKill = acked.size;
       // Failover: the victim's replica is promoted. Its old master comes back as a replica of it, so
       // writes waiting for one replica can be acknowledged again on every slot.
-      await eventually(async () => {
-        const masters = await cluster.masters();
-        if (masters.length !== 3 || !(await cluster.isHealthy(3))) throw new Error("no failover yet");
-      }, 240);
+      await eventually(async () => (await cluster.masters()).length === 3 && (await cluster.isHealthy(3)), {
+        what: "the victim's replica to be promoted (3 masters, cluster healthy)",
+        timeoutMs: 60_000,
+        intervalMs: 250,
+      });
       const ackedAfterFailover = acked.size;
       await victim!.start();
       await cluster.waitHealthy(3, 60_000);
       expect(await cluster.masters()).not.toContain(victim);
       const ackedAfterHeal = acked.size;
-      await eventually(async () => {
-        if (acked.size < ackedAfterHeal + 200) throw new Error("not yet serving writes again");
-      }, 240);
+      await eventually(() => acked.size >= ackedAfterHeal + 200, { what: "200 more batches acknowledged after the heal", timeoutMs: 60_000, intervalMs: 250 });
       stop = true;
       await Promise.all(writers);
       expect(acked.size).toBeGreaterThan(ackedAtKill);

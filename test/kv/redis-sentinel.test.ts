@@ -9,12 +9,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UnavailableError } from "../../src/errors.js";
 import { scanAll } from "../../src/kv/contract.js";
 import { openRedisKv, parseRedisUrl } from "../../src/kv/redis/connect.js";
+import { eventually, pause } from "../support/eventually.js";
 import {
-  eventually,
   makeRedisDir,
   redisBinariesForTests,
   removeDir,
-  sleep,
   startStandalone,
   type RedisServer,
   type RedisBinaries,
@@ -24,7 +23,7 @@ const bin = redisBinariesForTests();
 
 const MASTER = "flowstore-master";
 /** Sentinel's decisions take seconds: wait up to 30 s for each step. */
-const settled = <T>(step: () => Promise<T>): Promise<T> => eventually(step, 120);
+const settled = <T>(step: () => Promise<T>, what?: string) => eventually(step, { what, timeoutMs: 30_000, intervalMs: 250 });
 
 /** What the sentinel on `s` says of the master: its port, how many replicas and other sentinels it knows. */
 async function sentinelView(s: RedisServer): Promise<{ port: number; replicas: number; sentinels: number }> {
@@ -98,7 +97,7 @@ describe.runIf(bin)("redis sentinel", () => {
           expect(err).toBeInstanceOf(UnavailableError);
           expect(err).toHaveProperty("status", 503);
           failures.push(err as Error);
-          await sleep(50);
+          await pause(50); // the writer's back-off, pacing the load
         }
       }
     };
@@ -121,9 +120,7 @@ describe.runIf(bin)("redis sentinel", () => {
       // one replica are acknowledged again.
       await master.start();
       const ackedBeforeRecovery = acked.size;
-      await eventually(async () => {
-        if (acked.size < ackedBeforeRecovery + 200) throw new Error("not acknowledging writes again yet");
-      }, 240);
+      await eventually(() => acked.size >= ackedBeforeRecovery + 200, { what: "200 more writes acknowledged after the old master's return", timeoutMs: 60_000, intervalMs: 250 });
       stop = true;
       await Promise.all(writers);
 

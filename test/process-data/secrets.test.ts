@@ -1,8 +1,7 @@
 import { SYSTEM } from "../../src/access/actor.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { randomBytes, randomUUID } from "node:crypto";
-import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { UnavailableError, ValidationError } from "../../src/errors.js";
 import { KEY_FILE, TokenCipher } from "../../src/process-data/crypto.js";
@@ -10,6 +9,7 @@ import { INSTANCE_KIND, keys } from "../../src/process-data/keys.js";
 import { openProcessData } from "../../src/process-data/service.js";
 import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
 import { rawDump, service } from "./helpers.js";
+import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
 
 const FS = "bpm-form-submissions";
 
@@ -18,11 +18,11 @@ forEachBackend((backend) => {
   let dir: string;
   beforeEach(async () => {
     h = await backend.create();
-    dir = await mkdtemp(join(tmpdir(), "flowstore-pd-"));
+    dir = await makeTempDir("pd");
   });
   afterEach(async () => {
     await h.destroy();
-    await rm(dir, { recursive: true, force: true });
+    await removeTempDir(dir);
   });
 
   it("never stores an access token in plaintext, anywhere in the backend", async () => {
@@ -85,12 +85,12 @@ describe("token cipher configuration", () => {
   });
 
   it("concurrent openers of one directory agree on one key", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "flowstore-pd-"));
+    const dir = await makeTempDir("pd");
     try {
       const ciphers = await Promise.all(Array.from({ length: 8 }, () => TokenCipher.fromConfig({ dataDir: dir })));
       expect(new Set(ciphers.map((c) => c.keyId)).size).toBe(1);
     } finally {
-      await rm(dir, { recursive: true, force: true });
+      await removeTempDir(dir);
     }
   });
 });

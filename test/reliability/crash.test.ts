@@ -7,8 +7,6 @@
  *
  * Reproduce a run with FLOWSTORE_CRASH_SEED=<seed> (the seed is printed).
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -16,6 +14,7 @@ import { openFlowstore } from "../../src/compose/index.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { check, Model } from "./acknowledged.js";
 import { runChild } from "./child.js";
+import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
 
 const SEED = Number(process.env.FLOWSTORE_CRASH_SEED ?? 20260301);
 const KILLS = 18;
@@ -23,10 +22,10 @@ const SCRIPT = join(import.meta.dirname, "crash-writer.ts");
 
 let dir: string;
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "flowstore-crash-"));
+  dir = makeTempDirSync("crash");
 });
 afterAll(() => {
-  rmSync(dir, { recursive: true, force: true });
+  removeTempDirSync(dir);
 });
 
 it(`survives ${KILLS} SIGKILLs mid-load with every acknowledged write intact (seed ${SEED})`, async () => {

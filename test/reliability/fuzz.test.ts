@@ -16,16 +16,14 @@
  *
  * Seeded and reproducible: FLOWSTORE_FUZZ_SEED=<seed> (printed), FLOWSTORE_FUZZ_RUNS=<count>.
  */
-import { mkdtempSync, rmSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { connect } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import fc from "fast-check";
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { raw, SECRET, startServer, type Running } from "../http/harness.js";
+import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
 
 const SEED = Number(process.env.FLOWSTORE_FUZZ_SEED ?? 20260303);
 /** `npm test` runs 3,000 (10,000 take minutes on a small machine); `npm run soak` runs 10,000. */
@@ -103,7 +101,7 @@ function snapshot(): string[] {
 }
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "flowstore-fuzz-"));
+  dir = makeTempDirSync("fuzz");
   kv = LmdbKv.open(dir);
   s = await startServer(kv, { bodyLimit: BODY_LIMIT });
   const root = s.root.token!;
@@ -153,7 +151,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await s?.close();
   await kv?.close();
-  rmSync(dir, { recursive: true, force: true });
+  removeTempDirSync(dir);
 });
 
 // ------------------------------------------------------------------------------------- route table

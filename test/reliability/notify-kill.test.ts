@@ -6,22 +6,22 @@
  * orphaned commit to the feed and the notification follower projects it into the assignee's inbox.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { FlowstoreClient } from "../../src/client/index.js";
 import { run, waitHealthy } from "../cli/spawn.js";
-import { freePort } from "../setup/redis-servers.js";
+import { freePort } from "../support/ports.js";
+import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
+import { eventually } from "../support/eventually.js";
 
 const SECRET = "a token secret for the kill test, long enough 0123456789";
 const ROOT_PASSWORD = "root password kill";
 let dir: string;
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "flowstore-notify-kill-"));
+  dir = makeTempDirSync("notify-kill");
 });
 afterAll(() => {
-  rmSync(dir, { recursive: true, force: true });
+  removeTempDirSync(dir);
 });
 
 it("a server SIGKILLed between a commit and its feed entry: the restarted server still notifies the assignee", async () => {
@@ -76,11 +76,13 @@ it("a server SIGKILLed between a commit and its feed entry: the restarted server
     const alice = new FlowstoreClient({ baseUrl: base });
     await alice.login("alice", "alice password");
     // The repair and the follower run in the background: poll the inbox (bounded; no timing assertion).
-    let count = await alice.notifications.count();
-    for (let i = 0; i < 600 && count.total === 0; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      count = await alice.notifications.count();
-    }
+    const count = await eventually(
+      async () => {
+        const c = await alice.notifications.count();
+        return c.total > 0 && c;
+      },
+      { what: "alice's notification", timeoutMs: 60_000, intervalMs: 100 },
+    );
     expect(count).toEqual({ unread: 1, total: 1 });
     const [n] = (await alice.notifications.list()).items;
     expect(n).toMatchObject({ eventType: "workflowitem.assigned", actor: "root", displayName: "Tiles", read: false });

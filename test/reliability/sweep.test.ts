@@ -6,8 +6,6 @@
  *
  * Reproduce a run with FLOWSTORE_SWEEP_SEED=<seed> (the seed is printed).
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { expect, it } from "vitest";
@@ -18,6 +16,7 @@ import { SYSTEM, userActor } from "../../src/access/actor.js";
 import { ResourceStore } from "../../src/resources/store.js";
 import { tenancySchema } from "../../src/tenancy/schema.js";
 import { runChild } from "./child.js";
+import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
 
 const SEED = Number(process.env.FLOWSTORE_SWEEP_SEED ?? 20260302);
 const SCRIPT = join(import.meta.dirname, "sweep-writer.ts");
@@ -75,7 +74,7 @@ const killPoints = [0, ...fc.sample(fc.integer({ min: 1, max: CHILDREN - 1 }), {
 
 it.each(killPoints.map((k, i) => [i, k]))(`trial %i: killed after %i of ${CHILDREN} children swept, the sweep resumes to the end (seed ${SEED})`, async (_trial, killAfter) => {
   console.log(`sweep test seed: ${SEED} (FLOWSTORE_SWEEP_SEED=${SEED} to reproduce); kill after ${killAfter} swept`);
-  const dir = mkdtempSync(join(tmpdir(), "flowstore-sweep-"));
+  const dir = makeTempDirSync("sweep");
   try {
     let kv = LmdbKv.open(dir);
     const before: Store = new ResourceStore(kv, tenancySchema);
@@ -146,6 +145,6 @@ it.each(killPoints.map((k, i) => [i, k]))(`trial %i: killed after %i of ${CHILDR
       await kv.close();
     }
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    removeTempDirSync(dir);
   }
 }, 60_000);

@@ -13,7 +13,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { freePort } from "./redis-servers.js";
+import { freePort } from "../support/ports.js";
 
 /** The directory holding initdb and pg_ctl, or null when PostgreSQL is not installed. */
 export function findPostgresBinaries(): string | null {

@@ -4,22 +4,27 @@
  * teardown, whether the tests passed or not.
  *
  * With CI=true a missing PostgreSQL fails the run; otherwise the postgres backend is left out with a
- * loud message.
+ * loud message. Started once for every project of the run (shared.ts); not at all under
+ * FLOWSTORE_TEST_FAST=1 (`npm run test:fast`: memory and LMDB only).
  */
 import type { TestProject } from "vitest/node";
 import { missingBinaries } from "./missing.js";
+import { serversSkipped, sharedServers } from "./shared.js";
 import { findPostgresBinaries, removePostgres, startPostgres } from "./postgres-server.js";
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const bin = findPostgresBinaries();
+  const bin = serversSkipped() ? null : findPostgresBinaries();
   if (!bin) {
-    missingBinaries("PostgreSQL (initdb, pg_ctl) not found: the postgres backend is NOT tested");
+    if (!serversSkipped()) missingBinaries("PostgreSQL (initdb, pg_ctl) not found: the postgres backend is NOT tested");
     project.provide("postgres", null);
     return async () => {};
   }
-  const server = await startPostgres(bin);
-  project.provide("postgres", server.url());
-  return () => removePostgres(server);
+  const { value, release } = await sharedServers("postgres", async () => {
+    const server = await startPostgres(bin);
+    return { value: server.url(), stop: () => removePostgres(server) };
+  });
+  project.provide("postgres", value);
+  return release;
 }
 
 declare module "vitest" {

@@ -6,10 +6,11 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
+import { eventually, GiveUp } from "../support/eventually.js";
+import { freePort } from "../support/ports.js";
 
 export interface RedisBinaries {
   readonly server: string;
@@ -38,23 +39,6 @@ const live = new Set<ChildProcess>();
 process.once("exit", () => {
   for (const p of live) p.kill("SIGKILL");
 });
-
-async function bindable(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.once("error", () => resolve(false));
-    s.listen(port, "127.0.0.1", () => s.close(() => resolve(true)));
-  });
-}
-
-/** A port that is free, whose cluster bus port (+10000) is free too, never 6379. */
-export async function freePort(): Promise<number> {
-  for (;;) {
-    const port = 20000 + Math.floor(Math.random() * 25000);
-    if (port === 6379) continue;
-    if ((await bindable(port)) && (await bindable(port + 10000))) return port;
-  }
-}
 
 export interface ServerOptions {
   readonly cluster?: boolean;
@@ -150,13 +134,13 @@ export class RedisServer {
     this.#proc = proc;
     live.add(proc);
     proc.once("exit", () => live.delete(proc));
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      if (!this.running) throw new Error(`redis-server on port ${this.port} exited at start (see ${this.dir}/redis.log)`);
-      if (await this.#ping()) return;
-      if (Date.now() > deadline) throw new Error(`redis-server on port ${this.port} did not answer in 15 s`);
-      await sleep(50);
-    }
+    await eventually(
+      async () => {
+        if (!this.running) throw new GiveUp(`redis-server on port ${this.port} exited at start (see ${this.dir}/redis.log)`);
+        return this.#ping();
+      },
+      { what: `redis-server on port ${this.port} to answer PING`, timeoutMs: 15_000, intervalMs: 50 },
+    );
   }
 
   async #ping(): Promise<boolean> {
@@ -267,12 +251,7 @@ export class RedisClusterHandle {
   /** Waits until every running node says cluster_state:ok, knows the same number of masters, and every
    * running replica's link to its master is up. */
   async waitHealthy(masters: number, timeoutMs = 30_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      if (await this.isHealthy(masters)) return;
-      if (Date.now() > deadline) throw new Error("the redis cluster did not become healthy in time");
-      await sleep(200);
-    }
+    await eventually(() => this.isHealthy(masters), { what: `the redis cluster to be healthy with ${masters} masters`, timeoutMs, intervalMs: 200 });
   }
 
   async isHealthy(masters: number): Promise<boolean> {
@@ -335,18 +314,4 @@ export async function startCluster(
 
 export async function removeDir(dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
-}
-
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** Retries `step` until it succeeds (the store is serving again), at most `attempts` times, 250 ms apart. */
-export async function eventually<T>(step: () => Promise<T>, attempts = 60): Promise<T> {
-  for (let i = 1; ; i++) {
-    try {
-      return await step();
-    } catch (err) {
-      if (i >= attempts) throw err;
-      await sleep(250);
-    }
-  }
 }

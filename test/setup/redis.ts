@@ -5,10 +5,12 @@
  * at teardown, whether the tests passed or not.
  *
  * With CI=true a missing redis-server or redis-cli fails the run; otherwise the redis backends are left
- * out with a loud message.
+ * out with a loud message. Started once for every project of the run (shared.ts); not at all under
+ * FLOWSTORE_TEST_FAST=1 (`npm run test:fast`: memory and LMDB only).
  */
 import type { TestProject } from "vitest/node";
 import { missingBinaries } from "./missing.js";
+import { serversSkipped, sharedServers } from "./shared.js";
 import {
   findRedisBinaries,
   makeRedisDir,
@@ -34,25 +36,28 @@ declare module "vitest" {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const bin = findRedisBinaries();
+  const bin = serversSkipped() ? null : findRedisBinaries();
   if (!bin) {
-    missingBinaries("redis-server / redis-cli not found on PATH: the redis and redis-cluster backends are NOT tested");
+    if (!serversSkipped()) missingBinaries("redis-server / redis-cli not found on PATH: the redis and redis-cluster backends are NOT tested");
     project.provide("redis", null);
     return async () => {};
   }
-  const dir = await makeRedisDir("shared");
-  let standalone: RedisServer | undefined;
-  let cluster: RedisClusterHandle | undefined;
-  const teardown = async (): Promise<void> => {
-    await Promise.all([standalone?.stop(), cluster?.stop()]);
-    await removeDir(dir);
-  };
-  try {
-    [standalone, cluster] = await Promise.all([startStandalone(bin, dir), startCluster(bin, dir)]);
-  } catch (err) {
-    await teardown();
-    throw err;
-  }
-  project.provide("redis", { standalone: standalone.url, cluster: cluster.url });
-  return teardown;
+  const { value, release } = await sharedServers("redis", async () => {
+    const dir = await makeRedisDir("shared");
+    let standalone: RedisServer | undefined;
+    let cluster: RedisClusterHandle | undefined;
+    const teardown = async (): Promise<void> => {
+      await Promise.all([standalone?.stop(), cluster?.stop()]);
+      await removeDir(dir);
+    };
+    try {
+      [standalone, cluster] = await Promise.all([startStandalone(bin, dir), startCluster(bin, dir)]);
+    } catch (err) {
+      await teardown();
+      throw err;
+    }
+    return { value: { standalone: standalone.url, cluster: cluster.url }, stop: teardown };
+  });
+  project.provide("redis", value);
+  return release;
 }

@@ -7,7 +7,7 @@
  * |------------------------------|------------------------------------------------------------------------------------------------|
  * | inherit-subproject           | subproject_create: project.X → subproject.X, project.createSubproject → subproject.createWorkflowitem, creator keeps all |
  * | inherit-workflowitem         | workflowitem_create: subproject.X → workflowitem.X; createWorkflowitem, reorder and budget intents not inherited |
- * | close-assignee               | workflowitem_close / subproject_close / project_close: only the assignee (or a member of the assigned group) closes |
+ * | close-assignee               | workflowitem_close / subproject_close / project_close: only the assignee (or a member of the assigned group) closes; flowstore: holding the close intent too |
  * | close-validator              | workflowitem_close: with a validator set, only the validator (who is also the assignee) closes  |
  * | close-noop                   | *_close: closing a closed resource returns it with no new event                                |
  * | mode-ordered                 | subproject_create: workflowMode defaults to "ordered"; workflowitem_close: earlier items closed first |
@@ -28,7 +28,7 @@
  * suite proves the backends equal).
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { ConflictError, ForbiddenError, ValidationError } from "../../src/errors.js";
+import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from "../../src/errors.js";
 import { SYSTEM, userActor } from "../../src/access/actor.js";
 import { Identity } from "../../src/identity/identity.js";
 import { ResourceStore } from "../../src/resources/store.js";
@@ -99,13 +99,16 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
       expect(perms["workflowitem.close"]).toEqual(["mary"]);
     });
 
-    it("close-assignee: only the assignee (a user, or a member of the assigned group) closes; the close intent alone does not", async () => {
+    it("close-assignee: only the assignee (a user, or a member of the assigned group) closes; the close intent alone does not, nor being assigned alone", async () => {
       await wf.createSubproject(mary, "p", { id: "s", displayName: "S", currency: "EUR" });
       await item("s", "w", { assignee: "finance" });
       await wf.grant(mary, workflowitemRef("p", "s", "w"), "workflowitem.close", "val");
       await expect(wf.closeWorkflowitem(val, "p", "s", "w")).rejects.toBeInstanceOf(ForbiddenError);
       await expect(wf.closeWorkflowitem(mary, "p", "s", "w")).rejects.toBeInstanceOf(ForbiddenError);
-      // tom is a member of finance and holds no intent on the item.
+      // tom is a member of finance: assigned, but without the close intent he is refused (issue 29, finding 3;
+      // holding no intent at all, he may not know the item exists: the 404 of a missing one).
+      await expect(wf.closeWorkflowitem(tom, "p", "s", "w")).rejects.toBeInstanceOf(NotFoundError);
+      await wf.grant(mary, workflowitemRef("p", "s", "w"), "workflowitem.close", "finance");
       expect((await wf.closeWorkflowitem(tom, "p", "s", "w")).data.status).toBe("closed");
       // The subproject and the project: their assignee (mary, the creator) closes; jane with the intent does not.
       await wf.grant(mary, subprojectRef("p", "s"), "subproject.close", "jane");
@@ -120,6 +123,7 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
     it("close-validator: with a validator set, the validator closes, and only as the assignee", async () => {
       await wf.createSubproject(mary, "p", { id: "s", displayName: "S", currency: "EUR", validator: "val" });
       await item("s", "w", { assignee: "jane" });
+      for (const who of ["jane", "val"]) await wf.grant(mary, workflowitemRef("p", "s", "w"), "workflowitem.close", who);
       await expect(wf.closeWorkflowitem(jane, "p", "s", "w")).rejects.toThrow(/validator/);
       await expect(wf.closeWorkflowitem(val, "p", "s", "w")).rejects.toThrow(/assignee/);
       await wf.assign(mary, workflowitemRef("p", "s", "w"), "val");

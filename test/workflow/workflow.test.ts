@@ -140,6 +140,7 @@ forEachBackend((backend) => {
     await wf.createSubproject(mary, "p", { id: "v", displayName: "Validated", currency: "EUR", validator: "val" });
     await wf.createWorkflowitem(mary, "p", "v", { id: "w", displayName: "w", amountType: "N/A", assignee: "jane" });
     // jane is the assignee but not the validator; mary holds every intent but is neither.
+    await wf.grant(mary, workflowitemRef("p", "v", "w"), "workflowitem.close", "jane");
     await refusedWithoutChange("p", () => wf.closeWorkflowitem(jane, "p", "v", "w"), ForbiddenError);
     await refusedWithoutChange("p", () => wf.closeWorkflowitem(mary, "p", "v", "w"), ForbiddenError);
     // The validator holding the close intent is still refused while jane is the assignee.

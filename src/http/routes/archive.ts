@@ -50,7 +50,7 @@ function sendFile(reply: FastifyReply, file: OpenedFile) {
 const MAX_FILES = 1000;
 
 export const archiveRoutes: RoutePlugin = async (app) => {
-  const { identity, archive } = app.flowstore;
+  const { archive } = app.flowstore;
   const fieldLimit = app.initialConfig.bodyLimit ?? 1024 * 1024;
   // Scoped to this plugin: only the archive's routes accept multipart bodies. A file may reach the
   // archive's limit (the archive itself answers 413 naming it); the document field the body limit.

@@ -10,9 +10,12 @@
  * - By intent (as over REST, issue "change feed by intent"): each event needs the resource's history
  *   intent, a permission change its `intent.listPermissions`; a `created` event's permission map is left
  *   out for those who may not list permissions (resources/audit.ts `eventFor`).
- * - The stream ends when the token expires, and within one poll (200 ms) once the user is disabled or
- *   removed: every tick reads the connected users' records in one batched read, whichever process
- *   disabled them.
+ * - The stream ends when the token expires, and within one poll (200 ms) once the token is no longer
+ *   good: the user disabled or removed, its password changed, a logout or logout-all (issue 29,
+ *   finding 5). Every tick, and every delivery before it writes, verifies the stream's token again
+ *   (signature, token version, session: one batched read) and takes the user's groups as they are
+ *   now, so a user removed from the group that granted a view stops seeing through it at once.
+ * - At most MAX_STREAMS_PER_USER streams per user are open at a time; one more answers 429.
  * - Notifications: a notification arriving in the caller's inbox (workflow/notifications.ts) is pushed
  *   as `event: notification` (data: the notification, no id: the inbox is its durable record, read it
  *   with GET /notifications after a reconnect); every tick reads each stream's inbox counter.
@@ -20,7 +23,8 @@
  */
 import { Type } from "@sinclair/typebox";
 import { decodeJwt } from "jose";
-import { ValidationError } from "../../errors.js";
+import { TooManyRequestsError, ValidationError } from "../../errors.js";
+import { bearerToken } from "../auth.js";
 import type { ResourceEvent } from "../../resources/model/events.js";
 import { FeedWatcher, type FeedEntry } from "../../resources/log/feed.js";
 import type { RoutePlugin } from "../context.js";
@@ -30,6 +34,8 @@ const KEEPALIVE_MS = 15_000;
 const POLL_MS = 200;
 /** Partitions whose last delivered seq a stream remembers (to read a crash's gap, feed.ts). */
 const SEEN_PARTITIONS = 10_000;
+/** Change-feed streams one user may hold open at once (issue 29, finding 14). */
+export const MAX_STREAMS_PER_USER = 8;
 
 /** The `exp` (seconds) of the bearer token, already verified by the auth hook; null when absent. */
 function tokenExpiry(header: string | undefined): number | null {
@@ -55,20 +61,20 @@ function resumePoint(id: string, head: number): { position: number; index: numbe
 interface Stream {
   readonly userId: string;
   readonly end: () => void;
+  /** Verifies the stream's token again and takes the user's current groups; ends the stream (false) when it no longer holds. */
+  readonly recheck: () => Promise<boolean>;
   /** Pushes the notifications that arrived in the user's inbox since the last check. */
   readonly checkInbox: () => Promise<void>;
 }
 
 export const eventRoutes: RoutePlugin = async (app) => {
-  const { resources, identity, notifications } = app.flowstore;
+  const { resources, identity, notifications, tokens } = app.flowstore;
   const feed = resources.writer.feed;
   const streams = new Set<Stream>();
   const watcher = new FeedWatcher(feed, POLL_MS, async () => {
-    const users = [...new Set([...streams].map((s) => s.userId))];
-    if (users.length === 0) return;
-    const gone = await identity.disabledAmong(users);
-    for (const s of [...streams]) if (gone.has(s.userId)) s.end();
-    await Promise.all([...streams].map((s) => s.checkInbox()));
+    if (streams.size === 0) return;
+    const live = await Promise.all([...streams].map(async (s) => ((await s.recheck()) ? s : null)));
+    await Promise.all(live.map((s) => s?.checkInbox()));
   });
   // Streams never end by themselves: end them when the server closes, so shutdown is not held up, and
   // when the gate shuts (a restore replaces the store: clients reconnect once it is open again).
@@ -92,11 +98,15 @@ export const eventRoutes: RoutePlugin = async (app) => {
         produces: ["text/event-stream"],
         headers: Type.Object({ "last-event-id": Type.Optional(Type.String({ description: "resume after this event id" })) }),
         querystring: Type.Object({ lastEventId: Type.Optional(Type.String({ description: "as the Last-Event-ID header (for EventSource reconnects)" })) }),
-        response: { 200: { description: "an endless text/event-stream", content: { "text/event-stream": { schema: { type: "string" } } } }, ...problems(400, 401) },
+        response: { 200: { description: "an endless text/event-stream", content: { "text/event-stream": { schema: { type: "string" } } } }, ...problems(400, 401, 429) },
       },
     },
     async (request, reply) => {
-      const actor = request.actor;
+      let actor = request.actor;
+      if ([...streams].filter((s) => s.userId === actor.id).length >= MAX_STREAMS_PER_USER) {
+        throw new TooManyRequestsError(`a user holds at most ${MAX_STREAMS_PER_USER} change-feed streams at a time: close one first`, 1);
+      }
+      const token = request.headers.authorization !== undefined ? bearerToken(request) : undefined;
       const head = await feed.head();
       const lastId = request.headers["last-event-id"] ?? request.query.lastEventId;
       const resume = lastId === undefined ? null : resumePoint(lastId, head);
@@ -150,6 +160,7 @@ export const eventRoutes: RoutePlugin = async (app) => {
           do {
             again = false;
             for (let entries = await feed.read(position); entries.length > 0 && !res.destroyed; entries = await feed.read(position)) {
+              if (!(await recheck())) return;
               for (const entry of entries) {
                 if (res.destroyed) return;
                 await deliver(entry);
@@ -176,7 +187,7 @@ export const eventRoutes: RoutePlugin = async (app) => {
         if (checking || res.destroyed) return;
         checking = true;
         try {
-          const { items, last } = await notifications.since(actor.id, inboxSeen);
+          const { items, last } = await notifications.since(actor, inboxSeen);
           for (const n of items) if (!res.destroyed) res.write(`event: notification\ndata: ${JSON.stringify(n)}\n\n`);
           inboxSeen = last;
         } catch (e) {
@@ -185,7 +196,18 @@ export const eventRoutes: RoutePlugin = async (app) => {
           checking = false;
         }
       };
-      const stream: Stream = { userId: actor.id, end: () => end(), checkInbox };
+      const recheck = async (): Promise<boolean> => {
+        if (res.destroyed) return false;
+        try {
+          if (token !== undefined) actor = await tokens.verify(token);
+          else if ((await identity.disabledAmong([actor.id])).size > 0) throw new Error("disabled");
+          return true;
+        } catch {
+          end();
+          return false;
+        }
+      };
+      const stream: Stream = { userId: actor.id, end: () => end(), checkInbox, recheck };
       const close = (): void => {
         clearInterval(timer);
         clearTimeout(expiry);

@@ -14,13 +14,14 @@
  */
 import { Type, type Static } from "@sinclair/typebox";
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
-import { UnauthorizedError } from "../../errors.js";
+import { DisabledLoginError, ForbiddenError, UnauthorizedError } from "../../errors.js";
 import { PASSWORD_MAX } from "../../identity/index.js";
 import type { IssuedToken } from "../../identity/index.js";
 import { bearerToken } from "../auth.js";
 import { DEFAULT_LOGIN_RATE_LIMITS, loginLimiter, type LoginRateLimits } from "../rate-limit.js";
 import { Envelope, errorBody, ok, Reply } from "./envelope.js";
 import { trubudgetIntents } from "./intents.js";
+import { organizationOf } from "./users.js";
 
 /** The cookies TruBudget sets, and where its frontend sends the refresh token. */
 export const TOKEN_COOKIE = "token";
@@ -116,6 +117,8 @@ const Done = Reply(Type.Object({}));
 export interface AuthOptions {
   /** Limits on log in and refresh (as the native /auth routes'); false for none. */
   readonly rateLimit?: LoginRateLimits | false;
+  /** The node's organization (root's). */
+  readonly organization: string;
 }
 
 export const authRoutes: FastifyPluginAsync<AuthOptions> = async (app, options) => {
@@ -128,11 +131,15 @@ export const authRoutes: FastifyPluginAsync<AuthOptions> = async (app, options) 
     "/user.authenticate",
     {
       schema: { body: Credentials, response: { 200: LoginReply } },
-      ...(limits ? { onRequest: limits.perAddress, preHandler: limits.perUser((r) => (r.body as Static<typeof Credentials>).data.user.id) } : {}),
+      // Failed guesses are counted by the login guard the native log in shares (identity/login-guard.ts).
+      ...(limits ? { onRequest: limits.perAddress } : {}),
     },
     async (request, reply) => {
       const { id, password } = request.body.data.user;
-      const issued = await tokens.login(id, password);
+      const issued = await tokens.login(id, password, { address: request.ip }).catch((e: unknown) => {
+        // TruBudget answers a disabled user's right password 403 (NotAuthorized), not 401.
+        throw e instanceof DisabledLoginError ? new ForbiddenError(`user ${id} is disabled`) : e;
+      });
       const actor = await tokens.verify(issued.token);
       const user = await identity.getUser(actor.id);
       const groups = await Promise.all(user.groups.map(async (g) => ({ groupId: g, displayName: (await identity.getGroup(g)).displayName })));
@@ -141,7 +148,7 @@ export const authRoutes: FastifyPluginAsync<AuthOptions> = async (app, options) 
         user: {
           id: user.id,
           displayName: user.displayName,
-          organization: user.organization ?? "",
+          organization: organizationOf(user, options.organization),
           allowedIntents: trubudgetIntents(await identity.global.held(actor)),
           groups,
           token: issued.token,

@@ -6,7 +6,8 @@
  * status and the named field are the native API's too.
  */
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { FlowstoreError } from "../../errors.js";
 import { PROBLEM_CONTENT_TYPE, type Problem } from "../problem.js";
 
 export const API_VERSION = "1.0";
@@ -26,6 +27,13 @@ export type ErrorBody = Static<typeof ErrorBody>;
 
 export const errorBody = (code: number, message: string): ErrorBody => ({ apiVersion: API_VERSION, error: { code, message } });
 
+/** TruBudget's PreconditionError (its http_errors.ts answers it 412): a rule of the domain refuses the request as it stands. */
+export class PreconditionError extends FlowstoreError {
+  constructor(message: string, field?: string) {
+    super("precondition_failed", 412, message, field);
+  }
+}
+
 /** TruBudget tells an unauthenticated caller no more than this (its http_errors.ts hides the cause). */
 export const AUTHENTICATION_FAILED = "Authentication Failed";
 
@@ -35,10 +43,10 @@ export const AUTHENTICATION_FAILED = "Authentication Failed";
  * and this onSend hook re-shapes that one body, keeping its status and its detail (which names the field).
  * A 401 says only that authentication failed, as TruBudget does. Successes pass untouched.
  */
-export function translateProblems(app: FastifyInstance): void {
-  app.addHook("onSend", (_request, reply, payload, done) => {
+export function translateProblems(app: FastifyInstance, applies: (request: FastifyRequest) => boolean = () => true): void {
+  app.addHook("onSend", (request, reply, payload, done) => {
     const type = reply.getHeader("content-type");
-    if (typeof type !== "string" || !type.startsWith(PROBLEM_CONTENT_TYPE) || typeof payload !== "string") return done(null, payload);
+    if (!applies(request) || typeof type !== "string" || !type.startsWith(PROBLEM_CONTENT_TYPE) || typeof payload !== "string") return done(null, payload);
     const problem = JSON.parse(payload) as Problem;
     reply.header("content-type", "application/json; charset=utf-8");
     reply.removeHeader("www-authenticate");

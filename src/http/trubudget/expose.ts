@@ -24,8 +24,8 @@ export interface Exposed {
   data: Record<string, unknown>;
 }
 
-/** TruBudget's `creationUnixTs`: milliseconds since the epoch, as a string. */
-export const unixTs = (iso: string): string => String(Date.parse(iso));
+/** TruBudget's `*UnixTs`: whole seconds since the epoch, as a string (its frontend reads seconds). */
+export const unixTs = (iso: string): string => String(Math.floor(Date.parse(iso) / 1000));
 
 const or = <T>(v: unknown, dflt: T): T => (v === undefined ? dflt : (v as T));
 
@@ -135,10 +135,12 @@ export function exposeWorkflowitem(r: Served, intents: TbIntents): Exposed {
 
 /**
  * TruBudget's event type for a flowstore event type: `project.created` → `project_created`; the
- * ordering of a subproject's workflowitems is its `workflowitems_reordered`.
+ * ordering of a subproject's workflowitems is its `workflowitems_reordered`; a document added to or
+ * removed from a workflowitem is a `workflowitem_updated` there (its update naming the document).
  */
 export function tbEventType(type: string): string {
   if (type === "subproject.ordering_set") return "workflowitems_reordered";
+  if (type === "workflowitem.document_uploaded" || type === "workflowitem.document_deleted") return "workflowitem_updated";
   return type.replace(".", "_");
 }
 
@@ -149,39 +151,73 @@ export function nativeEventType(level: Level, tbType: string): string {
   return tbType.startsWith(prefix) ? `${level}.${tbType.slice(prefix.length)}` : tbType;
 }
 
-/** The fields of an event's payload TruBudget's businessEvent carries beside its type, time and publisher. */
-function eventFields(e: ResourceEvent): Record<string, unknown> {
-  const p = e.payload;
+type Budget = { organization: string; currencyCode: string; value: string };
+const budgetsOf = (v: unknown): Budget[] => (Array.isArray(v) ? (v as Budget[]) : []);
+const sameBudget = (a: Budget, b: Budget) => a.organization === b.organization && a.currencyCode === b.currencyCode;
+
+/**
+ * The fields of an event's payload TruBudget's businessEvent carries beside its type, time and publisher
+ * (its event definitions, api/src/service/domain/workflow/*_*.ts): the ids of the resource and its
+ * parents; `permission` and `grantee` or `revokee`; the new resource, the `assignee` or the `update`; a
+ * projected budget's `organization`, `currencyCode` and `value` (found by comparing the budgets before,
+ * `budgets`, with those after); a closed workflowitem's `rejectReason`.
+ */
+function eventFields(e: ResourceEvent, budgets: Budget[]): Record<string, unknown> {
+  const p = e.payload as Record<string, unknown> & { data?: Record<string, unknown> };
   const out: Record<string, unknown> = {};
-  if (p.intent !== undefined) out.permission = p.intent;
-  if (p.identity !== undefined) out.grantee = p.identity;
+  for (const step of e.path) out[`${step.type}Id`] = step.id;
+  const verb = e.type.slice(e.type.indexOf(".") + 1);
+  if (p.intent !== undefined) out.permission = NATIVE_PERMISSION[p.intent as string] ?? p.intent;
+  if (p.identity !== undefined) out[verb === "permission_revoked" ? "revokee" : "grantee"] = p.identity;
   if (p.ordering !== undefined) out.ordering = p.ordering;
-  if (p.data !== undefined) {
-    const verb = e.type.slice(e.type.indexOf(".") + 1);
+  if (verb === "document_uploaded") out.update = { documents: p.document === undefined ? [] : [p.document] };
+  else if (verb === "document_deleted") out.update = { documentsDeleted: p.document === undefined ? [] : [p.document] };
+  else if (verb === "projected_budget_updated" || verb === "projected_budget_deleted") {
+    const after = budgetsOf(p.data?.projectedBudgets);
+    const changed =
+      verb === "projected_budget_updated"
+        ? after.find((b) => !budgets.some((o) => sameBudget(o, b) && o.value === b.value))
+        : budgets.find((o) => !after.some((b) => sameBudget(o, b)));
+    if (changed) {
+      out.organization = changed.organization;
+      out.currencyCode = changed.currencyCode;
+      if (verb === "projected_budget_updated") out.value = changed.value;
+    }
+  } else if (p.data !== undefined) {
     if (verb === "created") out[e.path.at(-1)?.type ?? "resource"] = p.data;
     else if (verb === "assigned") out.assignee = p.data.assignee;
-    else out.update = p.data;
+    else if (verb === "closed") {
+      if (p.data.rejectReason !== undefined) out.rejectReason = p.data.rejectReason;
+    } else out.update = p.data;
   }
   return out;
 }
 
+/** TruBudget's name of a permission an event names, where flowstore's differs. */
+const NATIVE_PERMISSION: Readonly<Record<string, string>> = { "workflowitem.viewDetails": "workflowitem.list" };
+
 /**
  * TruBudget's history entries of one resource (`{entityId, entityType, businessEvent, snapshot}`), in
  * the order given; `snapshot.displayName` is the resource's name as of each event, folded from the
- * whole history (`all`), which may hold more events than `events` (a filtered selection of it).
+ * whole history (`all`), which may hold more events than `events` (a filtered selection of it), as are
+ * the projected budgets each budget event changed.
  */
 export function exposeHistory(level: Level, id: string, all: readonly ResourceEvent[], events: readonly ResourceEvent[]): Record<string, unknown>[] {
   const nameAt = new Map<number, unknown>();
+  const budgetsBefore = new Map<number, Budget[]>();
   let name: unknown;
+  let budgets: Budget[] = [];
   for (const e of all) {
     const d = e.payload.data;
+    budgetsBefore.set(e.seq, budgets);
     if (d && typeof d === "object" && "displayName" in d) name = d.displayName;
+    if (d && typeof d === "object" && "projectedBudgets" in d) budgets = budgetsOf(d.projectedBudgets);
     nameAt.set(e.seq, name);
   }
   return events.map((e) => ({
     entityId: id,
     entityType: level,
-    businessEvent: { type: tbEventType(e.type), source: "http", time: e.at, publisher: e.actor, ...eventFields(e) },
+    businessEvent: { type: tbEventType(e.type), source: "http", time: e.at, publisher: e.actor, ...eventFields(e, budgetsBefore.get(e.seq) ?? []) },
     snapshot: { displayName: nameAt.get(e.seq) ?? name },
   }));
 }

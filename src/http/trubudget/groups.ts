@@ -9,14 +9,16 @@ import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { ValidationError } from "../../errors.js";
 import { DISPLAY_NAME_MAX, MAX_GROUP_MEMBERS } from "../../identity/index.js";
 import { IdentityId } from "../../identity/wire.js";
+import { dropsUnknown } from "./validation.js";
 import { Envelope, ok, Reply } from "./envelope.js";
 import { all } from "./users.js";
 
 const strict = { additionalProperties: false } as const;
 const UserIds = Type.Array(IdentityId, { maxItems: MAX_GROUP_MEMBERS });
 
+/** TruBudget's route schema closes `data` of a new group (unknown properties beside `group` are dropped). */
 const NewGroup = Envelope(
-  Type.Object({ group: Type.Object({ id: IdentityId, displayName: Type.String({ minLength: 1, maxLength: DISPLAY_NAME_MAX }), users: UserIds }, strict) }, strict),
+  dropsUnknown(Type.Object({ group: Type.Object({ id: IdentityId, displayName: Type.String({ minLength: 1, maxLength: DISPLAY_NAME_MAX }), users: UserIds }, strict) })),
 );
 const Members = Envelope(Type.Object({ groupId: IdentityId, userIds: UserIds }, strict));
 type Members = Static<typeof Members>;

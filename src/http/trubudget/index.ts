@@ -9,23 +9,26 @@
  * TruBudget's envelopes (envelope.ts), and they stay out of flowstore's OpenAPI document: TruBudget's
  * contract is its own.
  */
-import type { FastifyPluginAsync } from "fastify";
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { LoginRateLimits } from "../rate-limit.js";
 import { authenticated, authRoutes } from "./auth.js";
 import { translateProblems } from "./envelope.js";
 import { globalRoutes } from "./global.js";
 import { groupRoutes } from "./groups.js";
 import { levelRoutes } from "./levels.js";
-import { networkRoutes } from "./network.js";
+import { DEFAULT_ORGANIZATION, networkRoutes } from "./network.js";
 import { notificationRoutes } from "./notifications.js";
 import { projectRoutes } from "./projects.js";
 import { subprojectRoutes } from "./subprojects.js";
 import { publicSystemRoutes, systemRoutes } from "./system.js";
 import { userRoutes } from "./users.js";
+import { trubudgetValidatorCompiler } from "./validation.js";
 import { workflowitemRoutes } from "./workflowitems.js";
 
 /** Where TruBudget's frontend (its nginx proxy) and tools expect the API. */
 export const TRUBUDGET_PREFIX = "/api";
+
+export { DEFAULT_ORGANIZATION };
 
 /** Areas anyone may call (besides log in, refresh and log out: auth.ts). */
 const PUBLIC_AREAS: readonly FastifyPluginAsync[] = [
@@ -34,7 +37,6 @@ const PUBLIC_AREAS: readonly FastifyPluginAsync[] = [
 
 /** Areas behind authentication (a `token` cookie or a Bearer header): request.actor is the caller. */
 const SECURED_AREAS: readonly FastifyPluginAsync[] = [
-  userRoutes, // user.list, user.changePassword, global.createUser|enableUser|disableUser|listAssignments
   groupRoutes, // global.createGroup, group.list|addUser|removeUser
   globalRoutes, // global.listPermissions|grantPermission|grantAllPermissions|revokePermission
   systemRoutes, // version, provisioned, system.createBackup, system.restoreBackup
@@ -46,22 +48,41 @@ const SECURED_AREAS: readonly FastifyPluginAsync[] = [
 ];
 
 export interface TrubudgetApiOptions {
+  /** The server's not-found handler (404, or 405 with Allow for a known path): answered here in TruBudget's error body. */
+  readonly notFound?: (request: FastifyRequest, reply: FastifyReply) => FastifyReply;
+  /** Where the native API is mounted (under this prefix too): its unknown routes keep the native answer. */
+  readonly nativePrefix?: string;
   /** Limits on log in and refresh, as the native API's (false for none). */
   readonly rateLimit?: LoginRateLimits | false;
-  /** The organization of this node, as network.list answers it (default "flowstore"). */
+  /**
+   * The organization this node runs for (TruBudget's ORGANIZATION; default "flowstore"): root's, as
+   * network.list answers it, and the only one global.createUser knows.
+   */
   readonly organization?: string;
 }
 
 export const trubudgetApi: FastifyPluginAsync<TrubudgetApiOptions> = async (app, options) => {
-  app.addHook("onRoute", (route) => {
+  // Each route's own compiler (a scope's compiler is rebuilt from the server's wherever a plugin adds a
+  // schema), knowing the named schemas of the route's scope (registered by the server's onRoute hook, before this one).
+  app.addHook("onRoute", function (this: FastifyInstance, route) {
     route.schema = { ...route.schema, hide: true };
+    route.validatorCompiler = trubudgetValidatorCompiler(this.getSchemas() as Record<string, unknown>);
   });
-  translateProblems(app);
-  await app.register(authRoutes, { rateLimit: options.rateLimit });
+  // The native API lives under this prefix too (/api/v1): its answers stay problems.
+  const native = (url: string) => options.nativePrefix !== undefined && (url === options.nativePrefix || url.startsWith(`${options.nativePrefix}/`) || url.startsWith(`${options.nativePrefix}?`));
+  translateProblems(app, (request) => !native(request.url));
+  // An unknown route or a method a path does not serve (404, 405 with Allow) answers TruBudget's error body.
+  if (options.notFound) {
+    const notFound = options.notFound;
+    app.setNotFoundHandler((request, reply) => notFound(request, reply));
+  }
+  const organization = options.organization ?? DEFAULT_ORGANIZATION;
+  await app.register(authRoutes, { rateLimit: options.rateLimit, organization });
   for (const area of PUBLIC_AREAS) await app.register(area);
   await app.register(async (secured) => {
     authenticated(secured);
     for (const area of SECURED_AREAS) await secured.register(area);
-    await secured.register(networkRoutes, { organization: options.organization });
+    await secured.register(userRoutes, { organization }); // user.list, user.changePassword, global.createUser|enableUser|disableUser|listAssignments
+    await secured.register(networkRoutes, { organization });
   });
 };

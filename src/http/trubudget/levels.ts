@@ -14,7 +14,7 @@
  *
  * Each calls the workflow command the native route calls (routes/workflow.ts, declared.ts).
  */
-import { Type, type Static } from "@sinclair/typebox";
+import { Type, type Static, type TObject } from "@sinclair/typebox";
 import type { FastifyPluginAsync } from "fastify";
 import type { ResourceEvent } from "../../resources/model/events.js";
 import type { Ref } from "../../resources/model/ref.js";
@@ -24,6 +24,7 @@ import { ConflictError, StaleVersionError } from "../../errors.js";
 import { Envelope, errorBody, ok } from "./envelope.js";
 import { exposeHistory, nativeEventType } from "./expose.js";
 import { tbIntents, toNativeIntent } from "./intents.js";
+import { dropsUnknown } from "./validation.js";
 import { fieldsAt, ID_FIELDS, idsWith, LEVELS, OffsetLimit, optional, readAll, refOf, sliceOf, type Ids } from "./workflow-common.js";
 
 const HistoryFilter = {
@@ -37,10 +38,23 @@ const HistoryFilter = {
 const HistoryFilterSchema = Type.Object(HistoryFilter);
 type HistoryFilterQuery = Static<typeof HistoryFilterSchema>;
 
+/**
+ * Where TruBudget's route schema closes `data` (its Ajv then drops unknown properties instead of its Joi
+ * refusing them): subproject.update, subproject.assign|close, workflowitem.assign; and the whole body of
+ * workflowitem.intent.grantPermission|revokePermission.
+ */
+const DROPS_DATA = new Set(["subproject.update", "subproject.assign", "subproject.close", "workflowitem.assign"]);
+const DROPS_BODY = new Set(["workflowitem.intent.grantPermission", "workflowitem.intent.revokePermission"]);
+const body = (route: string, data: TObject) => {
+  const envelope = Envelope(DROPS_DATA.has(route) ? dropsUnknown(data) : data);
+  return DROPS_BODY.has(route) ? dropsUnknown(envelope) : envelope;
+};
+
 /** The fields TruBudget's update of a project or subproject takes (its project_update.ts, subproject_update.ts). */
 const P = ProjectFields.properties;
 const UPDATABLE = {
-  project: { displayName: P.displayName, description: P.description, thumbnail: P.thumbnail, additionalData: P.additionalData, tags: P.tags },
+  // `markdown` is TruBudget's project text, which flowstore's project does not hold: taken and not stored.
+  project: { displayName: P.displayName, description: P.description, thumbnail: P.thumbnail, additionalData: P.additionalData, tags: P.tags, markdown: Type.String() },
   subproject: { displayName: SubprojectFields.properties.displayName, description: P.description, additionalData: P.additionalData },
 };
 
@@ -70,22 +84,27 @@ export const levelRoutes: FastifyPluginAsync = async (app) => {
     });
 
     if (level !== "workflowitem") {
-      const Update = Envelope(idsWith(level, optional(UPDATABLE[level])));
+      const Update = body(`${level}.update`, idsWith(level, optional(UPDATABLE[level])));
       app.post<{ Body: { data: Ids & Record<string, unknown> } }>(`/${level}.update`, { schema: { body: Update } }, async (request) => {
-        const { projectId, subprojectId, ...patch } = request.body.data;
+        const { projectId, subprojectId, markdown: _markdown, ...patch } = request.body.data;
         await workflow.update(request.actor, ref({ projectId, subprojectId }), patch);
         return ok({});
       });
     }
 
-    const Assign = Envelope(idsWith(level, { identity: IdentityId }));
+    const Assign = body(`${level}.assign`, idsWith(level, { identity: IdentityId }));
     app.post<{ Body: { data: Ids & { identity: string } } }>(`/${level}.assign`, { schema: { body: Assign } }, async (request) => {
       const { identity, ...ids } = request.body.data;
-      await fieldsAt((f) => (f === "assignee" ? "data.identity" : f), () => workflow.assign(request.actor, ref(ids), identity));
+      try {
+        await fieldsAt((f) => (f === "assignee" ? "data.identity" : f), () => workflow.assign(request.actor, ref(ids), identity));
+      } catch (e) {
+        // TruBudget answers assigning the assignee it already has 200 and changes nothing (a closed resource included).
+        if (!(e instanceof ConflictError) || (await workflow.store.reads.get(request.actor, { ...ref(ids), type: level }).catch(() => undefined))?.data.assignee !== identity) throw e;
+      }
       return ok({});
     });
 
-    const Close = Envelope(idsWith(level, level === "workflowitem" ? { rejectReason: Type.Optional(RejectReason) } : {}));
+    const Close = body(`${level}.close`, idsWith(level, level === "workflowitem" ? { rejectReason: Type.Optional(RejectReason) } : {}));
     // A close its preconditions refuse (an open child; an earlier item still open) is TruBudget's PreconditionError, a 412.
     app.post<{ Body: { data: Ids & { rejectReason?: string } } }>(`/${level}.close`, { schema: { body: Close } }, async (request, reply) => {
       const { projectId, subprojectId, workflowitemId, rejectReason } = request.body.data;
@@ -108,12 +127,12 @@ export const levelRoutes: FastifyPluginAsync = async (app) => {
       ok(intents.permissions(level, await workflow.listPermissions(request.actor, ref(request.query)))),
     );
 
-    const Permission = Envelope(idsWith(level, { identity: IdentityId, intent: intents.schema(level) }));
+    const Permission = (verb: string) => body(`${level}.intent.${verb}`, idsWith(level, { identity: IdentityId, intent: intents.schema(level) }));
     for (const [verb, run] of [
       ["grantPermission", workflow.grant.bind(workflow)],
       ["revokePermission", workflow.revoke.bind(workflow)],
     ] as const) {
-      app.post<{ Body: { data: Ids & { identity: string; intent: string } } }>(`/${level}.intent.${verb}`, { schema: { body: Permission } }, async (request) => {
+      app.post<{ Body: { data: Ids & { identity: string; intent: string } } }>(`/${level}.intent.${verb}`, { schema: { body: Permission(verb) } }, async (request) => {
         const { identity, intent, ...ids } = request.body.data;
         await fieldsAt((f) => (f === "identity" ? "data.identity" : f), () => run(request.actor, ref(ids), toNativeIntent(intent), identity));
         return ok({});

@@ -20,7 +20,7 @@ import { PageCache } from "../../resources/read/page-cache.js";
 import { API_VERSION, Envelope, ok } from "./envelope.js";
 import { exposeProject, exposeSubproject, type Served } from "./expose.js";
 import { tbIntents } from "./intents.js";
-import { fieldsAt, optional, parsed, readAll, under } from "./workflow-common.js";
+import { fieldsAt, notRoot, optional, parsed, readAll, under, uniqueBudgets } from "./workflow-common.js";
 
 const P = ProjectFields.properties;
 const S = SubprojectFields.properties;
@@ -86,6 +86,8 @@ export const projectRoutes: FastifyPluginAsync = async (app) => {
     { schema: { body: Envelope(Type.Object({ project: NewProject }, { additionalProperties: false })) } },
     async (request) => {
       const { status: _open, ...project } = request.body.data.project;
+      notRoot(request.actor, "project");
+      uniqueBudgets(project.projectedBudgets, "data.project.projectedBudgets");
       const created = await fieldsAt(under("project"), () => workflow.createProject(request.actor, project));
       return ok({ project: { id: created.id } });
     },
@@ -156,6 +158,8 @@ export const projectRoutes: FastifyPluginAsync = async (app) => {
     async (request) => {
       const { projectId, subproject } = request.body.data;
       const { status: _open, ...fields } = subproject;
+      notRoot(request.actor, "subproject");
+      uniqueBudgets(fields.projectedBudgets, "data.subproject.projectedBudgets");
       const created = await fieldsAt(under("subproject"), () => workflow.createSubproject(request.actor, projectId, fields));
       return ok({ project: { id: projectId }, subproject: { id: created.id } });
     },

@@ -12,6 +12,7 @@ import type { FastifyPluginAsync } from "fastify";
 import { projectRef, subprojectRef } from "../../workflow/commands.js";
 import { ResourceId } from "../../resources/model/wire.js";
 import { OrderingBody } from "../routes/workflow.js";
+import { dropsUnknown } from "./validation.js";
 import { Envelope, ok } from "./envelope.js";
 import { exposeSubproject, exposeWorkflowitem, type Served } from "./expose.js";
 import { tbIntents } from "./intents.js";
@@ -46,7 +47,7 @@ export const subprojectRoutes: FastifyPluginAsync = async (app) => {
     });
   });
 
-  const Reorder = Envelope(idsWith("subproject", { ordering: OrderingBody.properties.ordering }));
+  const Reorder = Envelope(dropsUnknown(idsWith("subproject", { ordering: OrderingBody.properties.ordering })));
   app.post<{ Body: { data: SubprojectIds & { ordering: string[] } } }>("/subproject.reorderWorkflowitems", { schema: { body: Reorder } }, async (request) => {
     const { projectId, subprojectId, ordering } = request.body.data;
     await fieldsAt((f) => (f.startsWith("ordering") ? `data.${f}` : f), () => workflow.reorderWorkflowitems(request.actor, projectId, subprojectId, ordering));

@@ -5,23 +5,26 @@
  *   (the process's uptime);
  * - authenticated: `version` (TruBudget's shape: `api` is flowstore's release, `blockchain` the store
  *   with the time a read of it took, `multichain` the backend with the time a raw read of it took),
- *   `provisioned` (a flowstore store is provisioned once root exists, which a server ensures at start),
- *   `system.createBackup` (root only, as TruBudget: flowstore's own export format, gzip) and
- *   `system.restoreBackup` (root only: such a backup, application/gzip, replaces the whole store; the
- *   composition root checks it in a scratch store first, so a bad one is a 400 that touches nothing; the
- *   server's gate answers every other request 503 while the store is replaced; the answer is TruBudget's
- *   `{ apiVersion, data: {} }`). TruBudget answers a non-root caller 401, as it does for createBackup;
- *   flowstore answers 403 for both, so that a logged-in user is not logged out.
+ *   `provisioned` (true once root recorded `provisioning.end`; `provisioning.start|end` are root's),
+ *   `system.createBackup` (root only, as TruBudget, unless `global.createBackup` is granted: flowstore's
+ *   own export format, gzip) and `system.restoreBackup` (root only unless `global.restoreBackup` is
+ *   granted: such a backup, application/gzip, replaces the whole store; the store checks it in a scratch
+ *   store first, so a bad one is a 400 that touches nothing; the server's gate answers every other
+ *   request 503 while the store is replaced; the answer is TruBudget's `{ apiVersion, data: {} }`). Both
+ *   are the store's own operations (compose/backup.ts), called with the request's actor: they check the
+ *   intent themselves. TruBudget answers a non-root caller 401, as it does for createBackup; flowstore
+ *   answers 403 for both, so that a logged-in user is not logged out.
  */
 import { readFileSync } from "node:fs";
 import { PassThrough, pipeline as pipe, Transform, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGunzip, createGzip } from "node:zlib";
 import { Type } from "@sinclair/typebox";
-import type { FastifyPluginAsync, FastifyRequest } from "fastify";
-import { FlowstoreError, ForbiddenError, TooLargeError, ValidationError } from "../../errors.js";
-import { exportStore, UNFINISHED_IMPORT, unfinishedImport } from "../../compose/transfer.js";
-import { ok, Reply } from "./envelope.js";
+import type { FastifyPluginAsync } from "fastify";
+import { FlowstoreError, TooLargeError, ValidationError } from "../../errors.js";
+import { UNFINISHED_IMPORT, unfinishedImport } from "../../compose/transfer.js";
+import { Envelope, ok, Reply } from "./envelope.js";
+import { dropsUnknown } from "./validation.js";
 
 /** flowstore's release, from its package.json (two levels above src/http/trubudget and dist/http/trubudget). */
 export const RELEASE = (JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string }).version;
@@ -56,11 +59,6 @@ function uploadError(e: unknown): unknown {
   return e;
 }
 
-/** TruBudget's backups are root's alone (its system/createBackup.ts and restoreBackup.ts). */
-export function assertRoot(request: FastifyRequest, what: string): void {
-  if (request.actor.id !== "root") throw new ForbiddenError(`only root may ${what}`);
-}
-
 const elapsed = async (work: () => Promise<unknown>): Promise<number> => {
   const start = performance.now();
   await work();
@@ -92,28 +90,39 @@ export const systemRoutes: FastifyPluginAsync = async (app) => {
     return ok({ api: { release: RELEASE }, blockchain: { release: RELEASE, ping: store }, multichain: { release: kv.backend, ping: backend } });
   });
 
+  // Provisioned once root recorded provisioning.end (TruBudget's system information), not merely because root exists:
+  // its provisioning tool reads this to decide whether to fill the node.
   app.get("/provisioned", { schema: { response: { 200: Reply(Type.Object({ isProvisioned: Type.Boolean(), message: Type.String() })) } } }, async () => {
-    const root = await identity.getUser("root").catch(() => undefined);
+    const p = await identity.provisioning();
     return ok(
-      root
-        ? { isProvisioned: true, message: "the store is provisioned: root exists" }
-        : { isProvisioned: false, message: "the store is not provisioned: root does not exist yet" },
+      p === null
+        ? { isProvisioned: false, message: "provisioning has not started" }
+        : p.state === "started"
+          ? { isProvisioned: false, message: `provisioning started at ${p.at} and has not ended` }
+          : { isProvisioned: true, message: `provisioning ended at ${p.at}` },
     );
   });
 
+  // provisioning.start and provisioning.end: root's only (403 otherwise); `data` is empty (TruBudget's route schema closes it).
+  const ProvisioningBody = Envelope(dropsUnknown(Type.Object({})));
+  for (const [route, state] of [
+    ["provisioning.start", "started"],
+    ["provisioning.end", "ended"],
+  ] as const) {
+    app.post(`/${route}`, { schema: { body: ProvisioningBody, response: { 200: Reply(Type.Object({})) } } }, async (request) => {
+      await identity.setProvisioning(request.actor, state);
+      return ok({});
+    });
+  }
+
   app.get("/system.createBackup", async (request, reply) => {
-    assertRoot(request, "create a backup");
+    // The store checks the caller's intent before the first line (a 403 before any byte is sent).
+    const backup = await app.flowstore.exportStore(request.actor);
     const body = new PassThrough();
-    const gzip = createGzip();
     // Streamed: the export writes as the client reads. A failure after the first byte can only cut the
     // stream, which the importer refuses (an export ends with its counts).
-    void pipeline(gzip, body).catch(() => {});
-    void exportStore(kv, gzip)
-      .then(() => gzip.end())
-      .catch((err: unknown) => {
-        request.log.error({ err }, "backup failed");
-        gzip.destroy(err as Error);
-      });
+    void pipeline(backup.stream, createGzip(), body).catch(() => {});
+    backup.done.catch((err: unknown) => request.log.error({ err }, "backup failed"));
     return reply.type(GZIP).header("content-disposition", 'attachment; filename="backup.gz"').send(body);
   });
 
@@ -122,11 +131,13 @@ export const systemRoutes: FastifyPluginAsync = async (app) => {
     restore.removeAllContentTypeParsers();
     restore.addContentTypeParser("*", (_request, payload, done) => done(null, payload));
     restore.post("/system.restoreBackup", { schema: { response: { 200: Reply(Type.Object({})) } } }, async (request, reply) => {
-      assertRoot(request, "restore a backup");
-      const type = request.headers["content-type"]?.split(";")[0]!.trim().toLowerCase();
-      if (type !== GZIP) throw new FlowstoreError("validation", 415, `unsupported media type ${type ?? "(none)"}: send the backup as ${GZIP}`, "headers.content-type");
-      const ndjson = pipe(request.body as Readable, limited(MAX_BACKUP_BYTES, "as sent"), createGunzip(), limited(MAX_BACKUP_UNPACKED_BYTES, "unpacked"), () => {});
-      const staged = await app.flowstore.stageRestore(ndjson).catch((e: unknown) => Promise.reject(uploadError(e)));
+      // The body is opened once the store has found that the caller may restore (403 before 415).
+      const ndjson = (): Readable => {
+        const type = request.headers["content-type"]?.split(";")[0]!.trim().toLowerCase();
+        if (type !== GZIP) throw new FlowstoreError("validation", 415, `unsupported media type ${type ?? "(none)"}: send the backup as ${GZIP}`, "headers.content-type");
+        return pipe(request.body as Readable, limited(MAX_BACKUP_BYTES, "as sent"), createGunzip(), limited(MAX_BACKUP_UNPACKED_BYTES, "unpacked"), () => {});
+      };
+      const staged = await app.flowstore.stageRestore(request.actor, ndjson).catch((e: unknown) => Promise.reject(uploadError(e)));
       try {
         let importing = false;
         const progress = (): void => {

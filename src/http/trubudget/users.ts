@@ -17,7 +17,7 @@ import type { GroupRecord, UserRecord } from "../../identity/index.js";
 import { DISPLAY_NAME_MAX, MAX_PAGE, ORGANIZATION_MAX, PASSWORD_MAX, PASSWORD_MIN } from "../../identity/index.js";
 import { IdentityId } from "../../identity/wire.js";
 import { setSessionCookies } from "./auth.js";
-import { Envelope, ok, Reply } from "./envelope.js";
+import { Envelope, ok, PreconditionError, Reply } from "./envelope.js";
 
 const DisplayName = Type.String({ minLength: 1, maxLength: DISPLAY_NAME_MAX });
 const Password = Type.String({ minLength: PASSWORD_MIN, maxLength: PASSWORD_MAX });
@@ -54,12 +54,15 @@ export async function all<T>(list: (page: { limit: number; cursor?: string }) =>
   return out;
 }
 
+/** A user's organization as TruBudget has it: root's is the node's (TruBudget's root is the node's operator). */
+export const organizationOf = (u: { id: string; organization?: string }, node: string): string => (u.id === "root" ? node : (u.organization ?? ""));
+
 /** A user as TruBudget lists it, with its per-user intents (see the top). */
-export function listedUser(u: UserRecord): Static<typeof Identity> {
+export function listedUser(u: UserRecord, node: string): Static<typeof Identity> {
   return {
     id: u.id,
     displayName: u.displayName,
-    organization: u.organization ?? "",
+    organization: organizationOf(u, node),
     isGroup: false,
     permissions: { "user.authenticate": u.enabled ? [u.id] : [], "user.changePassword": [u.id] },
   };
@@ -67,12 +70,13 @@ export function listedUser(u: UserRecord): Static<typeof Identity> {
 
 export const listedGroup = (g: GroupRecord): Static<typeof Identity> => ({ id: g.id, displayName: g.displayName, isGroup: true, permissions: {} });
 
-export const userRoutes: FastifyPluginAsync = async (app) => {
+export const userRoutes: FastifyPluginAsync<{ organization: string }> = async (app, options) => {
+  const node = options.organization;
   const { identity, tokens } = app.flowstore;
 
   app.get("/user.list", { schema: { response: { 200: Reply(Type.Object({ items: Type.Array(Identity) })) } } }, async (request) => {
     const [users, groups] = await Promise.all([all((p) => identity.listUsers(request.actor, p)), all((p) => identity.listGroups(request.actor, p))]);
-    return ok({ items: [...users.map(listedUser), ...groups.map(listedGroup)] });
+    return ok({ items: [...users.map((u) => listedUser(u, node)), ...groups.map(listedGroup)] });
   });
 
   app.post<{ Body: Static<typeof NewUser> }>(
@@ -85,6 +89,8 @@ export const userRoutes: FastifyPluginAsync = async (app) => {
     },
     async (request) => {
       const { id, displayName, organization, password } = request.body.data.user;
+      // The network knows one organization, the node's (TruBudget checks the organization's stream exists).
+      if (organization !== node) throw new PreconditionError(`organization does not exist: this node's organization is ${node}`, "data.user.organization");
       const user = await identity.createUser(request.actor, { id, displayName, organization, password });
       return ok({ user: { id: user.id, displayName: user.displayName, organization: user.organization ?? "" } });
     },

@@ -5,11 +5,13 @@
  * page by page (TruBudget answers lists whole).
  */
 import { Type, type TObject, type TOptional, type TProperties, type TSchema } from "@sinclair/typebox";
-import { FlowstoreError } from "../../errors.js";
+import type { Actor } from "../../access/actor.js";
+import { ConflictError, FlowstoreError } from "../../errors.js";
 import type { Page } from "../../resources/core/core.js";
 import type { Ref } from "../../resources/model/ref.js";
 import { ResourceId } from "../../resources/model/wire.js";
 import { PAGE_LIMIT } from "../../resources/model/wire.js";
+import { PreconditionError } from "./envelope.js";
 import type { Level } from "./intents.js";
 
 export const LEVELS: readonly Level[] = ["project", "subproject", "workflowitem"];
@@ -90,3 +92,18 @@ export const OffsetLimit = {
 /** The given fields, each optional (TruBudget's optional fields, typed as flowstore declares them). */
 export const optional = <T extends Record<string, TSchema>>(props: T): { [K in keyof T]: TOptional<T[K]> } =>
   Object.fromEntries(Object.entries(props).map(([k, v]) => [k, Type.Optional(v)])) as { [K in keyof T]: TOptional<T[K]> };
+
+/** TruBudget's rule: root (the node's operator) creates no project, subproject or workflowitem (a PreconditionError, 412). */
+export function notRoot(actor: Actor, level: Level): void {
+  if (actor.id === "root") throw new PreconditionError(`user 'root' is not allowed to create ${level}s`);
+}
+
+/** TruBudget's rule: one projected budget per organization and currency in a new project or subproject (AlreadyExists, 409). */
+export function uniqueBudgets(budgets: readonly { organization: string; currencyCode: string }[] | undefined, field: string): void {
+  const seen = new Set<string>();
+  for (const [i, b] of (budgets ?? []).entries()) {
+    const key = JSON.stringify([b.organization, b.currencyCode]);
+    if (seen.has(key)) throw new ConflictError(`projected budget for ${b.organization} in ${b.currencyCode} already exists`, `${field}[${i}]`);
+    seen.add(key);
+  }
+}

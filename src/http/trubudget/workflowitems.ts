@@ -28,11 +28,11 @@ import type { Actor } from "../../access/actor.js";
 import { PAGE_LIMIT } from "../../resources/model/wire.js";
 import { DocumentComment, DocumentFileName, DocumentLink, MAX_DOCUMENTS, WorkflowitemFields } from "../../workflow/schema.js";
 import { subprojectRef } from "../../workflow/commands.js";
-import { validatorCompiler } from "../validation.js";
+import { dropsUnknown, trubudgetValidatorCompiler } from "./validation.js";
 import { Envelope, ok } from "./envelope.js";
 import { exposeWorkflowitem, type Served } from "./expose.js";
 import { tbIntents } from "./intents.js";
-import { fieldsAt, idsWith, optional, parsed, readAll, type Ids } from "./workflow-common.js";
+import { fieldsAt, idsWith, notRoot, optional, parsed, readAll, type Ids } from "./workflow-common.js";
 
 const W = WorkflowitemFields.properties;
 /** TruBudget accepts an empty due date for none. */
@@ -68,7 +68,8 @@ const newItemFields = {
     fundingOrganization: W.fundingOrganization,
   }),
 };
-const NewItem = idsWith("subproject", newItemFields);
+/** TruBudget's route schema closes the new item: unknown fields (the frontend's display names) are dropped. */
+const NewItem = dropsUnknown(idsWith("subproject", newItemFields));
 
 /** TruBudget's workflowitem update (workflowitem_updated.ts's modification, plus new documents). */
 const updateFields = {
@@ -97,7 +98,7 @@ type ItemIds = Required<Ids>;
 type WithDocs = Record<string, unknown> & { documents?: NewDoc[] };
 
 const DocumentQuery = idsWith("workflowitem", { documentId: Type.String({ minLength: 1, maxLength: 64 }) });
-const Validate = idsWith("workflowitem", { id: Type.String({ minLength: 1, maxLength: 64 }), base64String: Type.String(), hash: Type.String() });
+const Validate = dropsUnknown(idsWith("workflowitem", { id: Type.String({ minLength: 1, maxLength: 64 }), base64String: Type.String(), hash: Type.String() }));
 
 export const workflowitemRoutes: FastifyPluginAsync = async (app) => {
   const { workflow, documents } = app.flowstore;
@@ -138,6 +139,7 @@ export const workflowitemRoutes: FastifyPluginAsync = async (app) => {
   }
 
   async function create(actor: Actor, data: WithDocs & { projectId: string; subprojectId: string; assignee?: string; workflowitemType?: string }, pending: Pending[]) {
+    notRoot(actor, "workflowitem");
     if (pending.length > MAX_DOCUMENTS) throw new ValidationError(`a workflowitem holds at most ${MAX_DOCUMENTS} documents`, "data.documents");
     if (pending.length > 0 && data.assignee !== undefined && data.assignee !== actor.id) {
       // A restricted item assigned to another leaves its creator only workflowitem.list (TruBudget's rule), so
@@ -154,6 +156,8 @@ export const workflowitemRoutes: FastifyPluginAsync = async (app) => {
 
   async function update(actor: Actor, data: WithDocs & ItemIds, pending: Pending[]) {
     const fields = fieldsOf(data, true);
+    // TruBudget's update to amountType N/A drops what only an amount has, sent or not (the native command refuses them).
+    if (fields.amountType === "N/A") for (const f of ["amount", "currency", "exchangeRate", "billingDate"]) delete fields[f];
     const { projectId, subprojectId, workflowitemId } = data;
     // Room for every new document, checked before the first write (the list needs the item's view, as the update does).
     if (pending.length > 0 && (await documents.list(actor, projectId, subprojectId, workflowitemId)).length + pending.length > MAX_DOCUMENTS) {
@@ -165,7 +169,7 @@ export const workflowitemRoutes: FastifyPluginAsync = async (app) => {
 
   /** A compiled body check of `schema` (the same validator as the JSON routes'); its failure is a 400 naming the field. */
   const compile = (schema: TSchema) => {
-    const check = validatorCompiler()({ schema, method: "POST", url: "", httpPart: "body" }) as ((v: unknown) => boolean) & { errors?: unknown[] };
+    const check = trubudgetValidatorCompiler()({ schema, method: "POST", url: "", httpPart: "body" }) as ((v: unknown) => boolean) & { errors?: unknown[] };
     return (value: unknown): void => {
       if (check(value)) return;
       throw Object.assign(new Error("invalid multipart body"), { statusCode: 400, validation: check.errors, validationContext: "body" });

@@ -50,6 +50,12 @@ function historyFilter(o: HistoryOptions): ((e: ResourceEvent) => boolean) | nul
   };
 }
 
+/** A grant or a revoke: shown only to those who may list the resource's permissions. */
+function isPermissionChange(e: ResourceEvent): boolean {
+  const verb = e.type.slice(e.type.lastIndexOf(".") + 1);
+  return verb === "permission_granted" || verb === "permission_revoked";
+}
+
 export interface VerifyOptions {
   /** A head kept earlier (a checkpoint's): the log must still hold this hash at this seq. */
   since?: { seq: number; hash: string | null };
@@ -70,9 +76,18 @@ export class Audit {
     const l = locate(this.core.schema, ref);
     const read = this.core.reader(l);
     const state = await read(layout.state(l));
-    if (state || !actor.system) await this.core.authorize(read, l, actor, l.type.intents.history, { state });
+    const { access } = state || !actor.system ? await this.core.authorize(read, l, actor, l.type.intents.history, { state, withAccess: true }) : { access: undefined };
     const limit = pageLimit(options.limit);
-    const keep = historyFilter(options);
+    // Permission maps and grant events are shown to those who may list the resource's permissions only,
+    // as the change feed shows them (eventFor; issue 29, finding 6).
+    const seesPermissions = actor.system === true || allows(access?.permissions, actor, l.type.intents.listPermissions);
+    const asked = historyFilter(options);
+    const keep = seesPermissions ? asked : (e: ResourceEvent) => !isPermissionChange(e) && (asked === null || asked(e));
+    const shown = (e: ResourceEvent): ResourceEvent => {
+      if (seesPermissions || e.payload.permissions === undefined) return e;
+      const { permissions: _, ...payload } = e.payload;
+      return { ...e, payload };
+    };
     // Unfiltered: one page of the index. Filtered: index pages are read on until the page is full or the
     // history ends; the cursor stays a position in the index, so paging on continues after the last read.
     const items: ResourceEvent[] = [];
@@ -83,7 +98,7 @@ export class Audit {
       for (const e of logs) {
         if (e === undefined) continue;
         const event = JSON.parse(e.value.toString("utf8")) as ResourceEvent;
-        if (!keep || keep(event)) items.push(event);
+        if (!keep || keep(event)) items.push(shown(event));
       }
       cursor = page.cursor;
     } while (keep && cursor !== null && items.length < limit);
@@ -106,9 +121,8 @@ export class Audit {
       return null; // a type of another schema
     }
     if (actor.system) return event;
-    const verb = event.type.slice(event.type.lastIndexOf(".") + 1);
     const { intents } = l.type;
-    const intent = verb === "permission_granted" || verb === "permission_revoked" ? intents.listPermissions : intents.history;
+    const intent = isPermissionChange(event) ? intents.listPermissions : intents.history;
     let access;
     try {
       ({ access } = await this.core.authorize(this.core.reader(l), l, actor, intent, { withAccess: true }));

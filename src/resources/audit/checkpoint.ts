@@ -104,10 +104,11 @@ export class Checkpoints {
 }
 
 /**
- * Checks a checkpoint's shape and signature; returns why it is refused, or null. With `trustedFingerprint`
- * the key must be that one (otherwise anyone could sign with a key of their own).
+ * Checks a checkpoint's shape and signature; returns why it is refused, or null. The key must be the
+ * trusted one (`trustedFingerprint`): otherwise anyone could sign with a key of their own. Without a
+ * trusted fingerprint the checkpoint is refused, never trusted on its own key (issue 29, finding 13).
  */
-export function checkCheckpoint(value: unknown, trustedFingerprint?: string): string | null {
+export function checkCheckpoint(value: unknown, trustedFingerprint: string | undefined): string | null {
   const c = value as Checkpoint;
   if (!c || typeof c !== "object") return "a checkpoint is a JSON object";
   if (!Array.isArray(c.partition) || !Number.isSafeInteger(c.seq) || c.seq < 0 || (c.hash !== null && typeof c.hash !== "string") || typeof c.time !== "string") {
@@ -117,7 +118,10 @@ export function checkCheckpoint(value: unknown, trustedFingerprint?: string): st
   const der = Buffer.from(c.publicKey, "base64");
   const fp = fingerprint(der);
   if (c.keyFingerprint !== fp) return "the checkpoint's keyFingerprint is not its publicKey's";
-  if (trustedFingerprint !== undefined && trustedFingerprint.toLowerCase() !== fp) return `the checkpoint is signed by key ${fp}, not the trusted ${trustedFingerprint}`;
+  if (trustedFingerprint === undefined || trustedFingerprint === "") {
+    return `no trusted key: pin the signing key's fingerprint (--trust ${fp} once you have checked it out of band), or keep the server's key in --data or FLOWSTORE_CHECKPOINT_KEY`;
+  }
+  if (trustedFingerprint.toLowerCase() !== fp) return `the checkpoint is signed by key ${fp}, not the trusted ${trustedFingerprint}`;
   let key: KeyObject;
   try {
     key = createPublicKey({ key: der, format: "der", type: "spki" });

@@ -1,7 +1,12 @@
 /**
  * The log: every change to a partition is an event appended in the same atomic commit as the state it
- * changes. Events form a hash chain per partition: `hash = sha256(canonical(event without hash))`, and
- * the canonical form includes `prev`, the hash of the event before.
+ * changes. Events form a hash chain per partition, seq 1, 2, … with `prev` the hash of the event before
+ * (null for seq 1). The hash of an event written now (`sealEventBytes`) is the SHA-256 (hex) of its JSON
+ * as stored up to the hash: `JSON.stringify({seq, at, actor, type, path, payload, prev})`, members in that
+ * order and the payload's as written; the stored event is that JSON with `,"hash":"<hash>"` put before its
+ * closing brace. Events of older stores hash their canonical JSON instead (`hashEvent`: canonicalJson of
+ * the same seven members). Verify (`checkLink`, called by audit.ts) accepts an event whose stored bytes
+ * match its hash the first way, or else whose canonical JSON does, and checks seq and prev either way.
  */
 import * as crypto from "node:crypto";
 import { createHash } from "node:crypto";

@@ -12,6 +12,9 @@ import { raw, ROOT_PASSWORD, startServer, type Running, type StartOptions } from
 
 export const TB = "/api";
 
+/** The organization the harness's node runs for (TruBudget's ORGANIZATION); its users belong to it. */
+export const TB_ORGANIZATION = "KfW";
+
 export type Answer = Awaited<ReturnType<typeof raw>>;
 
 export interface CallOptions {
@@ -77,7 +80,7 @@ export interface TbRunning extends Running {
 
 /** A server with TruBudget's API on, over `kv` (default: memory) which stays the caller's to close. */
 export async function startTruBudget(kv: KvStore = new MemoryKv(), options: StartOptions = {}): Promise<TbRunning> {
-  const s = await startServer(kv, { webRoot: false, loginRateLimit: false, ...options, trubudgetApi: true });
+  const s = await startServer(kv, { webRoot: false, loginRateLimit: false, ...options, trubudgetApi: { organization: TB_ORGANIZATION } });
   const { token: rootToken } = await tbLogin(s.base, "root", ROOT_PASSWORD);
   const call = (intent: string, o: CallOptions = {}) => tbCall(s.base, intent, o.token || o.cookie ? o : { ...o, token: rootToken });
   return {
@@ -85,7 +88,7 @@ export async function startTruBudget(kv: KvStore = new MemoryKv(), options: Star
     rootToken,
     call,
     async user(id, password = `${id} password 123`, extra = {}) {
-      const created = await call("global.createUser", { data: { user: { id, displayName: id, organization: "KfW", password, ...extra } } });
+      const created = await call("global.createUser", { data: { user: { id, displayName: id, organization: TB_ORGANIZATION, password, ...extra } } });
       expect(created.status, JSON.stringify(created.body)).toBeLessThan(300);
       return (await tbLogin(s.base, id, password)).token;
     },

@@ -6,7 +6,8 @@
  * |---|---|
  * | readiness, liveness | public; "Ready" with 200, {uptime} |
  * | version | data {api, blockchain, multichain} with release (and ping), as its frontend's status page reads them |
- * | provisioned | data {isProvisioned, message} |
+ * | provisioned | data {isProvisioned, message}: false until root's provisioning.end |
+ * | provisioning.start, provisioning.end | root only (403 otherwise), `data` {} (unknown properties dropped) |
  * | network.list | data.nodes [{address: {address, organization}, myVote, currentAccess {accessType, approvers, decliners}}]: one node |
  * | network.listActive | data.peers: 0 |
  * | network changes | registerNode, approve…, declineNode, voteForPermission refused (409), bad input 400 |
@@ -80,10 +81,19 @@ describe("TruBudget system and network routes", () => {
     expectShape(VERSION, v.body);
     expect(v.body.data.api.release).toMatch(/^\d+\.\d+\.\d+/);
     expect(v.body.data.multichain.release).toBe("memory");
-    const p = await s.call("provisioned", { token: ann });
-    expect(p.status).toBe(200);
-    expectShape(PROVISIONED, p.body);
-    expect(p.body.data.isProvisioned).toBe(true);
+    const provisioned = async () => {
+      const p = await s.call("provisioned", { token: ann });
+      expect(p.status).toBe(200);
+      expectShape(PROVISIONED, p.body);
+      return p.body.data.isProvisioned as boolean;
+    };
+    // TruBudget: false until root records provisioning.end (root existing is not enough); start and end are root's.
+    expect(await provisioned()).toBe(false);
+    expectError(await s.call("provisioning.start", { token: ann, data: {} }), 403);
+    expect((await s.call("provisioning.start", { data: {} })).status).toBe(200);
+    expect(await provisioned()).toBe(false);
+    expect((await s.call("provisioning.end", { data: { extra: 1 } })).status).toBe(200);
+    expect(await provisioned()).toBe(true);
     expectError(await raw(s.base, "GET", `${TB}/version`), 401);
     expectError(await raw(s.base, "GET", `${TB}/provisioned`), 401);
   });
@@ -93,7 +103,7 @@ describe("TruBudget system and network routes", () => {
     expect(n.status).toBe(200);
     expectShape(NODES, n.body);
     expect(n.body.data.nodes).toHaveLength(1);
-    expect(n.body.data.nodes[0]).toMatchObject({ address: { organization: "flowstore" }, currentAccess: { accessType: "admin", approvers: [], decliners: [] }, isConnected: true });
+    expect(n.body.data.nodes[0]).toMatchObject({ address: { organization: "KfW" }, currentAccess: { accessType: "admin", approvers: [], decliners: [] }, isConnected: true });
     expect(n.body.data.nodes[0].address.address).toMatch(/^[0-9a-f]{64}$/);
     const a = await s.call("network.listActive");
     expect(a.status).toBe(200);

@@ -139,7 +139,7 @@ describe("TruBudget users, groups and global permissions", () => {
     const off = await s.call("global.disableUser", { data: { userId: "eve" } });
     expect(off.status).toBe(200);
     expectShape(EMPTY, off.body);
-    expectError(await tbCall(s.base, "user.authenticate", { data: { user: { id: "eve", password: "eve password 123" } } }), 401);
+    expectError(await tbCall(s.base, "user.authenticate", { data: { user: { id: "eve", password: "eve password 123" } } }), 403); // TruBudget: NotAuthorized
     expect((await listed()).find((u) => u.id === "eve")!.permissions["user.authenticate"]).toEqual([]);
     expect((await s.call("global.enableUser", { data: { userId: "eve" } })).status).toBe(200);
     await tbLogin(s.base, "eve", "eve password 123");
