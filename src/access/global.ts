@@ -17,6 +17,7 @@ import { ConflictError, ForbiddenError, ValidationError } from "../errors.js";
 import type { KvStore } from "../kv/contract.js";
 import { allows, isTop, ROOT_ID, type Actor, type Permissions } from "./actor.js";
 import { IntentRegistry } from "./intents.js";
+import { PartitionKind, Subspace } from "../kv/subspace.js";
 
 /** Which identities (users and groups) exist; implemented by identity, read by whoever grants. */
 export interface IdentityDirectory {
@@ -37,8 +38,10 @@ export interface GlobalPermissionsOptions {
   readonly identities?: IdentityDirectory;
 }
 
-const PARTITION = ["global"] as const;
-const KEY = ["permissions"] as const;
+/** The partition of the global permissions: the one place the kind "global" is named. */
+export const GLOBAL = new PartitionKind("global");
+const PARTITION = GLOBAL.partition();
+const KEY = new Subspace(["permissions"]).pack();
 
 export class GlobalPermissions {
   /** Every grantable global intent. */

@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { ConflictError, NotFoundError } from "../errors.js";
 import type { KvStore } from "../kv/contract.js";
+import { layout } from "./layout.js";
 import type { ArchiveContext } from "./config.js";
 import { removeRef } from "./files.js";
 import { journalDelete, journalPut } from "./journal.js";
@@ -29,7 +30,7 @@ export async function deleteSnapshot(ctx: ArchiveContext, snapshotId: unknown): 
 export async function deleteHeader(ctx: ArchiveContext, header: SnapshotHeader, version: number): Promise<void> {
   const { kv } = ctx;
   const token = randomUUID();
-  const journalKey = ["delete", header.id, token];
+  const journalKey = layout.journalDelete(header.id, token);
   const entry: DeleteEntry = {
     uniqueId: header.uniqueId,
     millis: header.millis,
@@ -45,7 +46,7 @@ export async function deleteHeader(ctx: ArchiveContext, header: SnapshotHeader, 
       await kv.commit(snapshotPartition(header.uniqueId), [
         { type: "check", key: snapKey(header.millis), version },
         { type: "delete", key: snapKey(header.millis) },
-        { type: "deletePrefix", prefix: ["doc", header.millis] },
+        { type: "deletePrefix", prefix: layout.documentOf(header.millis) },
         { type: "delete", key: uploadKey(header.upload) },
       ]);
     } catch (e) {

@@ -21,6 +21,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
 import { ConflictError, FlowstoreError, NotFoundError, ValidationError } from "../errors.js";
 import type { KvStore, Partition, ScanPage } from "../kv/contract.js";
+import { layout } from "./layout.js";
 import { fromJson, journalDelete, journalPut, toJson } from "./journal.js";
 import { MiB, type SizeBudget } from "./limits.js";
 
@@ -38,12 +39,12 @@ export interface FileMeta {
   readonly md5?: string;
 }
 
-export const filePartition = (sha256: string): Partition => ["archive-file", sha256];
-export const chunkPartition = ([upload, index]: StoreId): Partition => ["archive-chunks", upload, index];
-const META = ["meta"] as const;
+export const filePartition = layout.filePartition;
+export const chunkPartition = (store: StoreId): Partition => layout.chunkPartition(store);
+const META = layout.meta;
 /** In a chunk partition: {sha256, size, chunks}; a string key sorts before the integer chunk keys. */
-const DONE = ["done"] as const;
-const refKey = ([upload, index]: StoreId) => ["ref", upload, index] as const;
+const DONE = layout.done;
+const refKey = layout.refKey;
 
 export interface StagedFile {
   readonly sha256: string;
@@ -53,17 +54,17 @@ export interface StagedFile {
   readonly md5?: string;
 }
 
-export const md5Partition = (md5: string): Partition => ["archive-md5", md5];
+export const md5Partition = layout.md5Partition;
 
 /** Records the MD5 alias of a stored content (idempotent). */
 export async function putMd5Alias(kv: KvStore, md5: string, sha256: string): Promise<void> {
-  await kv.commit(md5Partition(md5), [{ type: "put", key: [sha256], value: Buffer.alloc(0) }]);
+  await kv.commit(md5Partition(md5), [{ type: "put", key: layout.md5Alias(sha256), value: Buffer.alloc(0) }]);
 }
 
 /** Removes the MD5 alias of a freed content, unless the content is stored again (idempotent). */
 export async function dropMd5Alias(kv: KvStore, md5: string, sha256: string): Promise<void> {
   if (await getFileMeta(kv, sha256)) return;
-  await kv.commit(md5Partition(md5), [{ type: "delete", key: [sha256] }]);
+  await kv.commit(md5Partition(md5), [{ type: "delete", key: layout.md5Alias(sha256) }]);
 }
 
 /** The sha-256 of a stored content by its MD5: the first alias whose file is still stored. */
@@ -71,7 +72,7 @@ export async function sha256OfMd5(kv: KvStore, md5: string): Promise<string | un
   for (let after: string | null = null; ; ) {
     const page: ScanPage = await kv.scan(md5Partition(md5), { limit: 16, after });
     for (const e of page.entries) {
-      const sha256 = e.key[0] as string;
+      const sha256 = layout.sha256OfAlias(e.key);
       if (await getFileMeta(kv, sha256)) return sha256;
     }
     if (page.cursor === null) return undefined;
@@ -120,7 +121,7 @@ export async function stageFile(
     if (fill === 0) return;
     const value = fill === CHUNK_SIZE ? chunk : chunk.subarray(0, fill);
     if (pending) await pending;
-    pending = kv.commit(partition, [{ type: "put", key: [index++], value }]);
+    pending = kv.commit(partition, [{ type: "put", key: layout.chunk(index++), value }]);
     // Keep the commit from being an unhandled rejection while the next chunk fills; awaited below.
     pending.catch(() => {});
     chunk = Buffer.allocUnsafe(CHUNK_SIZE);
@@ -162,7 +163,7 @@ export async function stageFile(
     if (pending) await pending;
     pending = null;
     await kv.commit(partition, [
-      ...(fill > 0 ? [{ type: "put" as const, key: [index++], value: chunk.subarray(0, fill) }] : []),
+      ...(fill > 0 ? [{ type: "put" as const, key: layout.chunk(index++), value: chunk.subarray(0, fill) }] : []),
       { type: "put", key: DONE, value: toJson(marker) },
     ]);
     return marker;
@@ -256,14 +257,14 @@ export async function removeRef(
       }
     }
     const token = randomUUID();
-    const journalKey = ["free", sha256, token];
+    const journalKey = layout.journalFree(sha256, token);
     active.add(token);
     try {
       await journalPut(kv, journalKey, { store: meta.value.store, ...(meta.value.md5 ? { md5: meta.value.md5 } : {}), startedAt: Date.now() });
       try {
         await kv.commit(partition, [
           { type: "check", key: META, version: meta.version },
-          { type: "deletePrefix", prefix: ["ref"] },
+          { type: "deletePrefix", prefix: layout.refs },
           { type: "delete", key: META },
         ]);
       } catch (e) {
@@ -308,9 +309,9 @@ export async function openStoredFile(kv: KvStore, sha256: string): Promise<Opene
     let expected = 0;
     let after: string | null = null;
     do {
-      const page: ScanPage = await kv.scan(partition, { start: [0], limit: 2, after });
+      const page: ScanPage = await kv.scan(partition, { start: layout.chunk(0), limit: 2, after });
       for (const e of page.entries) {
-        if (e.key[0] !== expected++) break;
+        if (layout.indexOfChunk(e.key) !== expected++) break;
         hash.update(e.value);
         size += e.value.length;
         yield e.value;

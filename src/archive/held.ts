@@ -17,6 +17,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { FlowstoreError, ValidationError } from "../errors.js";
 import { scanAll } from "../kv/contract.js";
+import { layout } from "./layout.js";
 import type { ArchiveContext } from "./config.js";
 import { addRef, removeRef, stagedFile, stageFile, type FileContent } from "./files.js";
 import { fromJson, JOURNAL, journalDelete, journalPut } from "./journal.js";
@@ -37,7 +38,7 @@ export interface PendingHold {
   readonly startedAt: number;
 }
 
-const holdKey = (token: string) => ["hold", token];
+const holdKey = layout.journalHold;
 
 export interface HoldOptions {
   /** The largest content accepted (bytes); over it a TooLargeError naming it. */
@@ -92,8 +93,8 @@ export async function releaseFile(ctx: ArchiveContext, sha256: string, token: st
 export async function pendingHolds(ctx: ArchiveContext, owner: string, olderThanMs: number): Promise<PendingHold[]> {
   const cutoff = Date.now() - olderThanMs;
   const out: PendingHold[] = [];
-  for await (const e of scanAll(ctx.kv, JOURNAL, { prefix: ["hold"], limit: 500 })) {
-    const token = e.key[1] as string;
+  for await (const e of scanAll(ctx.kv, JOURNAL, { prefix: layout.journalHolds, limit: 500 })) {
+    const token = layout.journalEntryOf(e.key).token;
     const v = fromJson<{ owner: string; info: unknown; startedAt: number }>(e.value);
     if (v.owner === owner && v.startedAt <= cutoff && !ctx.active.has(token)) out.push({ token, ...v });
   }

@@ -12,8 +12,9 @@
  * partition stays small.
  */
 import type { Key, KvStore, Partition } from "../kv/contract.js";
+import { layout } from "./layout.js";
 
-export const JOURNAL: Partition = ["archive-journal"];
+export const JOURNAL: Partition = layout.journal;
 
 export function toJson(value: unknown): Buffer {
   return Buffer.from(JSON.stringify(value), "utf8");

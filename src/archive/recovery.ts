@@ -3,7 +3,8 @@
  * Operations this process is running are skipped, and so are those younger than `olderThanMs` (set it
  * above the longest write when other processes share the store).
  */
-import { scanAll } from "../kv/contract.js";
+import { scanAll, type Key } from "../kv/contract.js";
+import { layout } from "./layout.js";
 import type { ArchiveContext } from "./config.js";
 import { deleteCommitted, finishDelete, type DeleteEntry } from "./delete.js";
 import { chunkPartition, dropMd5Alias, getFileMeta, sameStore, type StoreId } from "./files.js";
@@ -26,12 +27,11 @@ export async function recover(ctx: ArchiveContext, options: { olderThanMs?: numb
   const entries: { key: readonly unknown[]; value: Buffer }[] = [];
   for await (const e of scanAll(kv, JOURNAL, { limit: 500 })) entries.push({ key: e.key, value: e.value });
   for (const { key, value } of entries) {
-    const kind = key[0];
-    const token = (kind === "upload" ? key[1] : key[2]) as string;
+    const { family: kind, token, sha256: freed, wellFormed } = layout.journalEntryOf(key as Key);
     const { startedAt } = fromJson<{ startedAt: number }>(value);
     if (active.has(token) || startedAt > cutoff) continue;
     if (kind === "upload") {
-      if (key.length !== 2) continue;
+      if (!wellFormed) continue;
       const outcome = await settleUpload(kv, token, active);
       if (outcome === "completed") report.uploadsCompleted++;
       else if (outcome === "rolledBack") report.uploadsRolledBack++;
@@ -43,7 +43,7 @@ export async function recover(ctx: ArchiveContext, options: { olderThanMs?: numb
       } else report.deletesAbandoned++;
       await journalDelete(kv, key as string[]);
     } else if (kind === "free") {
-      const sha256 = key[1] as string;
+      const sha256 = freed!;
       const { store, md5 } = fromJson<{ store: StoreId; md5?: string }>(value);
       const meta = await getFileMeta(kv, sha256);
       if (!meta || !sameStore(meta.store, store)) await kv.dropPartition(chunkPartition(store));

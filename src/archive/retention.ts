@@ -1,5 +1,6 @@
 /** Retention: keep the newest N snapshots of a unique id; older ones go, with their unshared files. */
 import { scanAll } from "../kv/contract.js";
+import { layout } from "./layout.js";
 import type { ArchiveContext } from "./config.js";
 import { deleteHeader } from "./delete.js";
 import { validateUniqueId } from "./ids.js";
@@ -14,7 +15,7 @@ export async function applyRetention(ctx: ArchiveContext, uniqueId: unknown, kee
   if (!Number.isSafeInteger(keepNewest) || keepNewest < 1) throw new ValidationError("keepNewest is a positive integer", "keepNewest");
   let seen = 0;
   const doomed: { header: SnapshotHeader; version: number }[] = [];
-  for await (const e of scanAll(ctx.kv, snapshotPartition(uniqueId), { prefix: ["snap"], reverse: true, limit: 100 })) {
+  for await (const e of scanAll(ctx.kv, snapshotPartition(uniqueId), { prefix: layout.snaps, reverse: true, limit: 100 })) {
     if (++seen > keepNewest) doomed.push({ header: fromJson<SnapshotHeader>(e.value), version: e.version });
   }
   let deleted = 0;

@@ -10,10 +10,10 @@
  * change without the seal failing.
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ValidationError } from "../errors.js";
 import { canonicalJson } from "../kv/canonical.js";
+import { loadOrCreatePrivateFile } from "../private-files.js";
 
 export const SEAL_KEY_FILE = "archive-seal.key";
 /** The document item holding the seal. */
@@ -35,14 +35,8 @@ export async function loadSealKey(options: SealKeyOptions = {}): Promise<Uint8Ar
   }
   if (options.dataDir === undefined) return randomBytes(MIN_KEY_BYTES);
   const file = join(options.dataDir, SEAL_KEY_FILE);
-  await mkdir(options.dataDir, { recursive: true });
-  try {
-    await writeFile(file, randomBytes(MIN_KEY_BYTES).toString("base64") + "\n", { flag: "wx", mode: 0o600 });
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-  }
-  await chmod(file, 0o600); // also tightens a file someone copied in with looser rights
-  const bytes = Buffer.from((await readFile(file, "utf8")).trim(), "base64");
+  const text = await loadOrCreatePrivateFile(file, () => randomBytes(MIN_KEY_BYTES).toString("base64") + "\n");
+  const bytes = Buffer.from(text.toString("utf8").trim(), "base64");
   if (bytes.length < MIN_KEY_BYTES) throw new ValidationError(`${file} holds a key shorter than ${MIN_KEY_BYTES} bytes`, SEAL_KEY_FILE);
   return bytes;
 }

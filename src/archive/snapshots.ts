@@ -11,7 +11,8 @@
  *                                    [millis, uniqueId]            (snapshots written before the item was indexed)
  */
 import { NotFoundError, ValidationError } from "../errors.js";
-import { scanAll, type KvStore, type Op, type Partition } from "../kv/contract.js";
+import { scanAll, type Key, type KvStore, type Op, type Partition } from "../kv/contract.js";
+import { layout } from "./layout.js";
 import { decodeDocument, type ArchiveDocument } from "./document.js";
 import { dayOf, parseSnapshotId, snapshotIdOf, validateDay, validateUniqueId } from "./ids.js";
 import { fromJson, toJson } from "./journal.js";
@@ -21,10 +22,10 @@ export const DOC_PIECE = MiB;
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 1000;
 
-export const snapshotPartition = (uniqueId: string): Partition => ["archive", uniqueId];
-export const datePartition = (day: string): Partition => ["archive-date", day];
-export const snapKey = (millis: number) => ["snap", millis] as const;
-export const uploadKey = (upload: string) => ["upload", upload] as const;
+export const snapshotPartition = layout.snapshotPartition;
+export const datePartition = layout.datePartition;
+export const snapKey = layout.snapKey;
+export const uploadKey = layout.uploadKey;
 
 export interface ArchivedFile {
   readonly name: string;
@@ -92,7 +93,7 @@ export function snapshotOps(header: SnapshotHeader, document: Buffer): Op[] {
     { type: "put", key: uploadKey(header.upload), value: toJson(header.millis) },
   ];
   for (let i = 0, off = 0; off < document.length || i === 0; i++, off += DOC_PIECE) {
-    ops.push({ type: "put", key: ["doc", header.millis, i], value: document.subarray(off, off + DOC_PIECE) });
+    ops.push({ type: "put", key: layout.documentPiece(header.millis, i), value: document.subarray(off, off + DOC_PIECE) });
   }
   return ops;
 }
@@ -111,8 +112,9 @@ export async function requireHeader(kv: KvStore, snapshotId: unknown) {
 
 /** The newest snapshot time of a unique id, if any. */
 export async function latestMillis(kv: KvStore, uniqueId: string): Promise<number | undefined> {
-  const page = await kv.scan(snapshotPartition(uniqueId), { prefix: ["snap"], reverse: true, limit: 1 });
-  return page.entries[0]?.key[1] as number | undefined;
+  const page = await kv.scan(snapshotPartition(uniqueId), { prefix: layout.snaps, reverse: true, limit: 1 });
+  const last = page.entries[0];
+  return last === undefined ? undefined : layout.millisOfSnap(last.key);
 }
 
 export async function readSnapshot(kv: KvStore, snapshotId: unknown): Promise<Snapshot> {
@@ -123,10 +125,10 @@ export async function readSnapshot(kv: KvStore, snapshotId: unknown): Promise<Sn
 /** What places a snapshot in the date index. */
 export type DateIndexed = Pick<SnapshotHeader, "uniqueId" | "millis" | "indexed">;
 
-function dateIndexEntry(h: DateIndexed): { partition: Partition; key: (string | number)[] } {
+function dateIndexEntry(h: DateIndexed): { partition: Partition; key: Key } {
   return h.indexed === undefined
-    ? { partition: datePartition(dayOf(h.millis)), key: [h.millis, h.uniqueId] }
-    : { partition: datePartition(dayOf(h.indexed)), key: [h.indexed, h.uniqueId, h.millis] };
+    ? { partition: datePartition(dayOf(h.millis)), key: layout.dateEntry(h.millis, h.uniqueId) }
+    : { partition: datePartition(dayOf(h.indexed)), key: layout.dateEntryIndexed(h.indexed, h.uniqueId, h.millis) };
 }
 
 export async function putDateIndex(kv: KvStore, header: SnapshotHeader): Promise<void> {
@@ -142,7 +144,7 @@ export async function deleteDateIndex(kv: KvStore, h: DateIndexed): Promise<void
 /** The header's document, whole. */
 export async function readDocumentBytes(kv: KvStore, header: SnapshotHeader): Promise<Buffer> {
   const pieces: Buffer[] = [];
-  for await (const e of scanAll(kv, snapshotPartition(header.uniqueId), { prefix: ["doc", header.millis], limit: 16 })) pieces.push(e.value);
+  for await (const e of scanAll(kv, snapshotPartition(header.uniqueId), { prefix: layout.documentOf(header.millis), limit: 16 })) pieces.push(e.value);
   return Buffer.concat(pieces);
 }
 
@@ -151,7 +153,7 @@ export async function findByUniqueId(kv: KvStore, uniqueId: unknown, options: Pa
   validateUniqueId(uniqueId);
   if (options.order !== undefined && options.order !== "asc" && options.order !== "desc") throw new ValidationError("order is asc or desc", "order");
   const page = await kv.scan(snapshotPartition(uniqueId), {
-    prefix: ["snap"],
+    prefix: layout.snaps,
     reverse: options.order === "desc",
     limit: pageLimit(options.limit),
     after: options.cursor ?? null,

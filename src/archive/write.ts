@@ -14,6 +14,7 @@
 import { randomUUID } from "node:crypto";
 import { ConflictError, FlowstoreError, ValidationError } from "../errors.js";
 import type { KvStore } from "../kv/contract.js";
+import { layout } from "./layout.js";
 import type { ArchiveContext } from "./config.js";
 import { encodeDocument, itemCount, itemTime, type ArchiveDocument } from "./document.js";
 import {
@@ -120,7 +121,7 @@ export async function writeSnapshot(
   ctx.active.add(upload);
   let header: SnapshotHeader;
   try {
-    await journalPut(kv, ["upload", upload], { uniqueId, startedAt: Date.now() } satisfies UploadEntry);
+    await journalPut(kv, layout.journalUpload(upload), { uniqueId, startedAt: Date.now() } satisfies UploadEntry);
     try {
       const archived: ArchivedFile[] = [];
       const names = new Set<string>();
@@ -213,11 +214,11 @@ export async function settleUpload(
   uniqueId?: string,
 ): Promise<"completed" | "rolledBack" | "settled"> {
   if (uniqueId === undefined) {
-    const entry = await kv.get(JOURNAL, ["upload", upload]);
+    const entry = await kv.get(JOURNAL, layout.journalUpload(upload));
     if (!entry) return "settled"; // nothing journaled: nothing staged, or settled already
     uniqueId = fromJson<UploadEntry>(entry.value).uniqueId;
   }
-  const link = await kv.get(snapshotPartition(uniqueId), ["upload", upload]);
+  const link = await kv.get(snapshotPartition(uniqueId), layout.uploadKey(upload));
   if (link) {
     await completeUpload(kv, upload, uniqueId, fromJson<number>(link.value));
     return "completed";
@@ -244,7 +245,7 @@ export async function rollbackUpload(kv: KvStore, upload: string, active: Set<st
     if (staged) await removeRef(kv, staged.sha256, [upload, i], active);
     await dropUnlessStore(kv, upload, i, staged?.sha256);
   }
-  await journalDeletePrefix(kv, ["upload", upload]);
+  await journalDeletePrefix(kv, layout.journalUpload(upload));
 }
 
 /** Drops the staged chunks of (upload, index) unless they became the store of `sha256`. */
@@ -270,5 +271,5 @@ export async function completeUpload(kv: KvStore, upload: string, uniqueId: stri
   for (let i = (await stagedCount(kv, upload)) - 1; i >= 0; i--) {
     await dropUnlessStore(kv, upload, i, (await stagedFile(kv, [upload, i]))?.sha256);
   }
-  await journalDeletePrefix(kv, ["upload", upload]);
+  await journalDeletePrefix(kv, layout.journalUpload(upload));
 }

@@ -11,6 +11,7 @@
  * import` writes them into another, `keys rotate` re-seals every access token under a new key and
  * replaces the JWT secret (every session ends).
  */
+import { readEnv } from "../config.js";
 import { randomBytes } from "node:crypto";
 import { readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
@@ -22,7 +23,7 @@ import { KEY_FILE, TokenCipher } from "../process-data/index.js";
 import { sealingKeyOf } from "../process-data/sealing-key.js";
 import { makePrivateDir, writePrivateFile } from "../private-files.js";
 import { CHECKPOINT_KEY_FILE } from "../resources/audit/checkpoint.js";
-import { storeOptions, type StoreOptions } from "./options.js";
+import { configOption, storeOptions, type StoreOptions } from "./options.js";
 import { print, withStore } from "./store.js";
 
 /** Each key file of a data directory with the variable that configures it instead, and what it keeps working. */
@@ -55,7 +56,7 @@ async function readKeyFiles(dataDir: string): Promise<Record<string, string>> {
 export async function keysNeeded(options: StoreOptions, sealedWith: string | null): Promise<string> {
   const present = await readKeyFiles(options.data).catch(() => ({}) as Record<string, string>);
   const lines = KEY_FILES.map(({ file, env, keeps }) => {
-    const where = process.env[env] ? `${env} (set here)` : file in present ? `${join(options.data, file)}` : `${file} (none yet)`;
+    const where = readEnv(env) ? `${env} (set here)` : file in present ? `${join(options.data, file)}` : `${file} (none yet)`;
     const id = file === KEY_FILE && sealedWith ? `, the tokens are sealed with key id ${sealedWith}` : "";
     return `  ${where}: keeps ${keeps} working${id}`;
   });
@@ -73,7 +74,7 @@ export function keysCommands(program: Command): void {
   keys
     .command("export")
     .description("write the key files of --data as one JSON bundle (to --out, 0600, or stdout): it holds secrets")
-    .addOption(new Option("--data <dir>", "data directory").env("FLOWSTORE_DATA").default("./data"))
+    .addOption(configOption("FLOWSTORE_DATA"))
     .addOption(new Option("--out <file>", "output file (default: stdout)"))
     .action(async (options: { data: string; out?: string }) => {
       const files = await readKeyFiles(options.data).catch((e: NodeJS.ErrnoException) => {
@@ -84,13 +85,13 @@ export function keysCommands(program: Command): void {
       const text = JSON.stringify(bundle) + "\n";
       if (options.out) await writePrivateFile(options.out, text);
       else process.stdout.write(text);
-      for (const { env } of KEY_FILES) if (process.env[env]) process.stderr.write(`flowstore: ${env} is set: configure the target with the same value\n`);
+      for (const { env } of KEY_FILES) if (readEnv(env)) process.stderr.write(`flowstore: ${env} is set: configure the target with the same value\n`);
     });
 
   keys
     .command("import")
     .description("write the key files of a bundle (from --in or stdin) into --data; refuses to replace a different key unless --force")
-    .addOption(new Option("--data <dir>", "data directory").env("FLOWSTORE_DATA").default("./data"))
+    .addOption(configOption("FLOWSTORE_DATA"))
     .addOption(new Option("--in <file>", "input file (default: stdin)"))
     .addOption(new Option("--force", "replace key files that differ (the data sealed with them becomes unreadable)"))
     .action(async (options: { data: string; in?: string; force?: boolean }) => {
@@ -127,7 +128,7 @@ export function keysCommands(program: Command): void {
       .command("rotate")
       .description("re-seal every process-data access token under a new key and replace the JWT secret (every session ends); stop the servers first"),
   ).action(async (options: StoreOptions) => {
-    const envKey = process.env.FLOWSTORE_PROCESS_DATA_KEY;
+    const envKey = readEnv("FLOWSTORE_PROCESS_DATA_KEY");
     const next = join(options.data, `${KEY_FILE}.next`);
     // The store is opened first: a missing one is refused before any key file is made.
     const result = await withStore(options, async (store) => {
@@ -148,8 +149,8 @@ export function keysCommands(program: Command): void {
     await rename(next, join(options.data, KEY_FILE));
     await writePrivateFile(join(options.data, SECRET_FILE), randomBytes(48).toString("base64url") + "\n");
     print({ processDataKey: result, jwtSecret: "replaced" });
-    for (const env of ["FLOWSTORE_PROCESS_DATA_KEY", "FLOWSTORE_JWT_SECRET"]) {
-      if (process.env[env]) process.stderr.write(`flowstore: ${env} is set and overrides the new key file: set it to the content of the new file\n`);
+    for (const env of ["FLOWSTORE_PROCESS_DATA_KEY", "FLOWSTORE_JWT_SECRET"] as const) {
+      if (readEnv(env)) process.stderr.write(`flowstore: ${env} is set and overrides the new key file: set it to the content of the new file\n`);
     }
   });
 }

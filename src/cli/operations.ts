@@ -2,6 +2,7 @@
  * Operator commands over a whole store: `export`, `import`, `verify` and `demo`. They work on the store
  * directly (stop the server first for an embedded store), opened with openFlowstore.
  */
+import { CONFIG, readEnv } from "../config.js";
 import { createReadStream, createWriteStream } from "node:fs";
 import { once } from "node:events";
 import { chmod, readFile, stat } from "node:fs/promises";
@@ -124,7 +125,7 @@ export function operationCommands(program: Command): void {
         return x;
       };
       const sizes = { projects: n(options.projects, "projects"), subprojectsPerProject: n(options.subprojects, "subprojects"), workflowitemsPerSubproject: n(options.workflowitems, "workflowitems") };
-      const password = process.env.FLOWSTORE_DEMO_PASSWORD || "demo-password";
+      const password = readEnv("FLOWSTORE_DEMO_PASSWORD") ?? CONFIG.FLOWSTORE_DEMO_PASSWORD.default;
       await withStore(options, async ({ identity, workflow }) => {
         await ensureDemoIdentities(identity, password);
         const progress = progressBar(process.stderr, "created", "workflowitems", sizes.projects * sizes.subprojectsPerProject * sizes.workflowitemsPerSubproject);

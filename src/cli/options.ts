@@ -1,6 +1,18 @@
 /** Options shared by the commands that open a store, each with its environment fallback. */
 import { Option, type Command } from "commander";
+import { CONFIG, type ConfigName, type Variable } from "../config.js";
 import { UsageError } from "./exit.js";
+
+/**
+ * The option a configuration variable backs (src/config.ts): its flag, description, environment fallback
+ * and default, all from the one declaration.
+ */
+export function configOption(name: ConfigName): Option {
+  const variable: Variable = CONFIG[name];
+  if (variable.option === undefined) throw new Error(`${name} backs no option`);
+  const option = new Option(variable.option, variable.doc).env(name);
+  return variable.default === undefined ? option : option.default(variable.default);
+}
 
 export interface StoreOptions {
   data: string;
@@ -9,12 +21,8 @@ export interface StoreOptions {
 
 export function storeOptions(command: Command): Command {
   return command
-    .addOption(new Option("--data <dir>", "data directory (token secret; the embedded store)").env("FLOWSTORE_DATA").default("./data"))
-    .addOption(
-      new Option("--store <url>", "store URL: memory:, lmdb:<dir>, redis://host:port, redis-cluster://h:p,h:p (default: lmdb in --data)").env(
-        "FLOWSTORE_STORE",
-      ),
-    );
+    .addOption(configOption("FLOWSTORE_DATA"))
+    .addOption(configOption("FLOWSTORE_STORE"));
 }
 
 export function parsePort(value: string): number {

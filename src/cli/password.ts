@@ -3,12 +3,13 @@
  * `ps` would show it): from FLOWSTORE_PASSWORD, else the first line of stdin when it is not a
  * terminal, else a prompt that does not echo.
  */
+import { readEnv } from "../config.js";
 import { createInterface } from "node:readline";
 import { Writable } from "node:stream";
 
 export async function readPassword(prompt = "password: "): Promise<string> {
-  const env = process.env.FLOWSTORE_PASSWORD;
-  if (env !== undefined && env !== "") return env;
+  const env = readEnv("FLOWSTORE_PASSWORD");
+  if (env !== undefined) return env;
   if (!process.stdin.isTTY) {
     let text = "";
     for await (const chunk of process.stdin) {

@@ -3,6 +3,7 @@
  * total, rate and ETA (cli-progress); otherwise one plain line at most every FLOWSTORE_PROGRESS_SECONDS
  * seconds (default 5; 0 writes every update), with the total and ETA when known, and a last line when done.
  */
+import { CONFIG, readEnv } from "../config.js";
 import { Presets, SingleBar } from "cli-progress";
 
 export interface ProgressBar {
@@ -14,12 +15,8 @@ export interface ProgressBar {
   done(summary: string): void;
 }
 
-const DEFAULT_SECONDS = 5;
-
 function intervalMs(): number {
-  const v = process.env.FLOWSTORE_PROGRESS_SECONDS;
-  const n = v === undefined || v === "" ? DEFAULT_SECONDS : Number(v);
-  return Number.isFinite(n) && n >= 0 ? n * 1000 : DEFAULT_SECONDS * 1000;
+  return Number(readEnv("FLOWSTORE_PROGRESS_SECONDS") ?? CONFIG.FLOWSTORE_PROGRESS_SECONDS.default) * 1000;
 }
 
 function eta(started: number, done: number, total: number | undefined): string {

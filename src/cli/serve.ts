@@ -5,22 +5,17 @@
  */
 import type { Server } from "node:http";
 import { Option, type Command } from "commander";
+import { readEnv, readFlag, type ConfigName } from "../config.js";
 import type { FastifyInstance } from "fastify";
 import { ConfigurationError } from "../errors.js";
 import type { Flowstore } from "../compose/index.js";
 import { loadTokenSecret, ORGANIZATION_MAX } from "../identity/index.js";
-import { DEFAULT_ORGANIZATION } from "../http/trubudget/index.js";
 import { createLogger } from "../http/logging.js";
-import { buildServer, DEFAULT_HOST, DEFAULT_TIMEOUTS } from "../http/server.js";
-import { DEFAULT_LOGIN_RATE_LIMITS } from "../http/rate-limit.js";
-import { DEFAULT_REFRESH_TTL_SECONDS, DEFAULT_TOKEN_TTL_SECONDS } from "../identity/index.js";
+import { buildServer } from "../http/server.js";
 import { Metrics, serveMetrics } from "../http/metrics.js";
-import { DEFAULT_PRESSURE } from "../http/conventions.js";
 import { openFlowstore } from "../compose/index.js";
-import { DEFAULT_MAX_DOCUMENT_BYTES } from "../workflow/documents.js";
-import { DEFAULT_KEEP_NOTIFICATIONS } from "../workflow/notifications.js";
 import { EXIT, UsageError } from "./exit.js";
-import { parsePort, storeOptions, type StoreOptions } from "./options.js";
+import { configOption, parsePort, storeOptions, type StoreOptions } from "./options.js";
 import { archiveSealOf, defaultStoreUrl, isPersistent } from "./store.js";
 import { importSource, UNFINISHED_IMPORT, unfinishedImport } from "./transfer.js";
 
@@ -51,11 +46,12 @@ interface ServeOptions extends StoreOptions {
 }
 
 /** A yes/no environment variable: 1/true/yes or 0/false/no/empty (anything else is a usage error). */
-function envFlag(name: string): boolean {
-  const value = (process.env[name] ?? "").trim().toLowerCase();
-  if (["", "0", "false", "no"].includes(value)) return false;
-  if (["1", "true", "yes"].includes(value)) return true;
-  throw new UsageError(`${name} must be 1 or 0`);
+function envFlag(name: ConfigName): boolean {
+  try {
+    return readFlag(name);
+  } catch {
+    throw new UsageError(`${name} must be 1 or 0`);
+  }
 }
 
 /** The node's organization (TruBudget's ORGANIZATION): a user's organization, so the same rule. */
@@ -80,33 +76,29 @@ export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "
 
 export function serveCommand(program: Command): void {
   storeOptions(program.command("serve").description("run the HTTP server"))
-    .addOption(new Option("--host <host>", "address to listen on").env("FLOWSTORE_HOST").default(DEFAULT_HOST))
-    .addOption(new Option("--port <port>", "port to listen on").env("FLOWSTORE_PORT").default("8080"))
-    .addOption(new Option("--log-level <level>", "pino log level").env("FLOWSTORE_LOG_LEVEL").choices(LOG_LEVELS).default("info"))
-    .addOption(new Option("--body-limit <bytes>", "largest request body").env("FLOWSTORE_BODY_LIMIT").default(String(1024 * 1024)))
-    .addOption(new Option("--token-ttl <seconds>", "lifetime of an access token").env("FLOWSTORE_TOKEN_TTL").default(String(DEFAULT_TOKEN_TTL_SECONDS)))
-    .addOption(new Option("--refresh-ttl <seconds>", "lifetime of a refresh token, renewed by each use").env("FLOWSTORE_REFRESH_TTL").default(String(DEFAULT_REFRESH_TTL_SECONDS)))
-    .addOption(new Option("--login-limit-user <n>", "log-in and refresh attempts a minute per user (0: no limit)").env("FLOWSTORE_LOGIN_LIMIT_USER").default(String(DEFAULT_LOGIN_RATE_LIMITS.perUser.max)))
-    .addOption(new Option("--login-limit-address <n>", "log-in and refresh attempts a minute per client address (0: no limit)").env("FLOWSTORE_LOGIN_LIMIT_ADDRESS").default(String(DEFAULT_LOGIN_RATE_LIMITS.perAddress.max)))
-    .addOption(new Option("--headers-timeout <seconds>", "time to send the request headers (0: none)").env("FLOWSTORE_HEADERS_TIMEOUT").default(String(DEFAULT_TIMEOUTS.headersSeconds)))
-    .addOption(new Option("--request-timeout <seconds>", "time to send a whole request, body included (0: none)").env("FLOWSTORE_REQUEST_TIMEOUT").default(String(DEFAULT_TIMEOUTS.requestSeconds)))
-    .addOption(new Option("--keep-alive-timeout <seconds>", "how long an idle connection is kept").env("FLOWSTORE_KEEP_ALIVE_TIMEOUT").default(String(DEFAULT_TIMEOUTS.keepAliveSeconds)))
-    .addOption(new Option("--max-document-bytes <bytes>", "largest document of a workflowitem").env("FLOWSTORE_MAX_DOCUMENT_BYTES").default(String(DEFAULT_MAX_DOCUMENT_BYTES)))
-    .addOption(new Option("--keep-notifications <n>", "notifications kept per user (the newest)").env("FLOWSTORE_KEEP_NOTIFICATIONS").default(String(DEFAULT_KEEP_NOTIFICATIONS)))
-    .addOption(new Option("--feed-repair-settle-ms <ms>", "age after which a commit a killed process left out of the change feed is appended to it").env("FLOWSTORE_FEED_REPAIR_SETTLE_MS").default("1000"))
-    .addOption(new Option("--shutdown-grace <seconds>", "on SIGTERM/SIGINT, how long in-flight requests may take before the process exits anyway").env("FLOWSTORE_SHUTDOWN_GRACE").default(String(DEFAULT_SHUTDOWN_GRACE_SECONDS)))
-    .addOption(new Option("--metrics-port <port>", "serve GET /metrics on this port instead of the API's (on --host)").env("FLOWSTORE_METRICS_PORT"))
-    .addOption(new Option("--cors-origin <origins>", "comma-separated origins whose pages may call the API (default: none, CORS off)").env("FLOWSTORE_CORS_ORIGINS"))
+    .addOption(configOption("FLOWSTORE_HOST"))
+    .addOption(configOption("FLOWSTORE_PORT"))
+    .addOption(configOption("FLOWSTORE_LOG_LEVEL").choices(LOG_LEVELS))
+    .addOption(configOption("FLOWSTORE_BODY_LIMIT"))
+    .addOption(configOption("FLOWSTORE_TOKEN_TTL"))
+    .addOption(configOption("FLOWSTORE_REFRESH_TTL"))
+    .addOption(configOption("FLOWSTORE_LOGIN_LIMIT_USER"))
+    .addOption(configOption("FLOWSTORE_LOGIN_LIMIT_ADDRESS"))
+    .addOption(configOption("FLOWSTORE_HEADERS_TIMEOUT"))
+    .addOption(configOption("FLOWSTORE_REQUEST_TIMEOUT"))
+    .addOption(configOption("FLOWSTORE_KEEP_ALIVE_TIMEOUT"))
+    .addOption(configOption("FLOWSTORE_MAX_DOCUMENT_BYTES"))
+    .addOption(configOption("FLOWSTORE_KEEP_NOTIFICATIONS"))
+    .addOption(configOption("FLOWSTORE_FEED_REPAIR_SETTLE_MS"))
+    .addOption(configOption("FLOWSTORE_SHUTDOWN_GRACE"))
+    .addOption(configOption("FLOWSTORE_METRICS_PORT"))
+    .addOption(configOption("FLOWSTORE_CORS_ORIGINS"))
     .addOption(new Option("--trubudget-api", "also serve TruBudget's HTTP API (v2.18) at /api, for its frontend and tools (env FLOWSTORE_TRUBUDGET_API=1)"))
-    .addOption(
-      new Option("--organization <name>", "the organization this node runs for, as TruBudget's ORGANIZATION: root's, network.list's, the one users are created in (with --trubudget-api)")
-        .env("FLOWSTORE_ORGANIZATION")
-        .default(DEFAULT_ORGANIZATION),
-    )
+    .addOption(configOption("FLOWSTORE_ORGANIZATION"))
     .addOption(new Option("--no-compress", "do not compress JSON answers"))
     .addOption(new Option("--no-security-headers", "do not send security headers (helmet)"))
-    .addOption(new Option("--max-event-loop-delay <ms>", "answer 503 with Retry-After while the event loop lags more (0: never)").env("FLOWSTORE_MAX_EVENT_LOOP_DELAY").default(String(DEFAULT_PRESSURE.maxEventLoopDelayMs)))
-    .addOption(new Option("--retry-after <seconds>", "the Retry-After of an overload 503").env("FLOWSTORE_RETRY_AFTER").default(String(DEFAULT_PRESSURE.retryAfterSeconds)))
+    .addOption(configOption("FLOWSTORE_MAX_EVENT_LOOP_DELAY"))
+    .addOption(configOption("FLOWSTORE_RETRY_AFTER"))
     .addHelpText(
       "after",
       "\nEnvironment: FLOWSTORE_ROOT_PASSWORD creates the root user on an empty store (required then);\n" +
@@ -165,7 +157,7 @@ export function serveCommand(program: Command): void {
       };
 
       const url = options.store || defaultStoreUrl(options.data);
-      const pdKey = process.env.FLOWSTORE_PROCESS_DATA_KEY;
+      const pdKey = readEnv("FLOWSTORE_PROCESS_DATA_KEY");
       const metrics = new Metrics();
       let flowstore: Flowstore | undefined;
       let app: FastifyInstance | undefined;
@@ -180,7 +172,7 @@ export function serveCommand(program: Command): void {
           instrument: (kv) => metrics.wrap(kv),
           processData: pdKey ? { encryptionKey: pdKey } : { dataDir: options.data },
           archiveSeal: archiveSealOf(options),
-          checkpointKey: { pem: process.env.FLOWSTORE_CHECKPOINT_KEY, dataDir: options.data },
+          checkpointKey: { pem: readEnv("FLOWSTORE_CHECKPOINT_KEY"), dataDir: options.data },
           onBackgroundError: (err, task) => logger.error({ err }, `${task} failed`),
           documents: { maxBytes: count(options.maxDocumentBytes, "--max-document-bytes", 1) },
           notifications: { follow: true, keepNewest: count(options.keepNotifications, "--keep-notifications", 1) },
@@ -192,9 +184,9 @@ export function serveCommand(program: Command): void {
           const source = await importSource(flowstore.kv);
           throw new ConfigurationError(`refusing to serve: ${UNFINISHED_IMPORT}${source ? ` (a restore was reading ${source})` : ""}`);
         }
-        const tokenSecret = await loadTokenSecret({ dataDir: options.data, env: process.env.FLOWSTORE_JWT_SECRET });
+        const tokenSecret = await loadTokenSecret({ dataDir: options.data, env: readEnv("FLOWSTORE_JWT_SECRET") });
         app = await buildServer(flowstore, { tokenSecret, logger, bodyLimit, metrics, metricsRoute: metricsPort === undefined, ...http });
-        const root = await flowstore.identity.ensureRoot(process.env.FLOWSTORE_ROOT_PASSWORD);
+        const root = await flowstore.identity.ensureRoot(readEnv("FLOWSTORE_ROOT_PASSWORD"));
         if (root.created) logger.info("created the root user");
         if (!isPersistent(url)) logger.warn({ store: url }, "the store is in memory: nothing persists after exit");
         if (!requested) {

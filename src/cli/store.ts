@@ -1,4 +1,5 @@
 /** The store a command works on: `--store <url>` (openFlowstore), by default the LMDB store in `--data`. */
+import { readEnv } from "../config.js";
 import { openFlowstore, type Flowstore, type FlowstoreOptions } from "../compose/index.js";
 import type { StoreOptions } from "./options.js";
 
@@ -32,7 +33,7 @@ export async function withStore<T>(options: StoreOptions, run: (store: Flowstore
 
 /** The archive seal's key: FLOWSTORE_ARCHIVE_KEY (base64, 32 bytes or more), else a key file in `--data`. */
 export function archiveSealOf(options: StoreOptions): { key?: string; dataDir: string } {
-  return { key: process.env.FLOWSTORE_ARCHIVE_KEY, dataDir: options.data };
+  return { key: readEnv("FLOWSTORE_ARCHIVE_KEY"), dataDir: options.data };
 }
 
 /** A command's answer: one JSON line on stdout. */

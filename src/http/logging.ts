@@ -2,6 +2,7 @@
  * The server's logger: pino, JSON lines, with every place a credential could appear redacted
  * (Authorization and Cookie headers, password and token fields at any depth we log).
  */
+import { CONFIG, readEnv } from "../config.js";
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from "pino";
@@ -24,7 +25,7 @@ export const REDACT_PATHS = [
 
 export function createLogger(options: { level?: string; destination?: DestinationStream } = {}): Logger {
   const config: LoggerOptions = {
-    level: options.level ?? process.env.FLOWSTORE_LOG_LEVEL ?? "info",
+    level: options.level ?? readEnv("FLOWSTORE_LOG_LEVEL") ?? CONFIG.FLOWSTORE_LOG_LEVEL.default,
     redact: { paths: REDACT_PATHS, censor: "[redacted]" },
   };
   return options.destination ? pino(config, options.destination) : pino(config);

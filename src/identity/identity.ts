@@ -21,6 +21,7 @@ import {
   commitOrRace,
   decodeRecord,
   groupKey,
+  families,
   PARTITION,
   passwordKey,
   provisioningKey,
@@ -388,7 +389,7 @@ export class Identity implements IdentityDirectory {
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) {
       throw new ValidationError(`limit must be an integer from 1 to ${MAX_PAGE}`, "limit");
     }
-    const res = await this.kv.scan(PARTITION, { prefix: [kind], limit, after: page.cursor ?? null });
+    const res = await this.kv.scan(PARTITION, { prefix: families[kind].prefix, limit, after: page.cursor ?? null });
     return { items: res.entries.map((e) => e.value), nextCursor: res.cursor };
   }
 
@@ -406,7 +407,7 @@ export class Identity implements IdentityDirectory {
    * Grants are written before the user, so a crash in between leaves a state the next start repairs.
    */
   async ensureRoot(password: string | undefined): Promise<{ created: boolean }> {
-    const any = await this.kv.scan(PARTITION, { prefix: ["user"], limit: 1 });
+    const any = await this.kv.scan(PARTITION, { prefix: families.user.prefix, limit: 1 });
     if (any.entries.length > 0) return { created: false };
     if (password === undefined || password === "") {
       throw new ValidationError(

@@ -1,4 +1,4 @@
 /** The partition kinds identity writes (users, groups and passwords share one partition). */
-import { PARTITION } from "./records.js";
+import { IDENTITY } from "./records.js";
 
-export const IDENTITY_KINDS: readonly string[] = [PARTITION[0]];
+export const IDENTITY_KINDS: readonly string[] = [IDENTITY.kind];

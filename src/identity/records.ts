@@ -19,18 +19,31 @@
  * `groups` on the user record is the per-user membership index: building an Actor is one read.
  */
 import { ConflictError } from "../errors.js";
-import type { Entry, KvStore, Op } from "../kv/contract.js";
+import type { Entry, Key, KvStore, Op } from "../kv/contract.js";
+import { PartitionKind, Subspace } from "../kv/subspace.js";
 
-export const PARTITION = ["identity"] as const;
-export const userKey = (id: string) => ["user", id] as const;
-export const passwordKey = (id: string) => ["password", id] as const;
-export const groupKey = (id: string) => ["group", id] as const;
-export const tokenStateKey = (id: string) => ["tokens", id] as const;
-export const resetKey = (id: string) => ["reset", id] as const;
-export const sessionKey = (id: string, sid: string) => ["session", id, sid] as const;
+/** The one identity partition's kind. */
+export const IDENTITY = new PartitionKind("identity");
+export const PARTITION = IDENTITY.partition();
+/** The key families of the identity partition, one subspace each. */
+export const families = {
+  user: new Subspace(["user"]),
+  password: new Subspace(["password"]),
+  group: new Subspace(["group"]),
+  tokens: new Subspace(["tokens"]),
+  session: new Subspace(["session"]),
+  reset: new Subspace(["reset"]),
+  system: new Subspace(["system"]),
+} as const;
+export const userKey = (id: string): Key => families.user.pack([id]);
+export const passwordKey = (id: string): Key => families.password.pack([id]);
+export const groupKey = (id: string): Key => families.group.pack([id]);
+export const tokenStateKey = (id: string): Key => families.tokens.pack([id]);
+export const resetKey = (id: string): Key => families.reset.pack([id]);
+export const sessionKey = (id: string, sid: string): Key => families.session.pack([id, sid]);
 /** The node's provisioning state (TruBudget's provisioning.start/end): one key beside the identities, so a backup carries it. */
-export const provisioningKey = ["system", "provisioning"] as const;
-export const sessionPrefix = (id: string) => ["session", id] as const;
+export const provisioningKey: Key = families.system.pack(["provisioning"]);
+export const sessionPrefix = (id: string): Key => families.session.pack([id]);
 
 export interface UserRecord {
   readonly id: string;
@@ -99,7 +112,7 @@ export function decodeRecord<T>(entry: Entry): T {
 }
 
 /** Put the record, provided the key is still at `version` (null: still absent). */
-export function replace(key: readonly [string, string], version: number | null, record: UserRecord | GroupRecord): Op[] {
+export function replace(key: Key, version: number | null, record: UserRecord | GroupRecord): Op[] {
   return [
     { type: "check", key, version },
     { type: "put", key, value: encodeRecord(record) },

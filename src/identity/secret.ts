@@ -4,10 +4,9 @@
  * (a memory store), a random secret for the life of the process.
  */
 import { randomBytes } from "node:crypto";
-import { chmod, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ValidationError } from "../errors.js";
-import { makePrivateDir } from "../private-files.js";
+import { loadOrCreatePrivateFile } from "../private-files.js";
 
 export const SECRET_FILE = "jwt-secret";
 
@@ -19,14 +18,7 @@ export async function loadTokenSecret(options: { dataDir?: string; env?: string 
   }
   if (options.dataDir === undefined) return randomBytes(32);
   const file = join(options.dataDir, SECRET_FILE);
-  await makePrivateDir(options.dataDir);
-  try {
-    await writeFile(file, randomBytes(48).toString("base64url") + "\n", { flag: "wx", mode: 0o600 });
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-  }
-  await chmod(file, 0o600); // also tightens a file someone copied in with looser rights
-  const text = (await readFile(file, "utf8")).trim();
+  const text = (await loadOrCreatePrivateFile(file, () => randomBytes(48).toString("base64url") + "\n")).toString("utf8").trim();
   if (text.length < 32) throw new ValidationError(`${file} holds a secret shorter than 32 characters`, "jwt-secret");
   return new TextEncoder().encode(text);
 }

@@ -8,10 +8,9 @@
  * the file `process-data.key` there, created (mode 0600) with a random key on first use.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
-import { chmod, link, readFile, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { UnavailableError, ValidationError } from "../errors.js";
-import { makePrivateDir, PRIVATE_FILE_MODE } from "../private-files.js";
+import { loadOrCreatePrivateFile } from "../private-files.js";
 
 export const KEY_FILE = "process-data.key";
 
@@ -73,20 +72,8 @@ export class TokenCipher {
 
 async function loadOrCreateKeyFile(dir: string): Promise<Buffer> {
   const path = join(dir, KEY_FILE);
-  await makePrivateDir(dir);
-  // Write a complete file beside it, then link it into place: a concurrent opener either wins the link
-  // or reads the winner's whole key, never a half-written one.
-  const tmp = `${path}.${randomBytes(6).toString("hex")}.tmp`;
-  await writeFile(tmp, randomBytes(32).toString("base64") + "\n", { flag: "wx", mode: 0o600 });
-  try {
-    await link(tmp, path);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-  } finally {
-    await unlink(tmp);
-  }
-  await chmod(path, PRIVATE_FILE_MODE); // also tightens a key file copied in with looser rights
-  const key = Buffer.from((await readFile(path, "utf8")).trim(), "base64");
+  const text = await loadOrCreatePrivateFile(path, () => randomBytes(32).toString("base64") + "\n");
+  const key = Buffer.from(text.toString("utf8").trim(), "base64");
   if (key.length !== 32) throw new ValidationError(`${path} does not hold a 32-byte base64 key`, "encryptionKey");
   return key;
 }

@@ -11,16 +11,16 @@
  */
 import { allPartitions, type KvStore, type Op, type Partition } from "../kv/contract.js";
 import type { Keyspace } from "./keys.js";
+import { layout } from "./layout.js";
 
-export const EXPIRY_KIND = "pd-expiry";
 const HOUR = 3_600_000;
 
 export function expiryPartition(expiresAt: number): Partition {
-  return [EXPIRY_KIND, Math.floor(expiresAt / HOUR) * HOUR];
+  return layout.expiry(Math.floor(expiresAt / HOUR) * HOUR);
 }
 
 export function expiryEntry(expiresAt: number, keyspace: Keyspace, key: string): Op {
-  return { type: "put", key: [expiresAt, keyspace, key], value: new Uint8Array(0) };
+  return { type: "put", key: layout.expiryEntry(expiresAt, keyspace, key), value: new Uint8Array(0) };
 }
 
 export interface SweepResult {
@@ -40,16 +40,16 @@ export async function sweepExpiryIndex(
 ): Promise<SweepResult> {
   let removed = 0;
   let entries = 0;
-  for await (const partition of allPartitions(kv, EXPIRY_KIND)) {
-    const hourStart = partition[1] as number;
+  for await (const partition of allPartitions(kv, layout.expiryKind)) {
+    const hourStart = layout.hourOfExpiry(partition);
     if (hourStart > now) break;
     for (;;) {
       if (entries >= limit) return { removed, entries, more: true };
-      const page = await kv.scan(partition, { end: [now + 1], limit: Math.min(500, limit - entries) });
+      const page = await kv.scan(partition, { end: layout.expiryDue(now), limit: Math.min(500, limit - entries) });
       if (page.entries.length === 0) break;
       const done: Op[] = [];
       for (const entry of page.entries) {
-        const [expiresAt, keyspace, key] = entry.key as [number, Keyspace, string];
+        const [expiresAt, keyspace, key] = layout.entryOfExpiry(entry.key);
         if (await reclaim(keyspace, key, expiresAt)) removed++;
         done.push({ type: "delete", key: entry.key });
       }

@@ -248,9 +248,6 @@ export const keys = {
 
 // ---- placement ---------------------------------------------------------------------------------
 
-export const INSTANCE_KIND = "pd-instance";
-export const bucketKind = (keyspace: Keyspace): string => `pd-keyspace:${keyspace}`;
-
 /**
  * The process instance the key names as the record's owner (its data goes when that instance is deleted),
  * if any. A batch signature's owner is the instance its write registers it under: this is the default,

@@ -1,6 +1,4 @@
-/** The partition kinds process data writes: instances, keyspace buckets, the expiry index and the sealing key's id. */
-import { EXPIRY_KIND } from "./expiry.js";
-import { bucketKind, INSTANCE_KIND, KEYSPACES } from "./keys.js";
-import { SEALING_KEY_KIND } from "./sealing-key.js";
+/** The partition kinds process data writes: instances, keyspace buckets, the expiry index and the sealing key's id (layout.ts). */
+import { layout } from "./layout.js";
 
-export const PROCESS_DATA_KINDS: readonly string[] = [INSTANCE_KIND, EXPIRY_KIND, ...KEYSPACES.map(bucketKind), SEALING_KEY_KIND];
+export const PROCESS_DATA_KINDS: readonly string[] = layout.kinds();

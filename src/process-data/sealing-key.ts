@@ -8,10 +8,10 @@
  */
 import { ConfigurationError, ConflictError } from "../errors.js";
 import type { KvStore, Partition } from "../kv/contract.js";
+import { layout } from "./layout.js";
 
-export const SEALING_KEY_KIND = "pd-key";
-const PARTITION: Partition = [SEALING_KEY_KIND];
-const KEY = ["sealed-with"];
+const PARTITION: Partition = layout.sealingKey;
+const KEY = layout.sealedWith;
 
 /** The id of the key the store's tokens are sealed with, or null when none was recorded. */
 export async function sealingKeyOf(kv: KvStore): Promise<string | null> {

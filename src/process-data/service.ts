@@ -19,15 +19,14 @@ import type { Actor } from "../access/actor.js";
 import { GlobalPermissions } from "../access/global.js";
 import { IntentRegistry } from "../access/intents.js";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
-import { allPartitions, scanAll, type Entry, type KvStore, type Partition } from "../kv/contract.js";
+import { allPartitions, scanAll, type Entry, type Key, type KvStore, type Partition } from "../kv/contract.js";
 import { TokenCipher, type KeyConfig } from "./crypto.js";
 import { formKeyOf } from "./form-schema.js";
 import { assertSealingKey, recordSealingKey, replaceSealingKey } from "./sealing-key.js";
 import { expiryEntry, expiryPartition, sweepExpiryIndex, type SweepResult } from "./expiry.js";
+import { layout } from "./layout.js";
 import {
-  bucketKind,
   bucketOf,
-  INSTANCE_KIND,
   keys,
   KEYSPACES,
   ownerOf,
@@ -163,7 +162,7 @@ export class ProcessData {
     if (p.kind !== "form-schema") return this.#put(p, fields, options);
     if (options.processInstanceId !== undefined) registrationOf(p, options.processInstanceId);
     const valid = validateFields(p, fields, this.#limits);
-    const entry = await this.#kv.get(bucketPartition(p), [p.key]);
+    const entry = await this.#kv.get(bucketPartition(p), layout.record(p.key));
     if (!entry || !this.#visible(p, entry, false)) throw new NotFoundError(`no form schema ${p.key} to update (create it with POST)`);
     return this.#put(p, valid, options, entry.version);
   }
@@ -178,7 +177,7 @@ export class ProcessData {
     if (raw === undefined) throw new ValidationError("formData is required", "formData");
     const p = parseKey("bpm-form-schemas", formKeyOf(raw));
     const valid = validateFields(p, fields, this.#limits);
-    const entry = await this.#kv.get(bucketPartition(p), [p.key]);
+    const entry = await this.#kv.get(bucketPartition(p), layout.record(p.key));
     if (entry && this.#visible(p, entry, false)) throw new ConflictError(`a form schema ${p.key} exists already (update it with PUT)`, "formData.name");
     return this.#put(p, valid, options, entry?.version ?? null);
   }
@@ -192,7 +191,7 @@ export class ProcessData {
     const ttl = validateTtl(options.ttlMs);
     const owner = registrationOf(p, options.processInstanceId);
     // a batch signature registered anew under another instance leaves its record under the one its pointer named
-    const pointer = p.kind === "batch-signature" ? await this.#kv.get(bucketPartition(p), [p.key]) : undefined;
+    const pointer = p.kind === "batch-signature" ? await this.#kv.get(bucketPartition(p), layout.record(p.key)) : undefined;
     const previous = pointer && isPointer(pointer.value) ? (pointerOwner(pointer.value) ?? ownerOf(p)) : owner;
     const now = this.#clock();
     const expiresAt = ttl === null ? null : now + ttl;
@@ -209,13 +208,13 @@ export class ProcessData {
     const before: Promise<unknown>[] = [];
     if (owner !== null) {
       const pointer = pointerTo(owner === ownerOf(p) ? null : owner);
-      before.push(this.#kv.commit(bucketPartition(p), [{ type: "put", key: [p.key], value: pointer }]));
+      before.push(this.#kv.commit(bucketPartition(p), [{ type: "put", key: layout.record(p.key), value: pointer }]));
     }
     if (expiresAt !== null) before.push(this.#kv.commit(expiryPartition(expiresAt), [expiryEntry(expiresAt, p.keyspace, p.key)]));
     await Promise.all(before);
-    const check = expected === undefined ? [] : [{ type: "check" as const, key: [p.key], version: expected }];
-    const { version } = await this.#kv.commit(homeOf(p, owner), [...check, { type: "put", key: [p.key], value: encodeRecord(stored) }]);
-    if (previous !== owner) await this.#kv.commit([INSTANCE_KIND, previous!], [{ type: "delete", key: [p.key] }]);
+    const check = expected === undefined ? [] : [{ type: "check" as const, key: layout.record(p.key), version: expected }];
+    const { version } = await this.#kv.commit(homeOf(p, owner), [...check, { type: "put", key: layout.record(p.key), value: encodeRecord(stored) }]);
+    if (previous !== owner) await this.#kv.commit(layout.instance(previous!), [{ type: "delete", key: layout.record(p.key) }]);
     return { keyspace: p.keyspace, key: p.key, fields: publicFields as AnyRecordFields, expiresAt, updatedAt: now, version };
   }
 
@@ -223,7 +222,7 @@ export class ProcessData {
   async get(actor: Actor, keyspace: string, key: string): Promise<ProcessRecord> {
     await this.#may(actor, "read");
     const p = parseKey(keyspace, key);
-    const entry = await this.#kv.get(await this.#home(p), [p.key]);
+    const entry = await this.#kv.get(await this.#home(p), layout.record(p.key));
     const record = entry && this.#visible(p, entry, true);
     if (!record) throw new NotFoundError(`no record ${p.key} in ${p.keyspace}`);
     return record;
@@ -234,10 +233,10 @@ export class ProcessData {
     await this.#may(actor, "write");
     const p = parseKey(keyspace, key);
     const home = await this.#home(p);
-    const entry = await this.#kv.get(home, [p.key]);
+    const entry = await this.#kv.get(home, layout.record(p.key));
     const existed = entry !== undefined && this.#visible(p, entry, false) !== undefined;
-    if (entry) await this.#kv.commit(home, [{ type: "delete", key: [p.key] }]);
-    if (ownerOf(p) !== null) await this.#kv.commit(bucketPartition(p), [{ type: "delete", key: [p.key] }]);
+    if (entry) await this.#kv.commit(home, [{ type: "delete", key: layout.record(p.key) }]);
+    if (ownerOf(p) !== null) await this.#kv.commit(bucketPartition(p), [{ type: "delete", key: layout.record(p.key) }]);
     return existed;
   }
 
@@ -269,7 +268,7 @@ export class ProcessData {
   async listByProcessInstance(actor: Actor, processInstanceId: string, options: ListOptions = {}): Promise<ListPage> {
     await this.#may(actor, "read");
     const pid = validateProcessInstanceId(processInstanceId);
-    return this.#scanPage([INSTANCE_KIND, pid], {}, options);
+    return this.#scanPage(layout.instance(pid), {}, options);
   }
 
   /**
@@ -280,21 +279,21 @@ export class ProcessData {
     await this.#may(actor, "read");
     const pid = validateProcessInstanceId(processInstanceId);
     const { start, end } = prefixBounds("lowcode_");
-    return this.#scanPage([INSTANCE_KIND, pid], { start: [start], end: [end] }, options);
+    return this.#scanPage(layout.instance(pid), { start: layout.record(start), end: layout.record(end) }, options);
   }
 
   /** The start-form submissions of a process definition, in key order. */
   async listStartForms(actor: Actor, processDefinitionKey: string, options: ListOptions = {}): Promise<ListPage> {
     await this.#may(actor, "read");
     const d = validatePart("processDefinitionKey", processDefinitionKey);
-    return this.#scanPage([bucketKind("bpm-form-submissions"), `process-definition/${d}/start-form/`], {}, options);
+    return this.#scanPage(layout.bucket("bpm-form-submissions", `process-definition/${d}/start-form/`), {}, options);
   }
 
   /** The start-message payloads of a process definition, in key order. */
   async listStartMessages(actor: Actor, processDefinitionKey: string, options: ListOptions = {}): Promise<ListPage> {
     await this.#may(actor, "read");
     const d = validatePart("processDefinitionKey", processDefinitionKey);
-    return this.#scanPage([bucketKind("bpm-message-payloads"), `process-definition/${d}/start-message/`], {}, options);
+    return this.#scanPage(layout.bucket("bpm-message-payloads", `process-definition/${d}/start-message/`), {}, options);
   }
 
   // ---- lifecycle --------------------------------------------------------------------------------------
@@ -326,12 +325,12 @@ export class ProcessData {
       if (owner !== null && owner !== pid) throw new ValidationError(`alsoKeys[${i}] belongs to process instance ${owner}, not ${pid}`, `alsoKeys[${i}]`);
       return p;
     });
-    const home: Partition = [INSTANCE_KIND, pid];
+    const home: Partition = layout.instance(pid);
     let deleted = 0;
     const pointers = new Map<string, string[]>();
     for await (const entry of scanAll(this.#kv, home, { limit: 500 })) {
       deleted++;
-      const p = parseKey("bpm-form-submissions", entry.key[0] as string);
+      const p = parseKey("bpm-form-submissions", layout.recordKeyOf(entry.key));
       const bucket = bucketOf(p);
       let list = pointers.get(bucket);
       if (!list) pointers.set(bucket, (list = []));
@@ -340,15 +339,15 @@ export class ProcessData {
     await this.#kv.dropPartition(home);
     await Promise.all(
       [...pointers].map(([bucket, keys]) =>
-        this.#kv.commit([bucketKind("bpm-form-submissions"), bucket], keys.map((key) => ({ type: "delete" as const, key: [key] }))),
+        this.#kv.commit(layout.bucket("bpm-form-submissions", bucket), keys.map((key) => ({ type: "delete" as const, key: layout.record(key) }))),
       ),
     );
     for (const p of extra) {
       if (ownerOf(p) !== null) continue; // this instance's own record: gone with its partition (a batch signature's too)
-      const entry = await this.#kv.get(homeOf(p), [p.key]);
+      const entry = await this.#kv.get(homeOf(p), layout.record(p.key));
       if (!entry) continue;
       if (this.#visible(p, entry, false)) deleted++;
-      await this.#kv.commit(homeOf(p), [{ type: "delete", key: [p.key] }]);
+      await this.#kv.commit(homeOf(p), [{ type: "delete", key: layout.record(p.key) }]);
     }
     return { deleted };
   }
@@ -364,20 +363,20 @@ export class ProcessData {
         return false;
       }
       const home = await this.#home(p);
-      const entry = await this.#kv.get(home, [p.key]);
+      const entry = await this.#kv.get(home, layout.record(p.key));
       if (!entry || isPointer(entry.value)) return false;
       const stored = decodeRecord(entry.value);
       if (stored.e !== expiresAt || expiresAt > now) return false;
       try {
         await this.#kv.commit(home, [
-          { type: "check", key: [p.key], version: entry.version },
-          { type: "delete", key: [p.key] },
+          { type: "check", key: layout.record(p.key), version: entry.version },
+          { type: "delete", key: layout.record(p.key) },
         ]);
       } catch (e) {
         if (e instanceof ConflictError) return false; // rewritten meanwhile: its new expiry rules
         throw e;
       }
-      if (ownerOf(p) !== null) await this.#kv.commit(bucketPartition(p), [{ type: "delete", key: [p.key] }]);
+      if (ownerOf(p) !== null) await this.#kv.commit(bucketPartition(p), [{ type: "delete", key: layout.record(p.key) }]);
       return true;
     });
   }
@@ -415,14 +414,14 @@ export class ProcessData {
    */
   async resealTokens(from: TokenCipher, to: TokenCipher = this.#cipher): Promise<{ resealed: number }> {
     let resealed = 0;
-    const kinds = [INSTANCE_KIND, ...KEYSPACES.map(bucketKind)];
+    const kinds = [layout.instanceKind, ...KEYSPACES.map(layout.bucketKind)];
     for (const kind of kinds) {
       for await (const partition of allPartitions(this.#kv, kind)) {
         for await (const entry of scanAll(this.#kv, partition, { limit: 500 })) {
           if (isPointer(entry.value)) continue;
           const stored = decodeRecord(entry.value);
           if (stored.t === undefined || stored.t.split(".")[1] === to.keyId) continue;
-          const p = parsedOf(kind, entry.key[0] as string);
+          const p = parsedOf(kind, layout.recordKeyOf(entry.key));
           stored.t = to.seal(from.open(stored.t, aad(p)), aad(p));
           await this.#kv.commit(partition, [
             { type: "check", key: entry.key, version: entry.version },
@@ -445,7 +444,7 @@ export class ProcessData {
    */
   async #ownerOf(p: ParsedKey): Promise<string | null> {
     if (p.kind !== "batch-signature") return ownerOf(p);
-    const pointer = await this.#kv.get(bucketPartition(p), [p.key]);
+    const pointer = await this.#kv.get(bucketPartition(p), layout.record(p.key));
     return (pointer && isPointer(pointer.value) ? pointerOwner(pointer.value) : null) ?? p.processInstanceId;
   }
 
@@ -465,7 +464,7 @@ export class ProcessData {
 
   /** Turns bucket or instance entries into visible records, following pointers (one getMany per owner). */
   async #resolve(keyspace: Keyspace, entries: readonly Entry[], withToken: boolean): Promise<ProcessRecord[]> {
-    const parsed = entries.map((e) => parseKey(keyspace, e.key[0] as string));
+    const parsed = entries.map((e) => parseKey(keyspace, layout.recordKeyOf(e.key)));
     const resolved: (Entry | undefined)[] = entries.slice();
     const byOwner = new Map<string, number[]>();
     entries.forEach((e, i) => {
@@ -478,7 +477,7 @@ export class ProcessData {
     await Promise.all(
       [...byOwner].map(async ([owner, idx]) => {
         const got = await this.#kv.getMany(
-          [INSTANCE_KIND, owner],
+          layout.instance(owner),
           idx.map((i) => [parsed[i]!.key]),
         );
         idx.forEach((i, j) => (resolved[i] = got[j]));
@@ -494,12 +493,11 @@ export class ProcessData {
 
   async #scanPage(
     partition: Partition,
-    range: { start?: [string]; end?: [string] },
+    range: { start?: Key; end?: Key },
     options: ListOptions,
   ): Promise<ListPage> {
     const limit = listLimit(options.limit);
-    const keyspace: Keyspace =
-      partition[0] === INSTANCE_KIND ? "bpm-form-submissions" : (String(partition[0]).slice("pd-keyspace:".length) as Keyspace);
+    const keyspace: Keyspace = layout.keyspaceOf(partition);
     const items: ProcessRecord[] = [];
     let after = options.cursor ?? null;
     let scanned = 0;
@@ -514,25 +512,25 @@ export class ProcessData {
 
   async #listKeyspace(keyspace: Keyspace, options: ListOptions, withToken: boolean): Promise<ListPage> {
     const limit = listLimit(options.limit);
-    const kind = bucketKind(keyspace);
+    const kind = layout.bucketKind(keyspace);
     const items: ProcessRecord[] = [];
     let state: KeyspaceCursor | null = options.cursor ? decodeCursor(options.cursor, keyspace) : null;
     const nextBucket = async (after: string | null): Promise<KeyspaceCursor | null> => {
       const page = await this.#kv.listPartitions(kind, { limit: 1, after });
       const partition = page.partitions[0];
-      return partition ? { s: keyspace, b: partition[1] as string, k: null, n: page.cursor } : null;
+      return partition ? { s: keyspace, b: layout.bucketName(partition), k: null, n: page.cursor } : null;
     };
     if (state === null) state = await nextBucket(null);
     let buckets = 0;
     let scanned = 0;
     while (state !== null) {
-      const page = await this.#kv.scan([kind, state.b], {
-        ...(state.k === null ? {} : { start: [state.k, null] }),
+      const page = await this.#kv.scan(layout.bucket(keyspace, state.b), {
+        ...(state.k === null ? {} : { start: layout.afterRecord(state.k) }),
         limit: limit - items.length,
       });
       if (page.entries.length > 0) {
         items.push(...(await this.#resolve(keyspace, page.entries, withToken)));
-        state = { ...state, k: page.entries[page.entries.length - 1]!.key[0] as string };
+        state = { ...state, k: layout.recordKeyOf(page.entries[page.entries.length - 1]!.key) };
         scanned += page.entries.length;
       }
       if (page.cursor === null) {
@@ -548,7 +546,7 @@ export class ProcessData {
 // ---- placement helpers -------------------------------------------------------------------------------
 
 function bucketPartition(p: ParsedKey): Partition {
-  return [bucketKind(p.keyspace), bucketOf(p)];
+  return layout.bucket(p.keyspace, bucketOf(p));
 }
 
 /**
@@ -568,12 +566,12 @@ function registrationOf(p: ParsedKey, processInstanceId: string | undefined): st
 
 /** The partition holding the record at `p` owned by `owner` (default: the owner its key names). */
 function homeOf(p: ParsedKey, owner: string | null = ownerOf(p)): Partition {
-  return owner === null ? bucketPartition(p) : [INSTANCE_KIND, owner];
+  return owner === null ? bucketPartition(p) : layout.instance(owner);
 }
 
 /** The parsed key of a record stored in a partition of `kind` (an instance's records are form submissions). */
 function parsedOf(kind: string, key: string): ParsedKey {
-  const keyspace = KEYSPACES.find((k) => bucketKind(k) === kind) ?? KEYSPACES.find((k) => {
+  const keyspace = KEYSPACES.find((k) => layout.bucketKind(k) === kind) ?? KEYSPACES.find((k) => {
     try {
       return ownerOf(parseKey(k, key)) !== null;
     } catch {

@@ -30,6 +30,7 @@ import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
 import type { Identity } from "../identity/index.js";
 import type { Key, KvStore, Op, Partition } from "../kv/contract.js";
 import { scanAll } from "../kv/contract.js";
+import { PartitionKind, Subspace } from "../kv/subspace.js";
 import type { ResourceEvent } from "../resources/model/events.js";
 import type { Feed } from "../resources/log/feed.js";
 import type { Ref } from "../resources/model/ref.js";
@@ -38,16 +39,23 @@ import { PathItem } from "../resources/model/wire.js";
 import type { WorkflowSchema } from "./schema.js";
 
 export const DEFAULT_KEEP_NOTIFICATIONS = 1000;
-const FOLLOWER: Partition = ["notification-follower"];
-const inboxOf = (user: string): Partition => ["inbox", user];
-const META: Key = ["m"];
-const CURSOR: Key = ["cursor"];
+/** The layout of the inboxes and of the follower's marks (see above), through kv's Subspace. */
+const kinds = { inbox: new PartitionKind("inbox"), follower: new PartitionKind("notification-follower") } as const;
+const FOLLOWER: Partition = kinds.follower.partition();
+const inboxOf = (user: string): Partition => kinds.inbox.partition(user);
+const META: Key = new Subspace(["m"]).pack();
+const CURSOR: Key = new Subspace(["cursor"]).pack();
+/** An inbox's notifications by arrival number, and its index by notification id. */
+const NOTES = new Subspace(["n"]);
+const BY_ID = new Subspace(["i"]);
+/** The last seq projected of each partition. */
+const SEQ = new Subspace(["seq"]);
 const ATTEMPTS = 50;
 /** The feed entries one pass projects at most. */
 const BATCH = 100;
 
 /** The partition kinds this file writes (for export, import and the registry of kinds). */
-export const NOTIFICATION_KINDS: readonly string[] = [inboxOf("x")[0] as string, FOLLOWER[0] as string];
+export const NOTIFICATION_KINDS: readonly string[] = [kinds.inbox.kind, kinds.follower.kind];
 
 export const Notification = Type.Object(
   {
@@ -103,7 +111,7 @@ export class Notifications {
   /** The caller's notifications, newest first. */
   async list(actor: Actor, options: { limit?: number; cursor?: string | null } = {}): Promise<{ items: Notification[]; nextCursor: string | null }> {
     const limit = options.limit ?? 50;
-    const page = await this.kv.scan(inboxOf(actor.id), { prefix: ["n"], reverse: true, limit, after: options.cursor ?? null }).catch((e: unknown) => {
+    const page = await this.kv.scan(inboxOf(actor.id), { prefix: NOTES.prefix, reverse: true, limit, after: options.cursor ?? null }).catch((e: unknown) => {
       if (options.cursor) throw new ValidationError("cursor is not a cursor of this list", "cursor");
       throw e;
     });
@@ -135,7 +143,7 @@ export class Notifications {
     const userId = actor.id;
     const m = await this.#meta(userId);
     if (m.value.next - 1 <= after) return { items: [], last: m.value.next - 1 };
-    const page = await this.kv.scan(inboxOf(userId), { start: ["n", after + 1], end: ["n", m.value.next], limit: 100 });
+    const page = await this.kv.scan(inboxOf(userId), { start: NOTES.pack([after + 1]), end: NOTES.pack([m.value.next]), limit: 100 });
     return { items: await this.#shownTo(actor, page.entries.map((e) => parse<Notification>(e.value))), last: page.cursor ? (page.entries.at(-1)!.key[1] as number) : m.value.next - 1 };
   }
 
@@ -152,16 +160,16 @@ export class Notifications {
       const meta = await this.#meta(actor.id);
       const targets: { key: Key; value: Notification }[] = [];
       if (which.all === true) {
-        for await (const e of scanAll(this.kv, partition, { prefix: ["n"], limit: 1000 })) {
+        for await (const e of scanAll(this.kv, partition, { prefix: NOTES.prefix, limit: 1000 })) {
           const n = parse<Notification>(e.value);
           if (!n.read) targets.push({ key: e.key, value: n });
         }
       } else {
         const ids = [...new Set(which.ids)];
-        const index = await this.kv.getMany(partition, ids.map((id) => ["i", id]));
+        const index = await this.kv.getMany(partition, ids.map((id) => BY_ID.pack([id])));
         const missing = ids.filter((_, i) => !index[i]);
         if (missing.length > 0) throw new NotFoundError(`no notification ${missing.join(", ")}`);
-        const keys = index.map((e) => ["n", parse<number>(e!.value)]);
+        const keys = index.map((e) => NOTES.pack([parse<number>(e!.value)]));
         const found = await this.kv.getMany(partition, keys);
         found.forEach((e, i) => {
           const n = e && parse<Notification>(e.value);
@@ -194,25 +202,25 @@ export class Notifications {
     const partition = inboxOf(userId);
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       const meta = await this.#meta(userId);
-      const known = await this.kv.getMany(partition, notes.map((n) => ["i", n.id]));
+      const known = await this.kv.getMany(partition, notes.map((n) => BY_ID.pack([n.id])));
       const fresh = notes.filter((_, i) => !known[i]);
       if (fresh.length === 0) return;
       const m = { ...meta.value };
       const ops: Op[] = [{ type: "check", key: META, version: meta.version }];
       for (const n of fresh) {
         const k = m.next++;
-        ops.push({ type: "put", key: ["n", k], value: json(n) }, { type: "put", key: ["i", n.id], value: json(k) });
+        ops.push({ type: "put", key: NOTES.pack([k]), value: json(n) }, { type: "put", key: BY_ID.pack([n.id]), value: json(k) });
         m.total++;
         m.unread++;
       }
       const excess = m.total - this.keepNewest;
       if (excess > 0) {
         // The oldest stored ones first; a fresh one past retention is dropped as it arrives (it is older).
-        const oldest = await this.kv.scan(partition, { prefix: ["n"], limit: excess });
+        const oldest = await this.kv.scan(partition, { prefix: NOTES.prefix, limit: excess });
         let dropped = 0;
         for (const e of oldest.entries) {
           const n = parse<Notification>(e.value);
-          ops.push({ type: "delete", key: e.key }, { type: "delete", key: ["i", n.id] });
+          ops.push({ type: "delete", key: e.key }, { type: "delete", key: BY_ID.pack([n.id]) });
           if (!n.read) m.unread--;
           dropped++;
         }
@@ -220,7 +228,7 @@ export class Notifications {
         const stillOver = excess - dropped;
         if (stillOver > 0) {
           const k0 = m.next - fresh.length;
-          for (let i = 0; i < stillOver; i++) ops.push({ type: "delete", key: ["n", k0 + i] }, { type: "delete", key: ["i", fresh[i]!.id] });
+          for (let i = 0; i < stillOver; i++) ops.push({ type: "delete", key: NOTES.pack([k0 + i]) }, { type: "delete", key: BY_ID.pack([fresh[i]!.id]) });
           m.unread -= stillOver;
         }
         m.total = this.keepNewest;
@@ -254,7 +262,7 @@ export class Notifications {
     const position = parse<{ position: number }>(cursor.value).position;
     const entries = await feed.read(position, BATCH);
     if (entries.length === 0) return 0;
-    const seqKey = (p: Partition): Key => ["seq", ...p];
+    const seqKey = (p: Partition): Key => SEQ.pack(p);
     const projected = entries.filter((e) => e.partition[0] === "project");
     const partitions = [...new Map(projected.map((e) => [JSON.stringify(e.partition), e.partition])).values()];
     const marks = new Map<string, number>();

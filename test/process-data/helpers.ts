@@ -1,8 +1,8 @@
 /** Shared by the process-data suites: a service with an injected clock, and a raw dump of its storage. */
 import { randomBytes } from "node:crypto";
 import { allPartitions, scanAll, type Entry, type KvStore, type Partition } from "../../src/kv/contract.js";
-import { bucketKind, INSTANCE_KIND, KEYSPACES } from "../../src/process-data/keys.js";
-import { EXPIRY_KIND } from "../../src/process-data/expiry.js";
+import { KEYSPACES } from "../../src/process-data/keys.js";
+import { layout } from "../../src/process-data/layout.js";
 import { openProcessData, type ProcessData, type ProcessDataOptions } from "../../src/process-data/service.js";
 
 export interface Clock {
@@ -24,7 +24,7 @@ export async function service(
 }
 
 /** Every kind of partition process data writes. */
-export const KINDS = [INSTANCE_KIND, EXPIRY_KIND, ...KEYSPACES.map(bucketKind)];
+export const KINDS = [layout.instanceKind, layout.expiryKind, ...KEYSPACES.map(layout.bucketKind)];
 
 /** Every stored entry of every process-data partition, read through the contract. */
 export async function rawDump(kv: KvStore): Promise<{ partition: Partition; entry: Entry }[]> {

@@ -12,11 +12,11 @@
  * identity/secret.ts); without either (a memory store), a key for the life of the process.
  */
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from "node:crypto";
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ValidationError } from "../../errors.js";
 import type { KvStore, Partition } from "../../kv/contract.js";
 import { canonicalJson } from "../../kv/canonical.js";
+import { loadOrCreatePrivateFile } from "../../private-files.js";
 import { layout } from "../model/layout.js";
 
 export const CHECKPOINT_KEY_FILE = "checkpoint-key.pem";
@@ -68,15 +68,8 @@ export async function loadCheckpointKey(options: { dataDir?: string; env?: strin
     return { privateKey, publicKey };
   }
   const file = join(options.dataDir, CHECKPOINT_KEY_FILE);
-  await mkdir(options.dataDir, { recursive: true });
-  try {
-    const pem = generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" });
-    await writeFile(file, pem, { flag: "wx", mode: 0o600 });
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-  }
-  await chmod(file, 0o600);
-  return fromPem(await readFile(file, "utf8"), CHECKPOINT_KEY_FILE);
+  const pem = await loadOrCreatePrivateFile(file, () => generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }) as string);
+  return fromPem(pem.toString("utf8"), CHECKPOINT_KEY_FILE);
 }
 
 /** Signs partitions' heads. */
