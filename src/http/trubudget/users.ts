@@ -121,21 +121,17 @@ export const userRoutes: RoutePlugin<{ organization: string }> = async (app, opt
     return ok({});
   });
 
-  app.get(
-    "/global.listAssignments",
-    { schema: { querystring: AssignmentsQuery, response: { 200: Reply(Assignments) } } },
-    async (request) => {
-      const { userId } = request.query;
-      const assigned = await app.flowstore.assignmentsOf(request.actor, userId);
-      const of = (type: string) => assigned.filter((a) => a.type === type);
-      return ok({
-        userId,
-        projects: of("project").map((a) => ({ id: a.ids[0]!, displayName: a.displayName ?? "", status: a.status })),
-        subprojects: of("subproject").map((a) => ({ id: a.ids[1]!, projectId: a.ids[0]!, displayName: a.displayName ?? "", status: a.status })),
-        workflowitems: of("workflowitem").map((a) => ({ id: a.ids[2]!, projectId: a.ids[0]!, subprojectId: a.ids[1]!, displayName: a.displayName ?? "", status: a.status })),
-      });
-    },
-  );
+  app.get("/global.listAssignments", { schema: { querystring: AssignmentsQuery, response: { 200: Reply(Assignments) } } }, async (request) => {
+    const { userId } = request.query;
+    const assigned = await app.flowstore.assignmentsOf(request.actor, userId);
+    const of = (type: string) => assigned.filter((a) => a.type === type);
+    return ok({
+      userId,
+      projects: of("project").map((a) => ({ id: a.ids[0]!, displayName: a.displayName ?? "", status: a.status })),
+      subprojects: of("subproject").map((a) => ({ id: a.ids[1]!, projectId: a.ids[0]!, displayName: a.displayName ?? "", status: a.status })),
+      workflowitems: of("workflowitem").map((a) => ({ id: a.ids[2]!, projectId: a.ids[0]!, subprojectId: a.ids[1]!, displayName: a.displayName ?? "", status: a.status })),
+    });
+  });
 };
 
 const Assigned = (parents: readonly string[]) =>

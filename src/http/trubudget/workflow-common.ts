@@ -36,7 +36,7 @@ type CommonIdField<L extends Level> = "project" extends L ? IdField<"project"> :
 export type IdProperties<L extends Level> = { [F in CommonIdField<L>]: typeof ResourceId } & { [F in Exclude<IdField<L>, CommonIdField<L>>]: TOptional<typeof ResourceId> };
 
 /** `{projectId, …}` of a level plus `more`, every id required (TruBudget's querystrings and bodies). */
-export function idsWith<L extends Level, P extends TProperties = {}>(level: L, more: P = {} as P): TObject<IdProperties<L> & P> {
+export function idsWith<L extends Level, P extends TProperties = Record<never, never>>(level: L, more: P = {} as P): TObject<IdProperties<L> & P> {
   const ids: TProperties = Object.fromEntries(ID_FIELDS[level].map((f) => [f, ResourceId]));
   return Type.Object({ ...ids, ...more } as IdProperties<L> & P, { additionalProperties: false });
 }
