@@ -5,6 +5,7 @@
  */
 import { Type, type Static } from "@sinclair/typebox";
 import type { FastifyPluginAsync } from "fastify";
+import { requestedIntent } from "../../access/intents.js";
 import { IdentityId } from "../../identity/wire.js";
 import { Envelope, ok, Reply } from "./envelope.js";
 import { grantableIntent, TRUBUDGET_GLOBAL_INTENTS, trubudgetPermissions } from "./intents.js";
@@ -24,7 +25,7 @@ export const globalRoutes: FastifyPluginAsync = async (app) => {
   for (const action of ["grant", "revoke"] as const) {
     app.post<{ Body: Static<typeof Change> }>(`/global.${action}Permission`, { schema: { body: Change, response: { 200: Done } } }, async (request) => {
       const { identity, intent } = request.body.data;
-      const target = grantableIntent(intent, "data.intent");
+      const target = requestedIntent(grantableIntent(intent, "data.intent"));
       if (action === "grant") await global.grant(request.actor, target, identity);
       else await global.revoke(request.actor, target, identity);
       return ok({});
