@@ -21,7 +21,6 @@ export type AccessIntent = (typeof ACCESS_INTENTS)[number];
  * The global intents each layer declares, by layer: every layer that declares a list adds it here
  * (declaration merging), so this interface is the union of the declared lists, whatever imports it.
  */
-// biome-ignore lint/suspicious/noEmptyInterface: extended by declaration merging
 export interface DeclaredIntents {
   access: AccessIntent;
 }
