@@ -10,7 +10,7 @@
  * declaration merging beside its constant (`declare module "../access/intents.js"`), so access names no
  * layer above it, and `GlobalPermissions.has`/`assert`/`grant`/`revoke` take an `Intent`: a misspelt
  * intent fails tsc. A schema's create intents (`global.create<RootType>`) are derived from its
- * declaration (resources/model/schema.ts `CreateIntentOf`); the workflow schema adds its own.
+ * declaration (resources/model/schema.ts `CreateIntentOf`); the workflow and tenancy schemas add theirs.
  */
 
 /** Reading and changing global permissions themselves. */
