@@ -14,13 +14,13 @@ it("openFlowstore gives the whole store over LMDB, and the data survives a reope
     await fs.global.grant(SYSTEM, "global.createProject", "mary");
     await fs.workflow.createProject(mary, { id: "p", displayName: "P" });
     await fs.workflow.createSubproject(mary, "p", { id: "s", displayName: "S", currency: "EUR" });
-    await fs.tenancy.create(SYSTEM, "space", null, { name: "space" }, { id: "sp" });
+    await fs.tenancy.writes.create(SYSTEM, "space", null, { name: "space" }, { id: "sp" });
     await fs.archive.write(SYSTEM, "order-1", { status: ["done"] });
     await fs.processData.createFormSchema(SYSTEM, { id: "form-a", formData: formioForm("form-a") });
     await fs.close();
     fs = await openFlowstore(dir);
     expect((await fs.workflow.projectDetails(mary, "p")).subprojects.items.map((s) => s.id)).toEqual(["s"]);
-    expect((await fs.tenancy.get(SYSTEM, { type: "space", ids: ["sp"] })).data.name).toBe("space");
+    expect((await fs.tenancy.reads.get(SYSTEM, { type: "space", ids: ["sp"] })).data.name).toBe("space");
     expect((await fs.archive.latest(SYSTEM, "order-1")).document).toEqual({ status: ["done"] });
     expect((await fs.processData.get(SYSTEM, "bpm-form-schemas", "form-a")).fields).toMatchObject({ id: "form-a" });
     // Every chain: the project's partition and the space's.

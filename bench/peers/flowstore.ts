@@ -75,7 +75,7 @@ export class FlowstorePeer implements Peer {
   }
 
   async getItem(p: string, s: string, w: string): Promise<Buffer> {
-    return (await this.wf.store.getJson(MARY, workflowitemRef(p, s, w))).json;
+    return (await this.wf.store.reads.getJson(MARY, workflowitemRef(p, s, w))).json;
   }
 
   async listSubproject(p: string, s: string): Promise<{ count: number; body: Buffer }> {

@@ -41,7 +41,7 @@ export const resources: Workload = {
     const getRow = (label: string, k: LmdbKv | undefined) => ({
       name: `get (${label})`,
       round: async () => {
-        for (let i = 0; i < gets; i++) await store.getJson(MARY, target);
+        for (let i = 0; i < gets; i++) await store.reads.getJson(MARY, target);
       },
       k,
     });
@@ -67,7 +67,7 @@ export const resources: Workload = {
     };
     const storeList = (st: typeof store) => async () => {
       for (let t = 0; t < lists; t++) {
-        const page = await st.listChildrenJson(MARY, subprojectRef("p1", "s1"), "workflowitem", { limit: N });
+        const page = await st.reads.listChildrenJson(MARY, subprojectRef("p1", "s1"), "workflowitem", { limit: N });
         if (page.items.length !== N) throw new Error(`listed ${page.items.length}`);
       }
     };
@@ -128,8 +128,8 @@ export const resources: Workload = {
     await ctx.compare({
       ops: gets,
       goal: 1.2,
-      reference: { name: `get, store of ${(N + 2).toLocaleString("en-US")} resources`, round: async () => { for (let i = 0; i < gets; i++) await store.getJson(MARY, target); } },
-      subject: { name: `get, store of ${resourcesInBig.toLocaleString("en-US")} resources`, round: async () => { for (let i = 0; i < gets; i++) await bigStore.getJson(MARY, target); } },
+      reference: { name: `get, store of ${(N + 2).toLocaleString("en-US")} resources`, round: async () => { for (let i = 0; i < gets; i++) await store.reads.getJson(MARY, target); } },
+      subject: { name: `get, store of ${resourcesInBig.toLocaleString("en-US")} resources`, round: async () => { for (let i = 0; i < gets; i++) await bigStore.reads.getJson(MARY, target); } },
     });
     await ctx.compare({
       ops: lists,

@@ -213,7 +213,7 @@ export const scale: Workload = {
     };
     const getOne = async (fs: FlowstorePeer, pick: () => number) => {
       const k = Math.floor(pick() * subprojectsOf(fs));
-      await fs.wf.store.getJson(MARY, workflowitemRef(P, subId(k), itemId(Math.floor(pick() * PER_SUBPROJECT))));
+      await fs.wf.store.reads.getJson(MARY, workflowitemRef(P, subId(k), itemId(Math.floor(pick() * PER_SUBPROJECT))));
     };
     await ctx.compare({ ops: 2_000, goal: GOAL, ...sides("get one workflowitem, random in the tree, each read for the first time (getJson)", 2_000, getOne) });
     await ctx.compare({ ops: 2_000, goal: GOAL, ...sides("get one workflowitem, the same 2,000 random ones each round (getJson)", 2_000, getOne, true) });

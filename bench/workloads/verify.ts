@@ -26,7 +26,7 @@ export const verify: Workload = {
     await fs.load({ projects: [{ id: "p1", subprojects: [subproject("s1", items)] }], updates: [] });
     const store = fs.wf.store;
     const partition = ["project", "p1"];
-    const full = await store.verify(partition);
+    const full = await store.audit.verify(partition);
     if (!full.ok) throw new Error(`the loaded store does not verify: ${JSON.stringify(full.firstBad)}`);
     const events = full.checked;
     await ctx.measure("verify, full (events/s)", {
@@ -35,7 +35,7 @@ export const verify: Workload = {
       note: `${events} events; chain + ledger + state, access, ordering and history index replayed and compared`,
       goals: (rate) => [rateAtLeast("events/s", rate, VERIFY_GOAL)],
       round: async () => {
-        const r = await store.verify(partition);
+        const r = await store.audit.verify(partition);
         if (!r.ok) throw new Error("verify failed");
       },
     });
@@ -44,7 +44,7 @@ export const verify: Workload = {
     const cpuRounds: number[] = [];
     for (let i = 0; i < 5; i++) {
       const c = process.cpuUsage();
-      const r = await store.verify(partition);
+      const r = await store.audit.verify(partition);
       const u = process.cpuUsage(c);
       if (!r.ok) throw new Error("verify failed");
       cpuRounds.push(events / ((u.user + u.system) / 1e6));
@@ -62,7 +62,7 @@ export const verify: Workload = {
       ops: 1001,
       rounds: 5,
       round: async () => {
-        const r = await store.verify(partition, { since: { seq: head.seq, hash: head.hash }, incremental: true });
+        const r = await store.audit.verify(partition, { since: { seq: head.seq, hash: head.hash }, incremental: true });
         if (!r.ok) throw new Error("verify failed");
       },
     });

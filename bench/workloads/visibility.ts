@@ -51,19 +51,19 @@ export const visibility: Workload = {
       },
     });
     const q = { search: "tag:energy district 1", sort: "displayName", order: "asc" as const, limit: 100 };
-    const searched = await wf.store.queryChildrenJson(caller, null, "project", q);
+    const searched = await wf.store.reads.queryChildrenJson(caller, null, "project", q);
     if (searched.items.length === 0) throw new Error("the search finds nothing");
     await ctx.measure(`first page of a search (${JSON.stringify(q.search)}, sorted by displayName) among the same (pages/s)`, {
       ops: 50,
       note: `goal < 20 ms a page (≥ 50 pages/s); while the caller's index is unchanged it reads one version key per identity and reuses the parsed, sorted rows; after a change it reads the ${sees.toLocaleString("en")} index entries again; no project record but the page's`,
       round: async () => {
-        for (let i = 0; i < 50; i++) await wf.store.queryChildrenJson(caller, null, "project", q);
+        for (let i = 0; i < 50; i++) await wf.store.reads.queryChildrenJson(caller, null, "project", q);
       },
     });
     await ctx.measure("first page sorted by createdAt, newest first, no search (pages/s)", {
       ops: 50,
       round: async () => {
-        for (let i = 0; i < 50; i++) await wf.store.queryChildrenJson(caller, null, "project", { sort: "createdAt", order: "desc", limit: 100 });
+        for (let i = 0; i < 50; i++) await wf.store.reads.queryChildrenJson(caller, null, "project", { sort: "createdAt", order: "desc", limit: 100 });
       },
     });
     await ctx.measure("the same first page by a walk of every project partition (before the index) (pages/s)", {

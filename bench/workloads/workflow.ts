@@ -62,7 +62,7 @@ export const workflow: Workload = {
         ops: gets,
         goal: 1.5,
         reference: { name: `get workflowitem (${raw.get.what}, same key)`, round: raw.get(getAddress.partition, getAddress.key, gets) },
-        subject: { name: "get workflowitem (flowstore getJson)", round: async () => { for (let i = 0; i < gets; i++) await fs.wf.store.getJson(MARY, workflowitemRef(P, S10K, itemId(4242))); } },
+        subject: { name: "get workflowitem (flowstore getJson)", round: async () => { for (let i = 0; i < gets; i++) await fs.wf.store.reads.getJson(MARY, workflowitemRef(P, S10K, itemId(4242))); } },
       });
       for (const [s, n, lists] of [[S1K, 1_000, 20], [S10K, 10_000, 3]] as const) {
         const l = fs.wf.store.childrenAddress(subprojectRef(P, s), "workflowitem");

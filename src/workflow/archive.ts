@@ -20,8 +20,8 @@
  * does not verify (resources/audit.ts: chain and replay) is dropped again.
  *
  * A change while the project is dumped refuses the archive (ConflictError, nothing stored). Dropping
- * uses ResourceStore.delete, refused when anything was appended to the log since the archived head, and
- * then ResourceStore.purge, both as the system actor once the caller's intents are checked.
+ * uses ResourceStore.lifecycle.delete, refused when anything was appended to the log since the archived head, and
+ * then ResourceStore.lifecycle.purge, both as the system actor once the caller's intents are checked.
  *
  * Permissions: archiving needs `global.writeArchive` and the project's `project.close` intent (the
  * holders of close decide the end of a project's life); restoring needs `global.writeArchive` and
@@ -101,18 +101,18 @@ export async function archiveProject(
   if (options.drop !== undefined && typeof options.drop !== "boolean") throw new ValidationError("drop is true or false", "drop");
   await store.global.assert(actor, "global.writeArchive");
   const ref = projectRef(projectId);
-  await store.assertIntent(actor, ref, ARCHIVE_PROJECT_INTENT);
-  const project = await store.get(SYSTEM, ref);
-  const permissions = await store.listPermissions(SYSTEM, ref);
+  await store.reads.assertIntent(actor, ref, ARCHIVE_PROJECT_INTENT);
+  const project = await store.reads.get(SYSTEM, ref);
+  const permissions = await store.reads.listPermissions(SYSTEM, ref);
   if (project.data.status !== "closed") throw new ConflictError(`project ${projectId} is open: only a closed project can be archived`, "status");
 
   // First pass: the file's sha-256 for the seal; the second pass is stored, and must be the same
   // partition (every write moves the head; a move during the second pass refuses the dump).
-  const first = await store.dumpPartition(ref, NAMES);
+  const first = await store.dumps.dump(ref, NAMES);
   const hash = createHash("sha256");
   for await (const piece of first.content) hash.update(piece);
   const sha256 = hash.digest("hex");
-  const dump = await store.dumpPartition(ref, NAMES);
+  const dump = await store.dumps.dump(ref, NAMES);
   if (dump.head.seq !== first.head.seq || dump.head.hash !== first.head.hash) throw new ConflictError(`project ${projectId} changed while it was being archived; try again`, "projectId");
   const document: ArchiveDocument = {
     kind: [PROJECT_ARCHIVE_KIND],
@@ -132,13 +132,13 @@ export async function archiveProject(
 
   let dropped = false;
   if (options.drop === true) {
-    await store.delete(SYSTEM, ref, { ifChainAt: dump.head.seq }).catch((e: unknown) => {
+    await store.lifecycle.delete(SYSTEM, ref, { ifChainAt: dump.head.seq }).catch((e: unknown) => {
       if (e instanceof ConflictError && e.field === "chain") {
         throw new ConflictError(`project ${projectId} changed after it was archived as ${snapshot.id}; it was not dropped`, "projectId");
       }
       throw e;
     });
-    await store.purge(SYSTEM, ref);
+    await store.lifecycle.purge(SYSTEM, ref);
     dropped = true;
   }
   return { projectId, snapshot, counts: dump.counts, chainHead: dump.head, dropped };
@@ -179,7 +179,7 @@ export async function restoreProject(deps: ProjectArchiveDeps, actor: Actor, sna
   }
   const refuse = (what: string): ValidationError => new ValidationError(`snapshot ${snapshotId}: ${what}`, "snapshotId");
   const hash = createHash("sha256");
-  const { entries, verify } = await store.restorePartition(
+  const { entries, verify } = await store.dumps.restore(
     projectRef(projectId),
     {
       counts,

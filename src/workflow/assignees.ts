@@ -34,7 +34,7 @@ export class Assignees {
     const assigned = await this.resources.assignmentsOf(id);
     return Promise.all(
       assigned.map(async (a) => {
-        if (a.displayName === undefined || (await this.resources.canView(actor, { type: a.type, ids: a.ids }))) return a;
+        if (a.displayName === undefined || (await this.resources.reads.canView(actor, { type: a.type, ids: a.ids }))) return a;
         const { displayName: _, ...rest } = a;
         return rest;
       }),

@@ -1,7 +1,7 @@
 /**
  * The workflow commands: what a user of a TruBudget-style system does with projects, subprojects and
  * workflowitems. Each command checks its intent and rules inside the write of the project's partition
- * (through ResourceStore.mutate/create), so checks and writes are one atomic step. Reads are one range
+ * (through ResourceStore.writes: mutate, create), so checks and writes are one atomic step. Reads are one range
  * read each; nothing replays history.
  */
 import { ForbiddenError, NotFoundError, ValidationError } from "../errors.js";
@@ -103,7 +103,7 @@ export class Workflow {
     const assignee = fields.assignee ?? actor.id;
     if (assignee !== actor.id && this.directory) await this.#assertAssignable(assignee, "data.assignee");
     const o = this.#origin(actor, options.origin);
-    return this.store.create(actor, "project", null, { ...fields, assignee, status: o.status }, { id, meta: o.meta });
+    return this.store.writes.create(actor, "project", null, { ...fields, assignee, status: o.status }, { id, meta: o.meta });
   }
 
   async createSubproject(actor: Actor, p: string, input: SubprojectInput, options: CreateCommandOptions = {}): Promise<Envelope<SubprojectData>> {
@@ -113,7 +113,7 @@ export class Workflow {
     if (fields.validator !== undefined) await this.#assertAssignable(fields.validator, "data.validator");
     const o = this.#origin(actor, options.origin);
     const intents = this.store.schema.type("subproject").intents.all;
-    return this.store.create(actor, "subproject", projectRef(p), { workflowMode: "ordered", ...fields, assignee, status: o.status }, {
+    return this.store.writes.create(actor, "subproject", projectRef(p), { workflowMode: "ordered", ...fields, assignee, status: o.status }, {
       id,
       meta: o.meta,
       guard: (parent) => assertOpen(parent!),
@@ -131,7 +131,7 @@ export class Workflow {
     const o = this.#origin(actor, options.origin);
     const closed = o.status === "closed" ? { closedAt: options.origin!.closedAt ?? options.origin!.createdAt } : {};
     const intents = this.store.schema.type("workflowitem").intents.all;
-    return this.store.create(actor, "workflowitem", subprojectRef(p, s), { ...fields, ...closed, assignee, status: o.status } as WorkflowitemData, {
+    return this.store.writes.create(actor, "workflowitem", subprojectRef(p, s), { ...fields, ...closed, assignee, status: o.status } as WorkflowitemData, {
       id,
       meta: o.meta,
       guard: (parent) => assertOpen(parent!),
@@ -173,18 +173,18 @@ export class Workflow {
   // ------------------------------------------------------------------ read
 
   listProjects(actor: Actor, options: { cursor?: string | null; limit?: number } = {}): Promise<Page<Buffer>> {
-    return this.store.listChildrenJson(actor, null, "project", options);
+    return this.store.reads.listChildrenJson(actor, null, "project", options);
   }
 
   async projectDetails(actor: Actor, p: string): Promise<{ project: Envelope<ProjectData>; subprojects: Page<Envelope<SubprojectData> & { redacted?: true }> }> {
-    const project = await this.store.get(actor, { ...projectRef(p), type: "project" });
-    const subprojects = await this.store.listChildren(actor, projectRef(p), "subproject", { limit: 10_000 });
+    const project = await this.store.reads.get(actor, { ...projectRef(p), type: "project" });
+    const subprojects = await this.store.reads.listChildren(actor, projectRef(p), "subproject", { limit: 10_000 });
     return { project, subprojects };
   }
 
   async subprojectDetails(actor: Actor, p: string, s: string): Promise<{ subproject: Envelope<SubprojectData>; workflowitems: Page<Envelope<WorkflowitemData> & { redacted?: true }> }> {
-    const subproject = await this.store.get(actor, { ...subprojectRef(p, s), type: "subproject" });
-    const workflowitems = await this.store.listOrdered<"workflowitem">(actor, subprojectRef(p, s), { limit: 10_000 });
+    const subproject = await this.store.reads.get(actor, { ...subprojectRef(p, s), type: "subproject" });
+    const workflowitems = await this.store.reads.listOrdered<"workflowitem">(actor, subprojectRef(p, s), { limit: 10_000 });
     return { subproject, workflowitems };
   }
 
@@ -193,22 +193,22 @@ export class Workflow {
    * `sequence: "closedFirst"` gives TruBudget's order (closed first, by close time); the default is seed 002's.
    */
   listWorkflowitemsPage(actor: Actor, p: string, s: string, options: PageOptions = {}) {
-    return this.store.listOrderedPage(actor, subprojectRef(p, s), options);
+    return this.store.reads.listOrderedPage(actor, subprojectRef(p, s), options);
   }
 
   /** Workflowitems of a subproject in effective order, as JSON bytes (for serving). */
   listWorkflowitemsJson(actor: Actor, p: string, s: string, options: PageOptions = {}) {
-    return this.store.listOrderedJson(actor, subprojectRef(p, s), options);
+    return this.store.reads.listOrderedJson(actor, subprojectRef(p, s), options);
   }
 
   /** A resource's events, filtered as TruBudget's history filter does (publisher, since, until, type). */
   history(actor: Actor, ref: Ref, options: HistoryOptions = {}): Promise<Page<ResourceEvent>> {
-    return this.store.history(actor, ref, options);
+    return this.store.audit.history(actor, ref, options);
   }
 
   /** Whether the actor may view the resource now (false when it does not exist). */
   canView(actor: Actor, ref: Ref): Promise<boolean> {
-    return this.store.canView(actor, ref);
+    return this.store.reads.canView(actor, ref);
   }
 
   /** Subscribes to every event committed to a workflow partition (the change feed); returns the unsubscribe. */
@@ -222,7 +222,7 @@ export class Workflow {
     if (patch === null || typeof patch !== "object" || Array.isArray(patch)) throw new ValidationError("an update is an object of fields", "data");
     const t = this.store.schema.type(ref.type);
     assertUpdatable(t.decl, patch);
-    return this.store.mutate(actor, ref, {
+    return this.store.writes.mutate(actor, ref, {
       intent: t.intents.update,
       verb: "updated",
       ifVersion: options.ifVersion,
@@ -239,7 +239,7 @@ export class Workflow {
     if (typeof assignee !== "string" || assignee.length === 0 || assignee.length > 128) throw new ValidationError("assignee must be an identity id", "assignee");
     await this.#assertAssignable(assignee, "assignee");
     const intents = this.store.schema.type(ref.type).intents;
-    return this.store.mutate(actor, ref, {
+    return this.store.writes.mutate(actor, ref, {
       intent: `${ref.type}.assign`,
       verb: "assigned",
       ifVersion: options.ifVersion,
@@ -259,7 +259,7 @@ export class Workflow {
   // ------------------------------------------------------------------ budgets
 
   setProjectedBudget(actor: Actor, ref: Ref & { type: BudgetType }, budget: ProjectedBudget): Promise<Envelope> {
-    return this.store.mutate(actor, ref, {
+    return this.store.writes.mutate(actor, ref, {
       intent: `${ref.type}.budget.updateProjected`,
       verb: "projected_budget_updated",
       change: (current) => {
@@ -271,7 +271,7 @@ export class Workflow {
   }
 
   deleteProjectedBudget(actor: Actor, ref: Ref & { type: BudgetType }, organization: string, currencyCode: string): Promise<Envelope> {
-    return this.store.mutate(actor, ref, {
+    return this.store.writes.mutate(actor, ref, {
       intent: `${ref.type}.budget.deleteProjected`,
       verb: "projected_budget_deleted",
       change: (current) => {
@@ -298,7 +298,7 @@ export class Workflow {
    * neither the assignee nor the status (issue 29, finding 7).
    */
   #closeParent(actor: Actor, ref: Ref, childType: string): Promise<Envelope> {
-    return this.store.mutate(actor, ref, {
+    return this.store.writes.mutate(actor, ref, {
       intent: `${ref.type}.close`,
       verb: "closed",
       change: async (current, ctx) => {
@@ -315,7 +315,7 @@ export class Workflow {
     if (rejectReason !== undefined && (typeof rejectReason !== "string" || rejectReason.length === 0 || rejectReason.length > REJECT_REASON_MAX)) {
       throw new ValidationError(`rejectReason must be a non-empty text of at most ${REJECT_REASON_MAX} characters`, "rejectReason");
     }
-    return this.store.mutate(actor, workflowitemRef(p, s, w), {
+    return this.store.writes.mutate(actor, workflowitemRef(p, s, w), {
       intent: "workflowitem.close",
       verb: "closed",
       change: async (item, ctx) => {
@@ -331,24 +331,24 @@ export class Workflow {
   // ------------------------------------------------------------------ ordering, permissions, delete
 
   reorderWorkflowitems(actor: Actor, p: string, s: string, ordering: readonly string[], options: { ifVersion?: number } = {}): Promise<Envelope> {
-    return this.store.setOrdering(actor, subprojectRef(p, s), ordering, { ...options, guard: assertOpen });
+    return this.store.writes.setOrdering(actor, subprojectRef(p, s), ordering, { ...options, guard: assertOpen });
   }
 
   listPermissions(actor: Actor, ref: Ref): Promise<Permissions> {
-    return this.store.listPermissions(actor, ref);
+    return this.store.reads.listPermissions(actor, ref);
   }
 
   grant(actor: Actor, ref: Ref, intent: string, identity: string): Promise<Envelope> {
-    return this.store.grant(actor, ref, intent, identity);
+    return this.store.writes.grant(actor, ref, intent, identity);
   }
 
   revoke(actor: Actor, ref: Ref, intent: string, identity: string): Promise<Envelope> {
-    return this.store.revoke(actor, ref, intent, identity);
+    return this.store.writes.revoke(actor, ref, intent, identity);
   }
 
   /** Deletes a resource and everything under it; with documents, releases their content's references (documents.ts). */
   delete(actor: Actor, ref: Ref, options: { ifVersion?: number } = {}): Promise<void> {
-    if (!this.documents) return this.store.delete(actor, ref, options);
-    return this.documents.deleteReleasing(ref, (ifChainAt) => this.store.delete(actor, ref, { ...options, ifChainAt }));
+    if (!this.documents) return this.store.lifecycle.delete(actor, ref, options);
+    return this.documents.deleteReleasing(ref, (ifChainAt) => this.store.lifecycle.delete(actor, ref, { ...options, ifChainAt }));
   }
 }

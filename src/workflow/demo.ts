@@ -165,9 +165,9 @@ export async function generateDemo(wf: Workflow, options: DemoOptions = {}): Pro
       }
       // Close the first few items in effective order, each by its assignee holding the close intent; where the
       // subproject has a validator, the validator closes, so the items are assigned to it first.
-      const order = (await wf.store.listOrdered(SYSTEM, subprojectRef(pid, sid), { limit: 10_000 })).items.map((x) => x.id);
+      const order = (await wf.store.reads.listOrdered(SYSTEM, subprojectRef(pid, sid), { limit: 10_000 })).items.map((x) => x.id);
       for (const wid of order.slice(0, Math.min(5, order.length))) {
-        const it = await wf.store.get(SYSTEM, { ...workflowitemRef(pid, sid, wid), type: "workflowitem" });
+        const it = await wf.store.reads.get(SYSTEM, { ...workflowitemRef(pid, sid, wid), type: "workflowitem" });
         if (it.data.amountType !== "N/A" && (!it.data.amount || !it.data.currency)) continue;
         if (s === 0 && it.data.assignee !== "val") (await wf.assign(mary, workflowitemRef(pid, sid, wid), "val"), events++);
         const closer = s === 0 ? val : actorOf(it.data.assignee as string);

@@ -85,7 +85,7 @@ export class Documents {
 
   /** The documents of a workflowitem (workflowitem.viewDetails). */
   async list(actor: Actor, p: string, s: string, w: string): Promise<Document[]> {
-    return documentsOf(await this.store.get(actor, { ...workflowitemRef(p, s, w), type: "workflowitem" }));
+    return documentsOf(await this.store.reads.get(actor, { ...workflowitemRef(p, s, w), type: "workflowitem" }));
   }
 
   async #find(actor: Actor, p: string, s: string, w: string, d: string): Promise<Document> {
@@ -151,8 +151,8 @@ export class Documents {
   }
 
   async #precheck(actor: Actor, p: string, s: string, w: string): Promise<void> {
-    await this.store.assertIntent(actor, workflowitemRef(p, s, w), "workflowitem.update");
-    const item = await this.store.get(SYSTEM, { ...workflowitemRef(p, s, w), type: "workflowitem" });
+    await this.store.reads.assertIntent(actor, workflowitemRef(p, s, w), "workflowitem.update");
+    const item = await this.store.reads.get(SYSTEM, { ...workflowitemRef(p, s, w), type: "workflowitem" });
     assertOpen(item);
     if (documentsOf(item).length >= MAX_DOCUMENTS) throw new ConflictError(`a workflowitem holds at most ${MAX_DOCUMENTS} documents`, "documents");
   }
@@ -160,7 +160,7 @@ export class Documents {
   #add(actor: Actor, p: string, s: string, w: string, doc: Document): Promise<Document> {
     let saved = doc;
     return this.store
-      .mutate(actor, workflowitemRef(p, s, w), {
+      .writes.mutate(actor, workflowitemRef(p, s, w), {
         intent: "workflowitem.update",
         verb: "document_uploaded",
         change: (item) => {
@@ -201,7 +201,7 @@ export class Documents {
   /** Deletes a document (workflowitem.update; the item open), recorded in the item's history. */
   async delete(actor: Actor, p: string, s: string, w: string, d: string): Promise<void> {
     let removed: Document | undefined;
-    await this.store.mutate(actor, workflowitemRef(p, s, w), {
+    await this.store.writes.mutate(actor, workflowitemRef(p, s, w), {
       intent: "workflowitem.update",
       verb: "document_deleted",
       change: (item) => {
@@ -246,7 +246,7 @@ export class Documents {
     const visit = async (r: Ref): Promise<void> => {
       const t = this.store.schema.type(r.type);
       if (t.name === "workflowitem") {
-        const item = await this.store.get(SYSTEM, r as Ref & { type: "workflowitem" }).catch((e: unknown) => (e instanceof NotFoundError ? null : Promise.reject(e)));
+        const item = await this.store.reads.get(SYSTEM, r as Ref & { type: "workflowitem" }).catch((e: unknown) => (e instanceof NotFoundError ? null : Promise.reject(e)));
         if (item) out.push(...documentsOf(item).filter((d) => d.hash !== undefined));
         return;
       }
@@ -254,7 +254,7 @@ export class Documents {
       if (!child) return;
       let cursor: string | null = null;
       do {
-        const page: Page<Envelope> | null = await this.store.listChildren(SYSTEM, r, child as never, { cursor, limit: PAGE_LIMIT.max }).catch((e: unknown) => (e instanceof NotFoundError ? null : Promise.reject(e)));
+        const page: Page<Envelope> | null = await this.store.reads.listChildren(SYSTEM, r, child as never, { cursor, limit: PAGE_LIMIT.max }).catch((e: unknown) => (e instanceof NotFoundError ? null : Promise.reject(e)));
         if (!page) return;
         for (const c of page.items) await visit({ type: child, ids: [...r.ids, c.id] });
         cursor = page.nextCursor;

@@ -127,7 +127,7 @@ export class Notifications {
     const mayView = (n: Notification): Promise<boolean> => {
       const ref = { type: n.path.at(-1)?.type ?? "", ids: n.path.map((p) => p.id) };
       const key = JSON.stringify(ref);
-      if (!seen.has(key)) seen.set(key, this.store.canView(actor, ref));
+      if (!seen.has(key)) seen.set(key, this.store.reads.canView(actor, ref));
       return seen.get(key)!;
     };
     return Promise.all(items.map(async (n) => (n.displayName === "" || (await mayView(n)) ? n : { ...n, displayName: "" })));
@@ -311,7 +311,7 @@ export class Notifications {
     const ref: Ref = { type, ids: event.path.map((p) => p.id) };
     let data: Record<string, unknown>;
     try {
-      data = (await this.store.get(SYSTEM, ref as Ref & { type: "project" })).data as Record<string, unknown>;
+      data = (await this.store.reads.get(SYSTEM, ref as Ref & { type: "project" })).data as Record<string, unknown>;
     } catch (e) {
       if (e instanceof NotFoundError) return []; // deleted since
       throw e;
@@ -336,7 +336,7 @@ export class Notifications {
   async #assigneeAt(ref: Ref, event: ResourceEvent): Promise<string | undefined> {
     let cursor: string | null = null;
     do {
-      const page = await this.store.history(SYSTEM, ref, { reverse: true, limit: 100, cursor });
+      const page = await this.store.audit.history(SYSTEM, ref, { reverse: true, limit: 100, cursor });
       for (const e of page.items) {
         if (e.seq > event.seq) continue;
         const assignee = (e.payload as { data?: Record<string, unknown> }).data?.assignee;

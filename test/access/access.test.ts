@@ -106,20 +106,20 @@ forEachBackend((backend) => {
       await identity.global.grant(SYSTEM, "global.createProject", "ann");
       await wf.createProject(ann, { id: "p", displayName: "P", projectedBudgets: [] });
       const ref = { type: "project", ids: ["p"] };
-      const before = await store.listPermissions(SYSTEM, ref);
+      const before = await store.reads.listPermissions(SYSTEM, ref);
       for (const actor of [SYSTEM, ann]) {
-        const e = await refusal(store.grant(actor, ref, "project.viewDetails", "ghost"));
+        const e = await refusal(store.writes.grant(actor, ref, "project.viewDetails", "ghost"));
         expect(e).toBeInstanceOf(ValidationError);
         expect(e.field).toBe("identity");
       }
-      expect(await store.listPermissions(SYSTEM, ref)).toEqual(before);
-      await store.grant(ann, ref, "project.viewDetails", "clerks");
-      expect((await store.listPermissions(SYSTEM, ref))["project.viewDetails"]).toContain("clerks");
-      await store.revoke(ann, ref, "project.viewDetails", "ghost");
+      expect(await store.reads.listPermissions(SYSTEM, ref)).toEqual(before);
+      await store.writes.grant(ann, ref, "project.viewDetails", "clerks");
+      expect((await store.reads.listPermissions(SYSTEM, ref))["project.viewDetails"]).toContain("clerks");
+      await store.writes.revoke(ann, ref, "project.viewDetails", "ghost");
 
       const tenancy = new ResourceStore(h.kv, tenancySchema, { global: identity.global, identities: identity });
-      await tenancy.create(SYSTEM, "space", null, { name: "S" }, { id: "s" });
-      expect((await refusal(tenancy.grant(SYSTEM, { type: "space", ids: ["s"] }, "space.viewDetails", "ghost"))).field).toBe("identity");
+      await tenancy.writes.create(SYSTEM, "space", null, { name: "S" }, { id: "s" });
+      expect((await refusal(tenancy.writes.grant(SYSTEM, { type: "space", ids: ["s"] }, "space.viewDetails", "ghost"))).field).toBe("identity");
     });
   });
 

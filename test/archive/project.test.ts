@@ -123,7 +123,7 @@ forEachBackend((backend) => {
     expect((await dst.wf.listProjects(mary)).items.map((b) => JSON.parse(b.toString()).id)).toEqual(["p"]);
     // The restored chain continues: a new write appends to it and it still verifies.
     await dst.wf.grant(mary, projectRef("p"), "project.viewDetails", "jane");
-    expect(await dst.wf.store.verify(["project", "p"])).toMatchObject({ ok: true, checked: archived.chainHead.seq + 1 });
+    expect(await dst.wf.store.audit.verify(["project", "p"])).toMatchObject({ ok: true, checked: archived.chainHead.seq + 1 });
     // Restoring again where it exists is a conflict and changes nothing.
     const now = await dumpPartition(other.kv, "p");
     await expect(restoreProject(dst.deps, mary, snap.id)).rejects.toMatchObject({ status: 409, field: "projectId" });
@@ -183,7 +183,7 @@ forEachBackend((backend) => {
     expect(err).toBeInstanceOf(ConflictError);
     expect((err as Error).message).toMatch(/not dropped/);
     expect((await wf.projectDetails(mary, "p")).project.data.status).toBe("closed");
-    expect(await wf.store.verify(["project", "p"])).toMatchObject({ ok: true });
+    expect(await wf.store.audit.verify(["project", "p"])).toMatchObject({ ok: true });
   });
 
   it("refuses a snapshot that is not a project archive, and finishes over the leftover of an interrupted restore", async () => {

@@ -96,5 +96,6 @@ it.skipIf(!hasScript)("on a terminal, verify draws a bar with its total and ETA"
   const command = `${process.execPath} --import tsx src/cli/main.ts verify --data '${dotted}'`;
   const out = execFileSync("script", ["-qec", command, "/dev/null"], { cwd: ROOT, encoding: "utf8", env: { ...process.env, FLOWSTORE_DATA: "" } });
   expect(out).toMatch(/verified \[[█░]+\] 100% \| 1\/1 partitions \| .* \| ETA /);
-  expect(out).toContain("verified 1 partitions, 23 events: done");
+  // the demo of one project: 26 events (its closers are granted the close intent first, issue 29)
+  expect(out).toContain("verified 1 partitions, 26 events: done");
 });

@@ -34,9 +34,9 @@ const populate = (kv: KvStore) =>
     await identity.createUser(SYSTEM, { id: "mary", displayName: "Mary", password: "mary password" });
     await ensureDemoIdentities(identity, "demo password 123");
     await generateDemo(workflow, { projects: 2, subprojectsPerProject: 2, workflowitemsPerSubproject: 12 });
-    await tenancy.create(SYSTEM, "space", null, { name: "S" }, { id: "s1" });
-    await tenancy.create(SYSTEM, "tenant", { type: "space", ids: ["s1"] }, { name: "T" }, { id: "t1" });
-    await tenancy.create(SYSTEM, "kms", { type: "tenant", ids: ["t1"] }, { keyRef: "k" }, { id: "k1" });
+    await tenancy.writes.create(SYSTEM, "space", null, { name: "S" }, { id: "s1" });
+    await tenancy.writes.create(SYSTEM, "tenant", { type: "space", ids: ["s1"] }, { name: "T" }, { id: "t1" });
+    await tenancy.writes.create(SYSTEM, "kms", { type: "tenant", ids: ["t1"] }, { keyRef: "k" }, { id: "k1" });
     await archive.write(SYSTEM, "order-1", { $workflowgroup: ["Invoice"] }, [{ name: "a.bin", content: randomBytes(1_500_000) }]);
     await pd.put(SYSTEM, "bpm-form-submissions", "process/pi-1/task/t1", { id: "r", accessToken: "plain-access-token-0123456789", data: { a: 1 } }, { ttlMs: 3_600_000 });
     await pd.createStartMessage(SYSTEM, "order", { id: "m", data: {} });

@@ -84,8 +84,9 @@ forEachBackend((backend) => {
       expect([badIntent.status, badIntent.field]).toEqual([400, "intent"]);
 
       expect(await p.verify()).toMatchObject({ ok: true, checked: expect.any(Number) });
-      // Only the assignee closes (TruBudget's rule): jane, assigned above.
+      // Only the assignee closes (TruBudget's rule), holding the close intent (issue 29): jane, assigned above.
       expect((await problemOf(p.close())).status).toBe(403);
+      await p.grant("project.close", "jane");
       const closed = await jane.project("école 1:a").close();
       expect(closed.data.status).toBe("closed");
       expect((await problemOf(p.update({ description: "after close" }))).status).toBe(409);
@@ -121,7 +122,8 @@ forEachBackend((backend) => {
       expect((await w.get()).data.amount).toBe("12.50");
       expect(whole(await w.update({ amount: "13" })).data.amount).toBe("13");
       expect(whole(await w.assign("jane")).data.assignee).toBe("jane");
-      expect((await w.permissions())["workflowitem.viewDetails"]).toContain("jane");
+      // Assigning grants no intent (issue 29, finding 3): jane is named, not empowered.
+      expect((await w.permissions())["workflowitem.viewDetails"] ?? []).not.toContain("jane");
       await w.grant("workflowitem.update", "jane");
       await jane.project("p").subproject("s").workflowitem("w2").update({ description: "by jane" });
       await w.revoke("workflowitem.update", "jane");
@@ -149,7 +151,9 @@ forEachBackend((backend) => {
       expect([emptyReason.status, emptyReason.field]).toEqual([400, "body.rejectReason"]);
       // Ordered (the default): w1 comes after w2, which is still open.
       expect((await problemOf(s.workflowitem("w1").close())).status).toBe(409);
-      // w2's assignee, jane, rejects it; then mary, w1's assignee, closes w1.
+      // w2's assignee, jane, granted the close intents, rejects it; then mary, w1's assignee, closes w1.
+      await w.grant("workflowitem.close", "jane");
+      await s.grant("subproject.close", "jane");
       const rejected = await jane.project("p").subproject("s").workflowitem("w2").close({ rejectReason: "not needed" });
       expect(rejected.data).toMatchObject({ status: "closed", rejectReason: "not needed" });
       // close() without a reason sends no body at all: the route's body is optional

@@ -52,7 +52,7 @@ describe("JSON depth in the library", () => {
     const store = new ResourceStore(new MemoryKv(), workflowSchema);
     await store.global.grant(SYSTEM, "global.createProject", "mary");
     const deep = JSON.parse(nested(2400));
-    const attempt = store.create(userActor("mary"), "project", null, { displayName: "P", status: "open", additionalData: deep }, { id: "p" });
+    const attempt = store.writes.create(userActor("mary"), "project", null, { displayName: "P", status: "open", additionalData: deep }, { id: "p" });
     await expect(attempt).rejects.toBeInstanceOf(ValidationError);
     await expect(attempt).rejects.toMatchObject({ field: expect.stringMatching(/^data\.additionalData(\.a)+$/) });
   });

@@ -9,7 +9,7 @@
  * | closed-first         | workflowitem_list: closed items first, by close time, then the ordering (sequence=closedFirst) |
  * | write-intents        | the same on a write's answer (create, update, assign, close, budgets), as the resource is after it |
  * | history-filter       | historyFilter.ts: publisher, startAt/endAt (since/until), eventType (type)                  |
- * | close-assignee       | *_close.ts: only the assignee closes (403 otherwise); a closed one closes again as a no-op 200 |
+ * | close-assignee       | *_close.ts: only the assignee closes (403 otherwise; flowstore: holding the close intent too); a closed one closes again as a no-op 200 |
  * | defaults-and-money   | subproject_create: workflowMode "ordered"; money.ts: signed, comma-grouped amounts; exchangeRate "1.0" |
  * | assignee-exists      | workflowitem_create: the assignee must exist and be enabled (400 naming the field here)     |
  * | type-fixed           | workflowitem_create: only the subproject's workflowitemType may be used                     |
@@ -161,13 +161,16 @@ it("history-filter: publisher, since, until and type on a history route; a bad t
   expect((await call(mary, "GET", `${p}/history?type=not%20a%20type`)).status).toBe(400);
 });
 
-it("close-assignee: the close intent alone is a 403; the assignee closes; closing again is a 200 that changes nothing", async () => {
+it("close-assignee: the close intent alone is a 403, and so is being the assignee alone; the assignee holding it closes; closing again is a 200 that changes nothing", async () => {
   const p = await tree();
   expect((await call(mary, "POST", `${p}/subprojects/s/workflowitems`, { id: "w", displayName: "w", amountType: "N/A", assignee: "jane" })).status).toBe(201);
   const w = `${p}/subprojects/s/workflowitems/w`;
   const refused = await call(mary, "POST", `${w}/close`, {});
   expect(refused.status).toBe(403);
   expect(refused.type).toContain("application/problem+json");
+  // Being assigned grants nothing (issue 29, finding 3): jane may not even know the item until granted an intent on it.
+  expect((await call(jane, "POST", `${w}/close`, {})).status).toBe(404);
+  expect((await call(mary, "POST", `${w}/permissions/grant`, { intent: "workflowitem.close", identity: "jane" })).status).toBe(204);
   const closed = await call(jane, "POST", `${w}/close`, {});
   expect(closed.status).toBe(200);
   expect(closed.body.data).toMatchObject({ status: "closed", closedAt: expect.any(String) });

@@ -121,7 +121,7 @@ export async function check(fs: Flowstore, model: Model): Promise<string[]> {
         continue;
       }
       const upd = model.updates.get(`${sub.p}/${sub.s}/${w}`);
-      const env = await store.get(SYSTEM, { ...wref, type: "workflowitem" });
+      const env = await store.reads.get(SYSTEM, { ...wref, type: "workflowitem" });
       if (upd) {
         if (env.meta.version < upd.v) problems.push(`acknowledged update ${upd.d} of ${w} is lost (version ${env.meta.version} < ${upd.v})`);
         else if (env.meta.version === upd.v && env.data.description !== upd.d) problems.push(`acknowledged update of ${w} at version ${upd.v} reads ${String(env.data.description)}, not ${upd.d}`);
@@ -129,7 +129,7 @@ export async function check(fs: Flowstore, model: Model): Promise<string[]> {
       if (sub.closed.has(w) && env.data.status !== "closed") problems.push(`acknowledged close of ${sub.p}/${sub.s}/${w} is lost`);
     }
     if (sub.ord) {
-      const { ordering, version } = await store.getOrdering(SYSTEM, ref);
+      const { ordering, version } = await store.reads.getOrdering(SYSTEM, ref);
       if (version < sub.ord.v) problems.push(`acknowledged ordering of ${sub.p}/${sub.s} is lost (version ${version} < ${sub.ord.v})`);
       else if (version === sub.ord.v && JSON.stringify(ordering) !== JSON.stringify(sub.ord.o)) problems.push(`ordering of ${sub.p}/${sub.s} at version ${version} differs from the acknowledged one`);
     }
@@ -185,9 +185,9 @@ export async function liveSubs(store: Flowstore["resources"]): Promise<LiveSub[]
   const subs: LiveSub[] = [];
   for (const p of PROJECTS) {
     if (!(await store.exists(projectRef(p)))) continue;
-    const list = await store.listChildren(SYSTEM, projectRef(p), "subproject", { limit: 10_000 });
+    const list = await store.reads.listChildren(SYSTEM, projectRef(p), "subproject", { limit: 10_000 });
     for (const sp of list.items) {
-      const items = await store.listOrdered(SYSTEM, subprojectRef(p, sp.id), { limit: 10_000 });
+      const items = await store.reads.listOrdered(SYSTEM, subprojectRef(p, sp.id), { limit: 10_000 });
       subs.push({ p, s: sp.id, items: items.items.map((i) => ({ id: i.id, closed: (i as any).data?.status === "closed" })), dying: false });
     }
   }

@@ -18,6 +18,6 @@ store.onChange((partition, events) => {
   for (const e of events) say({ a: "event", partition, type: e.type, id: e.payload.id ?? null });
 });
 say({ a: "ready" });
-await store.delete(userActor("gov"), { type: "space", ids: [space] });
+await store.lifecycle.delete(userActor("gov"), { type: "space", ids: [space] });
 await kv.close();
 say({ a: "done" });

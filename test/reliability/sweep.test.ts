@@ -36,21 +36,21 @@ const provider = (id: string) => ({ type: "provider" as const, ids: [id] });
 async function populate(store: Store): Promise<void> {
   await store.global.grant(SYSTEM, "global.createSpace", "gov");
   for (const sp of ["s1", "s2"]) {
-    await store.create(gov, "space", null, { name: sp }, { id: sp });
+    await store.writes.create(gov, "space", null, { name: sp }, { id: sp });
     await Promise.all(
       Array.from({ length: TENANTS }, async (_, i) => {
         const t = `${sp}-t${i}`;
-        await store.create(gov, "tenant", space(sp), { name: t }, { id: t });
-        await store.create(gov, "kms", tenant(t), { keyRef: `key-${t}` }, { id: "k" });
-        await store.create(gov, "contentObject", tenant(t), { name: "doc" }, { id: "c" });
-        await store.create(gov, "contentObjectVersion", { type: "contentObject", ids: [t, "c"] }, { hash: HASH, size: i }, { id: "v1" });
+        await store.writes.create(gov, "tenant", space(sp), { name: t }, { id: t });
+        await store.writes.create(gov, "kms", tenant(t), { keyRef: `key-${t}` }, { id: "k" });
+        await store.writes.create(gov, "contentObject", tenant(t), { name: "doc" }, { id: "c" });
+        await store.writes.create(gov, "contentObjectVersion", { type: "contentObject", ids: [t, "c"] }, { hash: HASH, size: i }, { id: "v1" });
       }),
     );
     await Promise.all(
       Array.from({ length: PROVIDERS }, async (_, i) => {
         const p = `${sp}-p${i}`;
-        await store.create(gov, "provider", space(sp), { name: p }, { id: p });
-        await store.create(gov, "node", provider(p), { endpoint: `https://${p}.example` }, { id: "n" });
+        await store.writes.create(gov, "provider", space(sp), { name: p }, { id: p });
+        await store.writes.create(gov, "node", provider(p), { endpoint: `https://${p}.example` }, { id: "n" });
       }),
     );
   }
@@ -79,7 +79,7 @@ it.each(killPoints.map((k, i) => [i, k]))(`trial %i: killed after %i of ${CHILDR
     let kv = LmdbKv.open(dir);
     const before: Store = new ResourceStore(kv, tenancySchema);
     await populate(before);
-    for (const p of ids("s1").providers) await before.delete(gov, provider(p));
+    for (const p of ids("s1").providers) await before.lifecycle.delete(gov, provider(p));
     await kv.close();
 
     let swept = 0;
@@ -98,20 +98,20 @@ it.each(killPoints.map((k, i) => [i, k]))(`trial %i: killed after %i of ${CHILDR
     try {
       const store: Store = new ResourceStore(kv, tenancySchema);
       // The delete was committed: the space reads 404 at once, whatever the sweep's progress.
-      await expect(store.get(gov, space("s1"))).rejects.toBeInstanceOf(NotFoundError);
+      await expect(store.reads.get(gov, space("s1"))).rejects.toBeInstanceOf(NotFoundError);
       const s1 = ids("s1");
       const leftBefore = (await Promise.all(s1.tenants.map((t) => isEmpty(kv, ["tenant", t])))).filter((e) => !e).length;
       console.log(`  ${sweptBeforeKill} children reported swept when killed, ${leftBefore} of ${CHILDREN} partitions left to sweep`);
       expect(leftBefore).toBeLessThanOrEqual(CHILDREN - sweptBeforeKill);
 
-      expect(await store.resumeSweeps(SYSTEM)).toBe(1);
+      expect(await store.lifecycle.resumeSweeps(SYSTEM)).toBe(1);
 
       // Every child partition of s1 is gone, and out of the partition index.
       for (const t of s1.tenants) {
         expect(await isEmpty(kv, ["tenant", t]), `tenant ${t}`).toBe(true);
-        await expect(store.get(gov, tenant(t))).rejects.toBeInstanceOf(NotFoundError);
+        await expect(store.reads.get(gov, tenant(t))).rejects.toBeInstanceOf(NotFoundError);
       }
-      for (const p of s1.providers) await expect(store.get(gov, provider(p))).rejects.toBeInstanceOf(NotFoundError);
+      for (const p of s1.providers) await expect(store.reads.get(gov, provider(p))).rejects.toBeInstanceOf(NotFoundError);
       const tenantParts = await partitionsOf(kv, "tenant");
       const providerParts = await partitionsOf(kv, "provider");
       expect(s1.tenants.filter((t) => tenantParts.has(t))).toEqual([]);
@@ -123,24 +123,24 @@ it.each(killPoints.map((k, i) => [i, k]))(`trial %i: killed after %i of ${CHILDR
       expect([...tenantParts].sort()).toEqual([...s2.tenants].sort());
       // s1's providers were deleted one by one: their tombstones (logs) stay until purged.
       expect([...providerParts].sort()).toEqual([...s1.providers, ...s2.providers].sort());
-      const listed = await store.listChildren(gov, space("s2"), "tenant", { limit: 1000 });
+      const listed = await store.reads.listChildren(gov, space("s2"), "tenant", { limit: 1000 });
       expect(listed.items.map((t) => t.id).sort()).toEqual([...s2.tenants].sort());
       for (const t of s2.tenants) {
-        expect((await store.get(gov, { type: "kms", ids: [t, "k"] })).data.keyRef).toBe(`key-${t}`);
-        expect((await store.get(gov, { type: "contentObjectVersion", ids: [t, "c", "v1"] })).data.hash).toBe(HASH);
-        expect(await store.verify(["tenant", t])).toMatchObject({ ok: true });
+        expect((await store.reads.get(gov, { type: "kms", ids: [t, "k"] })).data.keyRef).toBe(`key-${t}`);
+        expect((await store.reads.get(gov, { type: "contentObjectVersion", ids: [t, "c", "v1"] })).data.hash).toBe(HASH);
+        expect(await store.audit.verify(["tenant", t])).toMatchObject({ ok: true });
       }
       for (const p of s2.providers) {
-        expect((await store.get(gov, { type: "node", ids: [p, "n"] })).data.endpoint).toBe(`https://${p}.example`);
-        expect(await store.verify(["provider", p])).toMatchObject({ ok: true });
+        expect((await store.reads.get(gov, { type: "node", ids: [p, "n"] })).data.endpoint).toBe(`https://${p}.example`);
+        expect(await store.audit.verify(["provider", p])).toMatchObject({ ok: true });
       }
       // Both space logs verify: s1's tombstone holds the delete and one child_swept per child.
-      expect(await store.verify(["space", "s2"])).toMatchObject({ ok: true });
-      expect(await store.verify(["space", "s1"])).toMatchObject({ ok: true });
-      const history = await store.history(SYSTEM, space("s1"), { limit: 1000 });
+      expect(await store.audit.verify(["space", "s2"])).toMatchObject({ ok: true });
+      expect(await store.audit.verify(["space", "s1"])).toMatchObject({ ok: true });
+      const history = await store.audit.history(SYSTEM, space("s1"), { limit: 1000 });
       const sweptEvents = history.items.filter((e) => e.type === "space.child_swept").map((e) => e.payload.id as string);
       expect(sweptEvents.sort()).toEqual([...s1.tenants].sort());
-      expect(await store.resumeSweeps(SYSTEM)).toBe(0);
+      expect(await store.lifecycle.resumeSweeps(SYSTEM)).toBe(0);
     } finally {
       await kv.close();
     }

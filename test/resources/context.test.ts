@@ -10,7 +10,7 @@ const gov = userActor("gov");
 /** Runs a no-op command on `ref` and hands back what its read context saw. */
 async function seen<T>(store: ResourceStore, ref: { type: string; ids: string[] }, read: (ctx: MutateContext) => Promise<T>): Promise<T> {
   let out: T | undefined;
-  await store.mutate(gov, ref, {
+  await store.writes.mutate(gov, ref, {
     intent: `${ref.type}.update`,
     verb: "read",
     change: async (_current, ctx) => {
@@ -28,10 +28,10 @@ describe("the read context of a domain command", () => {
   beforeEach(async () => {
     store = new ResourceStore(new MemoryKv(), tenancySchema);
     await store.global.grant(SYSTEM, "global.createSpace", "gov");
-    await store.create(gov, "space", null, { name: "S" }, { id: "s1" });
-    await store.create(gov, "provider", { type: "space", ids: ["s1"] }, { name: "P1" }, { id: "p1" });
-    await store.create(gov, "provider", { type: "space", ids: ["s1"] }, { name: "P2" }, { id: "p2" });
-    await store.create(gov, "tenant", { type: "space", ids: ["s1"] }, { name: "T" }, { id: "t1" });
+    await store.writes.create(gov, "space", null, { name: "S" }, { id: "s1" });
+    await store.writes.create(gov, "provider", { type: "space", ids: ["s1"] }, { name: "P1" }, { id: "p1" });
+    await store.writes.create(gov, "provider", { type: "space", ids: ["s1"] }, { name: "P2" }, { id: "p2" });
+    await store.writes.create(gov, "tenant", { type: "space", ids: ["s1"] }, { name: "T" }, { id: "t1" });
   });
 
   it("reads flat children (rows from the record header) and a flat resource's parent", async () => {
@@ -46,7 +46,7 @@ describe("the read context of a domain command", () => {
 
   it("hands a create's guard the parent and the future siblings", async () => {
     let siblings: string[] = [];
-    await store.create(gov, "provider", { type: "space", ids: ["s1"] }, { name: "P3" }, {
+    await store.writes.create(gov, "provider", { type: "space", ids: ["s1"] }, { name: "P3" }, {
       id: "p3",
       guard: async (parent, ctx) => {
         expect(parent?.id).toBe("s1");

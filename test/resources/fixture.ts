@@ -61,9 +61,9 @@ export function clock(start = Date.parse("2026-01-01T00:00:00.000Z")): { now: ()
 
 export async function storeWithRoot(kv: KvStore, options: { now?: () => number } = {}) {
   const store = new ResourceStore(kv, testSchema, { clock: options.now });
-  const folder = await store.create(SYSTEM, "folder", null, { title: "root" }, { id: "f1" });
-  await store.grant(SYSTEM, { type: "folder", ids: ["f1"] }, "folder.viewDetails", "alice");
-  await store.grant(SYSTEM, { type: "folder", ids: ["f1"] }, "folder.createList", "alice");
-  await store.grant(SYSTEM, { type: "folder", ids: ["f1"] }, "folder.createGuarded", "alice");
+  const folder = await store.writes.create(SYSTEM, "folder", null, { title: "root" }, { id: "f1" });
+  await store.writes.grant(SYSTEM, { type: "folder", ids: ["f1"] }, "folder.viewDetails", "alice");
+  await store.writes.grant(SYSTEM, { type: "folder", ids: ["f1"] }, "folder.createList", "alice");
+  await store.writes.grant(SYSTEM, { type: "folder", ids: ["f1"] }, "folder.createGuarded", "alice");
   return { store, folder };
 }

@@ -63,9 +63,9 @@ forEachBackend((backend) => {
           const store = new ResourceStore(h.kv, testSchema, { clock: () => ++t });
           const folder = { type: "folder", ids: [`f${run}`] } as const;
           const list = { type: "list", ids: [`f${run}`, "l"] } as const;
-          await store.create(SYSTEM, "folder", null, { title: "f" }, { id: `f${run}` });
-          await store.grant(SYSTEM, folder, "folder.createList", "alice");
-          await store.create(alice, "list", folder, { title: "l" }, { id: "l" });
+          await store.writes.create(SYSTEM, "folder", null, { title: "f" }, { id: `f${run}` });
+          await store.writes.grant(SYSTEM, folder, "folder.createList", "alice");
+          await store.writes.create(alice, "list", folder, { title: "l" }, { id: "l" });
           const created: string[] = [];
           const orderings: string[][] = [];
           let next = 0;
@@ -76,22 +76,22 @@ forEachBackend((backend) => {
               wave.map(async (op) => {
                 if (op.kind === "create") {
                   const id = `w${String(next++).padStart(3, "0")}`;
-                  await store.create(alice, "item", list, { title: id, status: "open" }, { id });
+                  await store.writes.create(alice, "item", list, { title: id, status: "open" }, { id });
                   created.push(id);
                 } else {
                   const ids = [...new Set(op.pick.filter((i) => i < known.length).map((i) => known[i]!))];
                   orderings.push(ids);
-                  await store.setOrdering(alice, list, ids);
+                  await store.writes.setOrdering(alice, list, ids);
                 }
               }),
             );
           }
-          const listed = (await store.listOrdered(alice, list, { limit: 1000 })).items;
+          const listed = (await store.reads.listOrdered(alice, list, { limit: 1000 })).items;
           const ids = listed.map((i) => i.id);
           // No child lost or duplicated.
           expect([...ids].sort()).toEqual([...created].sort());
           // The stored ordering is one of the submitted ones, whole (all or nothing, last writer wins).
-          const { ordering } = await store.getOrdering(alice, list);
+          const { ordering } = await store.reads.getOrdering(alice, list);
           if (orderings.length === 0) expect(ordering).toEqual([]);
           else expect(orderings.some((o) => JSON.stringify(o) === JSON.stringify(ordering))).toBe(true);
           // Listed ids first, in the ordering's relative order; the rest by creation time after them.
@@ -102,7 +102,7 @@ forEachBackend((backend) => {
           }
           // A child created while the winning reorder was in flight, and not named by it, is after every named one.
           for (const id of created) if (!ordering.includes(id)) expect(ids.indexOf(id)).toBeGreaterThanOrEqual(ordering.length);
-          expect((await store.verify(store.partitionOf(folder))).ok).toBe(true);
+          expect((await store.audit.verify(store.partitionOf(folder))).ok).toBe(true);
         },
       ),
       { numRuns: backend.name === "memory" ? 150 : 40 },
@@ -111,17 +111,17 @@ forEachBackend((backend) => {
 
   it("with ifVersion, exactly one of concurrent reorders from the same version wins", async () => {
     const store = new ResourceStore(h.kv, testSchema);
-    await store.create(SYSTEM, "folder", null, { title: "f" }, { id: "f" });
-    await store.grant(SYSTEM, F, "folder.createList", "alice");
-    await store.create(alice, "list", F, { title: "l" }, { id: "l" });
-    for (const id of ["a", "b", "c"]) await store.create(alice, "item", L, { title: id, status: "open" }, { id });
-    const v = (await store.get(alice, L)).meta.version;
+    await store.writes.create(SYSTEM, "folder", null, { title: "f" }, { id: "f" });
+    await store.writes.grant(SYSTEM, F, "folder.createList", "alice");
+    await store.writes.create(alice, "list", F, { title: "l" }, { id: "l" });
+    for (const id of ["a", "b", "c"]) await store.writes.create(alice, "item", L, { title: id, status: "open" }, { id });
+    const v = (await store.reads.get(alice, L)).meta.version;
     const attempts = [["a", "b"], ["b", "a"], ["c"], ["c", "a", "b"], ["b"]];
-    const results = await Promise.allSettled(attempts.map((o) => store.setOrdering(alice, L, o, { ifVersion: v })));
+    const results = await Promise.allSettled(attempts.map((o) => store.writes.setOrdering(alice, L, o, { ifVersion: v })));
     const won = results.flatMap((r, i) => (r.status === "fulfilled" ? [attempts[i]!] : []));
     expect(won).toHaveLength(1);
     for (const r of results) if (r.status === "rejected") expect(r.reason).toBeInstanceOf(ConflictError);
-    expect((await store.getOrdering(alice, L)).ordering).toEqual(won[0]);
+    expect((await store.reads.getOrdering(alice, L)).ordering).toEqual(won[0]);
   });
 });
 
@@ -157,37 +157,37 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
             const store = new ResourceStore(h.kv, testSchema, { clock: () => t });
             const folder = { type: "folder", ids: [`g${run}`] } as const;
             const list = { type: "list", ids: [`g${run}`, "l"] } as const;
-            await store.create(SYSTEM, "folder", null, { title: "f" }, { id: `g${run}` });
-            await store.create(SYSTEM, "list", folder, { title: "l" }, { id: "l" });
+            await store.writes.create(SYSTEM, "folder", null, { title: "f" }, { id: `g${run}` });
+            await store.writes.create(SYSTEM, "list", folder, { title: "l" }, { id: "l" });
             const live: { id: string; createdAtMs: number }[] = [];
             let n = 0;
             for (const op of ops) {
               if (op.kind === "create") {
                 t += op.tick;
                 const id = `${op.id}${n++}`;
-                await store.create(SYSTEM, "item", list, { title: id, status: "open" }, { id });
+                await store.writes.create(SYSTEM, "item", list, { title: id, status: "open" }, { id });
                 live.push({ id, createdAtMs: t });
               } else if (op.kind === "reorder") {
-                await store.setOrdering(SYSTEM, list, [...new Set(op.pick.filter((i) => i < live.length).map((i) => live[i]!.id))]);
+                await store.writes.setOrdering(SYSTEM, list, [...new Set(op.pick.filter((i) => i < live.length).map((i) => live[i]!.id))]);
               } else if (live.length > 0) {
                 const [gone] = live.splice(op.pick % live.length, 1);
-                await store.delete(SYSTEM, { type: "item", ids: [...list.ids, gone!.id] });
+                await store.lifecycle.delete(SYSTEM, { type: "item", ids: [...list.ids, gone!.id] });
               }
             }
-            const { ordering } = await store.getOrdering(SYSTEM, list);
+            const { ordering } = await store.reads.getOrdering(SYSTEM, list);
             const want = effectiveOrder(ordering, live).map((c) => c.id);
             const got: string[] = [];
             let cursor: string | null = null;
             do {
-              const page: { items: { id: string }[]; nextCursor: string | null } = await store.listOrdered(SYSTEM, list, { limit, cursor });
+              const page: { items: { id: string }[]; nextCursor: string | null } = await store.reads.listOrdered(SYSTEM, list, { limit, cursor });
               expect(page.items.length).toBeLessThanOrEqual(limit);
               got.push(...page.items.map((i) => i.id));
               cursor = page.nextCursor;
             } while (cursor !== null);
             expect(got).toEqual(want);
             // a first page large enough for the whole collection reads it as one range, ordered in memory
-            expect((await store.listOrdered(SYSTEM, list, { limit: 1000 })).items.map((i: { id: string }) => i.id)).toEqual(want);
-            expect((await store.verify(store.partitionOf(folder))).ok).toBe(true);
+            expect((await store.reads.listOrdered(SYSTEM, list, { limit: 1000 })).items.map((i: { id: string }) => i.id)).toEqual(want);
+            expect((await store.audit.verify(store.partitionOf(folder))).ok).toBe(true);
           },
         ),
         { numRuns: backend.name === "memory" ? 150 : 30 },
@@ -197,16 +197,16 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
     it("a first page of 1,000 over a larger collection is served by the index, the rest after its cursor", async () => {
       let t = 0;
       const store = new ResourceStore(h.kv, testSchema, { clock: () => ++t });
-      await store.create(SYSTEM, "folder", null, { title: "f" }, { id: "f" });
-      await store.create(SYSTEM, "list", F, { title: "l" }, { id: "l" });
+      await store.writes.create(SYSTEM, "folder", null, { title: "f" }, { id: "f" });
+      await store.writes.create(SYSTEM, "list", F, { title: "l" }, { id: "l" });
       const ids = Array.from({ length: 1001 }, (_, i) => `i${String(i).padStart(4, "0")}`);
-      await Promise.all(ids.map((id) => store.create(SYSTEM, "item", L, { title: id, status: "open" }, { id })));
-      await store.setOrdering(SYSTEM, L, ["i0999", "i0003"]);
+      await Promise.all(ids.map((id) => store.writes.create(SYSTEM, "item", L, { title: id, status: "open" }, { id })));
+      await store.writes.setOrdering(SYSTEM, L, ["i0999", "i0003"]);
       const want = ["i0999", "i0003", ...ids.filter((id) => id !== "i0999" && id !== "i0003")];
-      const first = await store.listOrdered(SYSTEM, L, { limit: 1000 });
+      const first = await store.reads.listOrdered(SYSTEM, L, { limit: 1000 });
       expect(first.items.map((i: { id: string }) => i.id)).toEqual(want.slice(0, 1000));
       expect(first.nextCursor).not.toBeNull();
-      const rest = await store.listOrdered(SYSTEM, L, { limit: 1000, cursor: first.nextCursor });
+      const rest = await store.reads.listOrdered(SYSTEM, L, { limit: 1000, cursor: first.nextCursor });
       expect(rest.items.map((i: { id: string }) => i.id)).toEqual(want.slice(1000));
       expect(rest.nextCursor).toBeNull();
     });
@@ -214,29 +214,29 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
     it("a partition written before the index existed gets it rebuilt from its log (at its first list read, or on demand); a cursor survives writes elsewhere", async () => {
       let t = 0;
       const store = new ResourceStore(h.kv, testSchema, { clock: () => ++t });
-      await store.create(SYSTEM, "folder", null, { title: "f" }, { id: "f" });
-      await store.create(SYSTEM, "list", F, { title: "l" }, { id: "l" });
-      for (const id of ["c", "a", "d", "b", "e"]) await store.create(SYSTEM, "item", L, { title: id, status: "open" }, { id });
-      await store.setOrdering(SYSTEM, L, ["d", "b"]);
-      const ids = async () => (await store.listOrdered(SYSTEM, L)).items.map((i) => i.id);
+      await store.writes.create(SYSTEM, "folder", null, { title: "f" }, { id: "f" });
+      await store.writes.create(SYSTEM, "list", F, { title: "l" }, { id: "l" });
+      for (const id of ["c", "a", "d", "b", "e"]) await store.writes.create(SYSTEM, "item", L, { title: id, status: "open" }, { id });
+      await store.writes.setOrdering(SYSTEM, L, ["d", "b"]);
+      const ids = async () => (await store.reads.listOrdered(SYSTEM, L)).items.map((i) => i.id);
       const before = await ids();
       expect(before).toEqual(["d", "b", "c", "a", "e"]);
       // As such a store is on disk: no index, no marker.
       const P = store.partitionOf(F);
       await h.kv.commit(P, [{ type: "deletePrefix", prefix: layout.orderIndexes }]);
-      expect((await store.verify(P)).firstBad).toMatchObject({ family: "x" });
+      expect((await store.audit.verify(P)).firstBad).toMatchObject({ family: "x" });
       // The first read of the list upgrades the partition: nothing comes back empty.
       expect(await ids()).toEqual(before);
-      expect((await store.verify(P)).ok).toBe(true);
+      expect((await store.audit.verify(P)).ok).toBe(true);
       await h.kv.commit(P, [{ type: "deletePrefix", prefix: layout.orderIndexes }]);
       await store.rebuildOrderIndex(P);
       expect(await ids()).toEqual(before);
-      expect((await store.verify(P)).ok).toBe(true);
+      expect((await store.audit.verify(P)).ok).toBe(true);
       // A cursor names the last entry served: a child added after it, or one removed before it, moves nothing.
-      const first = await store.listOrdered(SYSTEM, L, { limit: 2 });
-      await store.delete(SYSTEM, { type: "item", ids: ["f", "l", "d"] });
-      await store.create(SYSTEM, "item", L, { title: "f", status: "open" }, { id: "f" });
-      const rest = await store.listOrdered(SYSTEM, L, { cursor: first.nextCursor });
+      const first = await store.reads.listOrdered(SYSTEM, L, { limit: 2 });
+      await store.lifecycle.delete(SYSTEM, { type: "item", ids: ["f", "l", "d"] });
+      await store.writes.create(SYSTEM, "item", L, { title: "f", status: "open" }, { id: "f" });
+      const rest = await store.reads.listOrdered(SYSTEM, L, { cursor: first.nextCursor });
       expect(rest.items.map((i) => i.id)).toEqual(["c", "a", "e", "f"]);
     });
   });

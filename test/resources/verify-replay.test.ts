@@ -29,7 +29,7 @@ for (const backend of backends.filter((b) => b.name === "lmdb" || b.name === "re
     afterEach(async () => h.destroy());
 
     it("a clean demo store verifies, state and access included", async () => {
-      const r = await wf.store.verify(P);
+      const r = await wf.store.audit.verify(P);
       expect(r).toMatchObject({ ok: true });
       expect(r.checked).toBeGreaterThan(10);
     });
@@ -40,7 +40,7 @@ for (const backend of backends.filter((b) => b.name === "lmdb" || b.name === "re
       const env = new RecordView(raw).envelope();
       const edited = Buffer.concat([raw.subarray(0, raw.length - new RecordView(raw).publicBytes().length), Buffer.from(JSON.stringify({ ...env, data: { ...env.data, amount: "999999" } }))]);
       await h.kv.commit(partition, [{ type: "put", key, value: edited }]);
-      const r = await wf.store.verify(P);
+      const r = await wf.store.audit.verify(P);
       expect(r.ok).toBe(false);
       expect(r.firstBad).toMatchObject({ family: "s", key: JSON.stringify(key) });
       expect(r.firstBad!.reason).toContain("state record");
@@ -51,7 +51,7 @@ for (const backend of backends.filter((b) => b.name === "lmdb" || b.name === "re
       const priv = JSON.parse((await h.kv.get(P, key))!.value.toString("utf8"));
       priv.permissions["workflowitem.update"] = [...(priv.permissions["workflowitem.update"] ?? []), "mallory"];
       await h.kv.commit(P, [{ type: "put", key, value: Buffer.from(JSON.stringify(priv)) }]);
-      const r = await wf.store.verify(P);
+      const r = await wf.store.audit.verify(P);
       expect(r).toMatchObject({ ok: false, firstBad: { family: "a", key: JSON.stringify(key) } });
     });
 
@@ -59,33 +59,33 @@ for (const backend of backends.filter((b) => b.name === "lmdb" || b.name === "re
       const l = locate(workflowSchema, wi);
       const first = (await h.kv.scan(P, { prefix: layout.history(l), limit: 1 })).entries[0]!;
       await h.kv.commit(P, [{ type: "delete", key: first.key }]);
-      let r = await wf.store.verify(P);
+      let r = await wf.store.audit.verify(P);
       expect(r).toMatchObject({ ok: false, firstBad: { family: "h", key: JSON.stringify(first.key) } });
       expect(r.firstBad!.reason).toContain("missing");
       await h.kv.commit(P, [{ type: "put", key: first.key, value: Buffer.alloc(0) }]);
-      expect((await wf.store.verify(P)).ok).toBe(true);
+      expect((await wf.store.audit.verify(P)).ok).toBe(true);
       await h.kv.commit(P, [{ type: "put", key: ["z", "stray"], value: Buffer.from("1") }]);
-      r = await wf.store.verify(P);
+      r = await wf.store.audit.verify(P);
       expect(r).toMatchObject({ ok: false, firstBad: { family: "z" } });
       expect(r.firstBad!.reason).toContain("unknown family");
     });
 
     it("a missing or altered entry of the assignments index fails, naming it and its assignee", async () => {
-      const who = (await wf.store.get(SYSTEM, { ...wi, type: "workflowitem" as const })).data.assignee as string;
+      const who = (await wf.store.reads.get(SYSTEM, { ...wi, type: "workflowitem" as const })).data.assignee as string;
       expect(who).toEqual(expect.any(String));
       const key = layout.assignedEntry(wi.type, wi.ids);
       const at = layout.assigned(who);
       expect((await h.kv.get(at, key))?.value.length).toBe(0);
       await h.kv.commit(at, [{ type: "delete", key }]);
-      let r = await wf.store.verify(P);
+      let r = await wf.store.audit.verify(P);
       expect(r).toMatchObject({ ok: false, firstBad: { family: layout.assignedKind, key: JSON.stringify([...at, ...key]) } });
       expect(r.firstBad!.reason).toContain(`missing from the assignments of ${who}`);
       await h.kv.commit(at, [{ type: "put", key, value: Buffer.from("x") }]);
-      r = await wf.store.verify(P);
+      r = await wf.store.audit.verify(P);
       expect(r).toMatchObject({ ok: false, firstBad: { family: layout.assignedKind, key: JSON.stringify([...at, ...key]) } });
       expect(r.firstBad!.reason).toContain("differs");
       await h.kv.commit(at, [{ type: "put", key, value: Buffer.alloc(0) }]);
-      expect((await wf.store.verify(P)).ok).toBe(true);
+      expect((await wf.store.audit.verify(P)).ok).toBe(true);
     });
 
     it("a moved order index entry fails, naming the order index", async () => {
@@ -96,7 +96,7 @@ for (const backend of backends.filter((b) => b.name === "lmdb" || b.name === "re
         { type: "put", key: a!.key, value: b!.value },
         { type: "put", key: b!.key, value: a!.value },
       ]);
-      const r = await wf.store.verify(P);
+      const r = await wf.store.audit.verify(P);
       expect(r).toMatchObject({ ok: false, firstBad: { family: "x", key: JSON.stringify(a!.key) } });
       expect(r.firstBad!.reason).toContain("order index entry");
     });
@@ -108,7 +108,7 @@ for (const backend of backends.filter((b) => b.name === "lmdb" || b.name === "re
         { type: "delete", key: layout.log(head.seq) },
         { type: "put", key: layout.head, value: Buffer.from(JSON.stringify({ seq: head.seq - 1, hash: before.hash })) },
       ]);
-      const r = await wf.store.verify(P);
+      const r = await wf.store.audit.verify(P);
       expect(r).toMatchObject({ ok: false, firstBad: { family: "ledger", seq: head.seq } });
     });
   });

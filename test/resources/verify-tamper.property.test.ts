@@ -79,7 +79,7 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
       entries = [];
       for await (const e of scanAll(h.kv, P, { limit: 1000 })) entries.push(e);
       stored = new Set(entries.map((e) => e.keyBytes.toString("latin1")));
-      expect(await wf.store.verify(P)).toMatchObject({ ok: true });
+      expect(await wf.store.audit.verify(P)).toMatchObject({ ok: true });
     }, 60_000);
     afterAll(async () => h.destroy());
 
@@ -100,7 +100,7 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
             if (!t) return;
             await h.kv.commit(P, t.ops);
             try {
-              const r = await wf.store.verify(P);
+              const r = await wf.store.audit.verify(P);
               expect(r.ok, t.what).toBe(false);
               const chain = t.touched.some((k) => k[0] === "l" || (k[0] === "m" && k[1] === "head"));
               // The log and the head are checked by the chain (named by seq); every other key by the replay.
@@ -112,7 +112,7 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
         ),
         { numRuns: backend.name === "memory" ? 300 : 60, seed: 16 },
       );
-      expect(await wf.store.verify(P)).toMatchObject({ ok: true });
+      expect(await wf.store.audit.verify(P)).toMatchObject({ ok: true });
     }, 120_000);
   });
 }

@@ -20,13 +20,13 @@ forEachBackend((backend) => {
   afterEach(async () => h.destroy());
 
   it("as of now, a space with providers equals its get (version and updatedAt)", async () => {
-    await store.create(gov, "space", null, { name: "S" }, { id: "s1" });
-    await store.update(gov, space, { description: "d" });
-    await store.create(gov, "provider", space, { name: "P1" }, { id: "p1" });
-    await store.create(gov, "provider", space, { name: "P2" }, { id: "p2" });
-    await store.delete(gov, { type: "provider", ids: ["p1"] });
-    const now = await store.get(gov, space);
-    const then = await store.asOf(gov, space, new Date(t + 1000));
+    await store.writes.create(gov, "space", null, { name: "S" }, { id: "s1" });
+    await store.writes.update(gov, space, { description: "d" });
+    await store.writes.create(gov, "provider", space, { name: "P1" }, { id: "p1" });
+    await store.writes.create(gov, "provider", space, { name: "P2" }, { id: "p2" });
+    await store.lifecycle.delete(gov, { type: "provider", ids: ["p1"] });
+    const now = await store.reads.get(gov, space);
+    const then = await store.audit.asOf(gov, space, new Date(t + 1000));
     expect(then).toEqual(now);
     expect(then?.meta).toMatchObject({ version: 2, updatedAt: now.meta.updatedAt });
   });

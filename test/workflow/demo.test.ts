@@ -28,7 +28,7 @@ forEachBackend((backend) => {
     const byMary = (await wf.subprojectDetails(userActor("mary", ["managers"]), "demo-1", "sp-3")).workflowitems.items;
     expect(all.some((w) => w.data.assignee !== "mary")).toBe(true);
     all.forEach((w, i) => expect(Boolean(byMary[i]!.redacted)).toBe(w.data.assignee !== "mary"));
-    for (const p of ["demo-1", "demo-2"]) expect((await wf.store.verify(["project", p])).ok).toBe(true);
+    for (const p of ["demo-1", "demo-2"]) expect((await wf.store.audit.verify(["project", p])).ok).toBe(true);
     const closed = (await wf.subprojectDetails(SYSTEM, "demo-1", "sp-1")).workflowitems.items.filter((w) => w.data.status === "closed");
     expect(closed.length).toBeGreaterThan(0);
   });

@@ -47,12 +47,12 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
       for (const [id, displayName, tags, assignee, closed, who] of PROJECTS) {
         await wf.createProject(SYSTEM, { id, displayName, tags, assignee });
         for (const [identity, how] of Object.entries(who)) await wf.grant(SYSTEM, { type: "project", ids: [id] }, how === "view" ? "project.viewDetails" : "project.list", identity);
-        if (closed) await wf.store.mutate(SYSTEM, { type: "project", ids: [id] }, { intent: "project.close", verb: "closed", change: () => ({ patch: { status: "closed" } }) });
+        if (closed) await wf.store.writes.mutate(SYSTEM, { type: "project", ids: [id] }, { intent: "project.close", verb: "closed", change: () => ({ patch: { status: "closed" } }) });
       }
     });
     afterEach(async () => h.destroy());
 
-    const query = (actor: Actor, q: Parameters<ResourceStore["queryChildrenJson"]>[3]) => wf.store.queryChildrenJson(actor, null, "project", q);
+    const query = (actor: Actor, q: Parameters<ResourceStore["reads"]["queryChildrenJson"]>[3]) => wf.store.reads.queryChildrenJson(actor, null, "project", q);
 
     it("lists exactly the projects a user or one of its groups may list, in pages that merge the index ranges", async () => {
       const all: string[] = [];
@@ -79,10 +79,10 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
       // A renamed project is found by its new name.
       await wf.update(SYSTEM, { type: "project", ids: ["p04"] }, { displayName: "Road over the river" });
       expect(ids(await query(bob, { search: "river" }))).toEqual(["p04"]);
-      expect((await wf.store.verify(["project", "p04"])).ok).toBe(true);
+      expect((await wf.store.audit.verify(["project", "p04"])).ok).toBe(true);
       await wf.delete(SYSTEM, { type: "project", ids: ["p04"] });
       expect(ids(await wf.listProjects(bob))).toEqual(["p07"]);
-      expect((await wf.store.verify(["project", "p07"])).ok).toBe(true);
+      expect((await wf.store.audit.verify(["project", "p07"])).ok).toBe(true);
       expect(await wf.store.verifyVisibility()).toEqual([]);
     });
 
@@ -146,18 +146,18 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
       await wf.createSubproject(alice, "p01", { id: "s1", displayName: "Walls", currency: "EUR", tags: ["build"] });
       await wf.createSubproject(alice, "p01", { id: "s2", displayName: "Roof", currency: "EUR" });
       await wf.createSubproject(alice, "p01", { id: "s3", displayName: "Windows", currency: "EUR", tags: ["build"] });
-      const subs = (q: Parameters<ResourceStore["queryChildrenJson"]>[3]) => wf.store.queryChildrenJson(alice, { type: "project", ids: ["p01"] }, "subproject", q);
+      const subs = (q: Parameters<ResourceStore["reads"]["queryChildrenJson"]>[3]) => wf.store.reads.queryChildrenJson(alice, { type: "project", ids: ["p01"] }, "subproject", q);
       expect(ids(await subs({ sort: "displayName" }))).toEqual(["s2", "s1", "s3"]);
       expect(ids(await subs({ sort: "displayName", order: "desc", search: "tag:build" }))).toEqual(["s3", "s1"]);
       expect(ids(await subs({ search: "w" }))).toEqual(["s1", "s3"]);
       // Bob holds nothing on p01: he learns nothing of it, as for a project that does not exist (docs/security.md, "Existence").
-      await expect(wf.store.queryChildrenJson(bob, { type: "project", ids: ["p01"] }, "subproject", {})).rejects.toMatchObject({ name: "NotFoundError" });
+      await expect(wf.store.reads.queryChildrenJson(bob, { type: "project", ids: ["p01"] }, "subproject", {})).rejects.toMatchObject({ name: "NotFoundError" });
     });
 
     it("verify reports a missing, stale or stray index entry; a store without the index gets it built", async () => {
-      expect((await wf.store.verify(["project", "p01"])).ok).toBe(true);
+      expect((await wf.store.audit.verify(["project", "p01"])).ok).toBe(true);
       await h.kv.commit(["visible", "alice"], [{ type: "delete", key: ["project", "p01"] }]);
-      const missing = await wf.store.verify(["project", "p01"]);
+      const missing = await wf.store.audit.verify(["project", "p01"]);
       expect(missing).toMatchObject({ ok: false, firstBad: { family: "visible" } });
       expect(missing.firstBad!.reason).toContain("missing");
       // A reader never sees a root it may not list, even through a stray entry.
@@ -172,7 +172,7 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
       expect(ids(await wf.listProjects(alice))).toEqual([]);
       expect(await wf.store.buildVisibility()).toBe(PROJECTS.length);
       expect(ids(await wf.listProjects(alice))).toEqual(["p01", "p02", "p03", "p05", "p06"]);
-      expect((await wf.store.verify(["project", "p01"])).ok).toBe(true);
+      expect((await wf.store.audit.verify(["project", "p01"])).ok).toBe(true);
       expect(await wf.store.verifyVisibility()).toEqual([]);
     });
   });

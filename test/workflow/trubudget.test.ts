@@ -83,7 +83,7 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
       for (const i of wf.store.schema.type("subproject").intents.all) expect(perms[i]).toContain("mary");
       // jane, who could see the project, sees the subproject created later.
       expect((await wf.projectDetails(jane, "p")).subprojects.items[0]).not.toHaveProperty("redacted");
-      expect((await wf.store.get(jane, { ...subprojectRef("p", "s"), type: "subproject" })).data.displayName).toBe("Later");
+      expect((await wf.store.reads.get(jane, { ...subprojectRef("p", "s"), type: "subproject" })).data.displayName).toBe("Later");
       // finance (through the project's createSubproject) may create workflowitems.
       expect((await wf.createWorkflowitem(tom, "p", "s", { id: "by-tom", displayName: "x", amountType: "N/A" })).meta.createdBy).toBe("tom");
     });
@@ -161,9 +161,9 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
       await wf.reorderWorkflowitems(mary, "p", "u", ["d", "a"]);
       await wf.closeWorkflowitem(mary, "p", "u", "c");
       await wf.closeWorkflowitem(mary, "p", "u", "b");
-      const native = (await wf.store.listOrdered(mary, subprojectRef("p", "u"))).items.map((w) => w.id);
+      const native = (await wf.store.reads.listOrdered(mary, subprojectRef("p", "u"))).items.map((w) => w.id);
       expect(native).toEqual(["d", "a", "b", "c"]);
-      const trubudget = (await wf.store.listOrdered(mary, subprojectRef("p", "u"), { sequence: "closedFirst" })).items.map((w) => w.id);
+      const trubudget = (await wf.store.reads.listOrdered(mary, subprojectRef("p", "u"), { sequence: "closedFirst" })).items.map((w) => w.id);
       expect(trubudget).toEqual(["c", "b", "d", "a"]);
     });
 
@@ -181,7 +181,7 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
       for (const i of all) expect(perms[i]?.includes("jane") ?? false).toBe(i === "workflowitem.list");
       // A general item: no grants beyond visibility for the assignee.
       await item("s", "g", { assignee: "jane" });
-      expect((await wf.store.get(mary, { ...workflowitemRef("p", "s", "g"), type: "workflowitem" })).data.workflowitemType).toBe("general");
+      expect((await wf.store.reads.get(mary, { ...workflowitemRef("p", "s", "g"), type: "workflowitem" })).data.workflowitemType).toBe("general");
     });
 
     it("type-fixed: a subproject's type forces its items' type; another is refused naming the field", async () => {
@@ -217,7 +217,7 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
       const merged = await wf.update(mary, workflowitemRef("p", "s", "x"), { additionalData: { b: null, c: 3 } });
       expect(merged.data.additionalData).toEqual({ a: 1, c: 3 });
       // The stored state is what a replay of the log gives.
-      expect((await wf.store.verify(["project", "p"])).ok).toBe(true);
+      expect((await wf.store.audit.verify(["project", "p"])).ok).toBe(true);
     });
 
     it("assignee-exists: create and assign refuse a ghost or a disabled user naming the field; a group is fine", async () => {
@@ -242,8 +242,8 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
       expect(w.meta).toMatchObject(origin);
       const history = await wf.history(SYSTEM, workflowitemRef("old", "s", "w"));
       expect(history.items[0]!.payload.origin).toEqual(origin);
-      expect((await wf.store.asOf(SYSTEM, workflowitemRef("old", "s", "w"), new Date(t + 10_000)))!.meta).toMatchObject(origin);
-      expect((await wf.store.verify(["project", "old"])).ok).toBe(true);
+      expect((await wf.store.audit.asOf(SYSTEM, workflowitemRef("old", "s", "w"), new Date(t + 10_000)))!.meta).toMatchObject(origin);
+      expect((await wf.store.audit.verify(["project", "old"])).ok).toBe(true);
       await expect(wf.createProject(mary, { displayName: "forged" }, { origin })).rejects.toBeInstanceOf(ForbiddenError);
       await expect(wf.createProject(SYSTEM, { displayName: "bad" }, { origin: { ...origin, createdAt: "yesterday" } })).rejects.toMatchObject({ field: "origin.createdAt" });
     });

@@ -177,7 +177,7 @@ export function ifMatch(request: FastifyRequest): number | undefined {
  * version as the ETag (for the next If-Match).
  */
 export async function sendWritten(reply: FastifyReply, store: ResourceStore, actor: Actor, ref: Ref, written: Envelope, code = 200): Promise<FastifyReply> {
-  return sendResource(reply, await store.seenBy(actor, ref, written, { allowedIntents: true }), written.meta.version, code);
+  return sendResource(reply, await store.reads.seenBy(actor, ref, written, { allowedIntents: true }), written.meta.version, code);
 }
 
 /** Answers a resource (or its stored JSON bytes) with its version as the ETag (the route declares `config.etag`). */
@@ -248,7 +248,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
           const created = await asBody(async () => {
             if (create) return create(request.actor, parent, request.body);
             const { id, ...fields } = request.body;
-            return generic.create(request.actor, T, parent, fields, { id: typeof id === "string" ? id : undefined });
+            return generic.writes.create(request.actor, T, parent, fields, { id: typeof id === "string" ? id : undefined });
           });
           const ids = t.decl.idStyle === "nested" && parent ? [...parent.ids, created.id] : [created.id];
           const ref: Ref = { type: T, ids: [...ids] };
@@ -280,13 +280,13 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
           // One of the three queries above, whichever the type has: each is some of these.
           const query: ResourcePageQuery & ListQueryParams & Pick<OrderedListQuery, "sequence"> = request.query;
           if (orderedUnder) {
-            const { json } = await store.listOrderedPage(request.actor, parent!, { ...query, allowedIntents: true });
+            const { json } = await store.reads.listOrderedPage(request.actor, parent!, { ...query, allowedIntents: true });
             return reply.type("application/json; charset=utf-8").send(json);
           }
           const { search, sort, order, ...paging } = query;
           const page = searchable && (search !== undefined || sort !== undefined || order !== undefined)
-            ? await store.queryChildrenJson(request.actor, parent, T, { search, sort, order, ...paging, allowedIntents: true })
-            : await store.listChildrenJson(request.actor, parent, T, { ...paging, allowedIntents: true });
+            ? await store.reads.queryChildrenJson(request.actor, parent, T, { search, sort, order, ...paging, allowedIntents: true })
+            : await store.reads.listChildrenJson(request.actor, parent, T, { ...paging, allowedIntents: true });
           return sendJsonPage(reply, page.items, page.nextCursor);
         },
       );
@@ -295,7 +295,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
         item,
         { config: { etag: true }, schema: { tags, summary: `Get a ${T} (ETag: its version), with the intents the caller holds on it (allowedIntents)`, params, response: { 200: schemas.resource, ...problems(400, 403, 404) } } },
         async (request, reply) => {
-          const { json, version } = await store.getJson(request.actor, s.refOf(request.params), { allowedIntents: true });
+          const { json, version } = await store.reads.getJson(request.actor, s.refOf(request.params), { allowedIntents: true });
           return sendResource(reply, json, version);
         },
       );
@@ -315,7 +315,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
         async (request, reply) => {
           const ref = s.refOf(request.params);
           const options = { ifVersion: ifMatch(request) };
-          const updated = await asBody(() => (commands.update ? commands.update(request.actor, ref, request.body, options) : store.update(request.actor, ref, request.body, options)));
+          const updated = await asBody(() => (commands.update ? commands.update(request.actor, ref, request.body, options) : store.writes.update(request.actor, ref, request.body, options)));
           return sendWritten(reply, store, request.actor, ref, updated);
         },
       );
@@ -339,7 +339,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
         async (request, reply) => {
           const ref = s.refOf(request.params);
           const options = { ifVersion: ifMatch(request) };
-          await (commands.delete ? commands.delete(request.actor, ref, options) : store.delete(request.actor, ref, options));
+          await (commands.delete ? commands.delete(request.actor, ref, options) : store.lifecycle.delete(request.actor, ref, options));
           return reply.code(204).send();
         },
       );
@@ -349,14 +349,14 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
         { schema: { tags, summary: `The ${T}'s events, oldest first (order=desc: newest first); filtered by publisher, since, until and type`, params, querystring: HistoryQuery, response: { 200: EventPage, ...problems(400, 403, 404) } } },
         async (request) => {
           const { order, ...filters } = request.query;
-          return store.history(request.actor, s.refOf(request.params), { ...filters, reverse: order === "desc" });
+          return store.audit.history(request.actor, s.refOf(request.params), { ...filters, reverse: order === "desc" });
         },
       );
 
       app.get(
         `${item}/permissions`,
         { schema: { tags, summary: `List the ${T}'s permissions (${t.intents.listPermissions})`, params, response: { 200: PermissionMap, ...problems(400, 403, 404) } } },
-        async (request) => store.listPermissions(request.actor, s.refOf(request.params)),
+        async (request) => store.reads.listPermissions(request.actor, s.refOf(request.params)),
       );
 
       for (const action of ["grant", "revoke"] as const) {
@@ -374,8 +374,8 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
           async (request, reply) => {
             const ref = s.refOf(request.params);
             const { intent, identity: who } = request.body;
-            if (action === "grant") await store.grant(request.actor, ref, intent, who);
-            else await store.revoke(request.actor, ref, intent, who);
+            if (action === "grant") await store.writes.grant(request.actor, ref, intent, who);
+            else await store.writes.revoke(request.actor, ref, intent, who);
             return reply.code(204).send();
           },
         );
@@ -395,7 +395,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
             },
             handler: async (request, reply) => {
               const ref = s.refOf(request.params);
-              const updated = await store.setGovernanceDelete(request.actor, ref, on, { ifVersion: ifMatch(request) });
+              const updated = await store.writes.setGovernanceDelete(request.actor, ref, on, { ifVersion: ifMatch(request) });
               return sendWritten(reply, store, request.actor, ref, updated);
             },
           });
@@ -415,7 +415,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
             },
           },
           async (request, reply) => {
-            await store.governanceDelete(request.actor, s.refOf(request.params), { ifVersion: ifMatch(request) });
+            await store.lifecycle.governanceDelete(request.actor, s.refOf(request.params), { ifVersion: ifMatch(request) });
             return reply.code(204).send();
           },
         );
@@ -427,8 +427,8 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
           { schema: { tags, summary: `Recompute the ${T}'s hash chain (${t.intents.history})`, params, response: { 200: VerifyResult, ...problems(400, 403, 404) } } },
           async (request) => {
             const ref = s.refOf(request.params);
-            await store.history(request.actor, ref, { limit: 1 });
-            return store.verify(store.partitionOf(ref));
+            await store.audit.history(request.actor, ref, { limit: 1 });
+            return store.audit.verify(store.partitionOf(ref));
           },
         );
         app.get(
@@ -443,7 +443,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
           },
           async (request) => {
             const ref = s.refOf(request.params);
-            await store.history(request.actor, ref, { limit: 1 });
+            await store.audit.history(request.actor, ref, { limit: 1 });
             return app.flowstore.checkpoints.take(store.partitionOf(ref));
           },
         );

@@ -127,7 +127,7 @@ export const eventRoutes: RoutePlugin = async (app) => {
       res.write(": connected\n\n");
 
       const send = async (event: ResourceEvent, id: string | null): Promise<void> => {
-        const visible = await resources.eventFor(actor, event);
+        const visible = await resources.audit.eventFor(actor, event);
         if (!visible || res.destroyed) return;
         res.write(`${id === null ? "" : `id: ${id}\n`}event: ${visible.type}\ndata: ${JSON.stringify(visible)}\n\n`);
       };

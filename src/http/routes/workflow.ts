@@ -114,7 +114,7 @@ function commandRoutes(app: App, s: ServedType): void {
       `${item}/workflowitem-ordering`,
       { config: { etag: true }, schema: { tags, summary: "The manual ordering of the workflowitems (ETag: the subproject's version)", params, response: { 200: Ordering, ...problems(400, 403, 404) } } },
       async (request, reply) => {
-        const { ordering, version } = await app.flowstore.resources.getOrdering(request.actor, s.refOf(request.params));
+        const { ordering, version } = await app.flowstore.resources.reads.getOrdering(request.actor, s.refOf(request.params));
         return sendResource(reply, { ordering }, version);
       },
     );

@@ -12,13 +12,14 @@
  *   the refresh token, so its cookie is renewed as well); `POST /user.logout` ends the session the token
  *   names and clears the cookies.
  */
-import { Type, type Static } from "@sinclair/typebox";
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import { Type } from "@sinclair/typebox";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { DisabledLoginError, ForbiddenError, UnauthorizedError } from "../../errors.js";
 import { PASSWORD_MAX } from "../../identity/index.js";
 import type { IssuedToken } from "../../identity/index.js";
 import { bearerToken } from "../auth.js";
 import { DEFAULT_LOGIN_RATE_LIMITS, loginLimiter, type LoginRateLimits } from "../rate-limit.js";
+import type { RoutePlugin } from "../context.js";
 import { Envelope, errorBody, ok, Reply } from "./envelope.js";
 import { trubudgetIntents } from "./intents.js";
 import { organizationOf } from "./users.js";
@@ -121,13 +122,13 @@ export interface AuthOptions {
   readonly organization: string;
 }
 
-export const authRoutes: FastifyPluginAsync<AuthOptions> = async (app, options) => {
+export const authRoutes: RoutePlugin<AuthOptions> = async (app, options) => {
   const { tokens, identity } = app.flowstore;
   const limits = options.rateLimit === false ? undefined : await loginLimiter(app, options.rateLimit ?? DEFAULT_LOGIN_RATE_LIMITS);
   /** The access token's lifetime in milliseconds, as TruBudget's accessTokenExp. */
   const lifetime = (issued: IssuedToken) => Math.max(0, issued.expiresAt * 1000 - app.flowstore.clock());
 
-  app.post<{ Body: Static<typeof Credentials> }>(
+  app.post(
     "/user.authenticate",
     {
       schema: { body: Credentials, response: { 200: LoginReply } },
@@ -158,7 +159,7 @@ export const authRoutes: FastifyPluginAsync<AuthOptions> = async (app, options) 
     },
   );
 
-  app.post<{ Body: Static<typeof Empty> | undefined }>(
+  app.post(
     "/user.refreshtoken",
     { schema: { body: Optional, response: { 200: RefreshReply } }, ...(limits ? { onRequest: limits.perAddress } : {}) },
     async (request, reply) => {
@@ -172,7 +173,7 @@ export const authRoutes: FastifyPluginAsync<AuthOptions> = async (app, options) 
 
   // Ends the session the token names (if it still is one) and clears the cookies in any case: logging
   // out of a session that has already ended is done, not an error.
-  app.post<{ Body: Static<typeof Empty> | undefined }>("/user.logout", { schema: { body: Optional, response: { 200: Done } } }, async (request, reply) => {
+  app.post("/user.logout", { schema: { body: Optional, response: { 200: Done } } }, async (request, reply) => {
     let session;
     try {
       session = await tokens.verifySession(accessToken(request));

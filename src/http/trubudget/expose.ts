@@ -29,10 +29,14 @@ export const unixTs = (iso: string): string => String(Math.floor(Date.parse(iso)
 
 const or = <T>(v: unknown, dflt: T): T => (v === undefined ? dflt : (v as T));
 
-export function exposeProject(r: Served, intents: TbIntents): Exposed {
+/**
+ * A project or subproject as TruBudget exposes it: the fields both have, in TruBudget's order, with the
+ * level's own fields (`own`) after the assignee and `last` after the additional data.
+ */
+function exposeLevel(level: "project" | "subproject", r: Served, intents: TbIntents, own: Record<string, unknown>, last: Record<string, unknown> = {}): Exposed {
   const d = r.data;
   return {
-    allowedIntents: intents.allowed("project", r.allowedIntents),
+    allowedIntents: intents.allowed(level, r.allowedIntents),
     data: {
       id: r.id,
       creationUnixTs: unixTs(r.meta.createdAt),
@@ -40,33 +44,19 @@ export function exposeProject(r: Served, intents: TbIntents): Exposed {
       displayName: d.displayName,
       description: or(d.description, ""),
       assignee: d.assignee,
-      thumbnail: d.thumbnail,
+      ...own,
       projectedBudgets: or(d.projectedBudgets, []),
       additionalData: or(d.additionalData, {}),
-      tags: or(d.tags, []),
+      ...last,
     },
   };
 }
 
+export const exposeProject = (r: Served, intents: TbIntents): Exposed => exposeLevel("project", r, intents, { thumbnail: r.data.thumbnail }, { tags: or(r.data.tags, []) });
+
 export function exposeSubproject(r: Served, intents: TbIntents): Exposed {
   const d = r.data;
-  return {
-    allowedIntents: intents.allowed("subproject", r.allowedIntents),
-    data: {
-      id: r.id,
-      creationUnixTs: unixTs(r.meta.createdAt),
-      status: d.status,
-      displayName: d.displayName,
-      description: or(d.description, ""),
-      assignee: d.assignee,
-      validator: d.validator,
-      workflowitemType: d.workflowitemType,
-      workflowMode: or(d.workflowMode, "ordered"),
-      currency: d.currency,
-      projectedBudgets: or(d.projectedBudgets, []),
-      additionalData: or(d.additionalData, {}),
-    },
-  };
+  return exposeLevel("subproject", r, intents, { validator: d.validator, workflowitemType: d.workflowitemType, workflowMode: or(d.workflowMode, "ordered"), currency: d.currency });
 }
 
 /** A document reference as TruBudget lists it on a workflowitem (a file with its hash, or a link). */

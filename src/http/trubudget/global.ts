@@ -3,10 +3,10 @@
  * (access/global.ts), with TruBudget's intent names (intents.ts): `global.listPermissions` (intent →
  * identities), `global.grantPermission`, `global.revokePermission` and `global.grantAllPermissions`.
  */
-import { Type, type Static } from "@sinclair/typebox";
-import type { FastifyPluginAsync } from "fastify";
+import { Type } from "@sinclair/typebox";
 import { requestedIntent } from "../../access/intents.js";
 import { IdentityId } from "../../identity/wire.js";
+import type { RoutePlugin } from "../context.js";
 import { Envelope, ok, Reply } from "./envelope.js";
 import { grantableIntent, TRUBUDGET_GLOBAL_INTENTS, trubudgetPermissions } from "./intents.js";
 
@@ -15,7 +15,7 @@ const Change = Envelope(Type.Object({ identity: IdentityId, intent: Type.Unsafe<
 const GrantAll = Envelope(Type.Object({ identity: IdentityId }, strict));
 const Done = Reply(Type.Object({}));
 
-export const globalRoutes: FastifyPluginAsync = async (app) => {
+export const globalRoutes: RoutePlugin = async (app) => {
   const global = app.flowstore.identity.global;
 
   app.get("/global.listPermissions", { schema: { response: { 200: Reply(Type.Record(Type.String(), Type.Array(Type.String()))) } } }, async (request) =>
@@ -23,7 +23,7 @@ export const globalRoutes: FastifyPluginAsync = async (app) => {
   );
 
   for (const action of ["grant", "revoke"] as const) {
-    app.post<{ Body: Static<typeof Change> }>(`/global.${action}Permission`, { schema: { body: Change, response: { 200: Done } } }, async (request) => {
+    app.post(`/global.${action}Permission`, { schema: { body: Change, response: { 200: Done } } }, async (request) => {
       const { identity, intent } = request.body.data;
       const target = requestedIntent(grantableIntent(intent, "data.intent"));
       if (action === "grant") await global.grant(request.actor, target, identity);
@@ -32,7 +32,7 @@ export const globalRoutes: FastifyPluginAsync = async (app) => {
     });
   }
 
-  app.post<{ Body: Static<typeof GrantAll> }>("/global.grantAllPermissions", { schema: { body: GrantAll, response: { 200: Done } } }, async (request) => {
+  app.post("/global.grantAllPermissions", { schema: { body: GrantAll, response: { 200: Done } } }, async (request) => {
     await global.grantAll(request.actor, request.body.data.identity);
     return ok({});
   });

@@ -5,10 +5,11 @@
  * permission, the group and every user must be there, so bad input writes nothing.
  */
 import { Type, type Static } from "@sinclair/typebox";
-import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import type { Actor } from "../../access/actor.js";
 import { ValidationError } from "../../errors.js";
 import { DISPLAY_NAME_MAX, MAX_GROUP_MEMBERS } from "../../identity/index.js";
 import { IdentityId } from "../../identity/wire.js";
+import type { RoutePlugin } from "../context.js";
 import { dropsUnknown } from "./validation.js";
 import { Envelope, ok, Reply } from "./envelope.js";
 import { all } from "./users.js";
@@ -31,10 +32,10 @@ const ListedGroup = Type.Object({
   permissions: Type.Record(Type.String(), Type.Array(Type.String())),
 });
 
-export const groupRoutes: FastifyPluginAsync = async (app) => {
+export const groupRoutes: RoutePlugin = async (app) => {
   const { identity } = app.flowstore;
 
-  app.post<{ Body: Static<typeof NewGroup> }>("/global.createGroup", { schema: { body: NewGroup, response: { 200: Reply(Type.Object({ group: Group })) } } }, async (request) => {
+  app.post("/global.createGroup", { schema: { body: NewGroup, response: { 200: Reply(Type.Object({ group: Group })) } } }, async (request) => {
     const { id, displayName, users } = request.body.data.group;
     const group = await identity.createGroup(request.actor, { id, displayName, members: users });
     return ok({ group: { id: group.id, displayName: group.displayName, users: [...group.members] } });
@@ -46,9 +47,9 @@ export const groupRoutes: FastifyPluginAsync = async (app) => {
   });
 
   /** Checks a change of members whole (permission, group, every user): nothing is written when any is wrong. */
-  const checked = async (request: FastifyRequest<{ Body: Members }>): Promise<Members["data"]> => {
-    const { groupId, userIds } = request.body.data;
-    await identity.global.assert(request.actor, "global.createGroup");
+  const checked = async (actor: Actor, data: Members["data"]): Promise<Members["data"]> => {
+    const { groupId, userIds } = data;
+    await identity.global.assert(actor, "global.createGroup");
     await identity.getGroup(groupId);
     const seen = new Set<string>();
     for (const [i, u] of userIds.entries()) {
@@ -57,11 +58,11 @@ export const groupRoutes: FastifyPluginAsync = async (app) => {
       const found = await identity.getUser(u).catch(() => undefined);
       if (!found) throw new ValidationError(`no user ${u}`, `data.userIds[${i}]`);
     }
-    return request.body.data;
+    return data;
   };
 
-  app.post<{ Body: Members }>("/group.addUser", { schema: { body: Members, response: { 200: Reply(Type.Object({})) } } }, async (request) => {
-    const { groupId, userIds } = await checked(request);
+  app.post("/group.addUser", { schema: { body: Members, response: { 200: Reply(Type.Object({})) } } }, async (request) => {
+    const { groupId, userIds } = await checked(request.actor, request.body.data);
     const group = await identity.getGroup(groupId);
     const joining = userIds.filter((u) => !group.members.includes(u));
     if (group.members.length + joining.length > MAX_GROUP_MEMBERS) throw new ValidationError(`a group has at most ${MAX_GROUP_MEMBERS} members`, "data.userIds");
@@ -69,8 +70,8 @@ export const groupRoutes: FastifyPluginAsync = async (app) => {
     return ok({});
   });
 
-  app.post<{ Body: Members }>("/group.removeUser", { schema: { body: Members, response: { 200: Reply(Type.Object({})) } } }, async (request) => {
-    const { groupId, userIds } = await checked(request);
+  app.post("/group.removeUser", { schema: { body: Members, response: { 200: Reply(Type.Object({})) } } }, async (request) => {
+    const { groupId, userIds } = await checked(request.actor, request.body.data);
     for (const u of userIds) await identity.removeMember(request.actor, groupId, u);
     return ok({});
   });

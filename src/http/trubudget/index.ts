@@ -4,12 +4,14 @@
  * It translates and does not re-implement: each route calls the command the native route calls, with the
  * same permission checks, history and notifications; identities and sessions are the native API's.
  *
- * One file per area; an area is a Fastify plugin registered here, public or behind authentication. Its
+ * One file per area; an area is a route plugin (../context.ts: its request types derived from its route
+ * schemas, its bodies read by validation.ts) registered here, public or behind authentication. Its
  * routes are TruBudget's (`/<intent>`, e.g. `/project.list`, and `/v2/<intent>`), they take and answer
  * TruBudget's envelopes (envelope.ts), and they stay out of flowstore's OpenAPI document: TruBudget's
  * contract is its own.
  */
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { RoutePlugin } from "../context.js";
 import type { LoginRateLimits } from "../rate-limit.js";
 import { authenticated, authRoutes } from "./auth.js";
 import { translateProblems } from "./envelope.js";
@@ -31,12 +33,12 @@ export const TRUBUDGET_PREFIX = "/api";
 export { DEFAULT_ORGANIZATION };
 
 /** Areas anyone may call (besides log in, refresh and log out: auth.ts). */
-const PUBLIC_AREAS: readonly FastifyPluginAsync[] = [
+const PUBLIC_AREAS: readonly RoutePlugin[] = [
   publicSystemRoutes, // readiness, liveness
 ];
 
 /** Areas behind authentication (a `token` cookie or a Bearer header): request.actor is the caller. */
-const SECURED_AREAS: readonly FastifyPluginAsync[] = [
+const SECURED_AREAS: readonly RoutePlugin[] = [
   groupRoutes, // global.createGroup, group.list|addUser|removeUser
   globalRoutes, // global.listPermissions|grantPermission|grantAllPermissions|revokePermission
   systemRoutes, // version, provisioned, system.createBackup, system.restoreBackup
@@ -61,7 +63,7 @@ export interface TrubudgetApiOptions {
   readonly organization?: string;
 }
 
-export const trubudgetApi: FastifyPluginAsync<TrubudgetApiOptions> = async (app, options) => {
+export const trubudgetApi: RoutePlugin<TrubudgetApiOptions> = async (app, options) => {
   // Each route's own compiler (a scope's compiler is rebuilt from the server's wherever a plugin adds a
   // schema), knowing the named schemas of the route's scope (registered by the server's onRoute hook, before this one).
   app.addHook("onRoute", function (this: FastifyInstance, route) {

@@ -12,7 +12,7 @@
  * flowstore's `workflowitem.viewDetails` (flowstore's own `workflowitem.list`, seeing the item redacted
  * in its place, has no TruBudget name).
  */
-import { Type } from "@sinclair/typebox";
+import { Type, type TLiteral, type TUnion } from "@sinclair/typebox";
 import type { Permissions } from "../../access/actor.js";
 import { ValidationError } from "../../errors.js";
 import type { ResourceStore } from "../../resources/store.js";
@@ -101,7 +101,7 @@ export interface TbIntents {
   /** A resource's permissions under TruBudget's names, close intents left out as TruBudget does. */
   permissions(level: Level, native: Permissions): Record<string, string[]>;
   /** The request schema of a grant's or revoke's `intent`: TruBudget's names of the level. */
-  schema(level: Level): ReturnType<typeof Type.Union>;
+  schema(level: Level): TUnion<TLiteral<string>[]>;
 }
 
 export function tbIntents(store: ResourceStore<WorkflowSchema>): TbIntents {

@@ -14,13 +14,13 @@
  *
  * Each calls the workflow command the native route calls (routes/workflow.ts, declared.ts).
  */
-import { Type, type Static, type TObject } from "@sinclair/typebox";
-import type { FastifyPluginAsync } from "fastify";
+import { Type, type TObject, type TOptional } from "@sinclair/typebox";
 import type { ResourceEvent } from "../../resources/model/events.js";
 import type { Ref } from "../../resources/model/ref.js";
 import { IdentityId } from "../../identity/wire.js";
 import { ProjectedBudget, ProjectFields, RejectReason, SubprojectFields } from "../../workflow/schema.js";
 import { ConflictError, StaleVersionError } from "../../errors.js";
+import type { RoutePlugin } from "../context.js";
 import { Envelope, errorBody, ok } from "./envelope.js";
 import { exposeHistory, nativeEventType } from "./expose.js";
 import { tbIntents, toNativeIntent } from "./intents.js";
@@ -35,9 +35,6 @@ const HistoryFilter = {
   eventType: Type.Optional(Type.String({ minLength: 1, description: "TruBudget's event type, e.g. project_updated" })),
 };
 
-const HistoryFilterSchema = Type.Object(HistoryFilter);
-type HistoryFilterQuery = Static<typeof HistoryFilterSchema>;
-
 /**
  * Where TruBudget's route schema closes `data` (its Ajv then drops unknown properties instead of its Joi
  * refusing them): subproject.update, subproject.assign|close, workflowitem.assign; and the whole body of
@@ -45,7 +42,7 @@ type HistoryFilterQuery = Static<typeof HistoryFilterSchema>;
  */
 const DROPS_DATA = new Set(["subproject.update", "subproject.assign", "subproject.close", "workflowitem.assign"]);
 const DROPS_BODY = new Set(["workflowitem.intent.grantPermission", "workflowitem.intent.revokePermission"]);
-const body = (route: string, data: TObject) => {
+const body = <T extends TObject>(route: string, data: T) => {
   const envelope = Envelope(DROPS_DATA.has(route) ? dropsUnknown(data) : data);
   return DROPS_BODY.has(route) ? dropsUnknown(envelope) : envelope;
 };
@@ -60,7 +57,7 @@ const UPDATABLE = {
 
 type Budgeted = Ref & { type: "project" | "subproject" };
 
-export const levelRoutes: FastifyPluginAsync = async (app) => {
+export const levelRoutes: RoutePlugin = async (app) => {
   const { workflow } = app.flowstore;
   const intents = tbIntents(workflow.store);
 
@@ -69,7 +66,7 @@ export const levelRoutes: FastifyPluginAsync = async (app) => {
     const ref = (ids: Ids) => refOf(level, ids);
 
     const HistoryQuery = idsWith(level, HistoryFilter);
-    app.get<{ Querystring: Ids & HistoryFilterQuery }>(`/${level}.viewHistory`, { schema: { querystring: HistoryQuery } }, async (request) => {
+    app.get(`/${level}.viewHistory`, { schema: { querystring: HistoryQuery } }, async (request) => {
       const { offset = 0, limit, publisher, startAt, endAt, eventType, ...ids } = request.query;
       const r = ref(ids);
       const history = (filter: { publisher?: string; since?: string; until?: string; type?: string }) =>
@@ -85,28 +82,30 @@ export const levelRoutes: FastifyPluginAsync = async (app) => {
 
     if (level !== "workflowitem") {
       const Update = body(`${level}.update`, idsWith(level, optional(UPDATABLE[level])));
-      app.post<{ Body: { data: Ids & Record<string, unknown> } }>(`/${level}.update`, { schema: { body: Update } }, async (request) => {
-        const { projectId, subprojectId, markdown: _markdown, ...patch } = request.body.data;
+      app.post(`/${level}.update`, { schema: { body: Update } }, async (request) => {
+        const { projectId, subprojectId, ...patch } = request.body.data;
+        if ("markdown" in patch) delete patch.markdown; // a project's, taken and not stored (UPDATABLE)
         await workflow.update(request.actor, ref({ projectId, subprojectId }), patch);
         return ok({});
       });
     }
 
     const Assign = body(`${level}.assign`, idsWith(level, { identity: IdentityId }));
-    app.post<{ Body: { data: Ids & { identity: string } } }>(`/${level}.assign`, { schema: { body: Assign } }, async (request) => {
+    app.post(`/${level}.assign`, { schema: { body: Assign } }, async (request) => {
       const { identity, ...ids } = request.body.data;
       try {
         await fieldsAt((f) => (f === "assignee" ? "data.identity" : f), () => workflow.assign(request.actor, ref(ids), identity));
       } catch (e) {
         // TruBudget answers assigning the assignee it already has 200 and changes nothing (a closed resource included).
-        if (!(e instanceof ConflictError) || (await workflow.store.get(request.actor, { ...ref(ids), type: level }).catch(() => undefined))?.data.assignee !== identity) throw e;
+        if (!(e instanceof ConflictError) || (await workflow.store.reads.get(request.actor, { ...ref(ids), type: level }).catch(() => undefined))?.data.assignee !== identity) throw e;
       }
       return ok({});
     });
 
-    const Close = body(`${level}.close`, idsWith(level, level === "workflowitem" ? { rejectReason: Type.Optional(RejectReason) } : {}));
+    const closeFields: { rejectReason?: TOptional<typeof RejectReason> } = level === "workflowitem" ? { rejectReason: Type.Optional(RejectReason) } : {};
+    const Close = body(`${level}.close`, idsWith(level, closeFields));
     // A close its preconditions refuse (an open child; an earlier item still open) is TruBudget's PreconditionError, a 412.
-    app.post<{ Body: { data: Ids & { rejectReason?: string } } }>(`/${level}.close`, { schema: { body: Close } }, async (request, reply) => {
+    app.post(`/${level}.close`, { schema: { body: Close } }, async (request, reply) => {
       const { projectId, subprojectId, workflowitemId, rejectReason } = request.body.data;
       const refused = (e: unknown) => {
         if (e instanceof ConflictError && !(e instanceof StaleVersionError) && e.field === "status") return reply.code(412).send(errorBody(412, e.message));
@@ -123,7 +122,7 @@ export const levelRoutes: FastifyPluginAsync = async (app) => {
       ).then(() => reply.send(ok({})), refused);
     });
 
-    app.get<{ Querystring: Ids }>(`/${level}.intent.listPermissions`, { schema: { querystring: idsWith(level) } }, async (request) =>
+    app.get(`/${level}.intent.listPermissions`, { schema: { querystring: idsWith(level) } }, async (request) =>
       ok(intents.permissions(level, await workflow.listPermissions(request.actor, ref(request.query)))),
     );
 
@@ -132,7 +131,7 @@ export const levelRoutes: FastifyPluginAsync = async (app) => {
       ["grantPermission", workflow.grant.bind(workflow)],
       ["revokePermission", workflow.revoke.bind(workflow)],
     ] as const) {
-      app.post<{ Body: { data: Ids & { identity: string; intent: string } } }>(`/${level}.intent.${verb}`, { schema: { body: Permission(verb) } }, async (request) => {
+      app.post(`/${level}.intent.${verb}`, { schema: { body: Permission(verb) } }, async (request) => {
         const { identity, intent, ...ids } = request.body.data;
         await fieldsAt((f) => (f === "identity" ? "data.identity" : f), () => run(request.actor, ref(ids), toNativeIntent(intent), identity));
         return ok({});
@@ -143,7 +142,7 @@ export const levelRoutes: FastifyPluginAsync = async (app) => {
       const B = ProjectedBudget.properties;
       const budgetAnswer = (ids: Ids, data: Record<string, unknown>) => ok({ [idField]: ids[idField as keyof Ids], projectedBudgets: data.projectedBudgets ?? [] });
       const UpdateBudget = Envelope(idsWith(level, { organization: B.organization, currencyCode: B.currencyCode, value: B.value }));
-      app.post<{ Body: { data: Ids & Static<typeof ProjectedBudget> } }>(`/${level}.budget.updateProjected`, { schema: { body: UpdateBudget } }, async (request) => {
+      app.post(`/${level}.budget.updateProjected`, { schema: { body: UpdateBudget } }, async (request) => {
         const { organization, currencyCode, value, ...ids } = request.body.data;
         const r = await fieldsAt(
           (f) => f.replace(/^(data\.)?projectedBudgets\.\d+\./, "data."),
@@ -152,7 +151,7 @@ export const levelRoutes: FastifyPluginAsync = async (app) => {
         return budgetAnswer(ids, r.data);
       });
       const DeleteBudget = Envelope(idsWith(level, { organization: B.organization, currencyCode: B.currencyCode }));
-      app.post<{ Body: { data: Ids & { organization: string; currencyCode: string } } }>(`/${level}.budget.deleteProjected`, { schema: { body: DeleteBudget } }, async (request) => {
+      app.post(`/${level}.budget.deleteProjected`, { schema: { body: DeleteBudget } }, async (request) => {
         const { organization, currencyCode, ...ids } = request.body.data;
         const r = await workflow.deleteProjectedBudget(request.actor, ref(ids) as Budgeted, organization, currencyCode);
         return budgetAnswer(ids, r.data);

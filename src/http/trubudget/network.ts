@@ -6,8 +6,8 @@
  * (409) after their input is checked: there is no network to change.
  */
 import { Type, type TSchema } from "@sinclair/typebox";
-import type { FastifyPluginAsync } from "fastify";
 import { ConflictError } from "../../errors.js";
+import type { RoutePlugin } from "../context.js";
 import { Envelope, ok, Reply } from "./envelope.js";
 
 /** The organization of this node when none is configured. */
@@ -37,7 +37,7 @@ const Node = Type.Object({
   isConnected: Type.Boolean(),
 });
 
-export const networkRoutes: FastifyPluginAsync<{ organization?: string }> = async (app, options) => {
+export const networkRoutes: RoutePlugin<{ organization?: string }> = async (app, options) => {
   const organization = options.organization ?? DEFAULT_ORGANIZATION;
   const address = app.flowstore.checkpoints.publicKey.keyFingerprint;
 

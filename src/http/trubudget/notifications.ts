@@ -6,10 +6,10 @@
  *   GET  /notification.count               → {userId, unread, total}
  *   POST /notification.markRead {notifications: [id]} → {}
  */
-import { Type, type Static } from "@sinclair/typebox";
-import type { FastifyPluginAsync } from "fastify";
+import { Type } from "@sinclair/typebox";
 import type { Notification } from "../../workflow/notifications.js";
 import { MarkReadBody, NOTIFICATION_PAGE } from "../routes/notifications.js";
+import type { RoutePlugin } from "../context.js";
 import { Envelope, ok } from "./envelope.js";
 import { exposeNotification } from "./expose.js";
 import { fieldsAt, OffsetLimit, sliceOf } from "./workflow-common.js";
@@ -17,10 +17,10 @@ import { fieldsAt, OffsetLimit, sliceOf } from "./workflow-common.js";
 const ListQuery = Type.Object(OffsetLimit, { additionalProperties: false });
 const MarkRead = Envelope(Type.Object({ notifications: Type.Array(MarkReadBody.properties.ids.items, { maxItems: MarkReadBody.properties.ids.maxItems }) }, { additionalProperties: false }));
 
-export const notificationRoutes: FastifyPluginAsync = async (app) => {
+export const notificationRoutes: RoutePlugin = async (app) => {
   const { notifications, workflow } = app.flowstore;
 
-  app.get<{ Querystring: Static<typeof ListQuery> }>("/notification.list", { schema: { querystring: ListQuery } }, async (request) => {
+  app.get("/notification.list", { schema: { querystring: ListQuery } }, async (request) => {
     const { offset = 0, limit } = request.query;
     const newestFirst: Notification[] = [];
     let cursor: string | null = null;
@@ -50,7 +50,7 @@ export const notificationRoutes: FastifyPluginAsync = async (app) => {
     return ok({ userId: request.actor.id, unread, total });
   });
 
-  app.post<{ Body: { data: { notifications: string[] } } }>("/notification.markRead", { schema: { body: MarkRead } }, async (request) => {
+  app.post("/notification.markRead", { schema: { body: MarkRead } }, async (request) => {
     const ids = request.body.data.notifications;
     if (ids.length > 0) await fieldsAt((f) => (f === "ids" ? "data.notifications" : f), () => notifications.markRead(request.actor, { ids }));
     return ok({});

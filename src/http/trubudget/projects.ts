@@ -10,13 +10,13 @@
  * A project the caller may list but not view is listed redacted by flowstore; TruBudget has no redacted
  * project (its list shows viewable ones), so the lists here leave such a project out.
  */
-import { Type, type Static } from "@sinclair/typebox";
-import type { FastifyPluginAsync } from "fastify";
+import { Type } from "@sinclair/typebox";
 import { projectRef } from "../../workflow/commands.js";
 import { ProjectFields, SubprojectFields } from "../../workflow/schema.js";
 import { ResourceId } from "../../resources/model/wire.js";
 import { SEARCH_MAX } from "../../resources/read/query.js";
 import { PageCache } from "../../resources/read/page-cache.js";
+import type { RoutePlugin } from "../context.js";
 import { API_VERSION, Envelope, ok } from "./envelope.js";
 import { exposeProject, exposeSubproject, type Served } from "./expose.js";
 import { tbIntents } from "./intents.js";
@@ -74,14 +74,14 @@ const EMPTY = Buffer.alloc(0);
 /** TruBudget's page size when none is asked for (its lib/pagination.ts). */
 const V2_DEFAULT_LIMIT = 10;
 
-export const projectRoutes: FastifyPluginAsync = async (app) => {
+export const projectRoutes: RoutePlugin = async (app) => {
   const { workflow } = app.flowstore;
   const store = workflow.store;
   const intents = tbIntents(store);
   /** Viewable projects of a list's pages, exposed. */
   const exposeAll = (items: Buffer[]) => parsed<Served>(items).filter((r) => !r.redacted).map((r) => exposeProject(r, intents));
 
-  app.post<{ Body: { data: { project: Static<typeof NewProject> } } }>(
+  app.post(
     "/global.createProject",
     { schema: { body: Envelope(Type.Object({ project: NewProject }, { additionalProperties: false })) } },
     async (request) => {
@@ -101,7 +101,7 @@ export const projectRoutes: FastifyPluginAsync = async (app) => {
   const translated = new PageCache(20_000, 32 * 1024 * 1024);
   const REDACTED = Buffer.alloc(0);
   app.get("/project.list", async (request, reply) => {
-    const items = await readAll((cursor, limit) => workflow.store.listChildrenJson(request.actor, null, "project", { cursor, limit, allowedIntents: true }));
+    const items = await readAll((cursor, limit) => workflow.store.reads.listChildrenJson(request.actor, null, "project", { cursor, limit, allowedIntents: true }));
     const parts: Buffer[] = [];
     for (const raw of items) {
       const key = raw.toString("latin1");
@@ -116,10 +116,10 @@ export const projectRoutes: FastifyPluginAsync = async (app) => {
     return reply.type("application/json; charset=utf-8").send(Buffer.concat([LIST_OPEN, ...parts, LIST_CLOSE]));
   });
 
-  app.get<{ Querystring: Static<typeof V2Query> }>("/v2/project.list", { schema: { querystring: V2Query } }, async (request) => {
+  app.get("/v2/project.list", { schema: { querystring: V2Query } }, async (request) => {
     const { page = 1, limit = V2_DEFAULT_LIMIT, search, sort, order } = request.query;
     const q = { search, sort: sort === undefined ? undefined : SORTS[sort], order };
-    const items = exposeAll(await readAll((cursor, max) => store.queryChildrenJson(request.actor, null, "project", { ...q, cursor, limit: max, allowedIntents: true })));
+    const items = exposeAll(await readAll((cursor, max) => store.reads.queryChildrenJson(request.actor, null, "project", { ...q, cursor, limit: max, allowedIntents: true })));
     const totalPages = Math.ceil(items.length / limit);
     const rest = new URLSearchParams(Object.entries({ search, sort, order }).filter((e): e is [string, string] => e[1] !== undefined)).toString();
     const link = (n: number) => `/v2/project.list?page=${n}&limit=${limit}${rest ? `&${rest}` : ""}`;
@@ -140,10 +140,10 @@ export const projectRoutes: FastifyPluginAsync = async (app) => {
   });
 
   const ProjectQuery = Type.Object({ projectId: ResourceId }, { additionalProperties: false });
-  app.get<{ Querystring: Static<typeof ProjectQuery> }>("/project.viewDetails", { schema: { querystring: ProjectQuery } }, async (request) => {
+  app.get("/project.viewDetails", { schema: { querystring: ProjectQuery } }, async (request) => {
     const ref = projectRef(request.query.projectId);
-    const { json } = await store.getJson(request.actor, ref, { allowedIntents: true });
-    const subprojects = await readAll((cursor, limit) => store.listChildrenJson(request.actor, ref, "subproject", { cursor, limit, allowedIntents: true }));
+    const { json } = await store.reads.getJson(request.actor, ref, { allowedIntents: true });
+    const subprojects = await readAll((cursor, limit) => store.reads.listChildrenJson(request.actor, ref, "subproject", { cursor, limit, allowedIntents: true }));
     return ok({
       project: exposeProject(JSON.parse(json.toString("utf8")) as Served, intents),
       subprojects: parsed<Served>(subprojects)
@@ -152,7 +152,7 @@ export const projectRoutes: FastifyPluginAsync = async (app) => {
     });
   });
 
-  app.post<{ Body: { data: { projectId: string; subproject: Static<typeof NewSubproject> } } }>(
+  app.post(
     "/project.createSubproject",
     { schema: { body: Envelope(Type.Object({ projectId: ResourceId, subproject: NewSubproject }, { additionalProperties: false })) } },
     async (request) => {

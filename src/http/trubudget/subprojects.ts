@@ -7,27 +7,25 @@
  *   GET  /subproject.viewDetails?projectId&subprojectId   → {parentProject: {id, displayName}, subproject, workflowitems}
  *   POST /subproject.reorderWorkflowitems {projectId, subprojectId, ordering} → {}
  */
-import { Type, type Static } from "@sinclair/typebox";
-import type { FastifyPluginAsync } from "fastify";
+import { Type } from "@sinclair/typebox";
 import { projectRef, subprojectRef } from "../../workflow/commands.js";
 import { ResourceId } from "../../resources/model/wire.js";
 import { OrderingBody } from "../routes/workflow.js";
+import type { RoutePlugin } from "../context.js";
 import { dropsUnknown } from "./validation.js";
 import { Envelope, ok } from "./envelope.js";
 import { exposeSubproject, exposeWorkflowitem, type Served } from "./expose.js";
 import { tbIntents } from "./intents.js";
 import { fieldsAt, idsWith, parsed, readAll } from "./workflow-common.js";
 
-type SubprojectIds = { projectId: string; subprojectId: string };
-
-export const subprojectRoutes: FastifyPluginAsync = async (app) => {
+export const subprojectRoutes: RoutePlugin = async (app) => {
   const { workflow } = app.flowstore;
   const store = workflow.store;
   const intents = tbIntents(store);
 
   const ProjectQuery = Type.Object({ projectId: ResourceId }, { additionalProperties: false });
-  app.get<{ Querystring: Static<typeof ProjectQuery> }>("/subproject.list", { schema: { querystring: ProjectQuery } }, async (request) => {
-    const items = await readAll((cursor, limit) => store.listChildrenJson(request.actor, projectRef(request.query.projectId), "subproject", { cursor, limit, allowedIntents: true }));
+  app.get("/subproject.list", { schema: { querystring: ProjectQuery } }, async (request) => {
+    const items = await readAll((cursor, limit) => store.reads.listChildrenJson(request.actor, projectRef(request.query.projectId), "subproject", { cursor, limit, allowedIntents: true }));
     return ok({
       items: parsed<Served>(items)
         .filter((r) => !r.redacted)
@@ -35,10 +33,10 @@ export const subprojectRoutes: FastifyPluginAsync = async (app) => {
     });
   });
 
-  app.get<{ Querystring: SubprojectIds }>("/subproject.viewDetails", { schema: { querystring: idsWith("subproject") } }, async (request) => {
+  app.get("/subproject.viewDetails", { schema: { querystring: idsWith("subproject") } }, async (request) => {
     const { projectId, subprojectId } = request.query;
-    const project = await store.get(request.actor, { ...projectRef(projectId), type: "project" });
-    const { json } = await store.getJson(request.actor, subprojectRef(projectId, subprojectId), { allowedIntents: true });
+    const project = await store.reads.get(request.actor, { ...projectRef(projectId), type: "project" });
+    const { json } = await store.reads.getJson(request.actor, subprojectRef(projectId, subprojectId), { allowedIntents: true });
     const items = await readAll((cursor, limit) => workflow.listWorkflowitemsJson(request.actor, projectId, subprojectId, { cursor, limit, allowedIntents: true, sequence: "closedFirst" }));
     return ok({
       parentProject: { id: projectId, displayName: project.data.displayName },
@@ -48,7 +46,7 @@ export const subprojectRoutes: FastifyPluginAsync = async (app) => {
   });
 
   const Reorder = Envelope(dropsUnknown(idsWith("subproject", { ordering: OrderingBody.properties.ordering })));
-  app.post<{ Body: { data: SubprojectIds & { ordering: string[] } } }>("/subproject.reorderWorkflowitems", { schema: { body: Reorder } }, async (request) => {
+  app.post("/subproject.reorderWorkflowitems", { schema: { body: Reorder } }, async (request) => {
     const { projectId, subprojectId, ordering } = request.body.data;
     await fieldsAt((f) => (f.startsWith("ordering") ? `data.${f}` : f), () => workflow.reorderWorkflowitems(request.actor, projectId, subprojectId, ordering));
     return ok({});

@@ -20,9 +20,9 @@ import { PassThrough, pipeline as pipe, Transform, type Readable } from "node:st
 import { pipeline } from "node:stream/promises";
 import { createGunzip, createGzip } from "node:zlib";
 import { Type } from "@sinclair/typebox";
-import type { FastifyPluginAsync } from "fastify";
 import { FlowstoreError, TooLargeError, ValidationError } from "../../errors.js";
 import { UNFINISHED_IMPORT, unfinishedImport } from "../../compose/transfer.js";
+import type { RoutePlugin } from "../context.js";
 import { Envelope, ok, Reply } from "./envelope.js";
 import { dropsUnknown } from "./validation.js";
 
@@ -67,7 +67,7 @@ const elapsed = async (work: () => Promise<unknown>): Promise<number> => {
 
 const Release = Type.Object({ release: Type.String(), commit: Type.Optional(Type.String()), buildTimeStamp: Type.Optional(Type.String()), ping: Type.Optional(Type.Number()) });
 
-export const publicSystemRoutes: FastifyPluginAsync = async (app) => {
+export const publicSystemRoutes: RoutePlugin = async (app) => {
   app.get("/readiness", async (_request, reply) => {
     try {
       await app.flowstore.ready();
@@ -81,7 +81,7 @@ export const publicSystemRoutes: FastifyPluginAsync = async (app) => {
   app.get("/liveness", { config: { ungated: true }, schema: { response: { 200: Type.Object({ uptime: Type.Number() }) } } }, async () => ({ uptime: process.uptime() }));
 };
 
-export const systemRoutes: FastifyPluginAsync = async (app) => {
+export const systemRoutes: RoutePlugin = async (app) => {
   const { kv, identity } = app.flowstore;
 
   app.get("/version", { schema: { response: { 200: Reply(Type.Object({ api: Release, blockchain: Release, multichain: Release })) } } }, async () => {

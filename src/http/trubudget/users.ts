@@ -11,11 +11,11 @@
  * administrators act through global.createUser).
  */
 import { Type, type Static } from "@sinclair/typebox";
-import type { FastifyPluginAsync } from "fastify";
 import { ConflictError, FlowstoreError } from "../../errors.js";
 import type { GroupRecord, UserRecord } from "../../identity/index.js";
 import { DISPLAY_NAME_MAX, MAX_PAGE, ORGANIZATION_MAX, PASSWORD_MAX, PASSWORD_MIN } from "../../identity/index.js";
 import { IdentityId } from "../../identity/wire.js";
+import type { RoutePlugin } from "../context.js";
 import { setSessionCookies } from "./auth.js";
 import { Envelope, ok, PreconditionError, Reply } from "./envelope.js";
 
@@ -70,7 +70,7 @@ export function listedUser(u: UserRecord, node: string): Static<typeof Identity>
 
 export const listedGroup = (g: GroupRecord): Static<typeof Identity> => ({ id: g.id, displayName: g.displayName, isGroup: true, permissions: {} });
 
-export const userRoutes: FastifyPluginAsync<{ organization: string }> = async (app, options) => {
+export const userRoutes: RoutePlugin<{ organization: string }> = async (app, options) => {
   const node = options.organization;
   const { identity, tokens } = app.flowstore;
 
@@ -79,7 +79,7 @@ export const userRoutes: FastifyPluginAsync<{ organization: string }> = async (a
     return ok({ items: [...users.map((u) => listedUser(u, node)), ...groups.map(listedGroup)] });
   });
 
-  app.post<{ Body: Static<typeof NewUser> }>(
+  app.post(
     "/global.createUser",
     {
       schema: {
@@ -96,12 +96,12 @@ export const userRoutes: FastifyPluginAsync<{ organization: string }> = async (a
     },
   );
 
-  app.post<{ Body: Static<typeof UserIdBody> }>("/global.enableUser", { schema: { body: UserIdBody, response: { 200: Done } } }, async (request) => {
+  app.post("/global.enableUser", { schema: { body: UserIdBody, response: { 200: Done } } }, async (request) => {
     await identity.enableUser(request.actor, request.body.data.userId);
     return ok({});
   });
 
-  app.post<{ Body: Static<typeof UserIdBody> }>("/global.disableUser", { schema: { body: UserIdBody, response: { 200: Done } } }, async (request) => {
+  app.post("/global.disableUser", { schema: { body: UserIdBody, response: { 200: Done } } }, async (request) => {
     try {
       await app.flowstore.disableUser(request.actor, request.body.data.userId);
     } catch (e) {
@@ -112,7 +112,7 @@ export const userRoutes: FastifyPluginAsync<{ organization: string }> = async (a
     return ok({});
   });
 
-  app.post<{ Body: Static<typeof PasswordChange> }>("/user.changePassword", { schema: { body: PasswordChange, response: { 200: Done } } }, async (request, reply) => {
+  app.post("/user.changePassword", { schema: { body: PasswordChange, response: { 200: Done } } }, async (request, reply) => {
     const { userId, newPassword } = request.body.data;
     await identity.setPassword(request.actor, userId, newPassword);
     // A new password revokes every token of the user; a user changing its own stays logged in here
@@ -121,21 +121,17 @@ export const userRoutes: FastifyPluginAsync<{ organization: string }> = async (a
     return ok({});
   });
 
-  app.get<{ Querystring: Static<typeof AssignmentsQuery> }>(
-    "/global.listAssignments",
-    { schema: { querystring: AssignmentsQuery, response: { 200: Reply(Assignments) } } },
-    async (request) => {
-      const { userId } = request.query;
-      const assigned = await app.flowstore.assignmentsOf(request.actor, userId);
-      const of = (type: string) => assigned.filter((a) => a.type === type);
-      return ok({
-        userId,
-        projects: of("project").map((a) => ({ id: a.ids[0]!, displayName: a.displayName ?? "", status: a.status })),
-        subprojects: of("subproject").map((a) => ({ id: a.ids[1]!, projectId: a.ids[0]!, displayName: a.displayName ?? "", status: a.status })),
-        workflowitems: of("workflowitem").map((a) => ({ id: a.ids[2]!, projectId: a.ids[0]!, subprojectId: a.ids[1]!, displayName: a.displayName ?? "", status: a.status })),
-      });
-    },
-  );
+  app.get("/global.listAssignments", { schema: { querystring: AssignmentsQuery, response: { 200: Reply(Assignments) } } }, async (request) => {
+    const { userId } = request.query;
+    const assigned = await app.flowstore.assignmentsOf(request.actor, userId);
+    const of = (type: string) => assigned.filter((a) => a.type === type);
+    return ok({
+      userId,
+      projects: of("project").map((a) => ({ id: a.ids[0]!, displayName: a.displayName ?? "", status: a.status })),
+      subprojects: of("subproject").map((a) => ({ id: a.ids[1]!, projectId: a.ids[0]!, displayName: a.displayName ?? "", status: a.status })),
+      workflowitems: of("workflowitem").map((a) => ({ id: a.ids[2]!, projectId: a.ids[0]!, subprojectId: a.ids[1]!, displayName: a.displayName ?? "", status: a.status })),
+    });
+  });
 };
 
 const Assigned = (parents: readonly string[]) =>

@@ -25,11 +25,20 @@ export const ID_FIELDS = {
 
 export type Ids = { projectId: string; subprojectId?: string; workflowitemId?: string };
 
+/** The id fields of a level `L`; of a union of levels, those of any of them. */
+type IdField<L extends Level> = (typeof ID_FIELDS)[L][number];
+/** The id fields every level of `L` has (the levels nest: those of its outermost). */
+type CommonIdField<L extends Level> = "project" extends L ? IdField<"project"> : "subproject" extends L ? IdField<"subproject"> : IdField<L>;
+/**
+ * The id properties of a level's schema, as types: each required for one level; for a union of levels
+ * (a route declared per level in a loop), the ids every one of them has required, the others optional.
+ */
+export type IdProperties<L extends Level> = { [F in CommonIdField<L>]: typeof ResourceId } & { [F in Exclude<IdField<L>, CommonIdField<L>>]: TOptional<typeof ResourceId> };
+
 /** `{projectId, …}` of a level plus `more`, every id required (TruBudget's querystrings and bodies). */
-export function idsWith<P extends TProperties>(level: Level, more: P = {} as P): TObject {
+export function idsWith<L extends Level, P extends TProperties = Record<never, never>>(level: L, more: P = {} as P): TObject<IdProperties<L> & P> {
   const ids: TProperties = Object.fromEntries(ID_FIELDS[level].map((f) => [f, ResourceId]));
-  const props: TProperties = { ...ids, ...more };
-  return Type.Object(props, { additionalProperties: false });
+  return Type.Object({ ...ids, ...more } as IdProperties<L> & P, { additionalProperties: false });
 }
 
 export function refOf(level: Level, ids: Ids): Ref {

@@ -22,12 +22,13 @@
 import { createHash } from "node:crypto";
 import multipart from "@fastify/multipart";
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
-import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import type { FastifyRequest } from "fastify";
 import { TooLargeError, ValidationError } from "../../errors.js";
 import type { Actor } from "../../access/actor.js";
 import { PAGE_LIMIT } from "../../resources/model/wire.js";
 import { DocumentComment, DocumentFileName, DocumentLink, MAX_DOCUMENTS, WorkflowitemFields } from "../../workflow/schema.js";
 import { subprojectRef } from "../../workflow/commands.js";
+import type { RoutePlugin } from "../context.js";
 import { dropsUnknown, trubudgetValidatorCompiler } from "./validation.js";
 import { Envelope, ok } from "./envelope.js";
 import { exposeWorkflowitem, type Served } from "./expose.js";
@@ -91,16 +92,24 @@ const updateFields = {
 };
 const ItemUpdate = idsWith("workflowitem", updateFields);
 
+/** `bytes` as a stream of one chunk (what the documents' check reads). */
+async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+  yield bytes;
+}
+
 type NewDoc = Static<typeof NewDocument>;
 /** A document to attach: a file's bytes or a link. */
 type Pending = { fileName?: string; comment?: string; content?: Uint8Array; link?: string };
 type ItemIds = Required<Ids>;
-type WithDocs = Record<string, unknown> & { documents?: NewDoc[] };
+type NewItem = Static<typeof NewItem>;
+type ItemUpdate = Static<typeof ItemUpdate>;
+/** A check of a body against its schema (the JSON routes' validator): it passes, typed, or throws a 400. */
+type Check<T> = (value: unknown) => asserts value is T;
 
 const DocumentQuery = idsWith("workflowitem", { documentId: Type.String({ minLength: 1, maxLength: 64 }) });
 const Validate = dropsUnknown(idsWith("workflowitem", { id: Type.String({ minLength: 1, maxLength: 64 }), base64String: Type.String(), hash: Type.String() }));
 
-export const workflowitemRoutes: FastifyPluginAsync = async (app) => {
+export const workflowitemRoutes: RoutePlugin = async (app) => {
   const { workflow, documents } = app.flowstore;
   const intents = tbIntents(workflow.store);
   const base64Limit = Math.ceil((documents.maxBytes * 4) / 3) * MAX_DOCUMENTS;
@@ -128,34 +137,37 @@ export const workflowitemRoutes: FastifyPluginAsync = async (app) => {
     }
   }
 
-  /** The fields of a create or update as the workflow takes them: an empty due date is none. */
-  function fieldsOf(data: Record<string, unknown>, clear: boolean): Record<string, unknown> {
-    const { projectId: _p, subprojectId: _s, workflowitemId: _w, documents: _d, status: _open, ...fields } = data;
-    if (fields.dueDate === "") {
-      if (clear) fields.dueDate = null;
-      else delete fields.dueDate;
-    }
+  /** The fields of a create as the workflow takes them: an empty due date is none. */
+  function newFields(data: NewItem) {
+    const { projectId: _p, subprojectId: _s, documents: _d, status: _open, ...fields } = data;
+    if (fields.dueDate === "") delete fields.dueDate;
     return fields;
   }
 
-  async function create(actor: Actor, data: WithDocs & { projectId: string; subprojectId: string; assignee?: string; workflowitemType?: string }, pending: Pending[]) {
+  /** The fields of an update as the workflow takes them: an empty due date clears it. */
+  function changedFields(data: ItemUpdate): Record<string, unknown> {
+    const { projectId: _p, subprojectId: _s, workflowitemId: _w, documents: _d, ...fields } = data;
+    return fields.dueDate === "" ? { ...fields, dueDate: null } : fields;
+  }
+
+  async function create(actor: Actor, data: NewItem, pending: Pending[]) {
     notRoot(actor, "workflowitem");
     if (pending.length > MAX_DOCUMENTS) throw new ValidationError(`a workflowitem holds at most ${MAX_DOCUMENTS} documents`, "data.documents");
     if (pending.length > 0 && data.assignee !== undefined && data.assignee !== actor.id) {
       // A restricted item assigned to another leaves its creator only workflowitem.list (TruBudget's rule), so
       // its documents could not be added after it: refused before anything is written, never half-made.
-      const sp = await workflow.store.get(actor, { ...subprojectRef(data.projectId, data.subprojectId), type: "subproject" });
+      const sp = await workflow.store.reads.get(actor, { ...subprojectRef(data.projectId, data.subprojectId), type: "subproject" });
       if ((sp.data.workflowitemType ?? data.workflowitemType) === "restricted") {
         throw new ValidationError("documents of a restricted workflowitem assigned to another user are added by its assignee, after the create", "data.documents");
       }
     }
-    const item = await workflow.createWorkflowitem(actor, data.projectId, data.subprojectId, fieldsOf(data, false) as never);
+    const item = await workflow.createWorkflowitem(actor, data.projectId, data.subprojectId, newFields(data));
     await attach(actor, { projectId: data.projectId, subprojectId: data.subprojectId, workflowitemId: item.id }, pending);
     return { project: { id: data.projectId }, subproject: { id: data.subprojectId }, workflowitem: { id: item.id } };
   }
 
-  async function update(actor: Actor, data: WithDocs & ItemIds, pending: Pending[]) {
-    const fields = fieldsOf(data, true);
+  async function update(actor: Actor, data: ItemUpdate, pending: Pending[]) {
+    const fields = changedFields(data);
     // TruBudget's update to amountType N/A drops what only an amount has, sent or not (the native command refuses them).
     if (fields.amountType === "N/A") for (const f of ["amount", "currency", "exchangeRate", "billingDate"]) delete fields[f];
     const { projectId, subprojectId, workflowitemId } = data;
@@ -168,16 +180,16 @@ export const workflowitemRoutes: FastifyPluginAsync = async (app) => {
   }
 
   /** A compiled body check of `schema` (the same validator as the JSON routes'); its failure is a 400 naming the field. */
-  const compile = (schema: TSchema) => {
+  const compile = <T extends TSchema>(schema: T): Check<Static<T>> => {
     const check = trubudgetValidatorCompiler()({ schema, method: "POST", url: "", httpPart: "body" }) as ((v: unknown) => boolean) & { errors?: unknown[] };
-    return (value: unknown): void => {
+    return (value) => {
       if (check(value)) return;
       throw Object.assign(new Error("invalid multipart body"), { statusCode: 400, validation: check.errors, validationContext: "body" });
     };
   };
-  const checkNewItem = compile(Envelope(NewItem));
-  const checkItemUpdate = compile(Envelope(ItemUpdate));
-  const checkDocument = compile(NewDocument);
+  const checkNewItem: Check<Envelope<typeof NewItem>> = compile(Envelope(NewItem));
+  const checkItemUpdate: Check<Envelope<typeof ItemUpdate>> = compile(Envelope(ItemUpdate));
+  const checkDocument: Check<NewDoc> = compile(NewDocument);
 
   /**
    * TruBudget's multipart form (its parseMultiPartRequest): each field a part, `tags` comma-separated,
@@ -206,7 +218,8 @@ export const workflowitemRoutes: FastifyPluginAsync = async (app) => {
           throw new ValidationError(`${name} must be JSON {link, fileName, comment}`, `body.${name}`);
         }
         checkDocument(link);
-        pending.push({ link: link.link as string, fileName: (link.fileName as string | undefined) ?? (link.link as string), comment: (link.comment as string | undefined) || undefined });
+        const url = "link" in link ? link.link : undefined;
+        pending.push({ link: url, fileName: link.fileName ?? url, comment: link.comment || undefined });
       } else if (/^comment_\d+$/.test(name)) {
         const i = Number(name.slice("comment_".length));
         if (!pending[i]) throw new ValidationError(`${name} names no document before it`, `body.${name}`);
@@ -231,19 +244,20 @@ export const workflowitemRoutes: FastifyPluginAsync = async (app) => {
     return { data, pending };
   }
 
-  app.post<{ Body: { data: Static<typeof NewItem> } }>(
+  app.post(
     "/subproject.createWorkflowitem",
     { bodyLimit: jsonLimit, schema: { body: Envelope(NewItem) } },
     async (request) => {
-      const data = request.body.data as WithDocs & { projectId: string; subprojectId: string };
+      const { data } = request.body;
       return ok(await create(request.actor, data, pendingOf(data.documents)));
     },
   );
 
   app.post("/v2/subproject.createWorkflowitem", async (request) => {
     const { data, pending } = await multipartData(request);
-    checkNewItem({ apiVersion: "1.0", data });
-    return { apiVersion: "2.0", data: await create(request.actor, data as WithDocs & { projectId: string; subprojectId: string }, pending) };
+    const body = { apiVersion: "1.0", data };
+    checkNewItem(body);
+    return { apiVersion: "2.0", data: await create(request.actor, body.data, pending) };
   });
 
   /**
@@ -253,7 +267,7 @@ export const workflowitemRoutes: FastifyPluginAsync = async (app) => {
    */
   const translated = new WeakMap<Buffer, Buffer>();
   const ListQuery = idsWith("subproject");
-  app.get<{ Querystring: { projectId: string; subprojectId: string } }>("/workflowitem.list", { schema: { querystring: ListQuery } }, async (request, reply) => {
+  app.get("/workflowitem.list", { schema: { querystring: ListQuery } }, async (request, reply) => {
     const { projectId, subprojectId } = request.query;
     const options = { allowedIntents: true, sequence: "closedFirst" } as const;
     const first = (await workflow.listWorkflowitemsPage(request.actor, projectId, subprojectId, { ...options, limit: PAGE_LIMIT.max })).json;
@@ -267,35 +281,36 @@ export const workflowitemRoutes: FastifyPluginAsync = async (app) => {
     return reply.type("application/json; charset=utf-8").send(body);
   });
 
-  app.get<{ Querystring: ItemIds }>("/workflowitem.viewDetails", { schema: { querystring: idsWith("workflowitem") } }, async (request) => {
+  app.get("/workflowitem.viewDetails", { schema: { querystring: idsWith("workflowitem") } }, async (request) => {
     const { projectId, subprojectId, workflowitemId } = request.query;
-    const { json } = await workflow.store.getJson(request.actor, { type: "workflowitem", ids: [projectId, subprojectId, workflowitemId] }, { allowedIntents: true });
+    const { json } = await workflow.store.reads.getJson(request.actor, { type: "workflowitem", ids: [projectId, subprojectId, workflowitemId] }, { allowedIntents: true });
     return ok({ workflowitem: exposeWorkflowitem(JSON.parse(json.toString("utf8")) as Served, intents) });
   });
 
-  app.post<{ Body: { data: Static<typeof ItemUpdate> } }>("/workflowitem.update", { bodyLimit: jsonLimit, schema: { body: Envelope(ItemUpdate) } }, async (request) => {
-    const data = request.body.data as WithDocs & ItemIds;
+  app.post("/workflowitem.update", { bodyLimit: jsonLimit, schema: { body: Envelope(ItemUpdate) } }, async (request) => {
+    const { data } = request.body;
     await update(request.actor, data, pendingOf(data.documents));
     return ok({});
   });
 
   app.post("/v2/workflowitem.update", async (request) => {
     const { data, pending } = await multipartData(request);
-    checkItemUpdate({ apiVersion: "1.0", data });
-    await update(request.actor, data as WithDocs & ItemIds, pending);
+    const body = { apiVersion: "1.0", data };
+    checkItemUpdate(body);
+    await update(request.actor, body.data, pending);
     return { apiVersion: "2.0", data: {} };
   });
 
-  app.post<{ Body: { data: Static<typeof Validate> } }>("/workflowitem.validateDocument", { bodyLimit: jsonLimit, schema: { body: Envelope(Validate) } }, async (request) => {
-    const { projectId, subprojectId, workflowitemId, id, base64String, hash } = request.body.data as ItemIds & { id: string; base64String: string; hash: string };
+  app.post("/workflowitem.validateDocument", { bodyLimit: jsonLimit, schema: { body: Envelope(Validate) } }, async (request) => {
+    const { projectId, subprojectId, workflowitemId, id, base64String, hash } = request.body.data;
     const content = Buffer.from(base64String, "base64");
-    const { valid } = await fieldsAt((f) => (f === "file" ? "data.base64String" : f), () => documents.validate(request.actor, projectId, subprojectId, workflowitemId, id, [content] as never));
+    const { valid } = await fieldsAt((f) => (f === "file" ? "data.base64String" : f), () => documents.validate(request.actor, projectId, subprojectId, workflowitemId, id, once(content)));
     // TruBudget compares the content with the hash the caller names, which is the document's own.
     const named = createHash("sha256").update(content).digest("hex") === hash.toLowerCase();
     return ok({ isIdentical: valid && named });
   });
 
-  app.get<{ Querystring: ItemIds & { documentId: string } }>("/workflowitem.downloadDocument", { schema: { querystring: DocumentQuery } }, async (request, reply) => {
+  app.get("/workflowitem.downloadDocument", { schema: { querystring: DocumentQuery } }, async (request, reply) => {
     const { projectId, subprojectId, workflowitemId, documentId } = request.query;
     const { document, file } = await documents.open(request.actor, projectId, subprojectId, workflowitemId, documentId);
     return reply
@@ -305,7 +320,7 @@ export const workflowitemRoutes: FastifyPluginAsync = async (app) => {
       .send(file.stream);
   });
 
-  app.delete<{ Querystring: ItemIds & { documentId: string } }>("/workflowitem.deleteDocument", { schema: { querystring: DocumentQuery } }, async (request, reply) => {
+  app.delete("/workflowitem.deleteDocument", { schema: { querystring: DocumentQuery } }, async (request, reply) => {
     const { projectId, subprojectId, workflowitemId, documentId } = request.query;
     await documents.delete(request.actor, projectId, subprojectId, workflowitemId, documentId);
     return reply.code(204).send();

@@ -66,16 +66,17 @@ export interface VerifyOptions {
 /** A verify's result, with the chain head it verified when it succeeded (what an incremental verify starts from next time). */
 export type Verified = VerifyResult & { readonly head?: { readonly seq: number; readonly hash: string | null } };
 
+/** The audit trail of a store (ResourceStore.audit): history, as-of reads, verification. */
 export class Audit {
-  constructor(private readonly c: Core) {}
+  constructor(private readonly core: Core) {}
 
   /** One range read of the history index plus one batched read of the log. The system actor also reads a deleted resource's. */
   async history(actor: Actor, ref: Ref, options: HistoryOptions = {}): Promise<Page<ResourceEvent>> {
-    const { kv } = this.c;
-    const l = locate(this.c.schema, ref);
-    const read = this.c.reader(l);
+    const { kv } = this.core;
+    const l = locate(this.core.schema, ref);
+    const read = this.core.reader(l);
     const state = await read(layout.state(l));
-    const { access } = state || !actor.system ? await this.c.authorize(read, l, actor, l.type.intents.history, { state, withAccess: true }) : { access: undefined };
+    const { access } = state || !actor.system ? await this.core.authorize(read, l, actor, l.type.intents.history, { state, withAccess: true }) : { access: undefined };
     const limit = pageLimit(options.limit);
     // Permission maps and grant events are shown to those who may list the resource's permissions only,
     // as the change feed shows them (eventFor; issue 29, finding 6).
@@ -115,7 +116,7 @@ export class Audit {
     if (!last) return null;
     let l;
     try {
-      l = locate(this.c.schema, { type: last.type, ids: event.path.map((p) => p.id) });
+      l = locate(this.core.schema, { type: last.type, ids: event.path.map((p) => p.id) });
     } catch {
       return null; // a type of another schema
     }
@@ -124,7 +125,7 @@ export class Audit {
     const intent = isPermissionChange(event) ? intents.listPermissions : intents.history;
     let access;
     try {
-      ({ access } = await this.c.authorize(this.c.reader(l), l, actor, intent, { withAccess: true }));
+      ({ access } = await this.core.authorize(this.core.reader(l), l, actor, intent, { withAccess: true }));
     } catch {
       return null;
     }
@@ -167,7 +168,7 @@ export class Audit {
     const incremental = options.incremental === true && since !== undefined && since.seq > 0;
     let prev: string | null = null;
     let expected = incremental ? since.seq : 1;
-    const replay = incremental ? null : new PartitionReplay(this.c.schema, partition);
+    const replay = incremental ? null : new PartitionReplay(this.core.schema, partition);
     const bad = (seq: number, reason: string, family?: string, key?: Key): VerifyResult => ({
       ok: false,
       checked: expected - 1,
@@ -177,7 +178,7 @@ export class Audit {
     // Page by page, each page's events checked in one synchronous loop (no await per event).
     let after: string | null = null;
     do {
-      const page: ScanPage = await this.c.kv.scan(partition, { ...range, limit: VERIFY_PAGE, after });
+      const page: ScanPage = await this.core.kv.scan(partition, { ...range, limit: VERIFY_PAGE, after });
       for (const e of page.entries) {
         let event: ResourceEvent;
         try {
@@ -204,12 +205,12 @@ export class Audit {
     } while (after !== null);
     const last = expected - 1;
     if (since && since.seq > last) return bad(last + 1, `the log ends at ${last}, before the checkpoint's seq ${since.seq}: its tail was cut`, "l");
-    const head = await this.c.writer.readHead(partition);
+    const head = await this.core.writer.readHead(partition);
     if (head.seq !== last || head.hash !== prev) return bad(last + 1, `chain head says seq ${head.seq}, the log ends at ${last}`, "m", layout.head);
-    const anchor = await this.c.writer.readLedger(partition);
+    const anchor = await this.core.writer.readLedger(partition);
     if (anchor && anchor.seq > last) return bad(last + 1, `the ledger anchors seq ${anchor.seq}, the log ends at ${last}: its tail was cut`, "ledger");
     if (anchor && anchor.seq > 0) {
-      const at = await this.c.kv.get(partition, layout.log(anchor.seq));
+      const at = await this.core.kv.get(partition, layout.log(anchor.seq));
       const hash = at ? (JSON.parse(at.value.toString("utf8")) as ResourceEvent).hash : null;
       if (hash !== anchor.hash) return bad(anchor.seq, `event ${anchor.seq} differs from the ledger's anchor: history was rewritten`, "ledger");
     }
@@ -226,10 +227,10 @@ export class Audit {
   async #compareVisibility(replay: PartitionReplay): Promise<{ seq: number; reason: string; family: string; key: Key } | null> {
     const owner = replay.owner();
     if (!owner) return null;
-    const t = this.c.schema.type(owner.type);
+    const t = this.core.schema.type(owner.type);
     const key = layout.visibleRoot(t.name, owner.envelope.id);
     for (const [identity, value] of indexEntries(t, owner.envelope, owner.permissions)) {
-      const stored = await this.c.kv.get(layout.visible(identity), key);
+      const stored = await this.core.kv.get(layout.visible(identity), key);
       if (!stored) return { seq: 0, reason: `${t.name} ${owner.envelope.id} is missing from the visible roots of ${identity} (its permissions list it)`, family: layout.visibleKind, key: [...layout.visible(identity), ...key] };
       if (!stored.value.equals(value)) return { seq: 0, reason: `${t.name} ${owner.envelope.id}'s entry in the visible roots of ${identity} differs from its record`, family: layout.visibleKind, key: [...layout.visible(identity), ...key] };
     }
@@ -252,7 +253,7 @@ export class Audit {
     for (const [identity, keys] of byIdentity) {
       for (let i = 0; i < keys.length; i += VERIFY_PAGE) {
         const page = keys.slice(i, i + VERIFY_PAGE);
-        const stored = await this.c.kv.getMany(layout.assigned(identity), page);
+        const stored = await this.core.kv.getMany(layout.assigned(identity), page);
         for (let j = 0; j < page.length; j++) {
           const s = stored[j];
           if (s && s.value.length === 0) continue;
@@ -272,13 +273,13 @@ export class Audit {
    * or a delete, or a changed row, is reported). Returns the first divergence, or null.
    */
   async verifyVisible(identity: string): Promise<{ key: Key; reason: string } | null> {
-    for await (const e of scanAll(this.c.kv, layout.visible(identity), { limit: 2000 })) {
+    for await (const e of scanAll(this.core.kv, layout.visible(identity), { limit: 2000 })) {
       const type = e.key[0];
       const id = layout.idOfVisible(e.key);
-      const t = typeof type === "string" ? this.c.schema.types.get(type) : undefined;
+      const t = typeof type === "string" ? this.core.schema.types.get(type) : undefined;
       if (!t || t.decl.parent !== null || typeof id !== "string" || e.key.length !== 2) continue; // another schema's roots
-      const l = locate(this.c.schema, { type: t.name, ids: [id] });
-      const [state, access] = await this.c.kv.getMany(l.partition, [layout.state(l), layout.access(l)]);
+      const l = locate(this.core.schema, { type: t.name, ids: [id] });
+      const [state, access] = await this.core.kv.getMany(l.partition, [layout.state(l), layout.access(l)]);
       const permissions = access ? (JSON.parse(access.value.toString("utf8")) as { permissions: Permissions }).permissions : null;
       const want = state && permissions ? indexEntries(t, new RecordView(state.value).envelope(), permissions).get(identity) : undefined;
       if (!want) return { key: e.key, reason: `${identity}'s visible roots list ${t.name} ${id}, which it may not list` };
@@ -298,7 +299,7 @@ export class Audit {
     for (const range of COMPARED_RANGES) {
       let after: string | null = null;
       do {
-        const page: ScanPage = await this.c.kv.scan(partition, { ...range, limit: VERIFY_PAGE, after });
+        const page: ScanPage = await this.core.kv.scan(partition, { ...range, limit: VERIFY_PAGE, after });
         for (const e of page.entries) {
           if (e.keyBytes.equals(HEAD_KEY)) continue;
           const w = want.get(e.keyBytes.toString("latin1"));
@@ -319,7 +320,7 @@ export class Audit {
   async #compare(partition: Partition, want: Map<string, ReplayedEntry>): Promise<{ seq: number; reason: string; family: string; key: Key } | null> {
     let first: { entry: Entry; reason: string } | null = null;
     scan: for (const range of COMPARED_RANGES) {
-      for await (const e of scanAll(this.c.kv, partition, { ...range, limit: VERIFY_PAGE })) {
+      for await (const e of scanAll(this.core.kv, partition, { ...range, limit: VERIFY_PAGE })) {
         if (e.keyBytes.equals(HEAD_KEY)) continue;
         const k = e.keyBytes.toString("latin1");
         const w = want.get(k);

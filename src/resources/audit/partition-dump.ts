@@ -38,6 +38,9 @@ import { indexEntries, visibilityOps } from "../indexes/visibility.js";
 import type { Permissions } from "../../access/actor.js";
 import { RecordView, type Envelope } from "../model/record.js";
 import { locate, type Located, type Ref } from "../model/ref.js";
+import type { VerifyResult } from "../model/events.js";
+import type { Audit } from "./audit.js";
+import { rebuildOrderIndex } from "./order-index.js";
 
 export interface ChainHead {
   readonly seq: number;
@@ -97,11 +100,15 @@ interface HeadState {
   readonly version: number | null;
 }
 
+/** Dump and restore of partition owners' partitions (ResourceStore.dumps). No permission check: the domain that dumps decides who may. */
 export class PartitionDumps {
-  constructor(private readonly c: Core) {}
+  constructor(
+    private readonly core: Core,
+    private readonly audit: Audit,
+  ) {}
 
   async #head(l: Located): Promise<HeadState> {
-    const { seq, hash, version } = await this.c.writer.readHead(l.partition);
+    const { seq, hash, version } = await this.core.writer.readHead(l.partition);
     return { head: { seq, hash }, version };
   }
 
@@ -109,7 +116,11 @@ export class PartitionDumps {
     return new ConflictError(`${l.ref.type} ${l.ref.ids[0]} changed while it was being ${names.activity ?? "dumped"}; try again`, names.field);
   }
 
-  /** Counts the partition of a partition owner in one pass (retried when its head moves) and streams it. */
+  /**
+   * A consistent dump of a partition owner's whole partition: its counts, its chain head and its entries
+   * as streamed NDJSON (ConflictError when the partition changes meanwhile). Counted in one pass
+   * (retried when its head moves).
+   */
   async dump(ref: Ref, names: DumpNames): Promise<PartitionDump> {
     const l = this.#owner(ref);
     for (let attempt = 0; attempt < SUMMARY_ATTEMPTS; attempt++) {
@@ -117,7 +128,7 @@ export class PartitionDumps {
       let entries = 0;
       let bytes = 0;
       const resources: Record<string, number> = {};
-      for await (const e of scanAll(this.c.kv, l.partition, { limit: 1000 })) {
+      for await (const e of scanAll(this.core.kv, l.partition, { limit: 1000 })) {
         entries++;
         bytes += e.keyBytes.length + e.value.length;
         const type = layout.stateTypeOf(l.partition, e.key);
@@ -135,7 +146,7 @@ export class PartitionDumps {
     let lines: string[] = [];
     let size = 0;
     let entries = 0;
-    for await (const e of scanAll(this.c.kv, l.partition, { limit: 1000 })) {
+    for await (const e of scanAll(this.core.kv, l.partition, { limit: 1000 })) {
       const line = `{"k":"${e.keyBytes.toString("base64")}","v":"${e.value.toString("base64")}"}\n`;
       lines.push(line);
       size += line.length;
@@ -151,14 +162,32 @@ export class PartitionDumps {
   }
 
   #owner(ref: Ref): Located {
-    const l = locate(this.c.schema, ref);
+    const l = locate(this.core.schema, ref);
     if (l.depth !== 0) throw new ValidationError("only a partition owner's partition can be dumped or restored", "ref");
     return l;
   }
 
-  /** Restores a dump into the owner's partition, which must not exist; returns how many entries it wrote. */
-  async restore(ref: Ref, source: DumpSource, names: DumpNames): Promise<number> {
-    const { kv, writer } = this.c;
+  /**
+   * Restores a dump into a partition that does not exist (or holds an interrupted restore) and verifies
+   * the result: the restored partition is verified whole (chain, and every stored key against the replay
+   * of its log); one that does not verify is dropped again and the dump refused.
+   */
+  async restore(ref: Ref, source: DumpSource, names: DumpNames): Promise<{ entries: number; verify: VerifyResult }> {
+    const partition = this.#owner(ref).partition;
+    const entries = await this.#restore(ref, source, names);
+    // A dump written before the order index existed lacks it: it is derived data, rebuilt from the log.
+    await rebuildOrderIndex(this.core, partition);
+    const verify = await this.audit.verify(partition);
+    if (!verify.ok) {
+      await this.core.kv.dropPartition(partition);
+      throw new ValidationError(`${names.dump ?? "the dump"} does not verify once restored: ${verify.firstBad?.reason ?? "diverges"}`, names.dumpField ?? "dump");
+    }
+    return { entries, verify };
+  }
+
+  /** Writes a dump into the owner's partition, which must not exist; returns how many entries it wrote. */
+  async #restore(ref: Ref, source: DumpSource, names: DumpNames): Promise<number> {
+    const { kv, writer } = this.core;
     const l = this.#owner(ref);
     const partition = l.partition;
     const dump = names.dump ?? "the dump";
@@ -181,7 +210,7 @@ export class PartitionDumps {
     const assigned = new Map<string, Key[]>();
     const assignedOf = (line: Line): void => {
       const r = layout.refOfState(partition, line.key);
-      const t = r && this.c.schema.types.get(r.type);
+      const t = r && this.core.schema.types.get(r.type);
       const who = t ? assigneeOf(t, new RecordView(line.value).envelope().data) : null;
       if (who !== null) assigned.set(who, [...(assigned.get(who) ?? []), layout.assignedEntry(r!.type, r!.ids)]);
     };

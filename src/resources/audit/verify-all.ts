@@ -20,7 +20,7 @@ import type { VerifyResult } from "../model/events.js";
 export interface ChainedKind {
   readonly kind: string;
   readonly store: {
-    verify(partition: Partition, options?: VerifyOptions): Promise<Verified>;
+    readonly audit: { verify(partition: Partition, options?: VerifyOptions): Promise<Verified> };
     verifyVisibility(): Promise<{ partition: Partition; result: VerifyResult }[]>;
   };
 }
@@ -61,7 +61,7 @@ export async function verifyAll(
     for await (const partition of allPartitions(kv, kind)) {
       const since = options.since?.(partition);
       const incremental = since !== undefined && since.seq > 0;
-      const r = await store.verify(partition, incremental ? { since, incremental } : {});
+      const r = await store.audit.verify(partition, incremental ? { since, incremental } : {});
       if (incremental) total.incremental++;
       if (r.ok && r.checked === 0) continue;
       total.partitions++;
@@ -98,5 +98,5 @@ export async function verifyCheckpoint(
   const c = checkpoint as Checkpoint;
   const owner = chained.find((k) => k.kind === c.partition[0]);
   if (!owner) return { ok: false, checked: 0, firstBad: { seq: 0, reason: `${JSON.stringify(c.partition[0])} is not a partition kind with a chain` } };
-  return owner.store.verify(c.partition, { since: { seq: c.seq, hash: c.hash }, incremental: options.incremental === true });
+  return owner.store.audit.verify(c.partition, { since: { seq: c.seq, hash: c.hash }, incremental: options.incremental === true });
 }

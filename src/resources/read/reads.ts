@@ -17,30 +17,66 @@ import { PageCache } from "./page-cache.js";
 import { listedJson, Queries, type ListQuery } from "./query.js";
 import { RecordView, redacted, WRITTEN_WITH, type Envelope, type RedactedEnvelope, type Written } from "../model/record.js";
 import { childRef, locate, type Located, type Ref } from "../model/ref.js";
-import type { CompiledType } from "../model/schema.js";
+import type { CompiledType, DataOf, SchemaDecl } from "../model/schema.js";
 
 const listed = listedJson;
 
 /** From this page size, a first page reads a collection that fits in it whole (`#listWhole`). */
 const WHOLE_FROM = 1000;
 
-export class Reads {
+type Listed<S extends SchemaDecl, T extends keyof S> = Envelope<DataOf<S, T>> & { redacted?: true };
+
+const parsePage = <T>(page: Page<Buffer>): Page<T> => ({ items: page.items.map((b) => JSON.parse(b.toString("utf8")) as T), nextCursor: page.nextCursor });
+
+/** The reads of a store whose schema declares `S` (ResourceStore.reads): every one checks the actor's intent. */
+export class Reads<S extends SchemaDecl = SchemaDecl> {
   readonly #queries: Queries;
   /** Rendered ordered-list pages per partition head version (null when the store turned the cache off). */
   readonly #pages: PageCache | null;
 
   constructor(
-    private readonly c: Core,
+    private readonly core: Core,
     options: { pageCache?: boolean } = {},
   ) {
-    this.#queries = new Queries(c);
+    this.#queries = new Queries(core);
     this.#pages = options.pageCache === false ? null : new PageCache();
   }
 
-  /** A searched and sorted page of a type's resources under `parent` (null for roots): query.ts. */
+  /** A resource the actor may view, typed by its declared type. */
+  async get<T extends keyof S & string>(actor: Actor, ref: Ref & { type: T }): Promise<Envelope<DataOf<S, T>>> {
+    return (await this.#readable(actor, ref)).view.envelope<DataOf<S, T>>();
+  }
+
+  /** Refuses unless the actor holds `intent` on the resource now, a check before costly work: the one check (404 when it may not know of it, else 403). */
+  async assertIntent(actor: Actor, ref: Ref, intent: string): Promise<void> {
+    await this.#readable(actor, ref, () => intent);
+  }
+
+  /** True when the actor may view the resource (for filtering change feeds). */
+  canView(actor: Actor, ref: Ref): Promise<boolean> {
+    return this.#readable(actor, ref).then(
+      () => true,
+      () => false,
+    );
+  }
+
+  /** `listChildrenJson`'s page with its items parsed and typed. */
+  async listChildren<T extends keyof S & string>(actor: Actor, parent: Ref | null, childType: T, options: PageOptions = {}): Promise<Page<Listed<S, T>>> {
+    return parsePage(await this.listChildrenJson(actor, parent, childType, options));
+  }
+
+  /** `listOrderedJson`'s page with its items parsed and typed. */
+  async listOrdered<T extends keyof S & string>(actor: Actor, parent: Ref, options: PageOptions = {}): Promise<Page<Listed<S, T>>> {
+    return parsePage(await this.listOrderedJson(actor, parent, options));
+  }
+
+  /**
+   * A searched and sorted page of a type's resources under `parent` (null for roots), as the type's
+   * `query` declares (query.ts): roots through the caller's index of visible roots, never a scan of all.
+   */
   async queryChildrenJson(actor: Actor, parent: Ref | null, childType: string, q: ListQuery): Promise<Page<Buffer>> {
-    const page = await this.#queries.query(actor, parent, childType, q, (a, ref) => this.readable(a, ref));
-    return this.#withIds(actor, this.c.schema.type(childType), parent, page, q);
+    const page = await this.#queries.query(actor, parent, childType, q, (a, ref) => this.#readable(a, ref));
+    return this.#withIds(actor, this.core.schema.type(childType), parent, page, q);
   }
 
   /** A page whose items are JSON objects with an `id`, with `allowedIntents` added when asked. */
@@ -56,7 +92,7 @@ export class Reads {
    */
   async #withIntents(actor: Actor, t: CompiledType, parent: Ref | null, views: readonly { id: string }[], items: Buffer[], options: PageOptions): Promise<Buffer[]> {
     if (!options.allowedIntents || views.length === 0) return items;
-    const located = views.map((v) => locate(this.c.schema, childRef(this.c.schema, parent, t.name, v.id)));
+    const located = views.map((v) => locate(this.core.schema, childRef(this.core.schema, parent, t.name, v.id)));
     const groups = new Map<string, number[]>();
     located.forEach((l, i) => {
       const k = JSON.stringify(l.partition);
@@ -67,7 +103,7 @@ export class Reads {
     const raws: (Buffer | undefined)[] = new Array(views.length);
     await Promise.all(
       [...groups.values()].map(async (idx) => {
-        const entries = await this.c.kv.getMany(located[idx[0]!]!.partition, idx.map((i) => layout.access(located[i]!)));
+        const entries = await this.core.kv.getMany(located[idx[0]!]!.partition, idx.map((i) => layout.access(located[i]!)));
         idx.forEach((i, j) => (raws[i] = entries[j]?.value));
       }),
     );
@@ -85,8 +121,8 @@ export class Reads {
 
   /** The stored public JSON of a resource the actor may view, with `allowedIntents` when asked, and its version. */
   async getJson(actor: Actor, ref: Ref, options: { allowedIntents?: boolean } = {}): Promise<{ json: Buffer; version: number }> {
-    const l = locate(this.c.schema, ref);
-    const { kv } = this.c;
+    const l = locate(this.core.schema, ref);
+    const { kv } = this.core;
     // The access entry only when its intents are asked for; no promise in between where the backend
     // reads synchronously (its reads of one event turn share a snapshot), else one round trip.
     const [state, access] = kv.getSync
@@ -94,15 +130,15 @@ export class Reads {
       : options.allowedIntents
         ? await kv.getMany(l.partition, [layout.state(l), layout.access(l)])
         : [await kv.get(l.partition, layout.state(l))];
-    const view = this.c.viewable(state?.value, actor) ?? (await this.c.authorize(this.c.reader(l), l, actor, l.type.intents.view, { state: state?.value })).view;
+    const view = this.core.viewable(state?.value, actor) ?? (await this.core.authorize(this.core.reader(l), l, actor, l.type.intents.view, { state: state?.value })).view;
     const json = view.publicBytes();
     return { json: options.allowedIntents ? withAllowedIntents(json, allowedIntents(l.type, permissionsOf(access?.value), actor)) : json, version: view.version };
   }
 
   /** The record of a resource the actor holds `intent` on (the view intent by default). */
-  async readable(actor: Actor, ref: Ref, intentOf: (t: CompiledType) => string = (t) => t.intents.view): Promise<{ l: Located; view: RecordView }> {
-    const l = locate(this.c.schema, ref);
-    const { view } = await this.c.authorize(this.c.reader(l), l, actor, intentOf(l.type));
+  async #readable(actor: Actor, ref: Ref, intentOf: (t: CompiledType) => string = (t) => t.intents.view): Promise<{ l: Located; view: RecordView }> {
+    const l = locate(this.core.schema, ref);
+    const { view } = await this.core.authorize(this.core.reader(l), l, actor, intentOf(l.type));
     return { l, view };
   }
 
@@ -114,8 +150,8 @@ export class Reads {
    * returned has its access entry read instead.
    */
   async seenBy(actor: Actor, ref: Ref, envelope: Written, options: { allowedIntents?: boolean } = {}): Promise<(Envelope | RedactedEnvelope) & { allowedIntents?: string[] }> {
-    const l = locate(this.c.schema, ref);
-    const permissions = envelope[WRITTEN_WITH] ?? permissionsOf((await this.c.kv.get(l.partition, layout.access(l)))?.value);
+    const l = locate(this.core.schema, ref);
+    const permissions = envelope[WRITTEN_WITH] ?? permissionsOf((await this.core.kv.get(l.partition, layout.access(l)))?.value);
     const intents = options.allowedIntents ? { allowedIntents: allowedIntents(l.type, permissions, actor) } : {};
     if (allows(permissions, actor, l.type.intents.view)) return { ...envelope, ...intents };
     const { statusField } = l.type.decl;
@@ -123,14 +159,20 @@ export class Reads {
     return { ...redacted(l.type.name, envelope.id, statusField, typeof status === "string" ? status : "", envelope.meta.createdAt), ...intents };
   }
 
+  /**
+   * Lists the direct children of a type under `parent` (null for root types), one range read per page.
+   * Children whose view intent the actor lacks are listed redacted (id, status, createdAt) in their
+   * place; roots are listed to holders of their list or view intent (redacted without view) and left
+   * out otherwise. Items are JSON bytes, ready to be joined.
+   */
   async listChildrenJson(actor: Actor, parent: Ref | null, childType: string, options: PageOptions = {}): Promise<Page<Buffer>> {
-    const t = this.c.schema.type(childType);
+    const t = this.core.schema.type(childType);
     const limit = pageLimit(options.limit);
     if (t.decl.parent === null) return this.#listRoots(actor, t, options.cursor ?? null, limit, options);
     if (!parent || parent.type !== t.decl.parent) throw new ValidationError(`${childType} is listed under a ${t.decl.parent}`, "parent");
-    const { l } = await this.readable(actor, parent);
+    const { l } = await this.#readable(actor, parent);
     if (t.decl.idStyle === "flat") return this.#listFlat(actor, l, t, options.cursor ?? null, limit, options);
-    const page = await this.c.kv.scan(l.partition, { prefix: layout.children(l, childType), after: options.cursor ?? null, limit });
+    const page = await this.core.kv.scan(l.partition, { prefix: layout.children(l, childType), after: options.cursor ?? null, limit });
     const views = page.entries.map((e) => RecordView.listable(e.value, `${childType} list`)).filter((v) => v !== null);
     return { items: await this.#withIntents(actor, t, parent, views, views.map((view) => listed(actor, t, view)), options), nextCursor: page.cursor };
   }
@@ -143,8 +185,8 @@ export class Reads {
     let after = cursor;
     // Deleted roots keep a tombstone partition (their log); skip them and invisible ones.
     while (items.length < limit) {
-      const page = await this.c.kv.listPartitions(t.name, { limit: limit - items.length, after });
-      const records = await Promise.all(page.partitions.map((p) => this.c.kv.get(p, layout.ownerState)));
+      const page = await this.core.kv.listPartitions(t.name, { limit: limit - items.length, after });
+      const records = await Promise.all(page.partitions.map((p) => this.core.kv.get(p, layout.ownerState)));
       for (const e of records) {
         const view = e ? RecordView.listable(e.value, `${t.name} list`) : null;
         if (!view) continue;
@@ -158,8 +200,8 @@ export class Reads {
   }
 
   async #listFlat(actor: Actor, parent: Located, t: CompiledType, cursor: string | null, limit: number, options: PageOptions): Promise<Page<Buffer>> {
-    const page = await this.c.kv.scan(parent.partition, { prefix: layout.flatChildren(parent, t.name), after: cursor, limit });
-    const views = await flatChildRecords(this.c.kv, parent, t.name, page.entries.map((e) => layout.flatChildOf(e.key).id));
+    const page = await this.core.kv.scan(parent.partition, { prefix: layout.flatChildren(parent, t.name), after: cursor, limit });
+    const views = await flatChildRecords(this.core.kv, parent, t.name, page.entries.map((e) => layout.flatChildOf(e.key).id));
     return { items: await this.#withIntents(actor, t, parent.ref, views, views.map((view) => listed(actor, t, view)), options), nextCursor: page.cursor };
   }
 
@@ -172,18 +214,18 @@ export class Reads {
   async listOrderedJson(actor: Actor, parent: Ref, options: PageOptions = {}): Promise<Page<Buffer> & { version: number }> {
     const whole = await this.#listWhole(actor, parent, options);
     if (whole) return whole;
-    const { l, view: parentView } = await this.readable(actor, parent);
+    const { l, view: parentView } = await this.#readable(actor, parent);
     const childType = l.type.decl.orderedChildren;
     if (!childType) throw new ValidationError(`${parent.type} has no ordered children`, "parent");
-    const t = this.c.schema.type(childType);
+    const t = this.core.schema.type(childType);
     const limit = pageLimit(options.limit);
     if (options.sequence === "closedFirst") return this.#listClosedFirst(actor, l, t, parent, parentView.version, limit, options);
-    const { kv } = this.c;
+    const { kv } = this.core;
     let page = await kv.scan(l.partition, { prefix: layout.orderIndex(l, childType), after: options.cursor ?? null, limit: limit + 1 });
     if (page.entries.length === 0 && !options.cursor && (await kv.scan(l.partition, { prefix: layout.children(l, childType), limit: 1 })).entries.length > 0) {
       // Every live child has an index entry, so children without any entry are a partition written
       // before the order index existed: upgrade it once, from its log, and read again.
-      await rebuildOrderIndex(this.c, l.partition);
+      await rebuildOrderIndex(this.core, l.partition);
       page = await kv.scan(l.partition, { prefix: layout.orderIndex(l, childType), limit: limit + 1 });
     }
     const entries = page.entries.length > limit ? page.entries.slice(0, limit) : page.entries;
@@ -212,17 +254,17 @@ export class Reads {
    */
   async #listWhole(actor: Actor, parent: Ref, options: PageOptions): Promise<(Page<Buffer> & { version: number }) | null> {
     if (options.cursor || options.sequence === "closedFirst" || options.limit === undefined || options.limit < WHOLE_FROM) return null;
-    const l = locate(this.c.schema, parent);
+    const l = locate(this.core.schema, parent);
     const childType = l.type.decl.orderedChildren;
     if (!childType) return null;
-    const t = this.c.schema.type(childType);
+    const t = this.core.schema.type(childType);
     const limit = pageLimit(options.limit);
-    const { kv } = this.c;
+    const { kv } = this.core;
     const [[state, orderingEntry], range] = await Promise.all([
       kv.getMany(l.partition, [layout.state(l), layout.ordering(l, childType)]),
       kv.scan(l.partition, { prefix: layout.children(l, childType), limit }),
     ]);
-    const { view: parentView } = await this.c.authorize(this.c.reader(l), l, actor, l.type.intents.view, { state: state?.value });
+    const { view: parentView } = await this.core.authorize(this.core.reader(l), l, actor, l.type.intents.view, { state: state?.value });
     if (range.cursor !== null) return null;
     const children: RecordView[] = [];
     for (const e of range.entries) {
@@ -248,9 +290,9 @@ export class Reads {
     }
     const children: Entry[] = [];
     const [orderingEntry] = await Promise.all([
-      this.c.kv.get(l.partition, layout.ordering(l, t.name)),
+      this.core.kv.get(l.partition, layout.ordering(l, t.name)),
       (async () => {
-        for await (const e of scanAll(this.c.kv, l.partition, { prefix: layout.children(l, t.name), limit: MAX_PAGE })) children.push(e);
+        for await (const e of scanAll(this.core.kv, l.partition, { prefix: layout.children(l, t.name), limit: MAX_PAGE })) children.push(e);
       })(),
     ]);
     const ordering = orderingEntry ? (JSON.parse(orderingEntry.value.toString("utf8")) as string[]) : [];
@@ -264,10 +306,15 @@ export class Reads {
     return { items, nextCursor: next, version };
   }
 
+  /**
+   * The same list as `listOrderedJson`, rendered as one JSON page (`{"items":[…],"nextCursor":…}`),
+   * ready to send. Pages are cached per partition head version and per caller (identity and groups):
+   * a repeated read of an unchanged collection costs two point reads.
+   */
   async listOrderedPage(actor: Actor, parent: Ref, options: PageOptions = {}): Promise<{ json: Buffer; version: number }> {
-    const l = locate(this.c.schema, parent);
-    const [state, head] = await this.c.kv.getMany(l.partition, [layout.state(l), layout.head]);
-    const { view } = await this.c.authorize(this.c.reader(l), l, actor, l.type.intents.view, { state: state?.value });
+    const l = locate(this.core.schema, parent);
+    const [state, head] = await this.core.kv.getMany(l.partition, [layout.state(l), layout.head]);
+    const { view } = await this.core.authorize(this.core.reader(l), l, actor, l.type.intents.view, { state: state?.value });
     const pages = this.#pages;
     const key = head && pages
       ? [
@@ -299,17 +346,19 @@ export class Reads {
     return Number.isNaN(at) ? view.createdAtMs : at;
   }
 
+  /** The stored ordering of a parent's ordered children (ids as set, possibly naming deleted children). */
   async getOrdering(actor: Actor, parent: Ref): Promise<{ ordering: string[]; version: number }> {
-    const { l, view } = await this.readable(actor, parent);
+    const { l, view } = await this.#readable(actor, parent);
     const childType = l.type.decl.orderedChildren;
     if (!childType) throw new ValidationError(`${parent.type} has no ordered children`, "parent");
-    const e = await this.c.kv.get(l.partition, layout.ordering(l, childType));
+    const e = await this.core.kv.get(l.partition, layout.ordering(l, childType));
     return { ordering: e ? (JSON.parse(e.value.toString("utf8")) as string[]) : [], version: view.version };
   }
 
+  /** A resource's permissions: intent → identities (its `listPermissions` intent). */
   async listPermissions(actor: Actor, ref: Ref): Promise<Permissions> {
-    const l = locate(this.c.schema, ref);
-    const { access } = await this.c.authorize(this.c.reader(l), l, actor, l.type.intents.listPermissions, { withAccess: true });
+    const l = locate(this.core.schema, ref);
+    const { access } = await this.core.authorize(this.core.reader(l), l, actor, l.type.intents.listPermissions, { withAccess: true });
     return access!.permissions;
   }
 }

@@ -28,11 +28,21 @@ export interface DeleteOptions {
   governance?: boolean;
 }
 
+/** The deletes, sweeps and purges of a store (ResourceStore.lifecycle). */
 export class Lifecycle {
-  constructor(private readonly c: Core) {}
+  constructor(private readonly core: Core) {}
+
+  /**
+   * Eluvio's governance delete of a flat child: allowed while its parent carries the flag
+   * (`writes.setGovernanceDelete`), with no intent of the caller's on the child; otherwise as `delete`
+   * (its nested subtree goes, its flat descendants are swept).
+   */
+  governanceDelete(actor: Actor, ref: Ref, options: Omit<DeleteOptions, "governance"> = {}): Promise<void> {
+    return this.delete(actor, ref, { ...options, governance: true });
+  }
 
   async delete(actor: Actor, ref: Ref, options: DeleteOptions = {}): Promise<void> {
-    const { kv, schema } = this.c;
+    const { kv, schema } = this.core;
     const l = locate(schema, ref);
     const t = l.type;
     const sweepKey = layout.sweep(l);
@@ -41,8 +51,8 @@ export class Lifecycle {
     const needsSweep = this.#hasFlatDescendantTypes(t);
     if (needsSweep) await this.#registerSweep(l, actor);
     try {
-      await this.c.writer.run(l.partition, actor, async (tx) => {
-        const { view, access } = options.governance ? await this.#exists(tx, l) : await this.c.authorize((key) => tx.get(key), l, actor, t.intents.delete, { withAccess: true });
+      await this.core.writer.run(l.partition, actor, async (tx) => {
+        const { view, access } = options.governance ? await this.#exists(tx, l) : await this.core.authorize((key) => tx.get(key), l, actor, t.intents.delete, { withAccess: true });
         if (options.ifVersion !== undefined && options.ifVersion !== view.version) {
           throw new StaleVersionError(`${ref.type} ${ref.ids.join("/")} is at version ${view.version}, not ${options.ifVersion}`);
         }
@@ -93,7 +103,7 @@ export class Lifecycle {
     if (needsSweep) await this.#sweep(l, sweepKey, actor);
     // A flat resource leaves its parent's index.
     const parent = await this.#ownerParent(l);
-    if (parent) await this.c.unlinkFlat(locate(schema, parent), t.name, l.ref.ids[0]!, actor).catch(() => undefined);
+    if (parent) await this.core.unlinkFlat(locate(schema, parent), t.name, l.ref.ids[0]!, actor).catch(() => undefined);
   }
 
   /** The not-found check alone (a governance delete needs no intent). */
@@ -106,10 +116,10 @@ export class Lifecycle {
   /** A governance delete: the type must declare it and the parent must carry the flag now. */
   async #assertGovernanceFlag(l: Located): Promise<void> {
     if (!l.type.decl.governanceDelete) throw new ValidationError(`${l.ref.type} has no governance delete`, "type");
-    if (!(await this.c.record(l))) throw new NotFoundError(`${l.ref.type} ${l.ref.ids.join("/")} not found`);
+    if (!(await this.core.record(l))) throw new NotFoundError(`${l.ref.type} ${l.ref.ids.join("/")} not found`);
     const parent = await this.#ownerParent(l);
-    const pl = parent ? locate(this.c.schema, parent) : null;
-    const state = pl ? await this.c.record(pl) : undefined;
+    const pl = parent ? locate(this.core.schema, parent) : null;
+    const state = pl ? await this.core.record(pl) : undefined;
     if (!pl || !state || state.envelope().data[GOVERNANCE_FLAG] !== true) {
       throw new ForbiddenError(`${parent ? `${parent.type} ${parent.ids.join("/")}` : "the parent"} does not carry the flag ${GOVERNANCE_FLAG}`);
     }
@@ -117,25 +127,25 @@ export class Lifecycle {
 
   async #registerSweep(l: Located, actor: Actor): Promise<void> {
     const job = { type: l.ref.type, ids: l.ref.ids, actor: actor.id };
-    await this.c.kv.commit(layout.sweeps, [{ type: "put", key: layout.sweep(l), value: Buffer.from(JSON.stringify(job)) }]);
+    await this.core.kv.commit(layout.sweeps, [{ type: "put", key: layout.sweep(l), value: Buffer.from(JSON.stringify(job)) }]);
   }
 
   /** A flat resource's parent, from the link kept beside its log (it outlives the state). */
   async #ownerParent(l: Located): Promise<Ref | null> {
     if (l.depth !== 0 || l.type.decl.parent === null) return null;
-    const e = await this.c.kv.get(l.partition, layout.parentLink);
+    const e = await this.core.kv.get(l.partition, layout.parentLink);
     return e ? (JSON.parse(e.value.toString("utf8")) as Ref) : null;
   }
 
   #hasFlatDescendantTypes(t: CompiledType): boolean {
     return t.children.some((c) => {
-      const ct = this.c.schema.type(c);
+      const ct = this.core.schema.type(c);
       return ct.decl.idStyle === "flat" || this.#hasFlatDescendantTypes(ct);
     });
   }
 
   async #sweep(l: Located, sweepKey: Key, actor: Actor): Promise<void> {
-    const { kv, writer, schema } = this.c;
+    const { kv, writer, schema } = this.core;
     for (let depth = l.depth + 1; depth <= schema.maxDepth + 1; depth++) {
       for (;;) {
         const page = await kv.scan(l.partition, { prefix: layout.below("c", l, depth), limit: 100 });
@@ -155,7 +165,7 @@ export class Lifecycle {
 
   /** Removes a flat resource's whole partition, sweeping its own flat descendants first. */
   async #purgeFlat(ref: Ref, actor: Actor): Promise<void> {
-    const l = locate(this.c.schema, ref);
+    const l = locate(this.core.schema, ref);
     if (this.#hasFlatDescendantTypes(l.type)) {
       await this.#registerSweep(l, actor);
       await this.#sweep(l, layout.sweep(l), actor);
@@ -164,20 +174,20 @@ export class Lifecycle {
   }
 
   async #drop(l: Located): Promise<void> {
-    await this.c.kv.dropPartition(l.partition);
-    this.c.writer.forget(l.partition);
-    await this.c.writer.unanchor(l.partition);
+    await this.core.kv.dropPartition(l.partition);
+    this.core.writer.forget(l.partition);
+    await this.core.writer.unanchor(l.partition);
   }
 
   async resumeSweeps(actor: Actor): Promise<number> {
-    const { kv, schema } = this.c;
+    const { kv, schema } = this.core;
     let n = 0;
     for (;;) {
       const page = await kv.scan(layout.sweeps, { limit: 100 });
       if (page.entries.length === 0) return n;
       for (const e of page.entries) {
         const l = locate(schema, JSON.parse(e.value.toString("utf8")) as Ref);
-        if (await this.c.record(l)) {
+        if (await this.core.record(l)) {
           // The delete never committed: nothing to sweep.
           await kv.commit(layout.sweeps, [{ type: "delete", key: e.key }]);
           continue;
@@ -190,9 +200,9 @@ export class Lifecycle {
 
   async purge(actor: Actor, ref: Ref): Promise<void> {
     if (!actor.system) throw new ForbiddenError("only the system actor may purge a partition");
-    const l = locate(this.c.schema, ref);
+    const l = locate(this.core.schema, ref);
     if (l.depth !== 0) throw new ValidationError("only a partition owner can be purged", "ref");
-    if (await this.c.record(l)) throw new ConflictError(`${ref.type} ${ref.ids[0]} is not deleted`, "id");
+    if (await this.core.record(l)) throw new ConflictError(`${ref.type} ${ref.ids[0]} is not deleted`, "id");
     await this.#drop(l);
   }
 }

@@ -14,7 +14,7 @@ import { layout } from "../model/layout.js";
 import { restSortKey, validateOrdering } from "../model/ordering.js";
 import { written, type Envelope, type Written } from "../model/record.js";
 import { childRef, locate, pathOf, type Located, type Ref } from "../model/ref.js";
-import { assertId } from "../model/schema.js";
+import { assertId, GOVERNANCE_FLAG, type DataOf, type SchemaDecl } from "../model/schema.js";
 import { assigneeOf, writeAssignment } from "../indexes/assignments.js";
 import { indexEntries, writeVisibility } from "../indexes/visibility.js";
 import type { Tx } from "../log/writer.js";
@@ -80,13 +80,19 @@ function existed(type: string, id: string): ConflictError {
   return new ConflictError(`${type} ${id} already exists (or existed)`, "id");
 }
 
-export class Writes {
-  constructor(private readonly c: Core) {}
+/** The writes of a store whose schema declares `S` (ResourceStore.writes): every one checks the actor's intent inside the write. */
+export class Writes<S extends SchemaDecl = SchemaDecl> {
+  constructor(private readonly core: Core) {}
 
-  async create(actor: Actor, type: string, parent: Ref | null, data: unknown, options: CreateOptions = {}): Promise<Written> {
-    const { schema, writer } = this.c;
+  /** Creates a resource of a declared type under `parent` (null for a root), typed by its declared type. */
+  create<T extends keyof S & string>(actor: Actor, type: T, parent: Ref | null, data: DataOf<S, T>, options: CreateOptions = {}): Promise<Written<DataOf<S, T>>> {
+    return this.#create(actor, type, parent, data, options) as Promise<Written<DataOf<S, T>>>;
+  }
+
+  async #create(actor: Actor, type: string, parent: Ref | null, data: unknown, options: CreateOptions = {}): Promise<Written> {
+    const { schema, writer } = this.core;
     const t = schema.type(type);
-    const id = options.id ?? this.c.newId();
+    const id = options.id ?? this.core.newId();
     assertId(id, "id");
     const l = locate(schema, childRef(schema, parent, type, id));
     let clean = schema.validate(t, data);
@@ -95,7 +101,7 @@ export class Writes {
     const defaults: Permissions = Object.fromEntries(t.intents.all.map((i) => [i, actor.system ? [] : [actor.id]]));
     const requireParent = (tx: Tx, pl: Located): Promise<ParentState> => this.#requireParent(tx, pl, actor, t.intents.create);
     const decide = async (tx: Tx, pl: Located | null, parentState: ParentState | null): Promise<Permissions> => {
-      await options.guard?.(parentState?.envelope ?? null, creationContext(this.c.kv, schema, tx, type, pl));
+      await options.guard?.(parentState?.envelope ?? null, creationContext(this.core.kv, schema, tx, type, pl));
       const decided = options.decide?.({ data: clean, defaults, parent: parentState });
       if (decided?.data) clean = schema.validate(t, decided.data);
       return decided?.permissions ?? defaults;
@@ -105,7 +111,7 @@ export class Writes {
     };
 
     if (t.decl.parent === null) {
-      await this.c.global.assert(actor, t.intents.create as Intent); // a root type's create intent, registered from its schema's globalIntents
+      await this.core.global.assert(actor, t.intents.create as Intent); // a root type's create intent, registered from its schema's globalIntents
       return writer.run(l.partition, actor, async (tx) => {
         await fresh(tx);
         const permissions = await decide(tx, null, null);
@@ -130,7 +136,7 @@ export class Writes {
 
     // Flat child: index entry in the parent's partition first (so a crash never leaves a child the
     // parent's cascade cannot find), then the child's own partition.
-    if (await this.c.kv.get(l.partition, layout.head)) throw existed(type, id);
+    if (await this.core.kv.get(l.partition, layout.head)) throw existed(type, id);
     let permissions: Permissions = defaults;
     await writer.run(pl.partition, actor, async (tx) => {
       permissions = await decide(tx, pl, await requireParent(tx, pl));
@@ -145,13 +151,13 @@ export class Writes {
         return this.#put(tx, l, clean, permissions, parent, meta);
       });
     } catch (e) {
-      await this.c.unlinkFlat(pl, type, id, actor).catch(() => undefined);
+      await this.core.unlinkFlat(pl, type, id, actor).catch(() => undefined);
       throw e;
     }
   }
 
   async #requireParent(tx: Tx, pl: Located, actor: Actor, intent: string): Promise<ParentState> {
-    const { view, access } = await this.c.authorize((key) => tx.get(key), pl, actor, intent, { withAccess: true });
+    const { view, access } = await this.core.authorize((key) => tx.get(key), pl, actor, intent, { withAccess: true });
     return { envelope: view.envelope(), permissions: access!.permissions };
   }
 
@@ -174,26 +180,30 @@ export class Writes {
 
   /**
    * The one primitive behind update and every domain command: read the resource inside its partition's
-   * write path, check the intent and version, let `spec.change` decide (or refuse), validate the result,
-   * write the new state and append the event, atomically. `alsoWrite` writes what the layout keeps
-   * beside the record (an ordering).
+   * write path, check the intent and version, let `spec.change` decide (or refuse) from a typed read
+   * context, validate the result, write the new state and append the event, atomically.
    */
-  async mutate(actor: Actor, ref: Ref, spec: MutateSpec, alsoWrite?: (tx: Tx, l: Located, decided: MutateDecision) => void): Promise<Written> {
-    const l = locate(this.c.schema, ref);
-    return this.c.writer.run(l.partition, actor, async (tx) => {
-      const { view, access } = await this.c.authorize((key) => tx.get(key), l, actor, spec.intent, { withAccess: true });
+  mutate(actor: Actor, ref: Ref, spec: MutateSpec): Promise<Written> {
+    return this.#mutate(actor, ref, spec);
+  }
+
+  /** `mutate`, with `alsoWrite` writing what the layout keeps beside the record (an ordering) in the same commit. */
+  async #mutate(actor: Actor, ref: Ref, spec: MutateSpec, alsoWrite?: (tx: Tx, l: Located, decided: MutateDecision) => void): Promise<Written> {
+    const l = locate(this.core.schema, ref);
+    return this.core.writer.run(l.partition, actor, async (tx) => {
+      const { view, access } = await this.core.authorize((key) => tx.get(key), l, actor, spec.intent, { withAccess: true });
       const priv = access!;
       const current = view.envelope();
       if (spec.ifVersion !== undefined && spec.ifVersion !== current.meta.version) {
         throw new StaleVersionError(`${ref.type} ${ref.ids.join("/")} is at version ${current.meta.version}, not ${spec.ifVersion}`);
       }
-      const decided = await spec.change(current, { ...readContext(this.c.kv, this.c.schema, tx, l), permissions: priv.permissions });
+      const decided = await spec.change(current, { ...readContext(this.core.kv, this.core.schema, tx, l), permissions: priv.permissions });
       if (decided.unchanged) {
         return written(current, priv.permissions);
       }
       const { patch, record, permissions } = decided;
       alsoWrite?.(tx, l, decided);
-      const data = patch ? this.c.schema.validate(l.type, applyPatch(current.data, patch)) : current.data;
+      const data = patch ? this.core.schema.validate(l.type, applyPatch(current.data, patch)) : current.data;
       const perms = permissions ?? priv.permissions;
       const next: Envelope = { ...current, data, meta: { ...current.meta, updatedAt: tx.now, version: current.meta.version + 1 } };
       tx.put(layout.state(l), encodeResource(l.type, next, perms));
@@ -208,13 +218,45 @@ export class Writes {
     });
   }
 
-  async changePermission(actor: Actor, ref: Ref, intent: string, identity: string, add: boolean): Promise<Envelope> {
-    const t = this.c.schema.type(ref.type);
+  /** Replaces fields of a resource's data (its `<type>.update` intent); `ifVersion` refuses a stale write. */
+  async update(actor: Actor, ref: Ref, patch: Record<string, unknown>, options: { ifVersion?: number } = {}): Promise<Envelope> {
+    if (patch === null || typeof patch !== "object" || Array.isArray(patch)) throw new ValidationError("an update is an object of fields", "data");
+    const t = this.core.schema.type(ref.type);
+    return this.mutate(actor, ref, { intent: t.intents.update, verb: "updated", ifVersion: options.ifVersion, change: () => ({ patch }) });
+  }
+
+  /** Grants `intent` on a resource to `identity` (its `<type>.intent.grantPermission` intent). */
+  grant(actor: Actor, ref: Ref, intent: string, identity: string): Promise<Envelope> {
+    return this.#changePermission(actor, ref, intent, identity, true);
+  }
+
+  /** Revokes `intent` on a resource from `identity` (its `<type>.intent.revokePermission` intent). */
+  revoke(actor: Actor, ref: Ref, intent: string, identity: string): Promise<Envelope> {
+    return this.#changePermission(actor, ref, intent, identity, false);
+  }
+
+  /**
+   * Sets or clears a parent's `governanceDelete` flag (its `<type>.setGovernanceDelete` intent): while it
+   * is set, each child of a type declaring `governanceDelete` may be deleted by `lifecycle.governanceDelete`.
+   */
+  setGovernanceDelete(actor: Actor, ref: Ref, on: boolean, options: { ifVersion?: number } = {}): Promise<Envelope> {
+    const t = this.core.schema.type(ref.type);
+    if (!t.intents.governance) throw new ValidationError(`${ref.type} has no governance delete children`, "type");
+    return this.mutate(actor, ref, {
+      intent: t.intents.governance,
+      verb: "governance_delete_set",
+      ifVersion: options.ifVersion,
+      change: () => ({ patch: { [GOVERNANCE_FLAG]: on ? true : null } }),
+    });
+  }
+
+  async #changePermission(actor: Actor, ref: Ref, intent: string, identity: string, add: boolean): Promise<Envelope> {
+    const t = this.core.schema.type(ref.type);
     if (typeof intent !== "string" || !t.intents.all.includes(intent)) {
       throw new ValidationError(`${JSON.stringify(intent)} is not an intent of ${t.name}`, "intent");
     }
     assertId(identity, "identity");
-    if (add) await assertIdentityExists(this.c.identities, identity);
+    if (add) await assertIdentityExists(this.core.identities, identity);
     return this.mutate(actor, ref, {
       intent: add ? t.intents.grantPermission : t.intents.revokePermission,
       verb: add ? "permission_granted" : "permission_revoked",
@@ -227,14 +269,18 @@ export class Writes {
     });
   }
 
+  /**
+   * Replaces the ordering of a parent's ordered children, all or nothing. Last writer wins unless
+   * `ifVersion` (the parent's version) is given: then a stale write is a ConflictError.
+   */
   async setOrdering(actor: Actor, parent: Ref, ordering: readonly string[], options: { ifVersion?: number; guard?: (parent: Envelope) => void } = {}): Promise<Envelope> {
-    const t = this.c.schema.type(parent.type);
+    const t = this.core.schema.type(parent.type);
     const childType = t.decl.orderedChildren;
     if (!childType || !t.intents.reorder) throw new ValidationError(`${parent.type} has no ordered children`, "parent");
     let valid: string[] = [];
     let before: string[] = [];
     let rows = new Map<string, ChildRow>();
-    return this.mutate(
+    return this.#mutate(
       actor,
       parent,
       {
