@@ -23,10 +23,10 @@ export type { KvStore, Partition, Key, Op, ScanOptions, ScanPage } from "./kv/co
 export { openKv, type OpenKvOptions } from "./kv/open.js";
 // access: actors and global permissions
 export { SYSTEM, userActor, allows, type Actor, type Permissions } from "./access/actor.js";
-export { GlobalPermissions, IntentRegistry, ACCESS_INTENTS, type IdentityDirectory } from "./access/index.js";
+export { GlobalPermissions, IntentRegistry, ACCESS_INTENTS, requestedIntent, type IdentityDirectory, type Intent, type DeclaredIntents } from "./access/index.js";
 export { flowstoreIntents } from "./compose/intents.js";
 // resources and the domains declared over them
-export { defineSchema, type TypeDecl, type SchemaDecl } from "./resources/model/schema.js";
+export { defineSchema, type TypeDecl, type SchemaDecl, type CreateIntentOf } from "./resources/model/schema.js";
 export { ResourceStore, type Page } from "./resources/store.js";
 export type { Ref } from "./resources/model/ref.js";
 export type { Envelope, Meta } from "./resources/model/record.js";

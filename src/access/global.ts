@@ -16,7 +16,7 @@
 import { ConflictError, ForbiddenError, ValidationError } from "../errors.js";
 import type { KvStore } from "../kv/contract.js";
 import { allows, isTop, ROOT_ID, type Actor, type Permissions } from "./actor.js";
-import { IntentRegistry } from "./intents.js";
+import { IntentRegistry, type Intent } from "./intents.js";
 import { PartitionKind, Subspace } from "../kv/subspace.js";
 
 /** Which identities (users and groups) exist; implemented by identity, read by whoever grants. */
@@ -61,12 +61,12 @@ export class GlobalPermissions {
     return e ? { permissions: JSON.parse(e.value.toString("utf8")) as Permissions, version: e.version } : { permissions: {}, version: null };
   }
 
-  async has(actor: Actor, intent: string): Promise<boolean> {
+  async has(actor: Actor, intent: Intent): Promise<boolean> {
     if (actor.system) return true;
     return allows((await this.#read()).permissions, actor, intent);
   }
 
-  async assert(actor: Actor, intent: string): Promise<void> {
+  async assert(actor: Actor, intent: Intent): Promise<void> {
     if (!(await this.has(actor, intent))) throw new ForbiddenError(`${actor.id} lacks the intent ${intent}`);
   }
 
@@ -109,7 +109,7 @@ export class GlobalPermissions {
     return (await this.#read()).permissions;
   }
 
-  async grant(actor: Actor, intent: string, identity: string): Promise<void> {
+  async grant(actor: Actor, intent: Intent, identity: string): Promise<void> {
     await this.assert(actor, "global.grantPermission");
     this.#check(intent, identity);
     await this.#assertHolds(actor, [intent]);
@@ -128,7 +128,7 @@ export class GlobalPermissions {
     return all;
   }
 
-  async revoke(actor: Actor, intent: string, identity: string): Promise<void> {
+  async revoke(actor: Actor, intent: Intent, identity: string): Promise<void> {
     await this.assert(actor, "global.revokePermission");
     this.#check(intent, identity);
     await this.assertOutranks(actor, await this.#asActor(identity));

@@ -5,11 +5,36 @@
  * a resources schema: the create intents of its root types); access declares its own (`ACCESS_INTENTS`).
  * Where the store is assembled, the domains' lists are added to one registry: it is what grants are
  * validated against, what the root user is given, and what `GET /me` reports.
+ *
+ * The type `Intent` is derived from the same lists: each layer adds its list to `DeclaredIntents` by
+ * declaration merging beside its constant (`declare module "../access/intents.js"`), so access names no
+ * layer above it, and `GlobalPermissions.has`/`assert`/`grant`/`revoke` take an `Intent`: a misspelt
+ * intent fails tsc. A schema's create intents (`global.create<RootType>`) are derived from its
+ * declaration (resources/model/schema.ts `CreateIntentOf`); the workflow and tenancy schemas add theirs.
  */
 
 /** Reading and changing global permissions themselves. */
 export const ACCESS_INTENTS = ["global.listPermissions", "global.grantPermission", "global.revokePermission"] as const;
 export type AccessIntent = (typeof ACCESS_INTENTS)[number];
+
+/**
+ * The global intents each layer declares, by layer: every layer that declares a list adds it here
+ * (declaration merging), so this interface is the union of the declared lists, whatever imports it.
+ */
+export interface DeclaredIntents {
+  access: AccessIntent;
+}
+
+/** A declared global intent (`global.<name>`), one of the lists above: a typo fails tsc. */
+export type Intent = DeclaredIntents[keyof DeclaredIntents];
+
+/**
+ * An intent named by a request (an HTTP body), not yet checked: `GlobalPermissions.grant`/`revoke`
+ * refuse one the registry lacks (400 naming the field), so it may be passed where an `Intent` is taken.
+ */
+export function requestedIntent(intent: string): Intent {
+  return intent as Intent;
+}
 
 const GLOBAL_INTENT = /^global\.[A-Za-z][A-Za-z0-9]*$/;
 

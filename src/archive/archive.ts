@@ -37,6 +37,12 @@ import { writeSnapshot, type FileInput, type WriteOptions, type WrittenSnapshot 
 /** The global intents the archive checks. */
 export const ARCHIVE_INTENTS = ["global.readArchive", "global.writeArchive"] as const;
 
+declare module "../access/intents.js" {
+  interface DeclaredIntents {
+    archive: (typeof ARCHIVE_INTENTS)[number];
+  }
+}
+
 export interface ArchiveServiceOptions extends ArchiveOptions {
   /** Where the archive's intents are checked (default: the global permissions over the same store). */
   readonly global?: GlobalPermissions;

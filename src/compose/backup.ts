@@ -36,6 +36,12 @@ import { exportStore, replaceStore, type Progress, type TransferCounts } from ".
 export const BACKUP_INTENTS = ["global.createBackup", "global.restoreBackup"] as const;
 export type BackupIntent = (typeof BACKUP_INTENTS)[number];
 
+declare module "../access/intents.js" {
+  interface DeclaredIntents {
+    backup: (typeof BACKUP_INTENTS)[number];
+  }
+}
+
 /** An export under way: its NDJSON, and its counts once the last line is written (or why it failed; the stream fails too). */
 export interface StoreExport {
   readonly stream: Readable;

@@ -62,6 +62,14 @@ export const MAX_PAGE = 1000;
 
 /** The global intents identity checks: administering users and administering groups. */
 export const IDENTITY_INTENTS = ["global.createUser", "global.createGroup"] as const;
+/** The two by name: administering users (`global.createUser`) and groups (`global.createGroup`). */
+export const [CREATE_USER, CREATE_GROUP] = IDENTITY_INTENTS;
+
+declare module "../access/intents.js" {
+  interface DeclaredIntents {
+    identity: (typeof IDENTITY_INTENTS)[number];
+  }
+}
 
 export interface IdentityOptions {
   /**
@@ -93,7 +101,7 @@ export class Identity implements IdentityDirectory {
     const displayName = checkDisplayName(input.displayName);
     const organization = checkOrganization(input.organization);
     const password = checkPassword(input.password);
-    await this.global.assert(actor, "global.createUser");
+    await this.global.assert(actor, CREATE_USER);
     const hash = await hashPassword(password);
     const user: UserRecord = { id, displayName, ...(organization !== undefined ? { organization } : {}), enabled: true, groups: [], createdAt: this.#now().toISOString() };
     try {
@@ -152,7 +160,7 @@ export class Identity implements IdentityDirectory {
 
   async #setEnabled(actor: Actor, id: string, enabled: boolean): Promise<UserRecord> {
     checkId(id, "id");
-    await this.global.assert(actor, "global.createUser");
+    await this.global.assert(actor, CREATE_USER);
     if (!enabled && !actor.system && actor.id === id) throw new ValidationError("a user cannot disable itself", "id");
     return withRetry(async () => {
       const [entry, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
@@ -177,7 +185,7 @@ export class Identity implements IdentityDirectory {
     checkId(id, "id");
     checkPassword(password);
     const own = actor.system !== true && actor.id === id;
-    if (!own) await this.global.assert(actor, "global.createUser");
+    if (!own) await this.global.assert(actor, CREATE_USER);
     const hash = await hashPassword(password);
     // The user must still exist when the hash is written (check on the record's version); every token
     // issued under the old password is revoked in the same commit.
@@ -213,7 +221,7 @@ export class Identity implements IdentityDirectory {
   async revokeTokens(actor: Actor, id: string): Promise<void> {
     checkId(id, "id");
     const own = actor.system !== true && actor.id === id;
-    if (!own) await this.global.assert(actor, "global.createUser");
+    if (!own) await this.global.assert(actor, CREATE_USER);
     await withRetry(async () => {
       const [current, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
       if (!current) throw new NotFoundError(`no user ${id}`);
@@ -291,7 +299,7 @@ export class Identity implements IdentityDirectory {
       if (seen.has(m)) throw new ValidationError(`${m} is listed twice`, `members[${i}]`);
       seen.add(m);
     });
-    await this.global.assert(actor, "global.createGroup");
+    await this.global.assert(actor, CREATE_GROUP);
     const group: GroupRecord = { id, displayName, members: [...members], createdAt: this.#now().toISOString() };
     return withRetry(async () => {
       const entries = members.length ? await this.kv.getMany(PARTITION, members.map(userKey)) : [];
@@ -360,7 +368,7 @@ export class Identity implements IdentityDirectory {
   ): Promise<GroupRecord> {
     checkId(groupId, "groupId");
     checkId(userId, "userId");
-    await this.global.assert(actor, "global.createGroup");
+    await this.global.assert(actor, CREATE_GROUP);
     return withRetry(async () => {
       const [g, u] = await this.kv.getMany(PARTITION, [groupKey(groupId), userKey(userId)]);
       if (!g) throw new NotFoundError(`no group ${groupId}`);

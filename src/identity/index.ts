@@ -1,4 +1,4 @@
-export { Identity, IDENTITY_INTENTS, DEFAULT_PAGE, MAX_PAGE, type NewUser, type NewGroup, type PageRequest, type IdentityOptions } from "./identity.js";
+export { Identity, IDENTITY_INTENTS, CREATE_USER, CREATE_GROUP, DEFAULT_PAGE, MAX_PAGE, type NewUser, type NewGroup, type PageRequest, type IdentityOptions } from "./identity.js";
 export type { UserRecord, GroupRecord, Page, PasswordReset } from "./records.js";
 export { Tokens, DEFAULT_TOKEN_TTL_SECONDS, DEFAULT_REFRESH_TTL_SECONDS, refreshTokenUser, type IssuedToken, type TokenOptions, type Verified } from "./tokens.js";
 export { loadTokenSecret, SECRET_FILE } from "./secret.js";

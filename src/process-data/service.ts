@@ -60,6 +60,12 @@ export const MAX_ALSO_KEYS = 100;
 /** The global intents process data checks. */
 export const PROCESS_DATA_INTENTS = ["global.readProcessData", "global.writeProcessData"] as const;
 
+declare module "../access/intents.js" {
+  interface DeclaredIntents {
+    processData: (typeof PROCESS_DATA_INTENTS)[number];
+  }
+}
+
 export interface ProcessDataOptions extends KeyConfig {
   /** Where the intents are checked (default: the global permissions over the same store). */
   global?: GlobalPermissions;

@@ -15,7 +15,7 @@
  *     `space.setGovernanceDelete` intent), a provider or tenant is deleted with no other intent.
  */
 import { Type } from "@sinclair/typebox";
-import { defineSchema } from "../resources/model/schema.js";
+import { type CreateIntentOf, defineSchema } from "../resources/model/schema.js";
 
 const named = Type.Object(
   { name: Type.String({ minLength: 1, maxLength: 200 }), description: Type.Optional(Type.String({ maxLength: 2000 })) },
@@ -58,3 +58,10 @@ export const tenancySchema = defineSchema({
 });
 
 export type TenancySchema = typeof tenancySchema.decl;
+
+/** The tenancy schema's global intents (the create intent of its root type) join the declared intents. */
+declare module "../access/intents.js" {
+  interface DeclaredIntents {
+    tenancy: CreateIntentOf<TenancySchema>;
+  }
+}

@@ -13,7 +13,7 @@
  */
 import type { Actor } from "../access/actor.js";
 import { ConflictError } from "../errors.js";
-import type { Identity, UserRecord } from "../identity/index.js";
+import { CREATE_USER, type Identity, type UserRecord } from "../identity/index.js";
 import type { Assignment, ResourceStore } from "../resources/store.js";
 import type { WorkflowSchema } from "./schema.js";
 
@@ -29,7 +29,7 @@ export class Assignees {
   /** What is assigned to a user now: asked by the user itself or a holder of `global.createUser`. */
   async assignmentsOf(actor: Actor, id: string): Promise<Assignment[]> {
     await this.identity.getUser(id);
-    if (!actor.system && actor.id !== id) await this.identity.global.assert(actor, "global.createUser");
+    if (!actor.system && actor.id !== id) await this.identity.global.assert(actor, CREATE_USER);
     // The display name of a resource the caller may not view is left out (issue 29, finding 12).
     const assigned = await this.resources.assignmentsOf(id);
     return Promise.all(
@@ -46,7 +46,7 @@ export class Assignees {
    * still assigned to it (projects, subprojects, workflowitems) unless `force`.
    */
   async disableUser(actor: Actor, id: string, options: { force?: boolean } = {}): Promise<UserRecord> {
-    await this.identity.global.assert(actor, "global.createUser");
+    await this.identity.global.assert(actor, CREATE_USER);
     if (options.force !== true) {
       const assigned = await this.resources.assignmentsOf(id);
       if (assigned.length > 0) {

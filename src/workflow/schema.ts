@@ -9,7 +9,7 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { ValidationError } from "../errors.js";
 import type { Ref } from "../resources/model/ref.js";
-import { defineSchema } from "../resources/model/schema.js";
+import { type CreateIntentOf, defineSchema } from "../resources/model/schema.js";
 import { PROJECT_QUERY } from "./search.js";
 import { Amount, CurrencyCode, Decimal, IsoDate, isCurrency, isValidDate, PositiveDecimal } from "./money.js";
 
@@ -184,6 +184,13 @@ export const workflowSchema = defineSchema({
 });
 
 export type WorkflowSchema = typeof workflowSchema.decl;
+
+/** The workflow schema's global intents (the create intent of its root type) join the declared intents. */
+declare module "../access/intents.js" {
+  interface DeclaredIntents {
+    workflow: CreateIntentOf<WorkflowSchema>;
+  }
+}
 export type ProjectData = Static<typeof ProjectFields>;
 export type SubprojectData = Static<typeof SubprojectFields>;
 export type WorkflowitemData = Static<typeof WorkflowitemFields>;

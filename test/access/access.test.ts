@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SYSTEM, userActor, type Actor } from "../../src/access/actor.js";
-import { ACCESS_INTENTS, IntentRegistry } from "../../src/access/intents.js";
+import { ACCESS_INTENTS, IntentRegistry, requestedIntent } from "../../src/access/intents.js";
 import { Archive, ARCHIVE_INTENTS } from "../../src/archive/index.js";
 import { ForbiddenError, ValidationError } from "../../src/errors.js";
 import { BACKUP_INTENTS } from "../../src/compose/backup.js";
@@ -86,7 +86,18 @@ forEachBackend((backend) => {
       await global.grant(SYSTEM, "global.createProject", "clerks");
       expect(await global.has(bob, "global.createProject")).toBe(true);
       await global.revoke(SYSTEM, "global.createProject", "ghost");
-      expect((await refusal(global.grant(SYSTEM, "global.everything", "ann"))).field).toBe("intent");
+      expect((await refusal(global.grant(SYSTEM, requestedIntent("global.everything"), "ann"))).field).toBe("intent");
+    });
+
+    it("a global intent is typed from the declared lists: a misspelt one fails tsc (the run-time check stays for requests)", async () => {
+      const global = identity.global;
+      // @ts-expect-error "global.creatUser" is no declared intent
+      const misspelt = () => global.assert(SYSTEM, "global.creatUser");
+      expect(typeof misspelt).toBe("function");
+      // Every declared domain's intents and a schema's derived create intents type-check.
+      for (const intent of ["global.createUser", "global.readArchive", "global.writeProcessData", "global.createBackup", "global.createProject", "global.createSpace", ...ACCESS_INTENTS] as const) {
+        expect(await global.has(SYSTEM, intent)).toBe(true);
+      }
     });
 
     it("resources: refused naming identity before anything is written; revoking from the unknown is allowed", async () => {

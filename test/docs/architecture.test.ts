@@ -6,7 +6,7 @@
  * layer is `import type`/`export type`. The rows are in stack order, bottom first.
  *
  * The imports of each layer are computed from the source with the TypeScript parser (static imports and
- * re-exports, `import("…")` calls and types). The test fails naming the offending import (file, line,
+ * re-exports, `import("…")` calls and types, module augmentations). The test fails naming the offending import (file, line,
  * specifier) when the code imports a layer its row does not list, a layer not below it, or a value where the
  * row says types only; and naming the row when it lists an import the code no longer makes, or names a
  * layer that does not exist, or a layer has no row.
@@ -111,6 +111,8 @@ function importsAcrossLayers(): Import[] {
         add(node.arguments[0], false);
       } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) {
         add(node.argument.literal, true);
+      } else if (ts.isModuleDeclaration(node) && ts.isStringLiteral(node.name)) {
+        add(node.name, true); // a module augmentation (declare module "…") depends on that module's types
       }
       ts.forEachChild(node, visit);
     };

@@ -96,7 +96,7 @@ it("refuses a project archive made elsewhere: history by root in 2020, a permiss
   const fakeRoot = userActor("root");
   await forge.identity.ensureRoot("forged root password");
   await forge.identity.createUser(SYSTEM, { id: "mallory", displayName: "mallory", password: "mallory password" });
-  for (const intent of ["global.createProject", "global.writeArchive"]) await forge.global.grant(SYSTEM, intent, "root");
+  for (const intent of ["global.createProject", "global.writeArchive"] as const) await forge.global.grant(SYSTEM, intent, "root");
   await forge.workflow.createProject(fakeRoot, { id: "forged", displayName: "Forged" });
   await forge.workflow.grant(fakeRoot, { type: "project", ids: ["forged"] }, "project.viewDetails", "mallory");
   await forge.workflow.closeProject(fakeRoot, "forged");

@@ -4,6 +4,7 @@
  * registered; the domain refuses a grant to an unknown user or group. Shapes: identity/wire.ts.
  */
 import { Type } from "@sinclair/typebox";
+import { requestedIntent } from "../../access/intents.js";
 import { GrantAll, GrantedAll, PermissionMap, permissionChange } from "../../identity/wire.js";
 import type { RoutePlugin } from "../context.js";
 import { problems } from "../problem.js";
@@ -36,7 +37,8 @@ export const globalRoutes: RoutePlugin = async (app) => {
         },
       },
       async (request, reply) => {
-        const { intent, identity: who } = request.body;
+        const { identity: who } = request.body;
+        const intent = requestedIntent(request.body.intent);
         if (action === "grant") await global.grant(request.actor, intent, who);
         else await global.revoke(request.actor, intent, who);
         return reply.code(204).send();

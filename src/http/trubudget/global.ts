@@ -4,6 +4,7 @@
  * identities), `global.grantPermission`, `global.revokePermission` and `global.grantAllPermissions`.
  */
 import { Type } from "@sinclair/typebox";
+import { requestedIntent } from "../../access/intents.js";
 import { IdentityId } from "../../identity/wire.js";
 import type { RoutePlugin } from "../context.js";
 import { Envelope, ok, Reply } from "./envelope.js";
@@ -24,7 +25,7 @@ export const globalRoutes: RoutePlugin = async (app) => {
   for (const action of ["grant", "revoke"] as const) {
     app.post(`/global.${action}Permission`, { schema: { body: Change, response: { 200: Done } } }, async (request) => {
       const { identity, intent } = request.body.data;
-      const target = grantableIntent(intent, "data.intent");
+      const target = requestedIntent(grantableIntent(intent, "data.intent"));
       if (action === "grant") await global.grant(request.actor, target, identity);
       else await global.revoke(request.actor, target, identity);
       return ok({});

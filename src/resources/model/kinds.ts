@@ -1,5 +1,5 @@
+/** The partition kinds the resources layer writes besides each schema's owner types, declared once in layout.ts (and access's GLOBAL). */
 import { GLOBAL } from "../../access/global.js";
-import { layout } from "./layout.js";
+import { kinds } from "./layout.js";
 
-/** The partition kinds the resources layer writes besides each schema's owner types. */
-export const RESOURCE_KINDS: readonly string[] = [GLOBAL.kind, layout.sweeps[0] as string, layout.ledger[0] as string, layout.feed[0] as string, layout.visibleKind, layout.assignedKind];
+export const RESOURCE_KINDS: readonly string[] = [GLOBAL.kind, ...Object.values(kinds).map((k) => k.kind)];

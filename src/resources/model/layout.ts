@@ -1,7 +1,8 @@
 /**
- * The key layout of a resource partition: the ONLY code that names keys (FoundationDB's subspace idea:
- * each family is a prefix, and a resource's keys are that prefix plus its address). Everything else
- * asks the layout.
+ * The key layout of a resource partition: the ONLY code that names keys, built on kv's Subspace
+ * (FoundationDB's subspace idea: each family is one Subspace, declared once below, and a resource's keys
+ * are its prefix plus the resource's address; see docs/architecture.md). The store-wide partitions are
+ * PartitionKind constants (`kinds`). Everything else asks the layout.
  *
  * Families (the first tuple item):
  *   s  state:          ["s", depth, ...pairs]                 → record (see record.ts)
@@ -32,83 +33,119 @@
  * whole nested subtree of a resource at depth d is one prefix per level: `["s", l, ...pairs]` for l > d.
  */
 import type { Key, Partition } from "../../kv/contract.js";
+import { PartitionKind, Subspace } from "../../kv/subspace.js";
 import type { TupleItem } from "../../kv/tuple.js";
 import type { Located } from "./ref.js";
+
+/** The store-wide partition kinds of the resources layer (beside each schema's owner types), each declared once. */
+export const kinds = {
+  sweeps: new PartitionKind("sweeps"),
+  ledger: new PartitionKind("ledger"),
+  feed: new PartitionKind("feed"),
+  visible: new PartitionKind("visible"),
+  assigned: new PartitionKind("assigned"),
+} as const;
+
+/** The key families of a resource partition (the first tuple item), one Subspace each. */
+export const families = {
+  s: new Subspace(["s"]),
+  a: new Subspace(["a"]),
+  c: new Subspace(["c"]),
+  o: new Subspace(["o"]),
+  n: new Subspace(["n"]),
+  x: new Subspace(["x"]),
+  h: new Subspace(["h"]),
+  l: new Subspace(["l"]),
+  m: new Subspace(["m"]),
+} as const;
+const { s: S, a: A, c: C, o: O, n: N, x: X, h: H, l: L, m: M } = families;
+/** The feed partition's families: its entries and (past them) the end of a scan. */
+const FEED_ENTRY = new Subspace(["e"]);
+const FEED_END = new Subspace(["f"]);
+/** The marker partition of the visible-roots index: the root types it was built for. */
+const BUILT = new Subspace(["built"]);
+/** Put by every commit to an identity's visible roots (a key no root type can take). */
+const VISIBLE_VERSION = new Subspace(["#"]);
+/** Keys with no family prefix: a ledger entry, a sweep job, a visible root, an assignment. */
+const BARE = new Subspace();
 
 /** The families a subtree delete clears level by level. */
 type SubtreeFamily = "s" | "a" | "o" | "c" | "n" | "x";
 
 export const layout = {
-  head: ["m", "head"] as Key,
-  parentLink: ["m", "parent"] as Key,
-  restoreMarker: ["m", "restore"] as Key,
+  head: M.pack(["head"]),
+  parentLink: M.pack(["parent"]),
+  restoreMarker: M.pack(["restore"]),
   /** The state of a partition's owner. */
-  ownerState: ["s", 0] as Key,
+  ownerState: S.pack([0]),
   /** Every order index of a partition (its rebuild clears them all). */
-  orderIndexes: ["x"] as Key,
+  orderIndexes: X.pack(),
   /** The access record of a partition's owner. */
-  ownerAccess: ["a", 0] as Key,
+  ownerAccess: A.pack([0]),
   /** The whole log, oldest first. */
-  logs: ["l"] as Key,
+  logs: L.pack(),
   /** Just past every log key (true sorts after every integer): the end of a scan of the log from a seq on. */
-  afterLogs: ["l", true] as Key,
-  sweeps: ["sweeps"] as Partition,
-  ledger: ["ledger"] as Partition,
+  afterLogs: L.pack([true]),
+  sweeps: kinds.sweeps.partition(),
+  ledger: kinds.ledger.partition(),
   /** A partition's entry in the ledger. */
-  ledgerEntry: (partition: Partition): Key => [...partition],
-  feed: ["feed"] as Partition,
+  ledgerEntry: (partition: Partition): Key => BARE.pack(partition),
+  feed: kinds.feed.partition(),
   /** The roots an identity (a user or a group) may list, by type and id. */
-  visible: (identity: string): Partition => ["visible", identity],
-  visibleKind: "visible",
-  visibleRoot: (type: string, id: string): Key => [type, id],
-  visibleRoots: (type: string): Key => [type],
+  visible: (identity: string): Partition => kinds.visible.partition(identity),
+  visibleKind: kinds.visible.kind,
+  visibleRoot: (type: string, id: string): Key => BARE.pack([type, id]),
+  visibleRoots: (type: string): Key => BARE.pack([type]),
   /** Put by every commit to an identity's visible roots: its version tells a reader whether its cache is current. */
-  visibleVersion: ["#"] as Key,
+  visibleVersion: VISIBLE_VERSION.pack(),
   /** The resources assigned to an identity (assignments.ts): key [type, ...ids] → empty. */
-  assigned: (identity: string): Partition => ["assigned", identity],
-  assignedKind: "assigned",
-  assignedEntry: (type: string, ids: readonly string[]): Key => [type, ...ids],
-  refOfAssigned: (key: Key): { type: string; ids: string[] } => ({ type: key[0] as string, ids: key.slice(1) as string[] }),
+  assigned: (identity: string): Partition => kinds.assigned.partition(identity),
+  assignedKind: kinds.assigned.kind,
+  assignedEntry: (type: string, ids: readonly string[]): Key => BARE.pack([type, ...ids]),
+  refOfAssigned: (key: Key): { type: string; ids: string[] } => {
+    const [type, ...ids] = BARE.unpack(key);
+    return { type: type as string, ids: ids as string[] };
+  },
   /** Where the index of visible roots records that it was built for a root type (the marker partition holds no identity). */
-  visibleBuilt: ["visible"] as Partition,
-  visibleBuiltEntry: (type: string): Key => ["built", type],
+  visibleBuilt: kinds.visible.partition(),
+  visibleBuiltEntry: (type: string): Key => BUILT.pack([type]),
   /** True for a partition of the index that holds an identity's entries (not the marker partition). */
   isIdentityVisible: (partition: Partition): boolean => partition.length === 2 && typeof partition[1] === "string",
   /** The identity a visibility partition indexes. */
-  identityOfVisible: (partition: Partition): string => partition[1] as string,
+  identityOfVisible: (partition: Partition): string => kinds.visible.unpack(partition)[0] as string,
   /** The root id a visibility key names. */
-  idOfVisible: (key: Key): string => key[1] as string,
-  feedEntry: (position: number): Key => ["e", position],
+  idOfVisible: (key: Key): string => BARE.unpack(key)[1] as string,
+  feedEntry: (position: number): Key => FEED_ENTRY.pack([position]),
   /** Past every feed entry (an exclusive scan end). */
-  feedEnd: ["f"] as Key,
-  positionOfFeedEntry: (key: Key): number => key[1] as number,
+  feedEnd: FEED_END.pack(),
+  positionOfFeedEntry: (key: Key): number => FEED_ENTRY.unpack(key)[0] as number,
 
-  state: (l: Located): Key => ["s", l.depth, ...l.pairs],
-  access: (l: Located): Key => ["a", l.depth, ...l.pairs],
-  ordering: (l: Located, childType: string): Key => ["o", l.depth, ...l.pairs, childType],
+  state: (l: Located): Key => S.pack([l.depth, ...l.pairs]),
+  access: (l: Located): Key => A.pack([l.depth, ...l.pairs]),
+  ordering: (l: Located, childType: string): Key => O.pack([l.depth, ...l.pairs, childType]),
   /** The count of a resource's flat children of one type (kept for a `parentDelete: "counted"` type only). */
-  childCount: (l: Located, childType: string): Key => ["n", l.depth, ...l.pairs, childType],
+  childCount: (l: Located, childType: string): Key => N.pack([l.depth, ...l.pairs, childType]),
   /** The order index of a parent's ordered children (one range, in effective order). */
-  orderIndex: (l: Located, childType: string): Key => ["x", l.depth, ...l.pairs, childType],
+  orderIndex: (l: Located, childType: string): Key => X.pack([l.depth, ...l.pairs, childType]),
   /** The part of the order index holding the children the stored ordering lists, by their place in it. */
-  orderIndexListed: (l: Located, childType: string): Key => ["x", l.depth, ...l.pairs, childType, 0],
-  orderIndexListedEntry: (l: Located, childType: string, i: number): Key => ["x", l.depth, ...l.pairs, childType, 0, i],
+  orderIndexListed: (l: Located, childType: string): Key => X.pack([l.depth, ...l.pairs, childType, 0]),
+  orderIndexListedEntry: (l: Located, childType: string, i: number): Key => X.pack([l.depth, ...l.pairs, childType, 0, i]),
   /** A child the ordering does not list, under its sort key (ordering.ts restSortKey). */
-  orderIndexRestEntry: (l: Located, childType: string, sortKey: readonly TupleItem[]): Key => ["x", l.depth, ...l.pairs, childType, 1, ...sortKey],
-  history: (l: Located): Key => ["h", l.depth, ...l.pairs],
-  historyEntry: (l: Located, seq: number): Key => ["h", l.depth, ...l.pairs, seq],
-  log: (seq: number): Key => ["l", seq],
+  orderIndexRestEntry: (l: Located, childType: string, sortKey: readonly TupleItem[]): Key => X.pack([l.depth, ...l.pairs, childType, 1, ...sortKey]),
+  history: (l: Located): Key => H.pack([l.depth, ...l.pairs]),
+  historyEntry: (l: Located, seq: number): Key => H.pack([l.depth, ...l.pairs, seq]),
+  log: (seq: number): Key => L.pack([seq]),
   /** Direct nested children of a given type. */
-  children: (l: Located, childType: string): Key => ["s", l.depth + 1, ...l.pairs, childType],
+  children: (l: Located, childType: string): Key => S.pack([l.depth + 1, ...l.pairs, childType]),
   /** The state of one direct nested child. */
-  child: (l: Located, childType: string, id: string): Key => ["s", l.depth + 1, ...l.pairs, childType, id],
+  child: (l: Located, childType: string, id: string): Key => S.pack([l.depth + 1, ...l.pairs, childType, id]),
   /** Index entries of flat children of a given type. */
-  flatChildren: (l: Located, childType: string): Key => ["c", l.depth + 1, ...l.pairs, childType],
-  flatChild: (l: Located, childType: string, id: string): Key => ["c", l.depth + 1, ...l.pairs, childType, id],
+  flatChildren: (l: Located, childType: string): Key => C.pack([l.depth + 1, ...l.pairs, childType]),
+  flatChild: (l: Located, childType: string, id: string): Key => C.pack([l.depth + 1, ...l.pairs, childType, id]),
   /** Everything of a family below a resource at one depth (a subtree delete or sweep goes level by level). */
-  below: (family: SubtreeFamily, l: Located, depth: number): Key => [family, depth, ...l.pairs],
+  below: (family: SubtreeFamily, l: Located, depth: number): Key => families[family].pack([depth, ...l.pairs]),
   /** The sweep job of a resource's flat descendants, in the sweeps partition. */
-  sweep: (l: Located): Key => [...l.partition, l.depth, ...l.pairs],
+  sweep: (l: Located): Key => BARE.pack([...l.partition, l.depth, ...l.pairs]),
 
   /** The seq a history index entry points at. */
   seqOfHistory: (key: Key): number => key.at(-1) as number,
@@ -141,10 +178,10 @@ export const layout = {
   },
   /** The resource a state key of a partition holds (its owner's id, then the ids of its (type, id) pairs), or null when it is no state key. */
   refOfState: (partition: Partition, key: Key): { type: string; ids: string[] } | null =>
-    key[0] !== "s"
+    !S.contains(key)
       ? null
       : { type: key.length === 2 ? (partition[0] as string) : (key.at(-2) as string), ids: [partition[1] as string, ...key.slice(2).filter((_, i) => i % 2 === 1).map(String)] },
   /** The resource type a key of a partition holds the state of, or null when it is no state key. */
   stateTypeOf: (partition: Partition, key: Key): string | null =>
-    key[0] !== "s" ? null : key.length === 2 ? (partition[0] as string) : (key.at(-2) as string),
+    !S.contains(key) ? null : key.length === 2 ? (partition[0] as string) : (key.at(-2) as string),
 } as const;

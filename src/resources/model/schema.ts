@@ -103,6 +103,14 @@ export type SchemaDecl = Readonly<Record<string, TypeDecl>>;
 
 export type DataOf<S extends SchemaDecl, T extends keyof S> = Static<S[T]["fields"]>;
 
+/** The create intents of a schema's root types (`global.create<Type>`), derived from its declaration: what `globalIntents` holds. */
+export type CreateIntentOf<S extends SchemaDecl> = {
+  [K in keyof S & string]: null extends S[K]["parent"] ? `global.create${Capitalize<K>}` : never;
+}[keyof S & string];
+
+/** The intents of a schema's types (`<type>.<action>`: the generic ones, child creates, declared extras), by type name. */
+export type ResourceIntentOf<S extends SchemaDecl> = `${keyof S & string}.${string}`;
+
 /** The generic intents every type has, by role. */
 export interface TypeIntents {
   readonly list: string;
@@ -146,7 +154,7 @@ export class Schema<S extends SchemaDecl = SchemaDecl> {
   /** The largest depth of any type below its owner: bounds the per-level deletes of a subtree. */
   readonly maxDepth: number;
   /** The global intents this schema contributes to the registry: the create intents of its root types. */
-  readonly globalIntents: readonly string[];
+  readonly globalIntents: readonly CreateIntentOf<S>[];
 
   constructor(readonly decl: S) {
     const types = new Map<string, CompiledType>();
@@ -230,7 +238,7 @@ export class Schema<S extends SchemaDecl = SchemaDecl> {
     }
     this.types = types;
     this.maxDepth = maxDepth;
-    this.globalIntents = [...types.values()].filter((t) => t.decl.parent === null).map((t) => t.intents.create);
+    this.globalIntents = [...types.values()].filter((t) => t.decl.parent === null).map((t) => t.intents.create as CreateIntentOf<S>);
   }
 
   type(name: string): CompiledType {

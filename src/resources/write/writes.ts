@@ -6,6 +6,7 @@
 import { ConflictError, StaleVersionError, ForbiddenError, ValidationError } from "../../errors.js";
 import type { Actor, Permissions } from "../../access/actor.js";
 import { assertIdentityExists } from "../../access/global.js";
+import type { Intent } from "../../access/intents.js";
 import { creationContext, readContext, type ChildRow, type MutateContext, type ReadContext } from "../read/context.js";
 import { countChild, encodeAccess, encodeResource, type Core } from "../core/core.js";
 import { INDEX_VERBS, type EventPayload } from "../model/events.js";
@@ -110,7 +111,7 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
     };
 
     if (t.decl.parent === null) {
-      await this.core.global.assert(actor, t.intents.create);
+      await this.core.global.assert(actor, t.intents.create as Intent); // a root type's create intent, registered from its schema's globalIntents
       return writer.run(l.partition, actor, async (tx) => {
         await fresh(tx);
         const permissions = await decide(tx, null, null);
