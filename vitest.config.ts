@@ -4,8 +4,8 @@ import { defineConfig } from "vitest/config";
  * Two vitest projects that split the test files between them, so a file runs once whichever way it is asked
  * for (`npm test`, `npm run test:fast`, `npx vitest run <files>`):
  *
- * - `fast`: unit tests, the conformance and domain suites, and the HTTP route suites: the sub-minute signal
- *   for a developer. `npm run test:fast` runs it alone with FLOWSTORE_TEST_FAST=1, under which the global
+ * - `fast`: unit tests, the conformance and domain suites, and the shorter HTTP route suites: the quick
+ *   signal for a developer. `npm run test:fast` runs it alone with FLOWSTORE_TEST_FAST=1, under which the global
  *   setups start no Redis or PostgreSQL server, so test/conformance/backends.ts runs these suites on memory
  *   and LMDB only.
  * - `slow`: what starts processes or servers of its own (the CLI, fleet, e2e, Redis/PostgreSQL suites, kill
@@ -31,6 +31,17 @@ const slow = [
   "test/resources/*.property.test.ts",
   // a route × role matrix of several hundred real requests: minutes on a loaded 2-core machine
   "test/http/permission-matrix.test.ts",
+  // whole sessions through a real server (each 5-12 s of test time here): the fast set keeps the unit,
+  // conformance and domain suites and the shorter route suites
+  "test/http/routes.test.ts",
+  "test/http/workflow.test.ts",
+  "test/http/sessions.test.ts",
+  "test/http/archive.test.ts",
+  "test/http/conventions.test.ts",
+  "test/http/restore-trust.test.ts",
+  "test/http/events-expiry.test.ts",
+  "test/client/client.test.ts",
+  "test/archive/project.test.ts",
 ];
 
 const shared = {
