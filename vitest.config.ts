@@ -54,9 +54,6 @@ const shared = {
 export default defineConfig({
   test: {
     reporters: ["default"],
-    projects: [
-      { test: { ...shared, name: "fast", include: ["test/**/*.test.ts"], exclude: slow } },
-      { test: { ...shared, name: "slow", include: slow } },
-    ],
+    projects: [{ test: { ...shared, name: "fast", include: ["test/**/*.test.ts"], exclude: slow } }, { test: { ...shared, name: "slow", include: slow } }],
   },
 });

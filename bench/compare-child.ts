@@ -21,11 +21,7 @@ if (!values.tree || !values.out || positionals.length === 0) {
 }
 const tree = values.tree;
 const load = (path: string) => import(pathToFileURL(join(tree, path)).href);
-const [{ runWorkload }, { startBenchServers }, { workloads }] = await Promise.all([
-  load("bench/harness.ts"),
-  load("bench/servers.ts"),
-  load("bench/workloads/index.ts"),
-]);
+const [{ runWorkload }, { startBenchServers }, { workloads }] = await Promise.all([load("bench/harness.ts"), load("bench/servers.ts"), load("bench/workloads/index.ts")]);
 const scale = values.scale === "small" ? 1 : values.scale === "large" ? 5 : Number(values.scale);
 const results: unknown[] = [];
 const servers = await startBenchServers(undefined);

@@ -26,8 +26,7 @@ import { parseArgs } from "node:util";
 import { fmt, type Row, type WorkloadResult } from "./harness.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
-const USAGE =
-  "usage: npm run bench:compare -- <base-ref> [--head <ref>] [--workloads http,workflow,resources] [--repeat N] [--scale S] [--out FILE] [--fail-below R]\n";
+const USAGE = "usage: npm run bench:compare -- <base-ref> [--head <ref>] [--workloads http,workflow,resources] [--repeat N] [--scale S] [--out FILE] [--fail-below R]\n";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,

@@ -207,10 +207,7 @@ const median = (xs: readonly number[]) => {
 };
 
 /** Runs one workload and returns its result (also printed and written to bench/results/). */
-export async function runWorkload(
-  workload: Workload,
-  settings: { scale: number; storeUrl: string | undefined; command: string },
-): Promise<WorkloadResult> {
+export async function runWorkload(workload: Workload, settings: { scale: number; storeUrl: string | undefined; command: string }): Promise<WorkloadResult> {
   const rows: Row[] = [];
   const notes: string[] = [];
   const dirs: string[] = [];
@@ -396,10 +393,7 @@ export function fmt(n: number): string {
 
 /** The Markdown table of a result. */
 export function table(result: WorkloadResult): string {
-  const lines = [
-    "| operation | ops/s (median) | compared with | cost ratio | goal |",
-    "|---|---:|---|---:|---:|",
-  ];
+  const lines = ["| operation | ops/s (median) | compared with | cost ratio | goal |", "|---|---:|---|---:|---:|"];
   for (const r of result.rows) {
     if (r.skipped) {
       lines.push(`| ${r.name} | skipped: ${r.skipped} | ${r.reference ?? ""} |  | |`);

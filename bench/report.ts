@@ -32,8 +32,7 @@ export function writeReport(): string {
       "",
       `Command: \`${r.command}\` · ${r.date.slice(0, 10)} · store: ${r.store} · scale ${r.scale}`,
       "",
-      `Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, ${m.platform}, Node ${m.node}` +
-        (r.load ? ` · load average ${r.load[0]} at start, ${r.load[1]} at end` : ""),
+      `Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, ${m.platform}, Node ${m.node}` + (r.load ? ` · load average ${r.load[0]} at start, ${r.load[1]} at end` : ""),
       "",
       table(r),
       "",

@@ -9,13 +9,7 @@
  * throwaway cluster is started for it too (the same one when the store is `postgres`).
  */
 import { findPostgresBinaries, removePostgres, startPostgres } from "../test/setup/postgres-server.js";
-import {
-  findRedisBinaries,
-  makeRedisDir,
-  removeDir,
-  startCluster,
-  startStandalone,
-} from "../test/setup/redis-servers.js";
+import { findRedisBinaries, makeRedisDir, removeDir, startCluster, startStandalone } from "../test/setup/redis-servers.js";
 
 export interface BenchServers {
   /** The store under test, when it was started here. */

@@ -54,6 +54,9 @@ export function itemData(i: number, currency: string): TreeItem["data"] {
 export function subproject(id: string, n: number, currency = "EUR", ordered = 0): TreeSubproject {
   const items = Array.from({ length: n }, (_, i) => ({ id: itemId(i), data: itemData(i, currency) }));
   // a user dragged the last `ordered` items to the front, newest first
-  const ordering = items.slice(n - ordered).map((x) => x.id).reverse();
+  const ordering = items
+    .slice(n - ordered)
+    .map((x) => x.id)
+    .reverse();
   return { id, currency, items, ordering };
 }

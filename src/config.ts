@@ -15,9 +15,15 @@ import { ConfigurationError } from "./errors.js";
 /** A whole number of seconds, bytes, milliseconds or a count, as the environment spells it. */
 const Count = (minimum = 0) => Type.String({ pattern: "^[0-9]{1,9}$", minimum, description: `an integer of at least ${minimum}` });
 const Text = () => Type.String({ description: "text" });
-const Flag = () => Type.Union([Type.Literal(""), Type.Literal("0"), Type.Literal("1"), Type.Literal("true"), Type.Literal("false"), Type.Literal("yes"), Type.Literal("no")], { description: "1 or 0" });
+const Flag = () =>
+  Type.Union([Type.Literal(""), Type.Literal("0"), Type.Literal("1"), Type.Literal("true"), Type.Literal("false"), Type.Literal("yes"), Type.Literal("no")], {
+    description: "1 or 0",
+  });
 const Level = () =>
-  Type.Union(["fatal", "error", "warn", "info", "debug", "trace", "silent"].map((l) => Type.Literal(l)), { description: "a pino level" });
+  Type.Union(
+    ["fatal", "error", "warn", "info", "debug", "trace", "silent"].map((l) => Type.Literal(l)),
+    { description: "a pino level" },
+  );
 
 export interface Variable {
   readonly type: TSchema;
@@ -46,17 +52,55 @@ export const CONFIG = {
   FLOWSTORE_TOKEN_TTL: v({ type: Count(1), option: "--token-ttl <seconds>", default: "900", doc: "session token lifetimes (seconds)" }),
   FLOWSTORE_REFRESH_TTL: v({ type: Count(1), option: "--refresh-ttl <seconds>", default: "86400", doc: "session token lifetimes (seconds)", row: "FLOWSTORE_TOKEN_TTL" }),
   FLOWSTORE_LOGIN_LIMIT_USER: v({ type: Count(), option: "--login-limit-user <n>", default: "10", doc: "log-in attempts a minute (0: none)" }),
-  FLOWSTORE_LOGIN_LIMIT_ADDRESS: v({ type: Count(), option: "--login-limit-address <n>", default: "100", doc: "log-in attempts a minute (0: none)", row: "FLOWSTORE_LOGIN_LIMIT_USER" }),
-  FLOWSTORE_TRUBUDGET_API: v({ type: Flag(), option: "--trubudget-api", shownDefault: "off", doc: "`1` also serves TruBudget's API at `/api` (see Run TruBudget's frontend on flowstore)" }),
-  FLOWSTORE_ORGANIZATION: v({ type: Text(), option: "--organization <name>", default: "flowstore", doc: "the organization this node runs for (TruBudget's ORGANIZATION): root's, `network.list`'s, the only one `global.createUser` knows" }),
+  FLOWSTORE_LOGIN_LIMIT_ADDRESS: v({
+    type: Count(),
+    option: "--login-limit-address <n>",
+    default: "100",
+    doc: "log-in attempts a minute (0: none)",
+    row: "FLOWSTORE_LOGIN_LIMIT_USER",
+  }),
+  FLOWSTORE_TRUBUDGET_API: v({
+    type: Flag(),
+    option: "--trubudget-api",
+    shownDefault: "off",
+    doc: "`1` also serves TruBudget's API at `/api` (see Run TruBudget's frontend on flowstore)",
+  }),
+  FLOWSTORE_ORGANIZATION: v({
+    type: Text(),
+    option: "--organization <name>",
+    default: "flowstore",
+    doc: "the organization this node runs for (TruBudget's ORGANIZATION): root's, `network.list`'s, the only one `global.createUser` knows",
+  }),
   FLOWSTORE_HEADERS_TIMEOUT: v({ type: Count(), option: "--headers-timeout <seconds>", default: "20", doc: "slow clients and idle connections (seconds)" }),
-  FLOWSTORE_REQUEST_TIMEOUT: v({ type: Count(), option: "--request-timeout <seconds>", default: "300", doc: "slow clients and idle connections (seconds)", row: "FLOWSTORE_HEADERS_TIMEOUT" }),
-  FLOWSTORE_KEEP_ALIVE_TIMEOUT: v({ type: Count(1), option: "--keep-alive-timeout <seconds>", default: "72", doc: "slow clients and idle connections (seconds)", row: "FLOWSTORE_HEADERS_TIMEOUT" }),
+  FLOWSTORE_REQUEST_TIMEOUT: v({
+    type: Count(),
+    option: "--request-timeout <seconds>",
+    default: "300",
+    doc: "slow clients and idle connections (seconds)",
+    row: "FLOWSTORE_HEADERS_TIMEOUT",
+  }),
+  FLOWSTORE_KEEP_ALIVE_TIMEOUT: v({
+    type: Count(1),
+    option: "--keep-alive-timeout <seconds>",
+    default: "72",
+    doc: "slow clients and idle connections (seconds)",
+    row: "FLOWSTORE_HEADERS_TIMEOUT",
+  }),
   FLOWSTORE_MAX_DOCUMENT_BYTES: v({ type: Count(1), option: "--max-document-bytes <bytes>", default: "104857600", doc: "largest document of a workflowitem" }),
   FLOWSTORE_KEEP_NOTIFICATIONS: v({ type: Count(1), option: "--keep-notifications <n>", default: "1000", doc: "notifications kept per user (the newest)" }),
-  FLOWSTORE_FEED_REPAIR_SETTLE_MS: v({ type: Count(), option: "--feed-repair-settle-ms <ms>", default: "1000", doc: "age after which a commit a killed process left out of the change feed is appended to it" }),
+  FLOWSTORE_FEED_REPAIR_SETTLE_MS: v({
+    type: Count(),
+    option: "--feed-repair-settle-ms <ms>",
+    default: "1000",
+    doc: "age after which a commit a killed process left out of the change feed is appended to it",
+  }),
   FLOWSTORE_CORS_ORIGINS: v({ type: Text(), option: "--cors-origin <origins>", shownDefault: "(none: CORS off)", doc: "comma-separated origins whose pages may call the API" }),
-  FLOWSTORE_MAX_EVENT_LOOP_DELAY: v({ type: Count(), option: "--max-event-loop-delay <ms>", default: "1000", doc: "answer 503 with Retry-After while the event loop lags more (0: never)" }),
+  FLOWSTORE_MAX_EVENT_LOOP_DELAY: v({
+    type: Count(),
+    option: "--max-event-loop-delay <ms>",
+    default: "1000",
+    doc: "answer 503 with Retry-After while the event loop lags more (0: never)",
+  }),
   FLOWSTORE_RETRY_AFTER: v({ type: Count(1), option: "--retry-after <seconds>", default: "10", doc: "the Retry-After of an overload 503" }),
   FLOWSTORE_ROOT_PASSWORD: v({ type: Text(), doc: "creates root on an empty store (required then)" }),
   FLOWSTORE_JWT_SECRET: v({ type: Text(), shownDefault: "<data>/jwt-secret", doc: "signs sessions (32 bytes or more)" }),
@@ -114,11 +158,7 @@ export function environmentTable(): string {
   const plain = (x: string) => x === "off" || x.startsWith("(") || (/\s/.test(x) && !x.startsWith("<"));
   const code = (xs: string[]) => xs.map((x) => (plain(x) ? x : `\`${x}\``)).join(", ");
   const line = (cells: string[]) => `|${cells.map((c) => (c === "" ? " " : ` ${c} `)).join("|")}|`;
-  return [
-    "| variable | option | default | what |",
-    "|---|---|---|---|",
-    ...rows.map((r) => line([code(r.names), code(r.options), code(r.defaults), r.doc])),
-  ].join("\n");
+  return ["| variable | option | default | what |", "|---|---|---|---|", ...rows.map((r) => line([code(r.names), code(r.options), code(r.defaults), r.doc]))].join("\n");
 }
 
 export type ConfigValue<N extends ConfigName> = Static<(typeof CONFIG)[N]["type"]>;

@@ -13,8 +13,7 @@
 import { ValidationError } from "./errors.js";
 
 /** The forbidden characters as the body of a regular-expression character class. */
-export const FORBIDDEN_ID_CHARS =
-  "\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069\\u200b-\\u200d\\u2060\\ufeff";
+export const FORBIDDEN_ID_CHARS = "\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069\\u200b-\\u200d\\u2060\\ufeff";
 
 const FORBIDDEN = new RegExp(`[${FORBIDDEN_ID_CHARS}]`, "u");
 

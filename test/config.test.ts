@@ -59,7 +59,11 @@ it("a bad value is a ConfigurationError naming the variable; unset and empty are
   expect(readEnv("FLOWSTORE_PORT", {})).toBeUndefined();
   expect(readEnv("FLOWSTORE_PORT", { FLOWSTORE_PORT: "" })).toBeUndefined();
   expect(readEnv("FLOWSTORE_PORT", { FLOWSTORE_PORT: "8081" })).toBe("8081");
-  for (const [name, value] of [["FLOWSTORE_PROGRESS_SECONDS", "soon"], ["FLOWSTORE_TOKEN_TTL", "0"], ["FLOWSTORE_LOG_LEVEL", "loud"]] as const) {
+  for (const [name, value] of [
+    ["FLOWSTORE_PROGRESS_SECONDS", "soon"],
+    ["FLOWSTORE_TOKEN_TTL", "0"],
+    ["FLOWSTORE_LOG_LEVEL", "loud"],
+  ] as const) {
     let error: unknown;
     try {
       readEnv(name, { [name]: value });

@@ -49,6 +49,10 @@ it("a KvStore passed in stays the caller's: close() stops the store's timers and
 it("the registry of partition kinds names each kind once, with the layer that writes it", () => {
   const kinds = PARTITION_KINDS.map((k) => k.kind);
   expect(new Set(kinds).size).toBe(kinds.length);
-  expect(PARTITION_KINDS.filter((k) => k.chained).map((k) => k.layer).sort()).toEqual(expect.arrayContaining(["tenancy", "workflow"]));
+  expect(
+    PARTITION_KINDS.filter((k) => k.chained)
+      .map((k) => k.layer)
+      .sort(),
+  ).toEqual(expect.arrayContaining(["tenancy", "workflow"]));
   for (const layer of ["resources", "identity", "archive", "process-data"]) expect(PARTITION_KINDS.some((k) => k.layer === layer)).toBe(true);
 });

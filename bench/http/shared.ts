@@ -61,6 +61,13 @@ export async function serveParent(app: FastifyInstance, close: () => unknown, ex
     const cpu = process.cpuUsage();
     process.send!({ type: "usage", rss: process.memoryUsage().rss, cpuMs: (cpu.user + cpu.system) / 1000 });
   });
-  process.on("disconnect", () => void app.close().then(close).finally(() => process.exit(0)));
+  process.on(
+    "disconnect",
+    () =>
+      void app
+        .close()
+        .then(close)
+        .finally(() => process.exit(0)),
+  );
   process.send!({ type: "ready", port: (app.server.address() as AddressInfo).port, rss: process.memoryUsage().rss, ...extra });
 }

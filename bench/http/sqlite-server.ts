@@ -53,7 +53,9 @@ app.get<{ Params: { p: string; s: string; w: string } }>("/api/v1/projects/:p/su
   if (!row || !row.visible) return reply.code(404).send({ title: "not found" });
   return itemOf(row);
 });
-const insW = db.prepare(`INSERT INTO workflowitem (project_id, subproject_id, ${ITEM_COLUMNS}, position) VALUES (?, ?, ?, ?, NULL, 'open', ?, ?, NULL, NULL, NULL, NULL, ?, ?, ?, 1, NULL)`);
+const insW = db.prepare(
+  `INSERT INTO workflowitem (project_id, subproject_id, ${ITEM_COLUMNS}, position) VALUES (?, ?, ?, ?, NULL, 'open', ?, ?, NULL, NULL, NULL, NULL, ?, ?, ?, 1, NULL)`,
+);
 const insPerm = db.prepare("INSERT INTO workflowitem_permission VALUES (?, ?, ?, ?, ?)");
 const insE = db.prepare("INSERT INTO event (project_id, subproject_id, item_id, at, actor, type, payload) VALUES (?, ?, ?, ?, ?, 'workflowitem.created', ?)");
 const create = db.transaction((p: string, s: string, user: string, input: { id?: string; displayName: string; amountType: string }) => {
@@ -65,9 +67,12 @@ const create = db.transaction((p: string, s: string, user: string, input: { id?:
   insE.run(p, s, body.id, at, user, JSON.stringify(body));
   return get.get(user, p, s, body.id) as ItemRow;
 });
-app.post<{ Params: { p: string; s: string }; Body: { id?: string; displayName: string; amountType: string } }>("/api/v1/projects/:p/subprojects/:s/workflowitems", async (request, reply) => {
-  return reply.code(201).send(itemOf(create(request.params.p, request.params.s, userOf(request), request.body)));
-});
+app.post<{ Params: { p: string; s: string }; Body: { id?: string; displayName: string; amountType: string } }>(
+  "/api/v1/projects/:p/subprojects/:s/workflowitems",
+  async (request, reply) => {
+    return reply.code(201).send(itemOf(create(request.params.p, request.params.s, userOf(request), request.body)));
+  },
+);
 const updateDescription = updater(db);
 /** One transaction: the caller's update permission, the row and its event; undefined when not permitted. */
 const update = db.transaction((p: string, s: string, w: string, user: string, patch: { description: string }) => {

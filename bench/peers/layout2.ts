@@ -63,7 +63,11 @@ export class Layout2Peer implements Peer {
 
   async listSubproject(p: string, s: string): Promise<{ count: number; body: string }> {
     const sub = this.#read(p).subprojects[s]!;
-    const ordered = effectiveOrderOf(sub.ordering, Object.values(sub.items).map((x) => x.state), (x) => x.id);
+    const ordered = effectiveOrderOf(
+      sub.ordering,
+      Object.values(sub.items).map((x) => x.state),
+      (x) => x.id,
+    );
     return { count: ordered.length, body: JSON.stringify({ items: ordered, nextCursor: null }) };
   }
 

@@ -62,7 +62,25 @@ export class PostgresPeer implements Peer {
         s.items.forEach((it, i) => {
           const d = it.data;
           const at = createdAtOf(base, i);
-          items.push([p.id, s.id, d.id, d.displayName, d.description ?? null, "open", d.assignee ?? null, d.amountType, d.amount ?? null, d.currency ?? null, d.exchangeRate ?? null, d.dueDate ?? null, at, "mary", at, 1, pos.get(d.id) ?? null]);
+          items.push([
+            p.id,
+            s.id,
+            d.id,
+            d.displayName,
+            d.description ?? null,
+            "open",
+            d.assignee ?? null,
+            d.amountType,
+            d.amount ?? null,
+            d.currency ?? null,
+            d.exchangeRate ?? null,
+            d.dueDate ?? null,
+            at,
+            "mary",
+            at,
+            1,
+            pos.get(d.id) ?? null,
+          ]);
           for (const who of viewersOf(d.assignee)) for (const intent of VIEW_INTENTS) perms.push([p.id, s.id, d.id, intent, who]);
           events.push([p.id, s.id, d.id, at, "mary", "workflowitem.created", JSON.stringify(d)]);
         });
@@ -80,8 +98,20 @@ export class PostgresPeer implements Peer {
     const r = await this.c.query("SELECT status FROM workflowitem WHERE project_id = $1 AND subproject_id = $2 AND id = $3 FOR UPDATE", [p, s, w]);
     if (r.rows[0]?.status !== "open") throw new Error("not updatable");
     const at = new Date().toISOString();
-    await this.c.query("UPDATE workflowitem SET description = $1, updated_at = $2, version = version + 1 WHERE project_id = $3 AND subproject_id = $4 AND id = $5", [patch.description, at, p, s, w]);
-    await this.c.query("INSERT INTO event (project_id, subproject_id, item_id, at, actor, type, payload) VALUES ($1, $2, $3, $4, 'mary', 'workflowitem.updated', $5)", [p, s, w, at, JSON.stringify(patch)]);
+    await this.c.query("UPDATE workflowitem SET description = $1, updated_at = $2, version = version + 1 WHERE project_id = $3 AND subproject_id = $4 AND id = $5", [
+      patch.description,
+      at,
+      p,
+      s,
+      w,
+    ]);
+    await this.c.query("INSERT INTO event (project_id, subproject_id, item_id, at, actor, type, payload) VALUES ($1, $2, $3, $4, 'mary', 'workflowitem.updated', $5)", [
+      p,
+      s,
+      w,
+      at,
+      JSON.stringify(patch),
+    ]);
   }
 
   async getItem(p: string, s: string, w: string): Promise<string> {
@@ -113,8 +143,18 @@ export class PostgresPeer implements Peer {
   }
 
   async history(p: string, s: string, w: string): Promise<{ count: number; body: string }> {
-    const r = await this.c.query({ name: "history", text: "SELECT seq, at, actor, type, payload FROM event WHERE project_id = $1 AND subproject_id = $2 AND item_id = $3 ORDER BY seq", values: [p, s, w] });
-    const items = r.rows.map((x: { seq: string; at: string; actor: string; type: string; payload: string }) => ({ seq: Number(x.seq), at: x.at, actor: x.actor, type: x.type, payload: JSON.parse(x.payload) }));
+    const r = await this.c.query({
+      name: "history",
+      text: "SELECT seq, at, actor, type, payload FROM event WHERE project_id = $1 AND subproject_id = $2 AND item_id = $3 ORDER BY seq",
+      values: [p, s, w],
+    });
+    const items = r.rows.map((x: { seq: string; at: string; actor: string; type: string; payload: string }) => ({
+      seq: Number(x.seq),
+      at: x.at,
+      actor: x.actor,
+      type: x.type,
+      payload: JSON.parse(x.payload),
+    }));
     return { count: items.length, body: JSON.stringify({ items, nextCursor: null }) };
   }
 
@@ -129,7 +169,12 @@ export class PostgresPeer implements Peer {
         [p, s, ordering],
       );
       if (r.rowCount !== ordering.length) throw new Error("ordering names an id that is not a child");
-      await c.query("INSERT INTO event (project_id, subproject_id, item_id, at, actor, type, payload) VALUES ($1, $2, NULL, $3, 'mary', 'subproject.ordering_set', $4)", [p, s, new Date().toISOString(), JSON.stringify(ordering)]);
+      await c.query("INSERT INTO event (project_id, subproject_id, item_id, at, actor, type, payload) VALUES ($1, $2, NULL, $3, 'mary', 'subproject.ordering_set', $4)", [
+        p,
+        s,
+        new Date().toISOString(),
+        JSON.stringify(ordering),
+      ]);
       await c.query("COMMIT");
     } catch (e) {
       await c.query("ROLLBACK");

@@ -71,7 +71,7 @@ export class RawPeer implements Peer {
     const out: Buffer[] = [];
     for (const id of ordering) {
       const r = byId.get(id);
-      if (r && !placed.has(id)) (out.push(r.json), placed.add(id));
+      if (r && !placed.has(id)) out.push(r.json), placed.add(id);
     }
     const rest = rows.filter((r) => !placed.has(r.id)).sort((a, b) => a.at - b.at || (a.id < b.id ? -1 : 1));
     for (const r of rest) out.push(r.json);

@@ -69,7 +69,11 @@ export class ReplayPeer implements Peer {
             const { id, ...data } = it.data;
             this.#append(p.id, s.id, id, { type: "created", at: createdAtOf(base, i), data });
           });
-          if (s.ordering.length) this.#db.putSync(`${p.id}\0${s.id}\0~\0e\0${pad(1)}`, Buffer.from(JSON.stringify({ type: "ordering_set", at: new Date().toISOString(), data: {}, ordering: s.ordering })));
+          if (s.ordering.length)
+            this.#db.putSync(
+              `${p.id}\0${s.id}\0~\0e\0${pad(1)}`,
+              Buffer.from(JSON.stringify({ type: "ordering_set", at: new Date().toISOString(), data: {}, ordering: s.ordering })),
+            );
         }
       });
     }

@@ -98,7 +98,22 @@ export function loadSqlite(db: Database.Database, tree: Tree): void {
         s.items.forEach((it, i) => {
           const d = it.data;
           const at = createdAtOf(base, i);
-          insW.run(p.id, s.id, d.id, d.displayName, d.description ?? null, d.assignee ?? null, d.amountType, d.amount ?? null, d.currency ?? null, d.exchangeRate ?? null, d.dueDate ?? null, at, at, pos.get(d.id) ?? null);
+          insW.run(
+            p.id,
+            s.id,
+            d.id,
+            d.displayName,
+            d.description ?? null,
+            d.assignee ?? null,
+            d.amountType,
+            d.amount ?? null,
+            d.currency ?? null,
+            d.exchangeRate ?? null,
+            d.dueDate ?? null,
+            at,
+            at,
+            pos.get(d.id) ?? null,
+          );
           for (const who of viewersOf(d.assignee)) for (const intent of VIEW_INTENTS) insPerm.run(p.id, s.id, d.id, intent, who);
           insPerm.run(p.id, s.id, d.id, UPDATE_INTENT, "mary");
           insE.run(p.id, s.id, d.id, at, "workflowitem.created", JSON.stringify(d));
@@ -141,7 +156,12 @@ function statements(db: Database.Database) {
       ordering.forEach((id, i) => {
         if (set.run(i, p, s, id).changes !== 1) throw new Error(`ordering names ${id}, not a child`);
       });
-      db.prepare("INSERT INTO event (project_id, subproject_id, item_id, at, actor, type, payload) VALUES (?, ?, NULL, ?, 'mary', 'subproject.ordering_set', ?)").run(p, s, new Date().toISOString(), JSON.stringify(ordering));
+      db.prepare("INSERT INTO event (project_id, subproject_id, item_id, at, actor, type, payload) VALUES (?, ?, NULL, ?, 'mary', 'subproject.ordering_set', ?)").run(
+        p,
+        s,
+        new Date().toISOString(),
+        JSON.stringify(ordering),
+      );
     }),
     del: db.prepare("DELETE FROM project WHERE id = ?"),
   };

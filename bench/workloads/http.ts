@@ -64,7 +64,8 @@ function reorderOp(): DriverOp {
 
 export const http: Workload = {
   name: "http",
-  description: "HTTP under load (own processes, loopback): flowstore server vs Fastify + SQLite (synchronous=FULL) and the limit prototype; mixed load, paging under reorders, server memory",
+  description:
+    "HTTP under load (own processes, loopback): flowstore server vs Fastify + SQLite (synchronous=FULL) and the limit prototype; mixed load, paging under reorders, server memory",
   describe: (storeUrl) => (storeUrl ? http.description.replace("flowstore server", `flowstore server on ${storeKind(storeUrl)}`) : http.description),
   async run(ctx) {
     const seconds = Math.max(3, Math.round(10 * Math.min(ctx.scale, 3)));
@@ -81,7 +82,11 @@ export const http: Workload = {
       const flow = await started("flowstore-server.ts", fsStore);
       const peer = await started("sqlite-server.ts", ctx.tmpDir());
       const limit = await started("limit-server.ts", ctx.tmpDir());
-      const res = await fetch(`${flow.base}/api/v1/auth/token`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: "mary", password: ROOT_PASSWORD }) });
+      const res = await fetch(`${flow.base}/api/v1/auth/token`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ username: "mary", password: ROOT_PASSWORD }),
+      });
       if (!res.ok) throw new Error(`login: ${res.status}`);
       const { token } = (await res.json()) as { token: string };
       /** autocannon on one URL of `server`, with the server's CPU time meanwhile. */
@@ -98,7 +103,9 @@ export const http: Workload = {
         const out: string[] = [];
         let cursor: string | null = null;
         do {
-          const r: Response = await fetch(`${server.base}${listPath(sp, limit)}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, { headers: { authorization: `Bearer ${token}` } });
+          const r: Response = await fetch(`${server.base}${listPath(sp, limit)}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, {
+            headers: { authorization: `Bearer ${token}` },
+          });
           if (!r.ok) throw new Error(`list ${sp}: ${r.status}`);
           const page = (await r.json()) as { items: { id: string }[]; nextCursor: string | null };
           out.push(...page.items.map((x) => x.id));
@@ -109,7 +116,8 @@ export const http: Workload = {
       /** Fails unless `theirs` lists the ids of `ours` in the same order, naming where they part. */
       const sameOrder = (name: string, theirs: string, ours: string) => {
         const at = [...theirs].findIndex((ch, i) => ch !== ours[i]);
-        if (at >= 0 || theirs.length !== ours.length) throw new Error(`${name} lists another order than flowstore from …${theirs.slice(at - 30, at + 40)}… (flowstore: …${ours.slice(at - 30, at + 40)}…)`);
+        if (at >= 0 || theirs.length !== ours.length)
+          throw new Error(`${name} lists another order than flowstore from …${theirs.slice(at - 30, at + 40)}… (flowstore: …${ours.slice(at - 30, at + 40)}…)`);
       };
 
       // the large data set: list all 10,000 workflowitems of s10k page by page, then read the RSS
@@ -128,7 +136,15 @@ export const http: Workload = {
       /** The peer's row, then flowstore's against it, with the goals judged from both. */
       const pair = (what: string, sq: Cannon, fl: Cannon, goals?: (fl: Cannon, sq: Cannon) => Goal[], extra: Partial<Row> = {}) => {
         const ref = ctx.record({ name: `${what}: ${PEER} (req/s)`, opsPerSec: sq.rps, rounds: [sq.rps], note: loadNote(sq) });
-        return ctx.record({ name: `${what}: ${FS} (req/s)`, opsPerSec: fl.rps, rounds: [fl.rps], reference: ref.name, note: loadNote(fl), ...(goals ? { goals: goals(fl, sq) } : {}), ...extra });
+        return ctx.record({
+          name: `${what}: ${FS} (req/s)`,
+          opsPerSec: fl.rps,
+          rounds: [fl.rps],
+          reference: ref.name,
+          note: loadNote(fl),
+          ...(goals ? { goals: goals(fl, sq) } : {}),
+          ...extra,
+        });
       };
       const vsPeer = (target: number) => (fl: Cannon, sq: Cannon) => [timesAtLeast(fl.rps / sq.rps, target, "the peer")];
 
@@ -144,7 +160,12 @@ export const http: Workload = {
       // The limit prototype, then flowstore's list with the page cache off (a second server process on
       // the same store): what every list costs when the subproject changed since the last one.
       const lim = await load(limit, listPath(S1K));
-      ctx.record({ name: "list 1,000 workflowitems: limit prototype (Fastify + JWT, one lmdb-js range read of 1,000 stored JSON values, joined) (req/s)", opsPerSec: lim.rps, rounds: [lim.rps], note: loadNote(lim) });
+      ctx.record({
+        name: "list 1,000 workflowitems: limit prototype (Fastify + JWT, one lmdb-js range read of 1,000 stored JSON values, joined) (req/s)",
+        opsPerSec: lim.rps,
+        rounds: [lim.rps],
+        note: loadNote(lim),
+      });
       const cold = await started("flowstore-server.ts", fsStore, "nocache");
       const c = await load(cold, listPath(S1K));
       await stop(cold.child);
@@ -216,7 +237,13 @@ export const http: Workload = {
       const pagingWhat = `page through 10,000 workflowitems, limits 1–100, ${CONNECTIONS} clients`;
       const aloneRun = await drivenCpu(flow, { connections: CONNECTIONS, ops: PAGES });
       const alone = { ...aloneRun.ops[0]!, serverCpuMs: aloneRun.serverCpuMs };
-      const aloneRow = ctx.record({ name: `${pagingWhat}, no writer: ${FS} (pages/s)`, opsPerSec: alone.rps, rounds: [alone.rps], note: `${loadNote(alone)}, max ${alone.max} ms`, goals: [msBelow("p99", alone.p99, 100)] });
+      const aloneRow = ctx.record({
+        name: `${pagingWhat}, no writer: ${FS} (pages/s)`,
+        opsPerSec: alone.rps,
+        rounds: [alone.rps],
+        note: `${loadNote(alone)}, max ${alone.max} ms`,
+        goals: [msBelow("p99", alone.p99, 100)],
+      });
       const reorders = driven(flow, { seconds: seconds + 2, connections: WRITER_IN_FLIGHT, rate: 20, ops: [reorderOp()] });
       await reorders.started;
       const paging = await drivenCpu(flow, { connections: CONNECTIONS, ops: PAGES });

@@ -64,11 +64,7 @@ export const kv: Workload = {
   async run(ctx) {
     const store: KvStore = await ctx.openStore();
     const value = Buffer.alloc(VALUE_BYTES, 0x61);
-    const raw = isRedisUrl(ctx.storeUrl)
-      ? redisBaseline(ctx, value)
-      : isPostgresUrl(ctx.storeUrl)
-        ? await postgresBaseline(ctx, value)
-        : lmdbBaseline(ctx, value);
+    const raw = isRedisUrl(ctx.storeUrl) ? redisBaseline(ctx, value) : isPostgresUrl(ctx.storeUrl) ? await postgresBaseline(ctx, value) : lmdbBaseline(ctx, value);
     const P = raw.partition;
     const { names } = raw;
     try {
@@ -384,7 +380,12 @@ async function postgresBaseline(ctx: BenchContext, value: Buffer): Promise<Basel
     scanRound(times) {
       return async () => {
         for (let s = 0; s < times; s++) {
-          const r = await q("scan", `SELECT key, version, value FROM ${records} WHERE partition = $1 AND key >= $2 AND key < $3 ORDER BY key LIMIT $4`, [pBytes, lo, hi, SCAN_KEYS + 1]);
+          const r = await q("scan", `SELECT key, version, value FROM ${records} WHERE partition = $1 AND key >= $2 AND key < $3 ORDER BY key LIMIT $4`, [
+            pBytes,
+            lo,
+            hi,
+            SCAN_KEYS + 1,
+          ]);
           if (r.rows.length !== SCAN_KEYS) throw new Error(`raw scan read ${r.rows.length}`);
         }
       };

@@ -33,7 +33,10 @@ export const pagination: Workload = {
     await wf.createSubproject(MARY, P, { id: S, displayName: "Big", currency: "EUR" });
     const ids = Array.from({ length: n }, (_, i) => i);
     for (let i = 0; i < n; i += 2048) await pool(ids.slice(i, i + 2048), 256, (k) => wf.createWorkflowitem(MARY, P, S, itemData(k, "EUR")));
-    const ordering = ids.slice(n - 1_000).map(itemId).reverse();
+    const ordering = ids
+      .slice(n - 1_000)
+      .map(itemId)
+      .reverse();
     await wf.reorderWorkflowitems(MARY, P, S, ordering);
     process.stdout.write(`  built ${n} workflowitems in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
 

@@ -207,11 +207,7 @@ export const processData = {
     const t0 = performance.now();
     await load(pd, others);
     ctx.note(`loaded ${others.toLocaleString("en-US")} other form submissions in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-    await deleteRounds(
-      pd,
-      `delete instance (10 records) among ${others.toLocaleString("en-US")}`,
-      `delete instance (10 records) among ${SMALL_STORE.toLocaleString("en-US")}`,
-    );
+    await deleteRounds(pd, `delete instance (10 records) among ${others.toLocaleString("en-US")}`, `delete instance (10 records) among ${SMALL_STORE.toLocaleString("en-US")}`);
     // A page of the keyspace list in the big store, for the record.
     const page = await pd.list(SYSTEM, FS, { limit: 100 });
     if (page.items.length !== 100) throw new Error("listing the loaded keyspace failed");

@@ -48,13 +48,23 @@ export const resources: Workload = {
     await ctx.compare({
       ops: gets,
       goal: 1.5,
-      reference: { name: "get (raw lmdb getEntry, same key)", round: () => { for (let i = 0; i < gets; i++) if (!db.getEntry(getKey)) throw new Error("missing"); } },
+      reference: {
+        name: "get (raw lmdb getEntry, same key)",
+        round: () => {
+          for (let i = 0; i < gets; i++) if (!db.getEntry(getKey)) throw new Error("missing");
+        },
+      },
       subject: getRow("ResourceStore.getJson", undefined),
     });
     await ctx.compare({
       ops: gets,
       goal: 1.5,
-      reference: { name: "get (raw lmdb getEntry awaited, same key)", round: async () => { for (let i = 0; i < gets; i++) if (!(await db.getEntry(getKey))) throw new Error("missing"); } },
+      reference: {
+        name: "get (raw lmdb getEntry awaited, same key)",
+        round: async () => {
+          for (let i = 0; i < gets; i++) if (!(await db.getEntry(getKey))) throw new Error("missing");
+        },
+      },
       subject: { name: "get (ResourceStore.getJson) ", round: getRow("", undefined).round },
     });
     const lists = Math.max(1, Math.round(3 * ctx.scale));
@@ -93,11 +103,26 @@ export const resources: Workload = {
     await ctx.compare({
       ops: single,
       goal: 3,
-      reference: { name: "durable put of the record's bytes, 1 writer (raw lmdb)", round: async () => { for (let i = 0; i < single; i++) await rawPut(); } },
-      subject: { name: "create workflowitem, 1 writer (ResourceStore, durable)", round: async () => { for (let i = 0; i < single; i++) await create(); } },
+      reference: {
+        name: "durable put of the record's bytes, 1 writer (raw lmdb)",
+        round: async () => {
+          for (let i = 0; i < single; i++) await rawPut();
+        },
+      },
+      subject: {
+        name: "create workflowitem, 1 writer (ResourceStore, durable)",
+        round: async () => {
+          for (let i = 0; i < single; i++) await create();
+        },
+      },
     });
     const per = Math.max(2, Math.round(4 * ctx.scale));
-    const many = (one: () => Promise<unknown>) => () => Promise.all(Array.from({ length: WRITERS }, async () => { for (let i = 0; i < per; i++) await one(); })).then(() => {});
+    const many = (one: () => Promise<unknown>) => () =>
+      Promise.all(
+        Array.from({ length: WRITERS }, async () => {
+          for (let i = 0; i < per; i++) await one();
+        }),
+      ).then(() => {});
     await ctx.compare({
       ops: WRITERS * per,
       goal: 3,
@@ -128,8 +153,18 @@ export const resources: Workload = {
     await ctx.compare({
       ops: gets,
       goal: 1.2,
-      reference: { name: `get, store of ${(N + 2).toLocaleString("en-US")} resources`, round: async () => { for (let i = 0; i < gets; i++) await store.reads.getJson(MARY, target); } },
-      subject: { name: `get, store of ${resourcesInBig.toLocaleString("en-US")} resources`, round: async () => { for (let i = 0; i < gets; i++) await bigStore.reads.getJson(MARY, target); } },
+      reference: {
+        name: `get, store of ${(N + 2).toLocaleString("en-US")} resources`,
+        round: async () => {
+          for (let i = 0; i < gets; i++) await store.reads.getJson(MARY, target);
+        },
+      },
+      subject: {
+        name: `get, store of ${resourcesInBig.toLocaleString("en-US")} resources`,
+        round: async () => {
+          for (let i = 0; i < gets; i++) await bigStore.reads.getJson(MARY, target);
+        },
+      },
     });
     await ctx.compare({
       ops: lists,

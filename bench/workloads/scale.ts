@@ -69,8 +69,7 @@ function memory(): { rss: number; anon: number; file: number; heap: number } {
   return { rss: m.rss, anon: kb("RssAnon"), file: kb("RssFile"), heap: m.heapUsed };
 }
 
-const showMemory = (m: ReturnType<typeof memory>): string =>
-  `RSS ${mib(m.rss)} (anonymous ${mib(m.anon)}, file-backed ${mib(m.file)}), heap used ${mib(m.heap)}`;
+const showMemory = (m: ReturnType<typeof memory>): string => `RSS ${mib(m.rss)} (anonymous ${mib(m.anon)}, file-backed ${mib(m.file)}), heap used ${mib(m.heap)}`;
 
 /** A second store of the same kind beside the one under test: another LMDB directory, Redis namespace or PostgreSQL schema. */
 async function openBeside(ctx: BenchContext, name: string): Promise<{ kv: KvStore; close: () => Promise<void> }> {
@@ -169,14 +168,14 @@ export const scale: Workload = {
     const largeRate = await build(large, top, (done, rate) => {
       tenths.push(rate);
       const m = memory();
-      memoryLines.push(`${n(done)} items (${(((performance.now() - t0) / 1000)).toFixed(0)} s): ${n(rate)} items/s over the last tenth; ${showMemory(m)}`);
+      memoryLines.push(`${n(done)} items (${((performance.now() - t0) / 1000).toFixed(0)} s): ${n(rate)} items/s over the last tenth; ${showMemory(m)}`);
       process.stdout.write(`  built ${n(done)} of ${n(top)}: ${n(rate)} items/s, RSS ${mib(m.rss)} (anonymous ${mib(m.anon)})\n`);
     });
     ctx.record({
       name: `build ${n(top)} workflowitems (createWorkflowitem, ${IN_FLIGHT} in flight, durable) (items/s)`,
       opsPerSec: largeRate,
       rounds: tenths,
-      note: `${((top / largeRate) / 60).toFixed(1)} min`,
+      note: `${(top / largeRate / 60).toFixed(1)} min`,
     });
     ctx.record({
       name: `build rate, last tenth (to ${n(top)}) (items/s)`,
@@ -195,7 +194,13 @@ export const scale: Workload = {
     const pages = new Map<FlowstorePeer, Map<number, { s: string; cursor: string | null }[]>>();
     for (const fs of [small, large]) {
       const subs = sample(subprojectsOf(fs), 10);
-      pages.set(fs, new Map([[100, await cursors(fs, subs, 100)], [1_000, await cursors(fs, subs, 1_000)]]));
+      pages.set(
+        fs,
+        new Map([
+          [100, await cursors(fs, subs, 100)],
+          [1_000, await cursors(fs, subs, 1_000)],
+        ]),
+      );
     }
     /** Both sides of a comparison; `again`: each round draws the same picks (a working set read again), else new ones. */
     const sides = (what: string, ops: number, op: (fs: FlowstorePeer, pick: () => number) => Promise<unknown>, again = false) => {
@@ -217,7 +222,10 @@ export const scale: Workload = {
     };
     await ctx.compare({ ops: 2_000, goal: GOAL, ...sides("get one workflowitem, random in the tree, each read for the first time (getJson)", 2_000, getOne) });
     await ctx.compare({ ops: 2_000, goal: GOAL, ...sides("get one workflowitem, the same 2,000 random ones each round (getJson)", 2_000, getOne, true) });
-    for (const [limit, ops] of [[100, 200], [1_000, 20]] as const) {
+    for (const [limit, ops] of [
+      [100, 200],
+      [1_000, 20],
+    ] as const) {
       const page = sides(`page of ${n(limit)} at a random depth of a random subproject (listOrderedJson, no page cache)`, ops, async (fs, pick) => {
         const all = pages.get(fs)!.get(limit)!;
         const at = all[Math.floor(pick() * all.length)]!;

@@ -44,7 +44,15 @@ export const trubudget: Workload = {
       await loadFlowstore(flowstore.workflow, { projects: [{ id: P, subprojects: [subproject(S, N, "EUR", 100)] }], updates: [] });
       // 1,000 projects in all: the one above and 999 more
       const more = Array.from({ length: N - 1 }, (_, i) => i);
-      await pool(more, 64, (i) => flowstore.workflow.createProject(MARY, { id: `tp${i}`, displayName: `Project ${i}`, description: "a project of the bench", tags: ["bench"], projectedBudgets: [{ organization: "KfW", value: "1000.00", currencyCode: "EUR" }] }));
+      await pool(more, 64, (i) =>
+        flowstore.workflow.createProject(MARY, {
+          id: `tp${i}`,
+          displayName: `Project ${i}`,
+          description: "a project of the bench",
+          tags: ["bench"],
+          projectedBudgets: [{ organization: "KfW", value: "1000.00", currencyCode: "EUR" }],
+        }),
+      );
       process.stdout.write(`  built ${N} projects and ${N} workflowitems in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
 
       const login = await app.inject({ method: "POST", url: "/api/user.authenticate", payload: { apiVersion: "1.0", data: { user: { id: "mary", password: ROOT_PASSWORD } } } });
@@ -55,8 +63,18 @@ export const trubudget: Workload = {
         ops: times,
         goal: 1.3,
         rounds: 11,
-        reference: { name: `project.list of ${N.toLocaleString("en-US")}: native GET /api/v1/projects?limit=${N}`, round: async () => { for (let t = 0; t < times; t++) await get(app, token, `/api/v1/projects?limit=${N}`, (b) => b.items.length); } },
-        subject: { name: `project.list of ${N.toLocaleString("en-US")}: TruBudget GET /api/project.list`, round: async () => { for (let t = 0; t < times; t++) await get(app, token, "/api/project.list", (b) => b.data.items.length); } },
+        reference: {
+          name: `project.list of ${N.toLocaleString("en-US")}: native GET /api/v1/projects?limit=${N}`,
+          round: async () => {
+            for (let t = 0; t < times; t++) await get(app, token, `/api/v1/projects?limit=${N}`, (b) => b.items.length);
+          },
+        },
+        subject: {
+          name: `project.list of ${N.toLocaleString("en-US")}: TruBudget GET /api/project.list`,
+          round: async () => {
+            for (let t = 0; t < times; t++) await get(app, token, "/api/project.list", (b) => b.data.items.length);
+          },
+        },
       });
       await ctx.compare({
         ops: times,
@@ -64,11 +82,15 @@ export const trubudget: Workload = {
         rounds: 11,
         reference: {
           name: `workflowitem.list of ${N.toLocaleString("en-US")}: native GET …/workflowitems?limit=${N}`,
-          round: async () => { for (let t = 0; t < times; t++) await get(app, token, `/api/v1/projects/${P}/subprojects/${S}/workflowitems?limit=${N}`, (b) => b.items.length); },
+          round: async () => {
+            for (let t = 0; t < times; t++) await get(app, token, `/api/v1/projects/${P}/subprojects/${S}/workflowitems?limit=${N}`, (b) => b.items.length);
+          },
         },
         subject: {
           name: `workflowitem.list of ${N.toLocaleString("en-US")}: TruBudget GET /api/workflowitem.list`,
-          round: async () => { for (let t = 0; t < times; t++) await get(app, token, `/api/workflowitem.list?projectId=${P}&subprojectId=${S}`, (b) => b.data.workflowitems.length); },
+          round: async () => {
+            for (let t = 0; t < times; t++) await get(app, token, `/api/workflowitem.list?projectId=${P}&subprojectId=${S}`, (b) => b.data.workflowitems.length);
+          },
         },
       });
       ctx.note(

@@ -29,13 +29,16 @@ export const visibility: Workload = {
     const users = Array.from({ length: USERS }, (_, i) => `u${String(i).padStart(3, "0")}`);
     for (const u of users) await wf.store.global.grant(SYSTEM, "global.createProject", u);
     const started = Date.now();
-    await pool(Array.from({ length: n }, (_, i) => i), 64, (i) =>
-      wf.createProject(userActor(users[i % USERS]!), {
-        id: `p${String(i).padStart(6, "0")}`,
-        displayName: `Project ${i} ${TAGS[i % TAGS.length]} district ${i % 37}`,
-        tags: [TAGS[(i * 7) % TAGS.length]!],
-        assignee: users[(i * 3) % USERS]!,
-      }),
+    await pool(
+      Array.from({ length: n }, (_, i) => i),
+      64,
+      (i) =>
+        wf.createProject(userActor(users[i % USERS]!), {
+          id: `p${String(i).padStart(6, "0")}`,
+          displayName: `Project ${i} ${TAGS[i % TAGS.length]} district ${i % 37}`,
+          tags: [TAGS[(i * 7) % TAGS.length]!],
+          assignee: users[(i * 3) % USERS]!,
+        }),
     );
     ctx.note(`${n.toLocaleString("en")} projects created through the workflow commands (64 in flight) in ${((Date.now() - started) / 1000).toFixed(1)} s.`);
     const caller = userActor("u042", ["g042"]);

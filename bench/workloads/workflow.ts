@@ -62,9 +62,17 @@ export const workflow: Workload = {
         ops: gets,
         goal: 1.5,
         reference: { name: `get workflowitem (${raw.get.what}, same key)`, round: raw.get(getAddress.partition, getAddress.key, gets) },
-        subject: { name: "get workflowitem (flowstore getJson)", round: async () => { for (let i = 0; i < gets; i++) await fs.wf.store.reads.getJson(MARY, workflowitemRef(P, S10K, itemId(4242))); } },
+        subject: {
+          name: "get workflowitem (flowstore getJson)",
+          round: async () => {
+            for (let i = 0; i < gets; i++) await fs.wf.store.reads.getJson(MARY, workflowitemRef(P, S10K, itemId(4242)));
+          },
+        },
       });
-      for (const [s, n, lists] of [[S1K, 1_000, 20], [S10K, 10_000, 3]] as const) {
+      for (const [s, n, lists] of [
+        [S1K, 1_000, 20],
+        [S10K, 10_000, 3],
+      ] as const) {
         const l = fs.wf.store.childrenAddress(subprojectRef(P, s), "workflowitem");
         const times = Math.max(1, Math.round(lists * ctx.scale));
         await ctx.compare({
@@ -132,7 +140,13 @@ export const workflow: Workload = {
       const expect = ids((await fs.listSubproject(P, S10K)).body);
       for (const peer of peers) if (ids((await peer.listSubproject(P, S10K)).body) !== expect) throw new Error(`${peer.name} lists another order`);
       for (const { op, run } of ops) {
-        const [ref, ...subjects] = all.map((peer) => ({ name: `${op}: ${peer.name}`, maxOps: 10_000, run: async (n: number) => { for (let i = 0; i < n; i++) await run(peer); } }));
+        const [ref, ...subjects] = all.map((peer) => ({
+          name: `${op}: ${peer.name}`,
+          maxOps: 10_000,
+          run: async (n: number) => {
+            for (let i = 0; i < n; i++) await run(peer);
+          },
+        }));
         await ctx.compareAll({ reference: ref!, subjects, rounds: 5, ...(goals[op] ? { goals: goals[op] } : {}) });
         for (const s of skipped) ctx.skip(`${op}: ${s.name}`, "server not reachable", ref!.name);
       }
@@ -241,7 +255,11 @@ function rawReader(kv: KvStore, storeUrl: string | undefined): RawReader | null 
         const values = [encodeNested(partition), start, end];
         return async () => {
           for (let t = 0; t < times; t++) {
-            const r = await pool.query({ name: "wf_range", text: `SELECT key, version, value FROM ${records} WHERE partition = $1 AND key >= $2 AND key < $3 ORDER BY key`, values });
+            const r = await pool.query({
+              name: "wf_range",
+              text: `SELECT key, version, value FROM ${records} WHERE partition = $1 AND key >= $2 AND key < $3 ORDER BY key`,
+              values,
+            });
             expectCount(r.rows.length, count);
           }
         };

@@ -70,13 +70,7 @@ export class Archive {
    * once by content), then applies retention. Throws ValidationError (field named), TooLargeError
    * (limit named) or ConflictError (explicit `modified` already taken); on any error nothing is stored.
    */
-  async write(
-    actor: Actor,
-    uniqueId: string,
-    document: unknown,
-    files?: Iterable<FileInput> | AsyncIterable<FileInput>,
-    options?: WriteOptions,
-  ): Promise<WrittenSnapshot> {
+  async write(actor: Actor, uniqueId: string, document: unknown, files?: Iterable<FileInput> | AsyncIterable<FileInput>, options?: WriteOptions): Promise<WrittenSnapshot> {
     await this.#may(actor, "write");
     const summary = await writeSnapshot(this.#ctx, uniqueId, document, files, options);
     // The document's own retention item (Imixs's `$snapshot.history`) beside the global rule: it wins for its unique id.

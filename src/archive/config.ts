@@ -37,8 +37,7 @@ export interface ArchiveContext {
 }
 
 export function createContext(kv: KvStore, options: ArchiveOptions = {}): ArchiveContext {
-  const maxSnapshotBytes =
-    options.maxSnapshotBytes === undefined ? DEFAULT_MAX_SNAPSHOT_BYTES : validateLimit(options.maxSnapshotBytes, "maxSnapshotBytes");
+  const maxSnapshotBytes = options.maxSnapshotBytes === undefined ? DEFAULT_MAX_SNAPSHOT_BYTES : validateLimit(options.maxSnapshotBytes, "maxSnapshotBytes");
   const keepNewest = options.keepNewest;
   if (keepNewest !== undefined && (!Number.isSafeInteger(keepNewest) || keepNewest < 1)) {
     throw new ValidationError("keepNewest is a positive integer", "keepNewest");

@@ -84,13 +84,18 @@ export async function sha256OfMd5(kv: KvStore, md5: string): Promise<string | un
 export type FileContent = Uint8Array | Readable | AsyncIterable<Uint8Array | string> | Iterable<Uint8Array>;
 
 function asAsyncIterable(content: FileContent, field: string): AsyncIterable<Uint8Array | string> {
-  if (content instanceof Uint8Array) return (async function* () { yield content; })();
+  if (content instanceof Uint8Array)
+    return (async function* () {
+      yield content;
+    })();
   if (content && typeof (content as AsyncIterable<Uint8Array>)[Symbol.asyncIterator] === "function") {
     return content as AsyncIterable<Uint8Array | string>;
   }
   if (content && typeof (content as Iterable<Uint8Array>)[Symbol.iterator] === "function" && typeof content !== "string") {
     const it = content as Iterable<Uint8Array>;
-    return (async function* () { yield* it; })();
+    return (async function* () {
+      yield* it;
+    })();
   }
   throw new ValidationError("file content is bytes, a Readable stream or an (async) iterable of bytes", field);
 }
@@ -100,13 +105,7 @@ function asAsyncIterable(content: FileContent, field: string): AsyncIterable<Uin
  * `budget`. At most two chunks are in memory: the one being filled and the one being committed.
  * On any failure the caller removes the partition (see rollback in write.ts).
  */
-export async function stageFile(
-  kv: KvStore,
-  store: StoreId,
-  content: FileContent,
-  budget: SizeBudget,
-  field: string,
-): Promise<StagedFile> {
+export async function stageFile(kv: KvStore, store: StoreId, content: FileContent, budget: SizeBudget, field: string): Promise<StagedFile> {
   const partition = chunkPartition(store);
   const hash = createHash("sha256");
   const md5 = createHash("md5");
@@ -233,12 +232,7 @@ export function sameStore(a: StoreId, b: StoreId): boolean {
  * Removes the reference `ref` from the file; the last reference's removal deletes the file and its
  * chunks (journaled, so a crash in between is finished by recovery). Idempotent.
  */
-export async function removeRef(
-  kv: KvStore,
-  sha256: string,
-  ref: StoreId,
-  active: Set<string>,
-): Promise<{ freed: boolean }> {
+export async function removeRef(kv: KvStore, sha256: string, ref: StoreId, active: Set<string>): Promise<{ freed: boolean }> {
   const partition = filePartition(sha256);
   for (let attempt = 0; attempt < MAX_RETRIES; attempt++) {
     const { meta, hasRef } = await readMeta(kv, sha256, ref);

@@ -9,7 +9,6 @@ export const MAX_UNIQUE_ID_LENGTH = 256;
 /** The latest instant a JavaScript Date can hold. */
 const MAX_MILLIS = 8_640_000_000_000_000;
 
-
 export function validateUniqueId(uniqueId: unknown, field = "uniqueId"): asserts uniqueId is string {
   if (typeof uniqueId !== "string" || uniqueId.length === 0) {
     throw new ValidationError("a unique id is a non-empty string", field);

@@ -35,9 +35,6 @@ export class SizeBudget {
   }
 
   error(): TooLargeError {
-    return new TooLargeError(
-      `${this.what} may hold at most ${human(this.limit)} (limit ${this.limit} bytes)`,
-      this.limit,
-    );
+    return new TooLargeError(`${this.what} may hold at most ${human(this.limit)} (limit ${this.limit} bytes)`, this.limit);
   }
 }

@@ -17,18 +17,7 @@ import type { KvStore } from "../kv/contract.js";
 import { layout } from "./layout.js";
 import type { ArchiveContext } from "./config.js";
 import { encodeDocument, itemCount, itemTime, type ArchiveDocument } from "./document.js";
-import {
-  addRef,
-  chunkPartition,
-  getFileMeta,
-  putMd5Alias,
-  removeRef,
-  sameStore,
-  stagedFile,
-  stageFile,
-  stagingExists,
-  type FileContent,
-} from "./files.js";
+import { addRef, chunkPartition, getFileMeta, putMd5Alias, removeRef, sameStore, stagedFile, stageFile, stagingExists, type FileContent } from "./files.js";
 import { snapshotIdOf, validateMillis, validateUniqueId } from "./ids.js";
 import { fromJson, JOURNAL, journalDeletePrefix, journalPut } from "./journal.js";
 import { SizeBudget } from "./limits.js";
@@ -37,7 +26,6 @@ import {
   latestMillis,
   putDateIndex,
   readDocumentBytes,
-  snapKey,
   snapshotOps,
   snapshotPartition,
   summaryOf,
@@ -73,7 +61,6 @@ export interface UploadEntry {
   readonly uniqueId: string;
   readonly startedAt: number;
 }
-
 
 function validateFileName(name: unknown, field: string, seen: Set<string>): asserts name is string {
   if (typeof name !== "string" || name.length === 0 || name.length > MAX_FILE_NAME_LENGTH) {

@@ -11,22 +11,16 @@ import { print, withStore } from "./store.js";
 
 export function archiveCommands(program: Command): void {
   const archive = program.command("archive").description("archive closed projects and restore them (as the system actor)");
-  storeOptions(
-    archive
-      .command("project <id>")
-      .description("store a closed project (its whole tree and history) as one snapshot project:<id>; prints the snapshot"),
-  )
+  storeOptions(archive.command("project <id>").description("store a closed project (its whole tree and history) as one snapshot project:<id>; prints the snapshot"))
     .addOption(new Option("--drop", "then delete the live project and drop its partition"))
     .action(async (id: string, options: StoreOptions & { drop?: boolean }) =>
       print(await withStore(options, (store) => store.archiveProject(SYSTEM, id, { drop: options.drop === true }))),
     );
-  storeOptions(
-    archive
-      .command("restore <snapshotId>")
-      .description("restore an archived project where it does not exist; prints the restored project and its chain check"),
-  ).action(async (snapshotId: string, options: StoreOptions) => {
-    const restored = await withStore(options, (store) => store.restoreProject(SYSTEM, snapshotId));
-    print(restored);
-    if (!restored.verify.ok) process.exitCode = EXIT.verificationFailed;
-  });
+  storeOptions(archive.command("restore <snapshotId>").description("restore an archived project where it does not exist; prints the restored project and its chain check")).action(
+    async (snapshotId: string, options: StoreOptions) => {
+      const restored = await withStore(options, (store) => store.restoreProject(SYSTEM, snapshotId));
+      print(restored);
+      if (!restored.verify.ok) process.exitCode = EXIT.verificationFailed;
+    },
+  );
 }

@@ -21,8 +21,8 @@ export function identityCommands(program: Command): void {
       const password = await readPassword();
       print(await withIdentity(options, (identity) => identity.createUser(SYSTEM, { id, displayName: options.displayName ?? id, password })));
     });
-  storeOptions(user.command("disable <id>").description("disable a user: it can no longer log in and its tokens stop working")).action(
-    async (id: string, options: StoreOptions) => print(await withIdentity(options, (identity) => identity.disableUser(SYSTEM, id))),
+  storeOptions(user.command("disable <id>").description("disable a user: it can no longer log in and its tokens stop working")).action(async (id: string, options: StoreOptions) =>
+    print(await withIdentity(options, (identity) => identity.disableUser(SYSTEM, id))),
   );
   storeOptions(user.command("enable <id>").description("enable a disabled user")).action(async (id: string, options: StoreOptions) =>
     print(await withIdentity(options, (identity) => identity.enableUser(SYSTEM, id))),
@@ -40,15 +40,10 @@ export function identityCommands(program: Command): void {
     .addOption(new Option("--display-name <name>", "display name (default: the id)"))
     .addOption(new Option("--member <userId...>", "initial members"))
     .action(async (id: string, options: StoreOptions & { displayName?: string; member?: string[] }) =>
-      print(
-        await withIdentity(options, (identity) =>
-          identity.createGroup(SYSTEM, { id, displayName: options.displayName ?? id, members: options.member ?? [] }),
-        ),
-      ),
+      print(await withIdentity(options, (identity) => identity.createGroup(SYSTEM, { id, displayName: options.displayName ?? id, members: options.member ?? [] }))),
     );
   const member = group.command("member").description("manage group members");
-  storeOptions(member.command("add <groupId> <userId>").description("add a user to a group")).action(
-    async (groupId: string, userId: string, options: StoreOptions) =>
-      print(await withIdentity(options, (identity) => identity.addMember(SYSTEM, groupId, userId))),
+  storeOptions(member.command("add <groupId> <userId>").description("add a user to a group")).action(async (groupId: string, userId: string, options: StoreOptions) =>
+    print(await withIdentity(options, (identity) => identity.addMember(SYSTEM, groupId, userId))),
   );
 }

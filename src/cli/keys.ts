@@ -124,9 +124,7 @@ export function keysCommands(program: Command): void {
     });
 
   storeOptions(
-    keys
-      .command("rotate")
-      .description("re-seal every process-data access token under a new key and replace the JWT secret (every session ends); stop the servers first"),
+    keys.command("rotate").description("re-seal every process-data access token under a new key and replace the JWT secret (every session ends); stop the servers first"),
   ).action(async (options: StoreOptions) => {
     const envKey = readEnv("FLOWSTORE_PROCESS_DATA_KEY");
     const next = join(options.data, `${KEY_FILE}.next`);

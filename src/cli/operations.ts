@@ -52,31 +52,40 @@ export function operationCommands(program: Command): void {
     .addOption(new Option("--in <file>", "input file (default: stdin)"))
     .addOption(new Option("--resume", "finish an import that was cut off, from the same export"))
     .action(async (options: StoreOptions & { in?: string; resume?: boolean }) => {
-      await withStore(options, async ({ kv }) => {
-        // The total is the export's size: progress counts the bytes read (stdin has no total).
-        const input = options.in ? createReadStream(options.in) : process.stdin;
-        const size = options.in ? (await stat(options.in)).size : undefined;
-        const progress = progressBar(process.stderr, "imported", size === undefined ? "partitions" : "KiB", size === undefined ? undefined : kib(size));
-        let read = 0;
-        if (size !== undefined) input.on("data", (chunk: Buffer | string) => (read += chunk.length));
-        const counts = await importStore(kv, input, (c) => progress.update(size === undefined ? c.partitions : kib(read), `${c.partitions} partitions, ${c.entries} entries`), {
-          resume: options.resume === true,
-        });
-        progress.done(`${counts.partitions} partitions, ${counts.entries} entries`);
-      }, { create: true });
+      await withStore(
+        options,
+        async ({ kv }) => {
+          // The total is the export's size: progress counts the bytes read (stdin has no total).
+          const input = options.in ? createReadStream(options.in) : process.stdin;
+          const size = options.in ? (await stat(options.in)).size : undefined;
+          const progress = progressBar(process.stderr, "imported", size === undefined ? "partitions" : "KiB", size === undefined ? undefined : kib(size));
+          let read = 0;
+          if (size !== undefined) input.on("data", (chunk: Buffer | string) => (read += chunk.length));
+          const counts = await importStore(kv, input, (c) => progress.update(size === undefined ? c.partitions : kib(read), `${c.partitions} partitions, ${c.entries} entries`), {
+            resume: options.resume === true,
+          });
+          progress.done(`${counts.partitions} partitions, ${counts.entries} entries`);
+        },
+        { create: true },
+      );
     });
 
   storeOptions(
-    program
-      .command("verify")
-      .description("verify every partition (hash chain, ledger anchor, every stored key against the replay of the log); exit 1 on the first divergence"),
+    program.command("verify").description("verify every partition (hash chain, ledger anchor, every stored key against the replay of the log); exit 1 on the first divergence"),
   )
     .addOption(new Option("--checkpoint <file>", "prove that the history of the checkpoint's partition extends this signed checkpoint (GET …/checkpoint)"))
     .addOption(new Option("--since-checkpoint <file>", "like --checkpoint, but check only the chain after the checkpoint (incremental)").conflicts("checkpoint"))
-    .addOption(new Option("--trust <fingerprint>", "the signing key's SHA-256 fingerprint (default: FLOWSTORE_CHECKPOINT_KEY's or the key in --data; with neither, a checkpoint is refused)"))
     .addOption(
-      new Option("--incremental <file>", "verify each partition from the head the last run recorded in <file> (the chain after it, not the stored keys); partitions new to it in full; then record the verified heads there (0600)")
-        .conflicts(["checkpoint", "sinceCheckpoint"]),
+      new Option(
+        "--trust <fingerprint>",
+        "the signing key's SHA-256 fingerprint (default: FLOWSTORE_CHECKPOINT_KEY's or the key in --data; with neither, a checkpoint is refused)",
+      ),
+    )
+    .addOption(
+      new Option(
+        "--incremental <file>",
+        "verify each partition from the head the last run recorded in <file> (the chain after it, not the stored keys); partitions new to it in full; then record the verified heads there (0600)",
+      ).conflicts(["checkpoint", "sinceCheckpoint"]),
     )
     .action(async (options: StoreOptions & { checkpoint?: string; sinceCheckpoint?: string; trust?: string; incremental?: string }) => {
       const file = options.checkpoint ?? options.sinceCheckpoint;
@@ -105,7 +114,8 @@ export function operationCommands(program: Command): void {
           heads ? { since: (p) => heads.get(JSON.stringify(p)) } : {},
         );
         // A failed partition keeps the head it last verified at: the next run checks it from there again.
-        if (heads && options.incremental !== undefined) await writePrivateFile(options.incremental, `${JSON.stringify({ format: VERIFIED_HEADS_FORMAT, heads: Object.fromEntries(heads) }, null, 1)}\n`);
+        if (heads && options.incremental !== undefined)
+          await writePrivateFile(options.incremental, `${JSON.stringify({ format: VERIFIED_HEADS_FORMAT, heads: Object.fromEntries(heads) }, null, 1)}\n`);
         progress.done(`${chains.partitions} partitions, ${chains.events} events`);
         return unfinished ? { ...chains, ok: false, unfinishedImport: true } : chains;
       });
@@ -124,15 +134,23 @@ export function operationCommands(program: Command): void {
         if (!Number.isInteger(x) || x < 1 || x > 100_000) throw new UsageError(`--${name} must be an integer from 1 to 100000`);
         return x;
       };
-      const sizes = { projects: n(options.projects, "projects"), subprojectsPerProject: n(options.subprojects, "subprojects"), workflowitemsPerSubproject: n(options.workflowitems, "workflowitems") };
+      const sizes = {
+        projects: n(options.projects, "projects"),
+        subprojectsPerProject: n(options.subprojects, "subprojects"),
+        workflowitemsPerSubproject: n(options.workflowitems, "workflowitems"),
+      };
       const password = readEnv("FLOWSTORE_DEMO_PASSWORD") ?? CONFIG.FLOWSTORE_DEMO_PASSWORD.default;
-      await withStore(options, async ({ identity, workflow }) => {
-        await ensureDemoIdentities(identity, password);
-        const progress = progressBar(process.stderr, "created", "workflowitems", sizes.projects * sizes.subprojectsPerProject * sizes.workflowitemsPerSubproject);
-        const summary = await generateDemo(workflow, { ...sizes, onItem: (done) => progress.update(done) });
-        progress.done(`${summary.workflowitems} workflowitems`);
-        print(summary);
-      }, { create: true });
+      await withStore(
+        options,
+        async ({ identity, workflow }) => {
+          await ensureDemoIdentities(identity, password);
+          const progress = progressBar(process.stderr, "created", "workflowitems", sizes.projects * sizes.subprojectsPerProject * sizes.workflowitemsPerSubproject);
+          const summary = await generateDemo(workflow, { ...sizes, onItem: (done) => progress.update(done) });
+          progress.done(`${summary.workflowitems} workflowitems`);
+          print(summary);
+        },
+        { create: true },
+      );
     });
 }
 

@@ -20,9 +20,7 @@ export interface StoreOptions {
 }
 
 export function storeOptions(command: Command): Command {
-  return command
-    .addOption(configOption("FLOWSTORE_DATA"))
-    .addOption(configOption("FLOWSTORE_STORE"));
+  return command.addOption(configOption("FLOWSTORE_DATA")).addOption(configOption("FLOWSTORE_STORE"));
 }
 
 export function parsePort(value: string): number {

@@ -125,7 +125,14 @@ export function serveCommand(program: Command): void {
           perAddress: { max: perAddress || Number.MAX_SAFE_INTEGER, windowSeconds: 60 },
         },
         http: {
-          cors: options.corsOrigin ? { origins: options.corsOrigin.split(",").map((o) => o.trim()).filter(Boolean) } : false,
+          cors: options.corsOrigin
+            ? {
+                origins: options.corsOrigin
+                  .split(",")
+                  .map((o) => o.trim())
+                  .filter(Boolean),
+              }
+            : false,
           compress: options.compress,
           securityHeaders: options.securityHeaders,
           pressure:

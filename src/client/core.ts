@@ -152,7 +152,8 @@ export class HttpCore {
     const token = options.anonymous ? undefined : this.token;
     if (token !== undefined) headers.authorization = `Bearer ${token}`;
     let body: string | FormData | undefined;
-    if (options.body instanceof FormData) body = options.body; // fetch writes the multipart boundary
+    if (options.body instanceof FormData)
+      body = options.body; // fetch writes the multipart boundary
     else if (options.body !== undefined) {
       headers["content-type"] = "application/json";
       body = JSON.stringify(options.body);

@@ -68,8 +68,7 @@ export class FlowstoreClient extends HttpCore {
     get: (id: string) => this.request<User>("GET", `${API}/users/${seg(id)}`),
     list: (page: PageParams = {}) => this.request<UserPage>("GET", `${API}/users`, { query: { ...page } }),
     /** Refused (409, naming them) while the user has assignments, unless `force`. */
-    disable: (id: string, options: { force?: boolean } = {}) =>
-      this.request<User>("POST", `${API}/users/${seg(id)}/disable`, { query: options.force ? { force: true } : {} }),
+    disable: (id: string, options: { force?: boolean } = {}) => this.request<User>("POST", `${API}/users/${seg(id)}/disable`, { query: options.force ? { force: true } : {} }),
     enable: (id: string) => this.request<User>("POST", `${API}/users/${seg(id)}/enable`),
     /** An administrator's reset (global.createUser): the user's tokens are revoked. */
     resetPassword: (id: string, password: string) => this.request<void>("PUT", `${API}/users/${seg(id)}/password`, { body: { password } }),
@@ -85,17 +84,14 @@ export class FlowstoreClient extends HttpCore {
     create: (group: NewGroup) => this.request<Group>("POST", `${API}/groups`, { body: group }),
     get: (id: string) => this.request<Group>("GET", `${API}/groups/${seg(id)}`),
     list: (page: PageParams = {}) => this.request<GroupPage>("GET", `${API}/groups`, { query: { ...page } }),
-    addMember: (groupId: string, userId: string) =>
-      this.request<Group>("POST", `${API}/groups/${seg(groupId)}/members`, { body: { userId } }),
+    addMember: (groupId: string, userId: string) => this.request<Group>("POST", `${API}/groups/${seg(groupId)}/members`, { body: { userId } }),
     removeMember: (groupId: string, userId: string) => this.request<Group>("DELETE", `${API}/groups/${seg(groupId)}/members/${seg(userId)}`),
   };
 
   readonly globalPermissions = {
     list: () => this.request<PermissionMap>("GET", `${API}/global/permissions`),
-    grant: (intent: PermissionChange["intent"], identity: string) =>
-      this.request<void>("POST", `${API}/global/permissions/grant`, { body: { intent, identity } }),
-    revoke: (intent: PermissionChange["intent"], identity: string) =>
-      this.request<void>("POST", `${API}/global/permissions/revoke`, { body: { intent, identity } }),
+    grant: (intent: PermissionChange["intent"], identity: string) => this.request<void>("POST", `${API}/global/permissions/grant`, { body: { intent, identity } }),
+    revoke: (intent: PermissionChange["intent"], identity: string) => this.request<void>("POST", `${API}/global/permissions/revoke`, { body: { intent, identity } }),
     /** Every global intent at once; answers the intents granted. */
     grantAll: (identity: string) => this.request<{ intents: string[] }>("POST", `${API}/global/permissions/grant-all`, { body: { identity } }),
   };

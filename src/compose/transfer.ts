@@ -53,9 +53,7 @@ export const UNFINISHED_IMPORT =
   "the store holds an unfinished import: finish it with `flowstore import --resume --in <the same export>`, or reset the store (remove it) and import again";
 
 /** Called as a transfer goes: the partitions and entries carried so far, and the partitions visited (export). */
-export interface Progress {
-  (done: { partitions: number; entries: number; visited?: number }): void;
-}
+export type Progress = (done: { partitions: number; entries: number; visited?: number }) => void;
 
 export interface TransferCounts {
   partitions: number;
@@ -150,7 +148,11 @@ export async function importStore(kv: KvStore, input: Readable, onProgress?: Pro
       if (obj.flowstore !== "export" || obj.version !== 1) bad("not a flowstore export (version 1)");
       header = true;
       if (marker && JSON.stringify(marker) !== JSON.stringify(obj)) bad("not the export the unfinished import read (its header differs)");
-      if (!marker) await kv.commit(MARKER_PARTITION, [{ type: "check", key: MARKER_KEY, version: null }, { type: "put", key: MARKER_KEY, value: Buffer.from(JSON.stringify(obj)) }]);
+      if (!marker)
+        await kv.commit(MARKER_PARTITION, [
+          { type: "check", key: MARKER_KEY, version: null },
+          { type: "put", key: MARKER_KEY, value: Buffer.from(JSON.stringify(obj)) },
+        ]);
       continue;
     }
     if (typeof obj.partition === "string") {
@@ -180,7 +182,10 @@ export async function importStore(kv: KvStore, input: Readable, onProgress?: Pro
   if (ended.partitions !== counts.partitions || ended.entries !== counts.entries) {
     throw new ValidationError(`the export says ${ended.partitions} partitions / ${ended.entries} entries, it held ${counts.partitions} / ${counts.entries}`, "input");
   }
-  await kv.commit(MARKER_PARTITION, [{ type: "delete", key: SOURCE_KEY }, { type: "delete", key: MARKER_KEY }]); // last: the store is whole
+  await kv.commit(MARKER_PARTITION, [
+    { type: "delete", key: SOURCE_KEY },
+    { type: "delete", key: MARKER_KEY },
+  ]); // last: the store is whole
   onProgress?.(counts);
   return counts;
 }
@@ -188,7 +193,10 @@ export async function importStore(kv: KvStore, input: Readable, onProgress?: Pro
 /** The puts of a resumed batch not yet stored; one stored with other bytes refuses the resume. */
 async function missing(kv: KvStore, partition: Partition, batch: Op[], lineNo: number): Promise<Op[]> {
   const puts = batch as Extract<Op, { type: "put" }>[];
-  const stored = await kv.getMany(partition, puts.map((op) => op.key));
+  const stored = await kv.getMany(
+    partition,
+    puts.map((op) => op.key),
+  );
   return puts.filter((op, i) => {
     const e = stored[i];
     if (e && !e.value.equals(op.value)) {

@@ -83,7 +83,12 @@ function conditionalReads(app: FastifyInstance): void {
 
 /** A route's path as a pattern: `:name` one segment, `*` the rest. */
 const patternOf = (url: string): RegExp =>
-  new RegExp(`^${url.split("/").map((seg) => (seg.startsWith(":") ? "[^/]+" : seg === "*" ? ".*" : seg.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))).join("/")}/?$`);
+  new RegExp(
+    `^${url
+      .split("/")
+      .map((seg) => (seg.startsWith(":") ? "[^/]+" : seg === "*" ? ".*" : seg.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
+      .join("/")}/?$`,
+  );
 
 /**
  * Remembers every route's path and methods; `allowed(path)` answers the methods the server serves at a

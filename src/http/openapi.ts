@@ -163,7 +163,11 @@ export const finishDocument: SwaggerTransformObject = (document) => {
   const paths = (isObject(doc.paths) ? doc.paths : {}) as Record<string, Record<string, Json>>;
   doc.security = [{ bearer: [] }];
   doc.servers = [{ url: "/", description: "this server" }];
-  doc.info = { ...(isObject(doc.info) ? doc.info : {}), license: { name: "MIT", url: "https://opensource.org/licenses/MIT" }, contact: { name: "flowstore", url: "https://github.com/flowstore" } };
+  doc.info = {
+    ...(isObject(doc.info) ? doc.info : {}),
+    license: { name: "MIT", url: "https://opensource.org/licenses/MIT" },
+    contact: { name: "flowstore", url: "https://github.com/flowstore" },
+  };
   const tags = new Set<string>();
   const ids = new Map<string, string>();
   for (const [path, methods] of Object.entries(paths)) {
@@ -176,7 +180,9 @@ export const finishDocument: SwaggerTransformObject = (document) => {
       const headers = op["x-flowstore-headers"];
       delete op["x-flowstore-headers"];
       if (Array.isArray(headers)) {
-        const params = ((op.parameters as Json[] | undefined) ?? []).filter((p) => !(p.in === "header" && headers.some((h: Json) => String(h.name).toLowerCase() === String(p.name).toLowerCase())));
+        const params = ((op.parameters as Json[] | undefined) ?? []).filter(
+          (p) => !(p.in === "header" && headers.some((h: Json) => String(h.name).toLowerCase() === String(p.name).toLowerCase())),
+        );
         op.parameters = [...params, ...headers];
       }
       if (op["x-flowstore-optional-body"] === true && isObject(op.requestBody)) op.requestBody = { ...op.requestBody, required: false };

@@ -152,8 +152,7 @@ export function toProblem(error: unknown, request: FastifyRequest): Problem {
 export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === "ECONNRESET" || socket.destroyed) return;
   const status = error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : error.code === "HPE_HEADER_OVERFLOW" ? 431 : 400;
-  const detail =
-    status === 408 ? "the request did not arrive in time" : status === 431 ? "the request line and headers are too large" : "the request is not valid HTTP/1.1";
+  const detail = status === 408 ? "the request did not arrive in time" : status === 431 ? "the request line and headers are too large" : "the request is not valid HTTP/1.1";
   const body = JSON.stringify(problem(status, detail));
   if (socket.writable) {
     socket.write(

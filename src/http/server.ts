@@ -16,7 +16,7 @@ import type { ServerContext } from "./context.js";
 import { Gate } from "./gate.js";
 import { createLogger, requestId } from "./logging.js";
 import { Metrics, metricsHooks } from "./metrics.js";
-import { clientErrorHandler, Problem, problem, sendProblem, toProblem } from "./problem.js";
+import { clientErrorHandler, Problem, sendProblem, toProblem } from "./problem.js";
 import type { LoginRateLimits } from "./rate-limit.js";
 import { authRoutes } from "./routes/auth.js";
 import { globalRoutes } from "./routes/global.js";
@@ -106,7 +106,19 @@ export interface ServerOptions {
 }
 
 /** The built-in authenticated route plugins, one per domain. */
-export const CORE_ROUTES: readonly FastifyPluginAsync[] = [userRoutes, meRoutes, groupRoutes, globalRoutes, workflowRoutes, tenancyRoutes, eventRoutes, processDataRoutes, archiveRoutes, documentRoutes, notificationRoutes];
+export const CORE_ROUTES: readonly FastifyPluginAsync[] = [
+  userRoutes,
+  meRoutes,
+  groupRoutes,
+  globalRoutes,
+  workflowRoutes,
+  tenancyRoutes,
+  eventRoutes,
+  processDataRoutes,
+  archiveRoutes,
+  documentRoutes,
+  notificationRoutes,
+];
 
 /** Builds the server over an opened store; tokens use the store's clock. */
 export async function buildServer(flowstore: Flowstore, options: ServerOptions): Promise<FastifyInstance> {

@@ -58,7 +58,8 @@ function compilersFor(externalSchemas: Record<string, unknown>): Compilers {
 export function validatorCompiler(externalSchemas: Record<string, unknown> = {}): (route: AnySchema) => ValidateFunction {
   const { strict, coercing, compiled } = compilersFor(externalSchemas);
   return (route) => {
-    if (typeof route !== "object" || !("schema" in route) || typeof route.httpPart !== "string") throw new Error("a validator is compiled for a route definition {schema, httpPart}");
+    if (typeof route !== "object" || !("schema" in route) || typeof route.httpPart !== "string")
+      throw new Error("a validator is compiled for a route definition {schema, httpPart}");
     const schema: unknown = route.schema;
     const body = route.httpPart === "body";
     const key = `${body ? "body" : "coerced"}\u0000${JSON.stringify(schema)}`;

@@ -418,10 +418,7 @@ export class Identity implements IdentityDirectory {
     const any = await this.kv.scan(PARTITION, { prefix: families.user.prefix, limit: 1 });
     if (any.entries.length > 0) return { created: false };
     if (password === undefined || password === "") {
-      throw new ValidationError(
-        "the store has no users yet: set FLOWSTORE_ROOT_PASSWORD to the password of the root user to create it",
-        "FLOWSTORE_ROOT_PASSWORD",
-      );
+      throw new ValidationError("the store has no users yet: set FLOWSTORE_ROOT_PASSWORD to the password of the root user to create it", "FLOWSTORE_ROOT_PASSWORD");
     }
     checkPassword(password, "FLOWSTORE_ROOT_PASSWORD");
     await this.global.grantAllToNew(SYSTEM, ROOT_ID);

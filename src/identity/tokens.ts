@@ -18,18 +18,7 @@ import type { Actor } from "../access/actor.js";
 import type { Op } from "../kv/contract.js";
 import type { Identity } from "./identity.js";
 import { DEFAULT_LOGIN_GUARD, LoginGuard, type LoginGuardLimits } from "./login-guard.js";
-import {
-  decodeRecord,
-  type PasswordReset,
-  PARTITION,
-  sessionKey,
-  sessionPrefix,
-  tokenStateKey,
-  tokenVersion,
-  userKey,
-  type SessionRecord,
-  type UserRecord,
-} from "./records.js";
+import { decodeRecord, type PasswordReset, PARTITION, sessionKey, sessionPrefix, tokenStateKey, tokenVersion, userKey, type SessionRecord, type UserRecord } from "./records.js";
 
 export const ISSUER = "flowstore";
 export const DEFAULT_TOKEN_TTL_SECONDS = 15 * 60;
@@ -72,8 +61,7 @@ export interface Verified {
 
 const SID = /^[0-9a-z]{8,64}$/;
 const hashOf = (secret: string): string => createHash("sha256").update(secret).digest("base64url");
-const sameHash = (a: string, b: string | undefined): boolean =>
-  b !== undefined && a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+const sameHash = (a: string, b: string | undefined): boolean => b !== undefined && a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
 /** The user id a refresh token names (undefined when it is not one), e.g. to rate-limit its use per user. */
 export function refreshTokenUser(refreshToken: unknown): string | undefined {

@@ -184,10 +184,7 @@ export function encodeKeyAfter(prefix: Buffer, key: Key, field = "key"): Buffer 
 
 export function assertKeySize(partitionLength: number, keyLength: number, field = "key"): void {
   if (partitionLength + keyLength > MAX_KEY_BYTES) {
-    throw new ValidationError(
-      `key too long: ${partitionLength + keyLength} encoded bytes with its partition, at most ${MAX_KEY_BYTES}`,
-      field,
-    );
+    throw new ValidationError(`key too long: ${partitionLength + keyLength} encoded bytes with its partition, at most ${MAX_KEY_BYTES}`, field);
   }
 }
 
@@ -230,11 +227,7 @@ export class CursorError extends ValidationError {
 }
 
 /** Iterates a whole range page by page (bounded memory). */
-export async function* scanAll(
-  kv: KvStore,
-  partition: Partition,
-  options: Omit<ScanOptions, "after"> = {},
-): AsyncGenerator<Entry> {
+export async function* scanAll(kv: KvStore, partition: Partition, options: Omit<ScanOptions, "after"> = {}): AsyncGenerator<Entry> {
   let after: string | null = null;
   do {
     const page: ScanPage = await kv.scan(partition, { ...options, after });

@@ -100,7 +100,11 @@ export class LmdbKv implements KvStore {
   readonly #durable: boolean;
   #closed = false;
 
-  private constructor(db: Db, durable: boolean, readonly dir: string) {
+  private constructor(
+    db: Db,
+    durable: boolean,
+    readonly dir: string,
+  ) {
     this.#db = db;
     this.#durable = durable;
   }
@@ -109,10 +113,7 @@ export class LmdbKv implements KvStore {
   static open(dir: string, options: LmdbOptions = {}): LmdbKv {
     if (typeof dir !== "string" || dir === "") throw new ValidationError("an LMDB store needs a directory", "store");
     if (options.create === false && !existsSync(join(dir, DATA_FILE))) {
-      throw new ConfigurationError(
-        existsSync(dir) ? `${dir} holds no flowstore store (no ${DATA_FILE})` : `there is no store in ${dir}: the directory does not exist`,
-        "store",
-      );
+      throw new ConfigurationError(existsSync(dir) ? `${dir} holds no flowstore store (no ${DATA_FILE})` : `there is no store in ${dir}: the directory does not exist`, "store");
     }
     let db: Db;
     try {
@@ -203,9 +204,7 @@ export class LmdbKv implements KvStore {
     const p = batch.partition;
     const full = (k: Buffer) => Buffer.concat([p, k]);
     const checks = batch.checks.map((c) => ({ key: full(c.key), rel: c.key, version: c.version }));
-    const writes = batch.writes.map((w) =>
-      w.type === "range" ? { type: w.type, start: full(w.start), end: full(w.end) } : { ...w, key: full(w.key) },
-    );
+    const writes = batch.writes.map((w) => (w.type === "range" ? { type: w.type, start: full(w.start), end: full(w.end) } : { ...w, key: full(w.key) }));
     const seqKey = Buffer.concat([Buffer.from([SEQ]), p]);
     const indexKey = Buffer.concat([Buffer.from([INDEX]), p]);
     const done = db.childTransaction(() => {
@@ -214,9 +213,7 @@ export class LmdbKv implements KvStore {
         const e = db.getEntry(c.key);
         if (c.version === null ? e !== undefined : e?.version !== c.version) {
           throw new ConflictError(
-            c.version === null
-              ? `precondition failed: key ${describeKey(c.rel)} exists`
-              : `precondition failed: key ${describeKey(c.rel)} is not at version ${c.version}`,
+            c.version === null ? `precondition failed: key ${describeKey(c.rel)} exists` : `precondition failed: key ${describeKey(c.rel)} is not at version ${c.version}`,
           );
         }
       }
@@ -242,7 +239,12 @@ export class LmdbKv implements KvStore {
     } catch (e) {
       throw await commitFailure(e, this.dir);
     }
-    return { version, durable: flushed.catch(async (e: unknown) => { throw await commitFailure(e, this.dir); }) };
+    return {
+      version,
+      durable: flushed.catch(async (e: unknown) => {
+        throw await commitFailure(e, this.dir);
+      }),
+    };
   }
 
   /** Resolves when the batch now being gathered (the one a commit queued this turn joined) is on disk. */

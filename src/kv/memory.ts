@@ -135,9 +135,7 @@ export class MemoryKv implements KvStore {
       const rec = data?.records.get(op.k);
       if (op.version === null ? rec !== undefined : rec?.version !== op.version) {
         throw new ConflictError(
-          op.version === null
-            ? `precondition failed: key ${describeKey(op.k)} exists`
-            : `precondition failed: key ${describeKey(op.k)} is not at version ${op.version}`,
+          op.version === null ? `precondition failed: key ${describeKey(op.k)} exists` : `precondition failed: key ${describeKey(op.k)} is not at version ${op.version}`,
         );
       }
     }
@@ -216,7 +214,5 @@ function toMemoryOp(op: Exclude<PreparedOp, { type: "check" }>): MemoryOp {
 }
 
 function describeKey(k: string): string {
-  return JSON.stringify(decode(Buffer.from(k, "latin1")), (_, v: unknown) =>
-    v instanceof Uint8Array ? Buffer.from(v).toString("hex") : v,
-  );
+  return JSON.stringify(decode(Buffer.from(k, "latin1")), (_, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString("hex") : v));
 }

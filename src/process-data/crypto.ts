@@ -33,15 +33,11 @@ export class TokenCipher {
 
   static async fromConfig(config: KeyConfig): Promise<TokenCipher> {
     if (config.encryptionKey !== undefined) {
-      const raw =
-        typeof config.encryptionKey === "string" ? Buffer.from(config.encryptionKey, "base64") : config.encryptionKey;
+      const raw = typeof config.encryptionKey === "string" ? Buffer.from(config.encryptionKey, "base64") : config.encryptionKey;
       return new TokenCipher(raw);
     }
     if (config.dataDir !== undefined) return new TokenCipher(await loadOrCreateKeyFile(config.dataDir));
-    throw new ValidationError(
-      "process data needs an encryption key (32 bytes) or a data directory to keep its key file in",
-      "encryptionKey",
-    );
+    throw new ValidationError("process data needs an encryption key (32 bytes) or a data directory to keep its key file in", "encryptionKey");
   }
 
   seal(plain: string, aad: string): string {

@@ -26,12 +26,7 @@
 import { ValidationError } from "../errors.js";
 import { refuseUnsafeId } from "../ids.js";
 
-export const KEYSPACES = [
-  "bpm-form-submissions",
-  "bpm-message-payloads",
-  "bpm-form-schemas",
-  "bpm-form-scripts",
-] as const;
+export const KEYSPACES = ["bpm-form-submissions", "bpm-message-payloads", "bpm-form-schemas", "bpm-form-scripts"] as const;
 export type Keyspace = (typeof KEYSPACES)[number];
 
 /** Accepts a keyspace's name with or without its `bpm-` prefix (`form-submissions`). */
@@ -40,10 +35,7 @@ export function parseKeyspace(name: unknown): Keyspace {
     const full = name.startsWith("bpm-") ? name : `bpm-${name}`;
     if ((KEYSPACES as readonly string[]).includes(full)) return full as Keyspace;
   }
-  throw new ValidationError(
-    `unknown keyspace ${JSON.stringify(name)}; one of ${KEYSPACES.join(", ")} (the bpm- prefix may be left out)`,
-    "keyspace",
-  );
+  throw new ValidationError(`unknown keyspace ${JSON.stringify(name)}; one of ${KEYSPACES.join(", ")} (the bpm- prefix may be left out)`, "keyspace");
 }
 
 export type ParsedKey =
@@ -106,8 +98,7 @@ export function validatePart(field: string, value: unknown, options: { underscor
   return value;
 }
 
-export const validateProcessInstanceId = (v: unknown, field = "processInstanceId"): string =>
-  validatePart(field, v, { underscore: false });
+export const validateProcessInstanceId = (v: unknown, field = "processInstanceId"): string => validatePart(field, v, { underscore: false });
 
 function validateUuid(v: string): string {
   if (!UUID.test(v)) throw new ValidationError("uuid must be a lower-case canonical UUID", "uuid");
@@ -123,10 +114,7 @@ function validateIndex(v: string): number {
 
 function mismatch(keyspace: Keyspace, key: string, pattern?: string): never {
   const patterns = pattern ? [pattern] : PATTERNS[keyspace];
-  throw new ValidationError(
-    `key ${JSON.stringify(key.slice(0, 300))} does not match ${patterns.join(" or ")} of ${keyspace}`,
-    "key",
-  );
+  throw new ValidationError(`key ${JSON.stringify(key.slice(0, 300))} does not match ${patterns.join(" or ")} of ${keyspace}`, "key");
 }
 
 /** Parses a key of a keyspace into its parts; a ValidationError names the part at fault. */

@@ -28,8 +28,7 @@ export const layout = {
   /** Every kind process data writes. */
   kinds: (): string[] => [INSTANCE.kind, EXPIRY.kind, ...KEYSPACES.map((k) => BUCKETS[k].kind), SEALING_KEY.kind],
   /** The keyspace a bucket partition (or, for an instance's partition, its form submissions) belongs to. */
-  keyspaceOf: (partition: Partition): Keyspace =>
-    INSTANCE.holds(partition) ? "bpm-form-submissions" : KEYSPACES.find((k) => BUCKETS[k].holds(partition))!,
+  keyspaceOf: (partition: Partition): Keyspace => (INSTANCE.holds(partition) ? "bpm-form-submissions" : KEYSPACES.find((k) => BUCKETS[k].holds(partition))!),
   instance: (processInstanceId: string): Partition => INSTANCE.partition(processInstanceId),
   bucket: (keyspace: Keyspace, bucket: string): Partition => BUCKETS[keyspace].partition(bucket),
   bucketName: (partition: Partition): string => partition[1] as string,

@@ -132,10 +132,7 @@ export function validateFields(p: ParsedKey, raw: unknown, limits: Limits = DEFA
   const allowed = FIELDS[p.keyspace];
   for (const name of Object.keys(input)) {
     if (!allowed.includes(name)) {
-      throw new ValidationError(
-        `unknown field ${JSON.stringify(name)}: ${p.keyspace} records have the fields ${allowed.join(", ")}`,
-        name,
-      );
+      throw new ValidationError(`unknown field ${JSON.stringify(name)}: ${p.keyspace} records have the fields ${allowed.join(", ")}`, name);
     }
   }
   const given = optionalString("id", input["id"], 255);

@@ -37,7 +37,10 @@ export async function assertSealingKey(kv: KvStore, keyId: string): Promise<void
 export async function recordSealingKey(kv: KvStore, keyId: string): Promise<void> {
   const value = Buffer.from(keyId, "utf8");
   try {
-    await kv.commit(PARTITION, [{ type: "check", key: KEY, version: null }, { type: "put", key: KEY, value }]);
+    await kv.commit(PARTITION, [
+      { type: "check", key: KEY, version: null },
+      { type: "put", key: KEY, value },
+    ]);
   } catch (e) {
     if (!(e instanceof ConflictError)) throw e;
     await assertSealingKey(kv, keyId);

@@ -25,19 +25,7 @@ import { formKeyOf } from "./form-schema.js";
 import { assertSealingKey, recordSealingKey, replaceSealingKey } from "./sealing-key.js";
 import { expiryEntry, expiryPartition, sweepExpiryIndex, type SweepResult } from "./expiry.js";
 import { layout } from "./layout.js";
-import {
-  bucketOf,
-  keys,
-  KEYSPACES,
-  ownerOf,
-  parseKey,
-  parseKeyspace,
-  prefixBounds,
-  validatePart,
-  validateProcessInstanceId,
-  type Keyspace,
-  type ParsedKey,
-} from "./keys.js";
+import { bucketOf, keys, KEYSPACES, ownerOf, parseKey, parseKeyspace, prefixBounds, validatePart, validateProcessInstanceId, type Keyspace, type ParsedKey } from "./keys.js";
 import {
   DEFAULT_LIMITS,
   decodeRecord,
@@ -345,7 +333,10 @@ export class ProcessData {
     await this.#kv.dropPartition(home);
     await Promise.all(
       [...pointers].map(([bucket, keys]) =>
-        this.#kv.commit(layout.bucket("bpm-form-submissions", bucket), keys.map((key) => ({ type: "delete" as const, key: layout.record(key) }))),
+        this.#kv.commit(
+          layout.bucket("bpm-form-submissions", bucket),
+          keys.map((key) => ({ type: "delete" as const, key: layout.record(key) })),
+        ),
       ),
     );
     for (const p of extra) {
@@ -391,10 +382,7 @@ export class ProcessData {
    * Every live record of every keyspace (or of the given ones), in key order, page by page. Access
    * tokens are left out unless `includeAccessTokens` is set.
    */
-  async *export(
-    actor: Actor,
-    options: { keyspaces?: readonly string[]; includeAccessTokens?: boolean } = {},
-  ): AsyncGenerator<ProcessRecord> {
+  async *export(actor: Actor, options: { keyspaces?: readonly string[]; includeAccessTokens?: boolean } = {}): AsyncGenerator<ProcessRecord> {
     await this.#may(actor, "read");
     const spaces = (options.keyspaces ?? KEYSPACES).map(parseKeyspace);
     for (const keyspace of spaces) {
@@ -497,11 +485,7 @@ export class ProcessData {
     return out;
   }
 
-  async #scanPage(
-    partition: Partition,
-    range: { start?: Key; end?: Key },
-    options: ListOptions,
-  ): Promise<ListPage> {
+  async #scanPage(partition: Partition, range: { start?: Key; end?: Key }, options: ListOptions): Promise<ListPage> {
     const limit = listLimit(options.limit);
     const keyspace: Keyspace = layout.keyspaceOf(partition);
     const items: ProcessRecord[] = [];
@@ -577,13 +561,15 @@ function homeOf(p: ParsedKey, owner: string | null = ownerOf(p)): Partition {
 
 /** The parsed key of a record stored in a partition of `kind` (an instance's records are form submissions). */
 function parsedOf(kind: string, key: string): ParsedKey {
-  const keyspace = KEYSPACES.find((k) => layout.bucketKind(k) === kind) ?? KEYSPACES.find((k) => {
-    try {
-      return ownerOf(parseKey(k, key)) !== null;
-    } catch {
-      return false;
-    }
-  });
+  const keyspace =
+    KEYSPACES.find((k) => layout.bucketKind(k) === kind) ??
+    KEYSPACES.find((k) => {
+      try {
+        return ownerOf(parseKey(k, key)) !== null;
+      } catch {
+        return false;
+      }
+    });
   if (keyspace === undefined) throw new ValidationError(`a stored record key ${JSON.stringify(key)} belongs to no keyspace`, "key");
   return parseKey(keyspace, key);
 }

@@ -45,7 +45,8 @@ export const PutQuery = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 255,
-        description: "the process instance the record is registered under: a batch signature's root instance (default: the instance in its key); for other instance-owned keys, the one the key names",
+        description:
+          "the process instance the record is registered under: a batch signature's root instance (default: the instance in its key); for other instance-owned keys, the one the key names",
       }),
     ),
   },

@@ -22,10 +22,7 @@ const named = Type.Object(
   { additionalProperties: false, $id: "Named" },
 );
 
-const spaceFields = Type.Object(
-  { ...named.properties, governanceDelete: Type.Optional(Type.Boolean()) },
-  { additionalProperties: false },
-);
+const spaceFields = Type.Object({ ...named.properties, governanceDelete: Type.Optional(Type.Boolean()) }, { additionalProperties: false });
 
 export const tenancySchema = defineSchema({
   space: {
@@ -50,10 +47,7 @@ export const tenancySchema = defineSchema({
   contentObjectVersion: {
     parent: "contentObject",
     idStyle: "nested",
-    fields: Type.Object(
-      { hash: Type.String({ pattern: "^[0-9a-f]{64}$" }), size: Type.Integer({ minimum: 0 }) },
-      { additionalProperties: false },
-    ),
+    fields: Type.Object({ hash: Type.String({ pattern: "^[0-9a-f]{64}$" }), size: Type.Integer({ minimum: 0 }) }, { additionalProperties: false }),
   },
 });
 

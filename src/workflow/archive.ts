@@ -90,12 +90,7 @@ function assertProjectId(store: ResourceStore, projectId: unknown): string {
  * not exist or the caller may not know of it (the one check of the resources layer), ConflictError when it is open or changes meanwhile (nothing stored then; with `drop`, a
  * change between the snapshot and the drop keeps the project and says so).
  */
-export async function archiveProject(
-  deps: ProjectArchiveDeps,
-  actor: Actor,
-  projectId: string,
-  options: { drop?: boolean } = {},
-): Promise<ArchivedProject> {
+export async function archiveProject(deps: ProjectArchiveDeps, actor: Actor, projectId: string, options: { drop?: boolean } = {}): Promise<ArchivedProject> {
   const { archive, store } = deps;
   assertProjectId(store, projectId);
   if (options.drop !== undefined && typeof options.drop !== "boolean") throw new ValidationError("drop is true or false", "drop");
@@ -113,7 +108,8 @@ export async function archiveProject(
   for await (const piece of first.content) hash.update(piece);
   const sha256 = hash.digest("hex");
   const dump = await store.dumps.dump(ref, NAMES);
-  if (dump.head.seq !== first.head.seq || dump.head.hash !== first.head.hash) throw new ConflictError(`project ${projectId} changed while it was being archived; try again`, "projectId");
+  if (dump.head.seq !== first.head.seq || dump.head.hash !== first.head.hash)
+    throw new ConflictError(`project ${projectId} changed while it was being archived; try again`, "projectId");
   const document: ArchiveDocument = {
     kind: [PROJECT_ARCHIVE_KIND],
     format: [PROJECT_ARCHIVE_FORMAT],

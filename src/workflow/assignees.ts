@@ -50,7 +50,10 @@ export class Assignees {
     if (options.force !== true) {
       const assigned = await this.resources.assignmentsOf(id);
       if (assigned.length > 0) {
-        const named = assigned.slice(0, NAMED_ASSIGNMENTS).map((a) => `${a.type} ${a.ids.join("/")}`).join(", ");
+        const named = assigned
+          .slice(0, NAMED_ASSIGNMENTS)
+          .map((a) => `${a.type} ${a.ids.join("/")}`)
+          .join(", ");
         const more = assigned.length > NAMED_ASSIGNMENTS ? ", …" : "";
         throw new ConflictError(`${id} is still assigned to ${assigned.length} resource(s): ${named}${more}; reassign them or disable with force`, "assignments");
       }

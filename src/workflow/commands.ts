@@ -13,7 +13,18 @@ import type { Ref } from "../resources/model/ref.js";
 import type { HistoryOptions, Page, PageOptions, ResourceStore } from "../resources/store.js";
 import type { Documents } from "./documents.js";
 import { DEFAULT_EXCHANGE_RATE, normalizeAmount } from "./money.js";
-import { AMOUNT_FIELDS, projectRef, REJECT_REASON_MAX, subprojectRef, workflowitemRef, type ProjectData, type ProjectedBudget, type SubprojectData, type WorkflowitemData, type WorkflowSchema } from "./schema.js";
+import {
+  AMOUNT_FIELDS,
+  projectRef,
+  REJECT_REASON_MAX,
+  subprojectRef,
+  workflowitemRef,
+  type ProjectData,
+  type ProjectedBudget,
+  type SubprojectData,
+  type WorkflowitemData,
+  type WorkflowSchema,
+} from "./schema.js";
 import {
   assertChildrenClosed,
   assertMayClose,
@@ -92,7 +103,9 @@ export class Workflow {
    * a body of fields (and an optional id) under the parent's ref. The fields are checked by the type's
    * declaration when the store writes them; the typed commands below are the same commands.
    */
-  readonly create: { readonly [T in keyof WorkflowSchema & string]: (actor: Actor, parent: Ref | null, body: Record<string, unknown>, options?: CreateCommandOptions) => Promise<Envelope> } = {
+  readonly create: {
+    readonly [T in keyof WorkflowSchema & string]: (actor: Actor, parent: Ref | null, body: Record<string, unknown>, options?: CreateCommandOptions) => Promise<Envelope>;
+  } = {
     project: (actor, _parent, body, options) => this.createProject(actor, body as ProjectInput, options),
     subproject: (actor, parent, body, options) => this.createSubproject(actor, idOf(parent, 0), body as SubprojectInput, options),
     workflowitem: (actor, parent, body, options) => this.createWorkflowitem(actor, idOf(parent, 0), idOf(parent, 1), body as WorkflowitemInput, options),
@@ -113,12 +126,18 @@ export class Workflow {
     if (fields.validator !== undefined) await this.#assertAssignable(fields.validator, "data.validator");
     const o = this.#origin(actor, options.origin);
     const intents = this.store.schema.type("subproject").intents.all;
-    return this.store.writes.create(actor, "subproject", projectRef(p), { workflowMode: "ordered", ...fields, assignee, status: o.status }, {
-      id,
-      meta: o.meta,
-      guard: (parent) => assertOpen(parent!),
-      decide: ({ defaults, parent }) => ({ permissions: inheritPermissions(defaults, "project", "subproject", parent!.permissions, intents, CREATE_INTENTS) }),
-    });
+    return this.store.writes.create(
+      actor,
+      "subproject",
+      projectRef(p),
+      { workflowMode: "ordered", ...fields, assignee, status: o.status },
+      {
+        id,
+        meta: o.meta,
+        guard: (parent) => assertOpen(parent!),
+        decide: ({ defaults, parent }) => ({ permissions: inheritPermissions(defaults, "project", "subproject", parent!.permissions, intents, CREATE_INTENTS) }),
+      },
+    );
   }
 
   async createWorkflowitem(actor: Actor, p: string, s: string, input: WorkflowitemInput, options: CreateCommandOptions = {}): Promise<Envelope<WorkflowitemData>> {
@@ -182,7 +201,11 @@ export class Workflow {
     return { project, subprojects };
   }
 
-  async subprojectDetails(actor: Actor, p: string, s: string): Promise<{ subproject: Envelope<SubprojectData>; workflowitems: Page<Envelope<WorkflowitemData> & { redacted?: true }> }> {
+  async subprojectDetails(
+    actor: Actor,
+    p: string,
+    s: string,
+  ): Promise<{ subproject: Envelope<SubprojectData>; workflowitems: Page<Envelope<WorkflowitemData> & { redacted?: true }> }> {
     const subproject = await this.store.reads.get(actor, { ...subprojectRef(p, s), type: "subproject" });
     const workflowitems = await this.store.reads.listOrdered<"workflowitem">(actor, subprojectRef(p, s), { limit: 10_000 });
     return { subproject, workflowitems };

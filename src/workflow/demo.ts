@@ -143,9 +143,7 @@ export async function generateDemo(wf: Workflow, options: DemoOptions = {}): Pro
           displayName: `${STEPS[i % STEPS.length]} ${Math.floor(i / STEPS.length) + 1}`,
           description: `Step ${i + 1} of ${PHASES[s % PHASES.length]}.`,
           assignee,
-          ...(withAmount
-            ? { amountType: pick(["allocated", "disbursed"] as const), amount: money(r, 50_000), currency, exchangeRate: "1.0" }
-            : { amountType: "N/A" as const }),
+          ...(withAmount ? { amountType: pick(["allocated", "disbursed"] as const), amount: money(r, 50_000), currency, exchangeRate: "1.0" } : { amountType: "N/A" as const }),
           dueDate: `2027-${String(1 + (i % 12)).padStart(2, "0")}-15`,
         });
         ids.push(wid);
@@ -169,10 +167,10 @@ export async function generateDemo(wf: Workflow, options: DemoOptions = {}): Pro
       for (const wid of order.slice(0, Math.min(5, order.length))) {
         const it = await wf.store.reads.get(SYSTEM, { ...workflowitemRef(pid, sid, wid), type: "workflowitem" });
         if (it.data.amountType !== "N/A" && (!it.data.amount || !it.data.currency)) continue;
-        if (s === 0 && it.data.assignee !== "val") (await wf.assign(mary, workflowitemRef(pid, sid, wid), "val"), events++);
+        if (s === 0 && it.data.assignee !== "val") await wf.assign(mary, workflowitemRef(pid, sid, wid), "val"), events++;
         const closer = s === 0 ? val : actorOf(it.data.assignee as string);
         // Closing needs the close intent as well as the assignment (a restricted item's assignee holds it).
-        if (!restricted && closer.id !== mary.id) (await wf.grant(mary, workflowitemRef(pid, sid, wid), "workflowitem.close", closer.id), events++);
+        if (!restricted && closer.id !== mary.id) await wf.grant(mary, workflowitemRef(pid, sid, wid), "workflowitem.close", closer.id), events++;
         await wf.closeWorkflowitem(closer, pid, sid, wid);
         events++;
       }

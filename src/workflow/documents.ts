@@ -159,8 +159,8 @@ export class Documents {
 
   #add(actor: Actor, p: string, s: string, w: string, doc: Document): Promise<Document> {
     let saved = doc;
-    return this.store
-      .writes.mutate(actor, workflowitemRef(p, s, w), {
+    return this.store.writes
+      .mutate(actor, workflowitemRef(p, s, w), {
         intent: "workflowitem.update",
         verb: "document_uploaded",
         change: (item) => {
@@ -254,7 +254,9 @@ export class Documents {
       if (!child) return;
       let cursor: string | null = null;
       do {
-        const page: Page<Envelope> | null = await this.store.reads.listChildren(SYSTEM, r, child as never, { cursor, limit: PAGE_LIMIT.max }).catch((e: unknown) => (e instanceof NotFoundError ? null : Promise.reject(e)));
+        const page: Page<Envelope> | null = await this.store.reads
+          .listChildren(SYSTEM, r, child as never, { cursor, limit: PAGE_LIMIT.max })
+          .catch((e: unknown) => (e instanceof NotFoundError ? null : Promise.reject(e)));
         if (!page) return;
         for (const c of page.items) await visit({ type: child, ids: [...r.ids, c.id] });
         cursor = page.nextCursor;

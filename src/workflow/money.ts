@@ -18,7 +18,7 @@ export const ISO_4217 = new Set(
 );
 
 /** A non-negative decimal amount as a string: digits, optionally a point and more digits. */
-export const Decimal = Type.String({ pattern: "^(0|[1-9][0-9]{0,29})(\\.[0-9]{1,18})?$", description: "a decimal number as a string, e.g. \"1234.50\"" });
+export const Decimal = Type.String({ pattern: "^(0|[1-9][0-9]{0,29})(\\.[0-9]{1,18})?$", description: 'a decimal number as a string, e.g. "1234.50"' });
 
 /**
  * A workflowitem's amount as TruBudget accepts it: signed, and with commas grouping the integer part by
@@ -29,7 +29,7 @@ export const Decimal = Type.String({ pattern: "^(0|[1-9][0-9]{0,29})(\\.[0-9]{1,
 export const AMOUNT_INPUT = "^-?\\s?(0|[1-9][0-9]{0,29}|[1-9][0-9]{0,2}(,[0-9]{3}){1,9})(\\.[0-9]{1,18})?$";
 export const Amount = Type.String({
   pattern: AMOUNT_INPUT,
-  description: "a signed decimal number as a string; commas may group thousands on input (\"-1,000.50\"), the stored form has none (\"-1000.50\")",
+  description: 'a signed decimal number as a string; commas may group thousands on input ("-1,000.50"), the stored form has none ("-1000.50")',
 });
 const AMOUNT_RE = new RegExp(AMOUNT_INPUT);
 

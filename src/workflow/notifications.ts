@@ -115,7 +115,13 @@ export class Notifications {
       if (options.cursor) throw new ValidationError("cursor is not a cursor of this list", "cursor");
       throw e;
     });
-    return { items: await this.#shownTo(actor, page.entries.map((e) => parse<Notification>(e.value))), nextCursor: page.cursor };
+    return {
+      items: await this.#shownTo(
+        actor,
+        page.entries.map((e) => parse<Notification>(e.value)),
+      ),
+      nextCursor: page.cursor,
+    };
   }
 
   /**
@@ -144,7 +150,13 @@ export class Notifications {
     const m = await this.#meta(userId);
     if (m.value.next - 1 <= after) return { items: [], last: m.value.next - 1 };
     const page = await this.kv.scan(inboxOf(userId), { start: NOTES.pack([after + 1]), end: NOTES.pack([m.value.next]), limit: 100 });
-    return { items: await this.#shownTo(actor, page.entries.map((e) => parse<Notification>(e.value))), last: page.cursor ? (page.entries.at(-1)!.key[1] as number) : m.value.next - 1 };
+    return {
+      items: await this.#shownTo(
+        actor,
+        page.entries.map((e) => parse<Notification>(e.value)),
+      ),
+      last: page.cursor ? (page.entries.at(-1)!.key[1] as number) : m.value.next - 1,
+    };
   }
 
   /** The newest arrival number of an inbox (0 when empty). */
@@ -166,7 +178,10 @@ export class Notifications {
         }
       } else {
         const ids = [...new Set(which.ids)];
-        const index = await this.kv.getMany(partition, ids.map((id) => BY_ID.pack([id])));
+        const index = await this.kv.getMany(
+          partition,
+          ids.map((id) => BY_ID.pack([id])),
+        );
         const missing = ids.filter((_, i) => !index[i]);
         if (missing.length > 0) throw new NotFoundError(`no notification ${missing.join(", ")}`);
         const keys = index.map((e) => NOTES.pack([parse<number>(e!.value)]));
@@ -202,7 +217,10 @@ export class Notifications {
     const partition = inboxOf(userId);
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       const meta = await this.#meta(userId);
-      const known = await this.kv.getMany(partition, notes.map((n) => BY_ID.pack([n.id])));
+      const known = await this.kv.getMany(
+        partition,
+        notes.map((n) => BY_ID.pack([n.id])),
+      );
       const fresh = notes.filter((_, i) => !known[i]);
       if (fresh.length === 0) return;
       const m = { ...meta.value };
@@ -254,9 +272,14 @@ export class Notifications {
     let cursor = await this.kv.get(FOLLOWER, CURSOR);
     if (!cursor) {
       // First run on this store: start at the feed's head (notifications are of what happens from now).
-      await this.kv.commit(FOLLOWER, [{ type: "check", key: CURSOR, version: null }, { type: "put", key: CURSOR, value: json({ position: await feed.head() }) }]).catch((e: unknown) => {
-        if (!(e instanceof ConflictError)) throw e;
-      });
+      await this.kv
+        .commit(FOLLOWER, [
+          { type: "check", key: CURSOR, version: null },
+          { type: "put", key: CURSOR, value: json({ position: await feed.head() }) },
+        ])
+        .catch((e: unknown) => {
+          if (!(e instanceof ConflictError)) throw e;
+        });
       cursor = (await this.kv.get(FOLLOWER, CURSOR))!;
     }
     const position = parse<{ position: number }>(cursor.value).position;
@@ -323,11 +346,11 @@ export class Notifications {
     const out: [string, Notification][] = [];
     for (const user of recipients) {
       if (user === event.actor) continue;
-      const id = createHash("sha256").update(JSON.stringify([partition, event.seq, user])).digest("base64url").slice(0, 22);
-      out.push([
-        user,
-        { id, eventType: event.type, path: event.path, displayName: String(data.displayName ?? ""), actor: event.actor, createdAt: event.at, read: false },
-      ]);
+      const id = createHash("sha256")
+        .update(JSON.stringify([partition, event.seq, user]))
+        .digest("base64url")
+        .slice(0, 22);
+      out.push([user, { id, eventType: event.type, path: event.path, displayName: String(data.displayName ?? ""), actor: event.actor, createdAt: event.at, read: false }]);
     }
     return out;
   }

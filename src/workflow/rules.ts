@@ -111,7 +111,14 @@ export function decideCloseWorkflowitem(c: CloseContext): Data {
  * subproject's budget and reorder intents for a workflowitem) are not inherited. They are added to the
  * creator's (who holds every intent).
  */
-export function inheritPermissions(defaults: Permissions, parentType: string, childType: string, parentPermissions: Permissions, childIntents: readonly string[], createIntents: Readonly<Record<string, string>>): Permissions {
+export function inheritPermissions(
+  defaults: Permissions,
+  parentType: string,
+  childType: string,
+  parentPermissions: Permissions,
+  childIntents: readonly string[],
+  createIntents: Readonly<Record<string, string>>,
+): Permissions {
   const out = copyPermissions(defaults);
   const prefix = `${parentType}.`;
   for (const intent of Object.keys(parentPermissions)) {

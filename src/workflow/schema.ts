@@ -168,7 +168,14 @@ export const workflowSchema = defineSchema({
     statusField: "status",
     extraIntents: ["workflowitem.assign", "workflowitem.close"],
     assigneeField: "assignee",
-    ownedFields: { status, assignee, rejectReason: { by: "close" }, closedAt: { by: "close" }, workflowitemType: { by: "create (it cannot change)", initial: true }, documents: { by: "the document routes" } },
+    ownedFields: {
+      status,
+      assignee,
+      rejectReason: { by: "close" },
+      closedAt: { by: "close" },
+      workflowitemType: { by: "create (it cannot change)", initial: true },
+      documents: { by: "the document routes" },
+    },
     rules: (d) => {
       checkCurrency(d.currency, "data.currency");
       for (const f of ["billingDate", "dueDate"] as const) {

@@ -95,7 +95,15 @@ forEachBackend((backend) => {
       const misspelt = () => global.assert(SYSTEM, "global.creatUser");
       expect(typeof misspelt).toBe("function");
       // Every declared domain's intents and a schema's derived create intents type-check.
-      for (const intent of ["global.createUser", "global.readArchive", "global.writeProcessData", "global.createBackup", "global.createProject", "global.createSpace", ...ACCESS_INTENTS] as const) {
+      for (const intent of [
+        "global.createUser",
+        "global.readArchive",
+        "global.writeProcessData",
+        "global.createBackup",
+        "global.createProject",
+        "global.createSpace",
+        ...ACCESS_INTENTS,
+      ] as const) {
         expect(await global.has(SYSTEM, intent)).toBe(true);
       }
     });

@@ -73,10 +73,7 @@ describe("archive: a 200 MiB file streams in and out in bounded memory", () => {
         expect(read.digest("hex")).toBe(sha);
         const growth = { rss: peak.rss - before.rss, anon: peak.anon - before.anon, file: peak.file - before.file };
         const mib = (x: number) => (x / MiB).toFixed(1);
-        console.log(
-          `[archive 200 MiB on ${backend.name}] peak growth: RSS ${mib(growth.rss)} MiB ` +
-            `(anonymous ${mib(growth.anon)} MiB, file-backed ${mib(growth.file)} MiB)`,
-        );
+        console.log(`[archive 200 MiB on ${backend.name}] peak growth: RSS ${mib(growth.rss)} MiB ` + `(anonymous ${mib(growth.anon)} MiB, file-backed ${mib(growth.file)} MiB)`);
         // PostgreSQL's driver copies every outgoing message and receives bytea as text, so each 1 MiB
         // chunk leaves short-lived garbage that V8 collects only past its external-memory threshold: the
         // bound still proves the file is never held whole (200 MiB), with room for that garbage.

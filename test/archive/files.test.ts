@@ -237,9 +237,7 @@ forEachBackend((backend) => {
       const snap = await a.read(SYSTEM, s.id);
       const header = JSON.parse((await kv.get(["archive", "u"], ["snap", Date.parse(snap.modified)]))!.value.toString());
       // Replay the state a process killed between the snapshot commit and the end leaves behind.
-      await kv.commit(["archive-journal"], [
-        { type: "put", key: ["upload", header.upload], value: Buffer.from(JSON.stringify({ uniqueId: "u", startedAt: 0 })) },
-      ]);
+      await kv.commit(["archive-journal"], [{ type: "put", key: ["upload", header.upload], value: Buffer.from(JSON.stringify({ uniqueId: "u", startedAt: 0 })) }]);
       await kv.commit(["archive-date", snap.modified.slice(0, 10)], [{ type: "deletePrefix", prefix: [] }]);
       const r1 = await new Archive(kv).recover();
       expect(r1.uploadsCompleted).toBe(1);
@@ -248,13 +246,16 @@ forEachBackend((backend) => {
 
       // A delete killed right after its commit point: header gone, references and date entry still there.
       const millis = Date.parse(snap.modified);
-      await kv.commit(["archive-journal"], [
-        {
-          type: "put",
-          key: ["delete", s.id, "t1"],
-          value: Buffer.from(JSON.stringify({ uniqueId: "u", millis, indexed: header.indexed, upload: header.upload, files: [snap.files[0]!.sha256], startedAt: 0 })),
-        },
-      ]);
+      await kv.commit(
+        ["archive-journal"],
+        [
+          {
+            type: "put",
+            key: ["delete", s.id, "t1"],
+            value: Buffer.from(JSON.stringify({ uniqueId: "u", millis, indexed: header.indexed, upload: header.upload, files: [snap.files[0]!.sha256], startedAt: 0 })),
+          },
+        ],
+      );
       await kv.commit(["archive", "u"], [{ type: "deletePrefix", prefix: [] }]);
       const r2 = await new Archive(kv).recover();
       expect(r2.deletesCompleted).toBe(1);

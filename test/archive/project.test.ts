@@ -195,11 +195,14 @@ forEachBackend((backend) => {
     const before = await dumpPartition(h.kv, "p");
     const archived = await archiveProject(src.deps, mary, "p", { drop: true });
     // A restore killed after its first commit leaves the marker, the head and some entries.
-    await h.kv.commit(["project", "p"], [
-      { type: "put", key: ["m", "restore"], value: Buffer.from("{}") },
-      { type: "put", key: ["m", "head"], value: Buffer.from(JSON.stringify(archived.chainHead)) },
-      { type: "put", key: ["l", 1], value: Buffer.from("partial") },
-    ]);
+    await h.kv.commit(
+      ["project", "p"],
+      [
+        { type: "put", key: ["m", "restore"], value: Buffer.from("{}") },
+        { type: "put", key: ["m", "head"], value: Buffer.from(JSON.stringify(archived.chainHead)) },
+        { type: "put", key: ["l", 1], value: Buffer.from("partial") },
+      ],
+    );
     const restored = await restoreProject(src.deps, mary, archived.snapshot.id);
     expect(restored.verify.ok).toBe(true);
     expect(await dumpPartition(h.kv, "p")).toEqual(before);

@@ -143,7 +143,10 @@ forEachBackend((backend) => {
         ["archive-date", "2018-06-29"],
         ["archive-date", "2018-06-30"],
       ]);
-      expect((await kv.listPartitions("archive")).partitions).toEqual([["archive", "a"], ["archive", "b"]]);
+      expect((await kv.listPartitions("archive")).partitions).toEqual([
+        ["archive", "a"],
+        ["archive", "b"],
+      ]);
     });
 
     it("latest returns the newest snapshot; reads of missing snapshots are NotFound", async () => {

@@ -34,7 +34,21 @@ afterEach(async () => {
 function serveLimited(data: string, port: number): Run {
   const child = spawn(
     "bash",
-    ["-c", `ulimit -f ${FILE_LIMIT_KIB}; exec "$0" "$@"`, process.execPath, "--import", "tsx", join(ROOT, "src/cli/main.ts"), "serve", "--port", String(port), "--data", data, "--log-level", "warn"],
+    [
+      "-c",
+      `ulimit -f ${FILE_LIMIT_KIB}; exec "$0" "$@"`,
+      process.execPath,
+      "--import",
+      "tsx",
+      join(ROOT, "src/cli/main.ts"),
+      "serve",
+      "--port",
+      String(port),
+      "--data",
+      data,
+      "--log-level",
+      "warn",
+    ],
     { cwd: ROOT, env: { ...process.env, FLOWSTORE_ROOT_PASSWORD: ROOT_PASSWORD, FLOWSTORE_JWT_SECRET: "", FLOWSTORE_STORE: "" }, stdio: ["ignore", "pipe", "pipe"] },
   );
   let out = "";

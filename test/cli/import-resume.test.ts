@@ -39,7 +39,6 @@ function run(args: string[]): Promise<{ code: number | null; out: string; err: s
   return new Promise((res) => child.on("exit", (code) => res({ code, out, err })));
 }
 
-
 let dir: string;
 let exportFile: string;
 let lines: string[];
@@ -101,34 +100,38 @@ const points: [string, () => string[], (kv: KvStore) => Promise<boolean>][] = [
   ["just before the end", () => lines.slice(0, -1), async (kv) => (await contentEntries(kv)) >= totalEntries() - lastPartitionEntries()],
 ];
 
-it.each(points)("killed %s: serve refuses, verify fails, --resume completes it to a clean import's bytes", async (_name, fed, reached) => {
-  const data = join(dir, `dst-${_name.replace(/ /g, "-")}`);
-  const importer = start(["import", "--data", data]);
-  const exited = new Promise((res) => importer.on("exit", res));
-  importer.stdin.write(fed().join("\n") + "\n"); // the rest never comes: the importer waits for it
-  await until(data, reached);
-  importer.kill("SIGKILL");
-  await exited;
+it.each(points)(
+  "killed %s: serve refuses, verify fails, --resume completes it to a clean import's bytes",
+  async (_name, fed, reached) => {
+    const data = join(dir, `dst-${_name.replace(/ /g, "-")}`);
+    const importer = start(["import", "--data", data]);
+    const exited = new Promise((res) => importer.on("exit", res));
+    importer.stdin.write(fed().join("\n") + "\n"); // the rest never comes: the importer waits for it
+    await until(data, reached);
+    importer.kill("SIGKILL");
+    await exited;
 
-  const served = await run(["serve", "--data", data, "--port", "18471"]);
-  expect(served.code, served.err).toBe(3);
-  expect(served.err).toMatch(/unfinished import.*flowstore import --resume/);
-  const verified = await run(["verify", "--data", data]);
-  expect(verified.code).toBe(1);
-  // verify prints a line per failing partition (a half-imported one may be among them), then the total.
-  expect(JSON.parse(verified.out.trim().split("\n").at(-1)!)).toMatchObject({ ok: false, unfinishedImport: true });
-  const again = await run(["import", "--in", exportFile, "--data", data]);
-  expect(again.code).toBe(2);
-  expect(again.err).toMatch(/--resume/);
+    const served = await run(["serve", "--data", data, "--port", "18471"]);
+    expect(served.code, served.err).toBe(3);
+    expect(served.err).toMatch(/unfinished import.*flowstore import --resume/);
+    const verified = await run(["verify", "--data", data]);
+    expect(verified.code).toBe(1);
+    // verify prints a line per failing partition (a half-imported one may be among them), then the total.
+    expect(JSON.parse(verified.out.trim().split("\n").at(-1)!)).toMatchObject({ ok: false, unfinishedImport: true });
+    const again = await run(["import", "--in", exportFile, "--data", data]);
+    expect(again.code).toBe(2);
+    expect(again.err).toMatch(/--resume/);
 
-  const resumed = await run(["import", "--resume", "--in", exportFile, "--data", data]);
-  expect(resumed.code, resumed.err).toBe(0);
-  const kv = LmdbKv.open(data);
-  try {
-    expect(await dumpAll(kv)).toEqual(clean);
-  } finally {
-    await kv.close();
-  }
-  expect((await run(["verify", "--data", data])).code).toBe(0);
-  expect((await run(["import", "--resume", "--in", exportFile, "--data", data])).code).toBe(2); // nothing left to resume
-}, 300_000);
+    const resumed = await run(["import", "--resume", "--in", exportFile, "--data", data]);
+    expect(resumed.code, resumed.err).toBe(0);
+    const kv = LmdbKv.open(data);
+    try {
+      expect(await dumpAll(kv)).toEqual(clean);
+    } finally {
+      await kv.close();
+    }
+    expect((await run(["verify", "--data", data])).code).toBe(0);
+    expect((await run(["import", "--resume", "--in", exportFile, "--data", data])).code).toBe(2); // nothing left to resume
+  },
+  300_000,
+);

@@ -24,7 +24,6 @@ import { run, waitHealthy, type Run } from "./spawn.js";
 const PASSWORD = "root password 123";
 const PROJECTS = 300;
 
-
 /** Waits (bounded) until the process has written `text`; fails when it exits first. */
 async function logged(r: Run, text: string): Promise<void> {
   let exited = false;
@@ -81,7 +80,11 @@ it("killed while it imports: serve refuses, import --resume finishes the backup'
     // Written after the backup: the restore takes it away (root creates no projects on TruBudget's API: a 412).
     expect((await post("global.createUser", { user: { id: "bob", displayName: "bob", organization: "KfW", password: "bob password 123" } }, token)).status).toBe(200);
 
-    const restoring = fetch(`${base}/api/system.restoreBackup`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/gzip" }, body: backup }).catch(() => null);
+    const restoring = fetch(`${base}/api/system.restoreBackup`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/gzip" },
+      body: backup,
+    }).catch(() => null);
     await logged(server, "importing the backup");
     server.child.kill("SIGKILL");
     await server.exit;

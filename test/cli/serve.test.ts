@@ -3,7 +3,7 @@ import { stat } from "node:fs/promises";
 import { request } from "node:http";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { Command, CommanderError } from "commander";
+import { type Command, CommanderError } from "commander";
 import { buildProgram } from "../../src/cli/program.js";
 import { FlowstoreClient } from "../../src/client/index.js";
 import { freePort } from "../support/ports.js";
@@ -132,7 +132,18 @@ describe("operator commands", () => {
     const real = run(["--help"]);
     expect((await real.exit).code).toBe(0);
     expect(real.out()).toMatch(/^Usage: flowstore/);
-    const commands = [["serve"], ["user"], ["user", "add"], ["user", "disable"], ["user", "enable"], ["user", "passwd"], ["group"], ["group", "add"], ["group", "member"], ["group", "member", "add"]];
+    const commands = [
+      ["serve"],
+      ["user"],
+      ["user", "add"],
+      ["user", "disable"],
+      ["user", "enable"],
+      ["user", "passwd"],
+      ["group"],
+      ["group", "add"],
+      ["group", "member"],
+      ["group", "member", "add"],
+    ];
     for (const args of commands) {
       let out = "";
       const program = buildProgram();

@@ -51,7 +51,10 @@ async function npmStart(port: number, args: string[] = []): Promise<Started> {
     },
     { what: `npm start to answer /health on port ${port}`, timeoutMs: 60_000, intervalMs: 100 },
   );
-  const children = execFileSync("ps", ["-o", "pid=", "--ppid", String(npm.pid)], { encoding: "utf8" }).trim().split(/\s+/).map(Number);
+  const children = execFileSync("ps", ["-o", "pid=", "--ppid", String(npm.pid)], { encoding: "utf8" })
+    .trim()
+    .split(/\s+/)
+    .map(Number);
   expect(children).toHaveLength(1);
   const serverPid = children[0]!;
   expect(execFileSync("ps", ["-o", "args=", "-p", String(serverPid)], { encoding: "utf8" })).toContain("dist/cli/main.js serve");

@@ -78,29 +78,26 @@ const body = (ndjson: Buffer): string => ndjson.toString().slice(ndjson.indexOf(
 
 const chain = ["lmdb", "postgres", "redis-cluster", "lmdb"].map((name) => backends.find((b) => b.name === name));
 
-it.runIf(chain.every(Boolean))(
-  "LMDB → PostgreSQL → Redis Cluster → LMDB: every export is byte for byte the first; chains verify at every step",
-  async () => {
-    const handles: BackendHandle[] = [];
-    try {
-      for (const backend of chain) handles.push(await backend!.create());
-      await populate(handles[0]!.kv);
-      const first = await exported(handles[0]!.kv);
-      let previous = first;
-      for (const next of handles.slice(1)) {
-        await importStore(next.kv, Readable.from([previous]));
-        const verified = await verifyAll(next.kv);
-        expect(verified.ok).toBe(true);
-        expect(verified.partitions).toBe(4);
-        previous = await exported(next.kv);
-        expect(body(previous)).toBe(body(first));
-      }
-      expect(await dump(handles[3]!.kv)).toEqual(await dump(handles[0]!.kv));
-    } finally {
-      await Promise.all(handles.map((h) => h.destroy()));
+it.runIf(chain.every(Boolean))("LMDB → PostgreSQL → Redis Cluster → LMDB: every export is byte for byte the first; chains verify at every step", async () => {
+  const handles: BackendHandle[] = [];
+  try {
+    for (const backend of chain) handles.push(await backend!.create());
+    await populate(handles[0]!.kv);
+    const first = await exported(handles[0]!.kv);
+    let previous = first;
+    for (const next of handles.slice(1)) {
+      await importStore(next.kv, Readable.from([previous]));
+      const verified = await verifyAll(next.kv);
+      expect(verified.ok).toBe(true);
+      expect(verified.partitions).toBe(4);
+      previous = await exported(next.kv);
+      expect(body(previous)).toBe(body(first));
     }
-  },
-);
+    expect(await dump(handles[3]!.kv)).toEqual(await dump(handles[0]!.kv));
+  } finally {
+    await Promise.all(handles.map((h) => h.destroy()));
+  }
+});
 
 forEachBackend((backend) => {
   let target: BackendHandle;
@@ -142,7 +139,11 @@ forEachBackend((backend) => {
       await fresh.destroy();
     }
     // Access tokens travel sealed: no exported value holds the plaintext.
-    const values = ndjson.toString().split("\n").filter((l) => l.startsWith('{"k"')).map((l) => Buffer.from(JSON.parse(l).v, "base64").toString("latin1"));
+    const values = ndjson
+      .toString()
+      .split("\n")
+      .filter((l) => l.startsWith('{"k"'))
+      .map((l) => Buffer.from(JSON.parse(l).v, "base64").toString("latin1"));
     expect(values.some((v) => v.includes("plain-access-token-0123456789"))).toBe(false);
   });
 });

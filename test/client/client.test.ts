@@ -36,8 +36,17 @@ forEachBackend((backend) => {
 
   describe("workflow", () => {
     it("projects: create, list, get, update with If-Match, assign, budgets, history, permissions, verify, close, delete", async () => {
-      const created = await mary.projects.create({ id: "école 1:a", displayName: "School", projectedBudgets: [{ organization: "Ministry", value: "100.00", currencyCode: "EUR" }] });
-      expect(created).toMatchObject({ id: "école 1:a", type: "project", data: { displayName: "School", status: "open", assignee: "mary" }, meta: { version: 1, createdBy: "mary" } });
+      const created = await mary.projects.create({
+        id: "école 1:a",
+        displayName: "School",
+        projectedBudgets: [{ organization: "Ministry", value: "100.00", currencyCode: "EUR" }],
+      });
+      expect(created).toMatchObject({
+        id: "école 1:a",
+        type: "project",
+        data: { displayName: "School", status: "open", assignee: "mary" },
+        meta: { version: 1, createdBy: "mary" },
+      });
       const p = mary.project("école 1:a");
       // A read also carries the intents the caller holds on it (the creator: every one).
       expect(await p.get()).toEqual({ ...created, allowedIntents: expect.arrayContaining(["project.viewDetails", "project.close", "project.intent.grantPermission"]) });

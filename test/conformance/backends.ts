@@ -61,12 +61,7 @@ const lmdb: BackendFactory = {
  * A backend on a shared server: each create() opens stores on a fresh space of their own (`open(space)`),
  * and destroy() closes them and removes the space with `remove(space)`.
  */
-function sharedServerBackend(
-  name: string,
-  newSpace: () => string,
-  open: (space: string) => KvStore,
-  remove: (space: string) => Promise<unknown>,
-): BackendFactory {
+function sharedServerBackend(name: string, newSpace: () => string, open: (space: string) => KvStore, remove: (space: string) => Promise<unknown>): BackendFactory {
   return {
     name,
     async create() {
@@ -94,7 +89,12 @@ function redisBackends(): BackendFactory[] {
   const redis = inject("redis");
   if (!redis) return [];
   const newNamespace = (): string => `t-${process.pid}-${randomBytes(6).toString("hex")}`;
-  return ([["redis", redis.standalone], ["redis-cluster", redis.cluster]] as const).map(([name, url]) =>
+  return (
+    [
+      ["redis", redis.standalone],
+      ["redis-cluster", redis.cluster],
+    ] as const
+  ).map(([name, url]) =>
     sharedServerBackend(
       name,
       newNamespace,
@@ -126,8 +126,7 @@ export const backends: BackendFactory[] = [memory, lmdb, ...redisBackends(), ...
  * already run on all of them; so these run on the specification (memory) and the embedded default
  * (lmdb). `FLOWSTORE_TEST_BACKENDS=all` widens them to every backend (`npm run soak` does).
  */
-export const httpBackends: BackendFactory[] =
-  process.env.FLOWSTORE_TEST_BACKENDS === "all" ? backends : backends.filter((b) => b.name === "memory" || b.name === "lmdb");
+export const httpBackends: BackendFactory[] = process.env.FLOWSTORE_TEST_BACKENDS === "all" ? backends : backends.filter((b) => b.name === "memory" || b.name === "lmdb");
 
 /** Runs `suite` once per backend of `among` (every backend by default), inside a describe named after it. */
 export function forEachBackend(suite: (backend: BackendFactory) => void, among: BackendFactory[] = backends): void {

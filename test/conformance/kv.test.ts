@@ -3,18 +3,7 @@
  */
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { ConflictError, ValidationError } from "../../src/errors.js";
-import {
-  allPartitions,
-  getNow,
-  MAX_KEY_BYTES,
-  scanAll,
-  type Entry,
-  type Key,
-  type KvStore,
-  type Op,
-  type Partition,
-  type ScanOptions,
-} from "../../src/kv/contract.js";
+import { allPartitions, getNow, MAX_KEY_BYTES, scanAll, type Entry, type Key, type KvStore, type Op, type Partition, type ScanOptions } from "../../src/kv/contract.js";
 import { compareTuples } from "../../src/kv/tuple.js";
 import { forEachBackend, type BackendHandle } from "./backends.js";
 
@@ -68,7 +57,10 @@ forEachBackend((backend) => {
 
   it("puts, gets and orders keys of mixed types as tuples", async () => {
     const keys: Key[] = [["b"], ["a", 2], ["a", 10], ["a", -1], ["a"], [null], [true], [false], [5], [-5], ["a", ["x"]], ["a", "z"], [Uint8Array.from([0, 0xff, 1])]];
-    await kv.commit(P, keys.map((k, i) => put(k, `v${i}`)));
+    await kv.commit(
+      P,
+      keys.map((k, i) => put(k, `v${i}`)),
+    );
     const { entries, cursor } = await kv.scan(P);
     expect(cursor).toBeNull();
     expect(keysOf(entries)).toEqual([...keys].sort(compareTuples));
@@ -116,7 +108,10 @@ forEachBackend((backend) => {
   it("pages one entry at a time through a partition holding the empty key, forward and reverse", async () => {
     // The empty key sorts first; its cursor must still be a cursor (a falsy one once restarted the scan).
     const keys: Key[] = [[], [null], ["a\u0000"], [218, "b"]];
-    await kv.commit(P, keys.map((k, i) => put(k, `${i}`)));
+    await kv.commit(
+      P,
+      keys.map((k, i) => put(k, `${i}`)),
+    );
     for (const reverse of [false, true]) {
       const seen = await pages(kv, P, { prefix: [], limit: 1, reverse });
       expect(seen).toHaveLength(keys.length);
@@ -128,7 +123,10 @@ forEachBackend((backend) => {
   });
 
   it("reverse scans honour start (inclusive) and end (exclusive)", async () => {
-    await kv.commit(P, ["a", "b", "c", "d", "e"].map((k) => put([k], k)));
+    await kv.commit(
+      P,
+      ["a", "b", "c", "d", "e"].map((k) => put([k], k)),
+    );
     const rev = await kv.scan(P, { start: ["b"], end: ["d"], reverse: true });
     expect(keysOf(rev.entries)).toEqual([["c"], ["b"]]);
     const fwd = await kv.scan(P, { start: ["b"], end: ["d"] });
@@ -201,7 +199,10 @@ forEachBackend((backend) => {
 
   it("prefix delete removes exactly the prefix; siblings sharing a string prefix survive", async () => {
     const keys: Key[] = [["a"], ["a", 1], ["a", "x", 2], ["ab"], ["ab", 1], ["a\u0000"], ["a\u0000", 1], ["a", null], ["b"], ["`"]];
-    await kv.commit(P, keys.map((k) => put(k, "v")));
+    await kv.commit(
+      P,
+      keys.map((k) => put(k, "v")),
+    );
     await kv.commit(P, [{ type: "deletePrefix", prefix: ["a"] }]);
     expect(keysOf((await kv.scan(P)).entries)).toEqual([["`"], ["a\u0000"], ["a\u0000", 1], ["ab"], ["ab", 1], ["b"]]);
     await kv.commit(P, [{ type: "deletePrefix", prefix: ["a\u0000"] }]);
@@ -209,7 +210,10 @@ forEachBackend((backend) => {
   });
 
   it("deleteRange removes [start, end)", async () => {
-    await kv.commit(P, Array.from({ length: 10 }, (_, i) => put(["n", i], `${i}`)));
+    await kv.commit(
+      P,
+      Array.from({ length: 10 }, (_, i) => put(["n", i], `${i}`)),
+    );
     await kv.commit(P, [{ type: "deleteRange", start: ["n", 3], end: ["n", 7] }]);
     expect(keysOf((await kv.scan(P)).entries).map((k) => k[1])).toEqual([0, 1, 2, 7, 8, 9]);
     await kv.commit(P, [{ type: "deleteRange", start: ["n", 9], end: ["n", 1] }]); // empty range: no-op
@@ -307,9 +311,7 @@ forEachBackend((backend) => {
   });
 
   it("of 200 concurrent creates of one key with an absent check, exactly one wins", async () => {
-    const results = await Promise.allSettled(
-      Array.from({ length: 200 }, (_, i) => kv.commit(P, [{ type: "check", key: ["only"], version: null }, put(["only"], `${i}`)])),
-    );
+    const results = await Promise.allSettled(Array.from({ length: 200 }, (_, i) => kv.commit(P, [{ type: "check", key: ["only"], version: null }, put(["only"], `${i}`)])));
     const won = results.filter((r) => r.status === "fulfilled");
     const lost = results.filter((r): r is PromiseRejectedResult => r.status === "rejected");
     expect(won).toHaveLength(1);

@@ -34,7 +34,9 @@ function parseTable(markdown: string): Row[] {
   if (start < 0) throw new Error(`${DOC} has no table with the header "| layer | imports |"`);
   const rows: Row[] = [];
   for (let i = start + 2; i < lines.length && lines[i]!.startsWith("|"); i++) {
-    const cells = lines[i]!.split("|").slice(1, -1).map((c) => c.trim());
+    const cells = lines[i]!.split("|")
+      .slice(1, -1)
+      .map((c) => c.trim());
     if (cells.length !== 2) throw new Error(`${DOC}:${i + 1}: a row needs two cells: ${lines[i]}`);
     const layer = cells[0]!.replace(/`/g, "");
     const imports = new Map<string, { typesOnly: boolean }>();

@@ -198,9 +198,10 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
     await shot(page, "workflowitem");
     await panel.getByRole("button", { name: "Close", exact: true }).click();
     const alert = panel.getByRole("alert");
-    const refused = await server.root
-      .request("POST", `${subprojectPath(P, S)}/workflowitems/contract/close`, { body: {} })
-      .then(() => "closed", (e: { problem: { detail: string } }) => e.problem.detail);
+    const refused = await server.root.request("POST", `${subprojectPath(P, S)}/workflowitems/contract/close`, { body: {} }).then(
+      () => "closed",
+      (e: { problem: { detail: string } }) => e.problem.detail,
+    );
     expect(refused).not.toBe("closed");
     await expect(alert.textContent()).resolves.toContain(refused);
 
@@ -339,7 +340,11 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
 
   it("lists projects a page at a time, searched and sorted on the server", async () => {
     const root = await server.app.flowstore.identity.actorFor("root");
-    await Promise.all(Array.from({ length: 30 }, (_, i) => server.app.flowstore.workflow.createProject(root, { id: `bulk-${String(i).padStart(2, "0")}`, displayName: `Bulk project ${i}`, tags: i === 7 ? ["lucky"] : [] } as never)));
+    await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        server.app.flowstore.workflow.createProject(root, { id: `bulk-${String(i).padStart(2, "0")}`, displayName: `Bulk project ${i}`, tags: i === 7 ? ["lucky"] : [] } as never),
+      ),
+    );
     await page.goto(`${server.base}/#/projects`);
     await page.locator("tr[data-id]").first().waitFor();
     expect(await page.locator("tr[data-id]").count()).toBe(25);

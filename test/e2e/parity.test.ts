@@ -187,7 +187,9 @@ describe.skipIf(!hasChromium)("web explorer: documents, notifications, allowedIn
       // Root's changes to what nina is assigned reach her badge without a reload.
       await sub().workflowitem("invoice").assign("nina");
       await pg.locator(".inbox .unread[data-count='1']").waitFor();
-      await sub().workflowitem("invoice").update({ description: "Scanned and signed" } as never);
+      await sub()
+        .workflowitem("invoice")
+        .update({ description: "Scanned and signed" } as never);
       await pg.locator(".inbox .unread[data-count='2']").waitFor();
 
       await pg.getByRole("link", { name: /^Notifications/ }).click();
@@ -291,7 +293,10 @@ describe.skipIf(!hasChromium)("web explorer: documents, notifications, allowedIn
     await server.client().login("olga", "olga renewed 456");
 
     await panel.getByRole("button", { name: "Grant all global intents" }).click();
-    await panel.getByRole("status").filter({ hasText: /Granted \d+ global intents to olga/ }).waitFor();
+    await panel
+      .getByRole("status")
+      .filter({ hasText: /Granted \d+ global intents to olga/ })
+      .waitFor();
     const perms = await server.root.globalPermissions.list();
     const intents = Object.keys(perms);
     expect(intents.length).toBeGreaterThan(3);

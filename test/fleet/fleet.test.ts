@@ -160,7 +160,9 @@ describe.each(fleetStores())("a fleet of $name", (store) => {
       ),
     );
     expect(answers.flat().map((a) => a.status)).toEqual(Array(SERVERS * perServer).fill(201));
-    const expected = Array.from({ length: SERVERS }, (_, i) => ids(i)).flat().sort();
+    const expected = Array.from({ length: SERVERS }, (_, i) => ids(i))
+      .flat()
+      .sort();
     for (let i = 0; i < SERVERS; i++) {
       const listed = await listAll(i, "/projects/creates/subprojects/s/workflowitems");
       expect(listed).toHaveLength(SERVERS * perServer);

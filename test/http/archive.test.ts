@@ -161,7 +161,7 @@ forEachBackend((backend) => {
     expect(text.status).toBe(415);
     const broken = await raw(s.base, "POST", `${API}/archive/snapshots`, {
       headers: { authorization: `Bearer ${root}`, "content-type": "multipart/form-data; boundary=xyz" },
-      body: "--xyz\r\nContent-Disposition: form-data; name=\"uniqueId\"\r\n\r\nu\r\n--xyz\r\nContent-Disposition: form-data; name=\"f\"; filename=\"a\"\r\n\r\npartial",
+      body: '--xyz\r\nContent-Disposition: form-data; name="uniqueId"\r\n\r\nu\r\n--xyz\r\nContent-Disposition: form-data; name="f"; filename="a"\r\n\r\npartial',
     });
     expect(broken.status).toBe(400);
     expect((await call(root, "GET", "/archive/snapshots?uniqueId=u")).body.items).toEqual([]);

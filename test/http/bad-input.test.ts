@@ -32,7 +32,7 @@ interface Case {
 }
 
 const user = (extra: Record<string, unknown>) => JSON.stringify({ id: "u1", displayName: "U", password: "u password", ...extra });
-const awkward = ["", " ", "a b", "a/b", "a\\b", "a:b", "../..", "%", "é", "😀", "a\u0000b", "a\nb", "a\"b", "<script>", "x".repeat(65), "system"];
+const awkward = ["", " ", "a b", "a/b", "a\\b", "a:b", "../..", "%", "é", "😀", "a\u0000b", "a\nb", 'a"b', "<script>", "x".repeat(65), "system"];
 
 const cases: Case[] = [
   { name: "malformed JSON", method: "POST", path: "/api/v1/users", headers: json, body: "{bad", status: 400, field: "body" },
@@ -42,23 +42,83 @@ const cases: Case[] = [
   { name: "JSON array", method: "POST", path: "/api/v1/users", headers: json, body: "[]", status: 400 },
   { name: "JSON string", method: "POST", path: "/api/v1/users", headers: json, body: '"x"', status: 400 },
   { name: "deeply nested JSON", method: "POST", path: "/api/v1/users", headers: json, body: '{"id":' + "[".repeat(100_000) + "]".repeat(100_000) + "}", status: 400 },
-  { name: "__proto__ poisoning", method: "POST", path: "/api/v1/users", headers: json, body: '{"__proto__":{"admin":true},"id":"p","displayName":"P","password":"p password"}', status: 400 },
-  { name: "constructor.prototype poisoning", method: "POST", path: "/api/v1/users", headers: json, body: '{"constructor":{"prototype":{"admin":true}},"id":"p","displayName":"P","password":"p password"}', status: 400 },
+  {
+    name: "__proto__ poisoning",
+    method: "POST",
+    path: "/api/v1/users",
+    headers: json,
+    body: '{"__proto__":{"admin":true},"id":"p","displayName":"P","password":"p password"}',
+    status: 400,
+  },
+  {
+    name: "constructor.prototype poisoning",
+    method: "POST",
+    path: "/api/v1/users",
+    headers: json,
+    body: '{"constructor":{"prototype":{"admin":true}},"id":"p","displayName":"P","password":"p password"}',
+    status: 400,
+  },
   { name: "wrong type: number for a string", method: "POST", path: "/api/v1/users", headers: json, body: user({ displayName: 12 }), status: 400, field: "body.displayName" },
   { name: "wrong type: object for a string", method: "POST", path: "/api/v1/users", headers: json, body: user({ password: { $gt: "" } }), status: 400, field: "body.password" },
   { name: "wrong type: bool for an id", method: "POST", path: "/api/v1/users", headers: json, body: user({ id: true }), status: 400, field: "body.id" },
-  { name: "wrong type: members not an array", method: "POST", path: "/api/v1/groups", headers: json, body: '{"id":"g","displayName":"G","members":"u1"}', status: 400, field: "body.members" },
-  { name: "wrong type: a member not a string", method: "POST", path: "/api/v1/groups", headers: json, body: '{"id":"g","displayName":"G","members":["root",7]}', status: 400, field: "body.members[1]" },
+  {
+    name: "wrong type: members not an array",
+    method: "POST",
+    path: "/api/v1/groups",
+    headers: json,
+    body: '{"id":"g","displayName":"G","members":"u1"}',
+    status: 400,
+    field: "body.members",
+  },
+  {
+    name: "wrong type: a member not a string",
+    method: "POST",
+    path: "/api/v1/groups",
+    headers: json,
+    body: '{"id":"g","displayName":"G","members":["root",7]}',
+    status: 400,
+    field: "body.members[1]",
+  },
   { name: "missing field", method: "POST", path: "/api/v1/users", headers: json, body: '{"id":"x","displayName":"X"}', status: 400, field: "body.password" },
   { name: "unknown field", method: "POST", path: "/api/v1/users", headers: json, body: user({ admin: true }), status: 400, field: "body.admin" },
-  { name: "unknown field in grant", method: "POST", path: "/api/v1/global/permissions/grant", headers: json, body: '{"intent":"global.createUser","identity":"root","x":1}', status: 400, field: "body.x" },
-  { name: "unknown field in token request", method: "POST", path: "/api/v1/auth/token", headers: () => ({ "content-type": "application/json" }), body: '{"username":"root","password":"x","otp":1}', status: 400, field: "body.otp" },
+  {
+    name: "unknown field in grant",
+    method: "POST",
+    path: "/api/v1/global/permissions/grant",
+    headers: json,
+    body: '{"intent":"global.createUser","identity":"root","x":1}',
+    status: 400,
+    field: "body.x",
+  },
+  {
+    name: "unknown field in token request",
+    method: "POST",
+    path: "/api/v1/auth/token",
+    headers: () => ({ "content-type": "application/json" }),
+    body: '{"username":"root","password":"x","otp":1}',
+    status: 400,
+    field: "body.otp",
+  },
   { name: "huge id", method: "POST", path: "/api/v1/users", headers: json, body: user({ id: "x".repeat(100_000) }), status: 400, field: "body.id" },
   { name: "huge display name", method: "POST", path: "/api/v1/users", headers: json, body: user({ displayName: "x".repeat(10_000) }), status: 400, field: "body.displayName" },
   { name: "oversized body", method: "POST", path: "/api/v1/users", headers: json, body: user({ displayName: "x".repeat(2 * 1024 * 1024) }), status: 413 },
-  { name: "oversized body, anonymous", method: "POST", path: "/api/v1/auth/token", headers: () => ({ "content-type": "application/json" }), body: JSON.stringify({ username: "root", password: "x".repeat(3 * 1024 * 1024) }), status: 413 },
+  {
+    name: "oversized body, anonymous",
+    method: "POST",
+    path: "/api/v1/auth/token",
+    headers: () => ({ "content-type": "application/json" }),
+    body: JSON.stringify({ username: "root", password: "x".repeat(3 * 1024 * 1024) }),
+    status: 413,
+  },
   { name: "text/plain", method: "POST", path: "/api/v1/users", headers: () => ({ ...auth, "content-type": "text/plain" }), body: user({}), status: 415 },
-  { name: "form-urlencoded", method: "POST", path: "/api/v1/users", headers: () => ({ ...auth, "content-type": "application/x-www-form-urlencoded" }), body: "id=a&displayName=b", status: 415 },
+  {
+    name: "form-urlencoded",
+    method: "POST",
+    path: "/api/v1/users",
+    headers: () => ({ ...auth, "content-type": "application/x-www-form-urlencoded" }),
+    body: "id=a&displayName=b",
+    status: 415,
+  },
   { name: "multipart", method: "POST", path: "/api/v1/users", headers: () => ({ ...auth, "content-type": "multipart/form-data; boundary=x" }), body: "--x--", status: 415 },
   { name: "xml", method: "POST", path: "/api/v1/auth/token", headers: () => ({ "content-type": "application/xml" }), body: "<a/>", status: 415 },
   { name: "nonsense content type", method: "POST", path: "/api/v1/users", headers: () => ({ ...auth, "content-type": "%%%" }), body: "{}", status: 415 },
@@ -130,22 +190,20 @@ const tokens: [string, () => Promise<string | undefined>][] = [
   ],
   [
     "alg none",
-    async () =>
-      `Bearer ${Buffer.from('{"alg":"none"}').toString("base64url")}.${Buffer.from(JSON.stringify({ sub: "root", iss: "flowstore", exp: 4e9 })).toString("base64url")}.`,
+    async () => `Bearer ${Buffer.from('{"alg":"none"}').toString("base64url")}.${Buffer.from(JSON.stringify({ sub: "root", iss: "flowstore", exp: 4e9 })).toString("base64url")}.`,
   ],
-  ["tampered payload", async () => {
-    const [h, , sig] = token.split(".");
-    return `Bearer ${h}.${Buffer.from(JSON.stringify({ sub: "root", iss: "flowstore", exp: 4e9 })).toString("base64url")}.${sig}`;
-  }],
+  [
+    "tampered payload",
+    async () => {
+      const [h, , sig] = token.split(".");
+      return `Bearer ${h}.${Buffer.from(JSON.stringify({ sub: "root", iss: "flowstore", exp: 4e9 })).toString("base64url")}.${sig}`;
+    },
+  ],
   [
     "token for an unknown user",
-    async () =>
-      `Bearer ${await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("ghost").setIssuer("flowstore").setExpirationTime("1h").sign(SECRET)}`,
+    async () => `Bearer ${await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("ghost").setIssuer("flowstore").setExpirationTime("1h").sign(SECRET)}`,
   ],
-  [
-    "token without a subject",
-    async () => `Bearer ${await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setIssuer("flowstore").setExpirationTime("1h").sign(SECRET)}`,
-  ],
+  ["token without a subject", async () => `Bearer ${await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setIssuer("flowstore").setExpirationTime("1h").sign(SECRET)}`],
 ];
 
 function expectProblem(r: { status: number; type: string; body: any }, status: number, label: string): void {

@@ -28,7 +28,11 @@ const P = ["project", "p1"];
 /** Runs the real CLI; its stdout and exit code. */
 const flowstore = (args: string[]): Promise<{ code: number | null; out: string }> =>
   new Promise((res) => {
-    const child = spawn(process.execPath, ["--import", "tsx", MAIN, ...args], { cwd: ROOT, env: { ...process.env, FLOWSTORE_STORE: "", FLOWSTORE_DATA: "" }, stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, ["--import", "tsx", MAIN, ...args], {
+      cwd: ROOT,
+      env: { ...process.env, FLOWSTORE_STORE: "", FLOWSTORE_DATA: "" },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     const out: Buffer[] = [];
     child.stdout.on("data", (d: Buffer) => out.push(d));
     child.on("exit", (code) => res({ code, out: Buffer.concat(out).toString("utf8") }));

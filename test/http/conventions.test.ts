@@ -10,7 +10,12 @@ import { eventually, pause } from "../support/eventually.js";
 import { raw, startServer, type Running } from "./harness.js";
 
 /** An answer's status and headers as sent (node:http: no decompression, no cache). */
-function head(base: string, method: string, path: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; bytes: number }> {
+function head(
+  base: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; bytes: number }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(base + path, { method, headers }, (res) => {
       let bytes = 0;
@@ -94,12 +99,18 @@ describe("HTTP conventions", () => {
   describe("configured: CORS origins and back pressure", () => {
     let c: Running;
     beforeAll(async () => {
-      c = await startServer(new MemoryKv(), { http: { cors: { origins: ["https://app.example.org"] }, pressure: { maxEventLoopDelayMs: 1500, sampleIntervalMs: 100, retryAfterSeconds: 7 } } });
+      c = await startServer(new MemoryKv(), {
+        http: { cors: { origins: ["https://app.example.org"] }, pressure: { maxEventLoopDelayMs: 1500, sampleIntervalMs: 100, retryAfterSeconds: 7 } },
+      });
     });
     afterAll(async () => c?.close());
 
     it("answers a preflight from a configured origin, and only from it", async () => {
-      const ok = await head(c.base, "OPTIONS", "/api/v1/projects", { origin: "https://app.example.org", "access-control-request-method": "POST", "access-control-request-headers": "authorization, if-match" });
+      const ok = await head(c.base, "OPTIONS", "/api/v1/projects", {
+        origin: "https://app.example.org",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization, if-match",
+      });
       expect(ok.status).toBe(204);
       expect(ok.headers["access-control-allow-origin"]).toBe("https://app.example.org");
       expect(String(ok.headers["access-control-allow-headers"]).toLowerCase()).toContain("if-match");

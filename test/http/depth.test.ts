@@ -19,8 +19,7 @@ const nested = (levels: number): string => '{"a":'.repeat(levels - 1) + "{}" + "
 describe("JSON depth over HTTP", () => {
   let s: Running;
   let root: string;
-  const post = (path: string, body: string) =>
-    raw(s.base, "POST", API + path, { headers: { authorization: `Bearer ${root}`, "content-type": "application/json" }, body });
+  const post = (path: string, body: string) => raw(s.base, "POST", API + path, { headers: { authorization: `Bearer ${root}`, "content-type": "application/json" }, body });
   beforeAll(async () => {
     s = await startServer(new MemoryKv());
     root = s.root.token!;

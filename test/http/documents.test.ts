@@ -27,7 +27,11 @@ let kv: MemoryKv;
 let bob: FlowstoreClient;
 const item = (c: FlowstoreClient, w: string) => c.project("p").subproject("s").workflowitem(w);
 const docsPath = (w: string) => `${API}/projects/p/subprojects/s/workflowitems/${w}/documents`;
-const problemOf = (p: Promise<unknown>) => p.then(() => null, (e: unknown) => (e instanceof ProblemError ? e.problem : Promise.reject(e)));
+const problemOf = (p: Promise<unknown>) =>
+  p.then(
+    () => null,
+    (e: unknown) => (e instanceof ProblemError ? e.problem : Promise.reject(e)),
+  );
 /** Every document-related archive partition with its key count (chunks, files, the journal). */
 const stored = () => dump(kv);
 
@@ -155,7 +159,10 @@ describe("documents", () => {
       // More than a chunk, so that one is committed into the staging partition before the cut.
       req.write(bytes(MiB + 4096, 11), () => {
         void (async () => {
-          await eventually(async () => (await stored()).some((l) => l.startsWith('["archive-chunks"')), { what: "a chunk committed into the staging partition", intervalMs: 5 }).catch(
+          await eventually(async () => (await stored()).some((l) => l.startsWith('["archive-chunks"')), {
+            what: "a chunk committed into the staging partition",
+            intervalMs: 5,
+          }).catch(
             () => {}, // the assertions below fail naming the store's state
           );
           req.destroy(); // the client dies: the server sees the body end early
@@ -175,7 +182,12 @@ describe("documents", () => {
     await s.root.projects.create({ id: "q", displayName: "Released" });
     for (const sp of ["a", "b"]) await s.root.project("q").subprojects.create({ id: sp, displayName: sp, currency: "EUR", workflowMode: "unordered" });
     const at = (sp: string, w: string) => s.root.project("q").subproject(sp).workflowitem(w);
-    for (const [sp, w] of [["a", "x"], ["b", "y"], ["b", "z"]] as const) await s.root.project("q").subproject(sp).workflowitems.create({ id: w, displayName: w, amountType: "N/A" });
+    for (const [sp, w] of [
+      ["a", "x"],
+      ["b", "y"],
+      ["b", "z"],
+    ] as const)
+      await s.root.project("q").subproject(sp).workflowitems.create({ id: w, displayName: w, amountType: "N/A" });
     const shared = bytes(MiB + 5, 11);
     const own = bytes(1000, 12);
     await at("a", "x").documents.upload({ content: new Blob([shared]), fileName: "shared.pdf" });

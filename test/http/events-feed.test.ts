@@ -57,12 +57,12 @@ afterEach(async () => {
 
 /** Two servers, each with its own openFlowstore over its own handle on the same data. */
 async function twoServers(backend: BackendFactory): Promise<{ a: Running; b: Running }> {
-    const handle = await backend.create();
-    cleanup.push(() => handle.destroy());
-    const a = await startServer(handle.kv);
-    cleanup.push(() => a.close());
-    const b = await startServer(await handle.reopen());
-    cleanup.push(() => b.close());
+  const handle = await backend.create();
+  cleanup.push(() => handle.destroy());
+  const a = await startServer(handle.kv);
+  cleanup.push(() => a.close());
+  const b = await startServer(await handle.reopen());
+  cleanup.push(() => b.close());
   return { a, b };
 }
 

@@ -25,13 +25,25 @@ export interface Running {
 }
 
 /** The store's options (openFlowstore) and the server's (buildServer), in one bag. */
-export type StartOptions = { logger?: Logger | false } & Partial<ServerOptions> & Pick<FlowstoreOptions, "archive" | "archiveSeal" | "processData" | "pageCache" | "clock" | "documents" | "notifications" | "feedRepair" | "restoreDir">;
+export type StartOptions = { logger?: Logger | false } & Partial<ServerOptions> &
+  Pick<FlowstoreOptions, "archive" | "archiveSeal" | "processData" | "pageCache" | "clock" | "documents" | "notifications" | "feedRepair" | "restoreDir">;
 
 /** Opens the store over `kv` (which stays the caller's to close) counted in /metrics, and serves it. */
 export async function startServer(kv: KvStore, options: StartOptions = {}): Promise<Running> {
   const { archive, archiveSeal, processData, pageCache, clock, documents, notifications, feedRepair, restoreDir, ...http } = options;
   const metrics = new Metrics();
-  const flowstore = await openFlowstore(kv, { archive, archiveSeal, processData, pageCache, clock, documents, notifications, feedRepair, restoreDir, instrument: (inner) => metrics.wrap(inner) });
+  const flowstore = await openFlowstore(kv, {
+    archive,
+    archiveSeal,
+    processData,
+    pageCache,
+    clock,
+    documents,
+    notifications,
+    feedRepair,
+    restoreDir,
+    instrument: (inner) => metrics.wrap(inner),
+  });
   const app = await buildServer(flowstore, { tokenSecret: SECRET, logger: false, metrics, closeStore: true, ...http });
   await app.flowstore.identity.ensureRoot(ROOT_PASSWORD);
   await app.listen({ host: "127.0.0.1", port: 0 });

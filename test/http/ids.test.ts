@@ -22,10 +22,19 @@ function rawPath(base: string, method: string, path: string, token: string, body
   const payload = JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: url.hostname, port: url.port, method, path, headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "content-length": Buffer.byteLength(payload) } },
+      {
+        host: url.hostname,
+        port: url.port,
+        method,
+        path,
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
+      },
       (res) => {
         let text = "";
-        res.setEncoding("utf8").on("data", (c: string) => (text += c)).on("end", () => resolve({ status: res.statusCode!, body: text === "" ? "" : JSON.parse(text) }));
+        res
+          .setEncoding("utf8")
+          .on("data", (c: string) => (text += c))
+          .on("end", () => resolve({ status: res.statusCode!, body: text === "" ? "" : JSON.parse(text) }));
       },
     );
     req.on("error", reject).end(payload);

@@ -51,7 +51,10 @@ describe("logging and domain plugins", () => {
     const { token } = await c.login("logme", password);
     await c.users.list();
     // failing requests too: bad credentials, a body with a password that fails validation, a forged token
-    await raw(s.base, "POST", "/api/v1/auth/token", { headers: { "content-type": "application/json" }, body: JSON.stringify({ username: "logme", password: "wrong-" + password }) });
+    await raw(s.base, "POST", "/api/v1/auth/token", {
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ username: "logme", password: "wrong-" + password }),
+    });
     await raw(s.base, "POST", "/api/v1/users", {
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "x-request-id": "req-pw" },
       body: JSON.stringify({ id: "x", displayName: 5, password }),

@@ -61,7 +61,7 @@ function parse(text: string): Map<string, Family> {
     if (!m) throw new Error(`not a sample line: ${JSON.stringify(line)}`);
     expect(m[3], line).toMatch(VALUE);
     const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? "").matchAll(new RegExp(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\\]|\\\\.)*)"`, "g"))) labels[l[1]!] = l[2]!;
+    for (const l of (m[2] ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!;
     family(owner(m[1]!)).samples.push({ name: m[1]!, labels, value: Number(m[3]) });
   }
   return families;
@@ -112,9 +112,7 @@ async function scrape(base = s.base): Promise<Map<string, Family>> {
 }
 
 const value = (families: Map<string, Family>, sample: string, labels: Record<string, string> = {}): number | undefined =>
-  [...families.values()]
-    .flatMap((f) => f.samples)
-    .find((x) => x.name === sample && Object.entries(labels).every(([k, v]) => x.labels[k] === v))?.value;
+  [...families.values()].flatMap((f) => f.samples).find((x) => x.name === sample && Object.entries(labels).every(([k, v]) => x.labels[k] === v))?.value;
 
 describe("/metrics", () => {
   it("is valid Prometheus text with the default process and Node metrics", async () => {
@@ -136,9 +134,7 @@ describe("/metrics", () => {
     await s.root.users.list();
     // Concurrent writes to one project share its partition's commits.
     await s.root.projects.create({ id: "m1", displayName: "M" });
-    await Promise.all(
-      Array.from({ length: 8 }, (_, i) => s.root.project("m1").subprojects.create({ id: `s${i}`, displayName: `S${i}`, currency: "EUR", projectedBudgets: [] })),
-    );
+    await Promise.all(Array.from({ length: 8 }, (_, i) => s.root.project("m1").subprojects.create({ id: `s${i}`, displayName: `S${i}`, currency: "EUR", projectedBudgets: [] })));
     const families = await scrape();
     expect(value(families, "flowstore_http_requests_total", { method: "GET", route: "/api/v1/users", status: "200" })).toBe(1);
     expect(value(families, "flowstore_http_request_duration_seconds_count", { method: "GET", route: "/api/v1/users" })).toBe(1);

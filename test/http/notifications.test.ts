@@ -22,7 +22,11 @@ let alice: FlowstoreClient;
 let bob: FlowstoreClient;
 let carol: FlowstoreClient;
 const sub = () => s.root.project("p").subproject("s");
-const problemOf = (p: Promise<unknown>) => p.then(() => null, (e: unknown) => (e instanceof ProblemError ? e.problem : Promise.reject(e)));
+const problemOf = (p: Promise<unknown>) =>
+  p.then(
+    () => null,
+    (e: unknown) => (e instanceof ProblemError ? e.problem : Promise.reject(e)),
+  );
 
 /** Waits until the follower has projected what was committed (polls the count; no timing assertion). */
 async function inboxOf(c: FlowstoreClient, total: number): Promise<Notification[]> {
@@ -92,7 +96,10 @@ describe("notifications", () => {
 
   it("keeps the newest N per user", async () => {
     await sub().workflowitems.create({ id: "w2", displayName: "Gutter", amountType: "N/A", assignee: "carol" });
-    for (let i = 0; i < KEEP + 2; i++) await sub().workflowitem("w2").update({ description: `step ${i}` });
+    for (let i = 0; i < KEEP + 2; i++)
+      await sub()
+        .workflowitem("w2")
+        .update({ description: `step ${i}` });
     // carol had 1 (assigned via team); 1 created + 7 updates arrive; only the newest KEEP stay
     // every update projected: the newest KEEP are all updates (the follower runs in the background)
     await eventually(

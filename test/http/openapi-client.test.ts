@@ -82,7 +82,10 @@ describe("a client generated from the OpenAPI document", () => {
     // Reorder with If-Match; a stale If-Match is 412.
     const ordering = await api.GET("/api/v1/projects/{p}/subprojects/{s}/workflowitem-ordering", { params: sp });
     const orderTag = ordering.response.headers.get("etag")!;
-    const reordered = await api.PUT("/api/v1/projects/{p}/subprojects/{s}/workflowitem-ordering", { params: { ...sp, header: { "If-Match": orderTag } }, body: { ordering: ["w3", "w1", "w2"] } });
+    const reordered = await api.PUT("/api/v1/projects/{p}/subprojects/{s}/workflowitem-ordering", {
+      params: { ...sp, header: { "If-Match": orderTag } },
+      body: { ordering: ["w3", "w1", "w2"] },
+    });
     expect(reordered.data).toEqual({ ordering: ["w3", "w1", "w2"] });
     const stale = await api.PUT("/api/v1/projects/{p}/subprojects/{s}/workflowitem-ordering", { params: { ...sp, header: { "If-Match": orderTag } }, body: { ordering: ["w1"] } });
     expect(stale.response.status).toBe(412);

@@ -146,7 +146,13 @@ describe("the OpenAPI document, linted", () => {
     }
     expect(operations).toBeGreaterThan(100);
     expect(doc.security).toEqual([{ bearer: [] }]);
-    for (const [path, method] of [["/health", "get"], ["/ready", "get"], ["/metrics", "get"], ["/api/v1/auth/token", "post"], ["/api/v1/auth/refresh", "post"]] as const) {
+    for (const [path, method] of [
+      ["/health", "get"],
+      ["/ready", "get"],
+      ["/metrics", "get"],
+      ["/api/v1/auth/token", "post"],
+      ["/api/v1/auth/refresh", "post"],
+    ] as const) {
       expect(doc.paths[path][method].security, path).toEqual([]);
     }
   });

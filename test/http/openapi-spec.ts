@@ -28,7 +28,8 @@ export function answerChecker(doc: Json): (method: string, template: string, sta
     const response = op.responses[String(status)];
     if (!response) return `${method} ${template} answered ${status}, which it does not declare (${Object.keys(op.responses).join(", ")})`;
     const declared = Object.keys(response.headers ?? {}).map((h) => h.toLowerCase());
-    for (const h of ["etag", "location", "retry-after"]) if (headers.has(h) && !declared.includes(h)) return `${method} ${template} ${status} answered ${h}, which it does not declare`;
+    for (const h of ["etag", "location", "retry-after"])
+      if (headers.has(h) && !declared.includes(h)) return `${method} ${template} ${status} answered ${h}, which it does not declare`;
     const type = (headers.get("content-type") ?? "").split(";")[0]!.trim();
     if (!response.content) return body === undefined || body === "" ? null : `${method} ${template} ${status} declares no body but answered one`;
     const media = response.content[type];

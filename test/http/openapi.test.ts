@@ -17,7 +17,9 @@ const cap = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 function objectSchemas(node: unknown, out: string[] = [], isRoot = false): string[] {
   if (Array.isArray(node)) for (const n of node) objectSchemas(n, out);
   else if (isObject(node)) {
-    const bare = Object.keys(node).every((k) => k === "type" || k === "additionalProperties") && (node.additionalProperties === undefined || (isObject(node.additionalProperties) && Object.keys(node.additionalProperties).length === 0));
+    const bare =
+      Object.keys(node).every((k) => k === "type" || k === "additionalProperties") &&
+      (node.additionalProperties === undefined || (isObject(node.additionalProperties) && Object.keys(node.additionalProperties).length === 0));
     if (node.type === "object" && !isRoot && !bare) out.push(JSON.stringify(node));
     for (const v of Object.values(node)) objectSchemas(v, out);
   }
@@ -72,7 +74,9 @@ describe("the OpenAPI document", () => {
     expect(op.tags).toEqual(["tenants"]);
     expect(op.requestBody).toMatchObject({ content: { "application/json": { schema: { $ref: "#/components/schemas/NewTenant" } } } });
     // A write answers the resource, or its redacted form to a caller who may act on it but not view it.
-    expect(op.responses).toMatchObject({ 201: { content: { "application/json": { schema: { anyOf: [{ $ref: "#/components/schemas/Tenant" }, { $ref: "#/components/schemas/Redacted" }] } } } } });
+    expect(op.responses).toMatchObject({
+      201: { content: { "application/json": { schema: { anyOf: [{ $ref: "#/components/schemas/Tenant" }, { $ref: "#/components/schemas/Redacted" }] } } } },
+    });
     const update = doc.components.schemas.WorkflowitemUpdate!.properties as Json;
     for (const owned of ["status", "assignee", "rejectReason"]) expect(Object.keys(update)).not.toContain(owned);
     const created = doc.components.schemas.NewWorkflowitem!.properties as Json;

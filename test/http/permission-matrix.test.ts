@@ -101,8 +101,14 @@ function levelEntries(level: WorkflowLevel, collection: string, item: string): R
     [`POST ${item}/assign`]: res(`${level}.assign`, (f) => ({ path: at(f, "/assign"), body: { assignee: "root" } })),
     [`GET ${item}/history`]: res(`${level}.viewHistory`, (f) => ({ path: at(f, "/history") })),
     [`GET ${item}/permissions`]: res(`${level}.intent.listPermissions`, (f) => ({ path: at(f, "/permissions") })),
-    [`POST ${item}/permissions/grant`]: res(`${level}.intent.grantPermission`, (f) => ({ path: at(f, "/permissions/grant"), body: { intent: `${level}.viewDetails`, identity: "watchers" } })),
-    [`POST ${item}/permissions/revoke`]: res(`${level}.intent.revokePermission`, (f) => ({ path: at(f, "/permissions/revoke"), body: { intent: `${level}.viewDetails`, identity: "root" } })),
+    [`POST ${item}/permissions/grant`]: res(`${level}.intent.grantPermission`, (f) => ({
+      path: at(f, "/permissions/grant"),
+      body: { intent: `${level}.viewDetails`, identity: "watchers" },
+    })),
+    [`POST ${item}/permissions/revoke`]: res(`${level}.intent.revokePermission`, (f) => ({
+      path: at(f, "/permissions/revoke"),
+      body: { intent: `${level}.viewDetails`, identity: "root" },
+    })),
   };
   if (parentLevel === null) {
     entries[`POST ${collection}`] = global("global.createProject", () => ({ path: `${API}/projects`, body: { id: unique("created-"), ...newBody } }));
@@ -110,10 +116,16 @@ function levelEntries(level: WorkflowLevel, collection: string, item: string): R
   } else {
     const create = `${parentLevel}.create${level.charAt(0).toUpperCase()}${level.slice(1)}`;
     entries[`POST ${collection}`] = { need: { kind: "resource", intent: create, on: parentLevel }, request: (f) => ({ path: `${f.paths[parentLevel]}/${level}s`, body: newBody }) };
-    entries[`GET ${collection}`] = { need: { kind: "resource", intent: `${parentLevel}.viewDetails`, on: parentLevel }, request: (f) => ({ path: `${f.paths[parentLevel]}/${level}s` }) };
+    entries[`GET ${collection}`] = {
+      need: { kind: "resource", intent: `${parentLevel}.viewDetails`, on: parentLevel },
+      request: (f) => ({ path: `${f.paths[parentLevel]}/${level}s` }),
+    };
   }
   if (level !== "workflowitem") {
-    entries[`PUT ${item}/projected-budgets`] = res(`${level}.budget.updateProjected`, (f) => ({ path: at(f, "/projected-budgets"), body: { organization: "Other", value: "2", currencyCode: "USD" } }));
+    entries[`PUT ${item}/projected-budgets`] = res(`${level}.budget.updateProjected`, (f) => ({
+      path: at(f, "/projected-budgets"),
+      body: { organization: "Other", value: "2", currencyCode: "USD" },
+    }));
     entries[`DELETE ${item}/projected-budgets/:organization/:currencyCode`] = res(`${level}.budget.deleteProjected`, (f) => ({ path: at(f, "/projected-budgets/Org/EUR") }));
   }
   return entries;
@@ -127,7 +139,13 @@ function levelEntries(level: WorkflowLevel, collection: string, item: string): R
 const TENANCY: Record<TenancyType, { parent: TenancyType | null; collection: string; item: string; body: unknown; patch: unknown }> = {
   space: { parent: null, collection: `${TEN}/spaces`, item: `${TEN}/spaces/:spaceId`, body: { name: "new" }, patch: { description: "changed" } },
   provider: { parent: "space", collection: `${TEN}/spaces/:spaceId/providers`, item: `${TEN}/providers/:providerId`, body: { name: "new" }, patch: { description: "changed" } },
-  node: { parent: "provider", collection: `${TEN}/providers/:providerId/nodes`, item: `${TEN}/providers/:providerId/nodes/:nodeId`, body: { endpoint: "https://new" }, patch: { endpoint: "https://changed" } },
+  node: {
+    parent: "provider",
+    collection: `${TEN}/providers/:providerId/nodes`,
+    item: `${TEN}/providers/:providerId/nodes/:nodeId`,
+    body: { endpoint: "https://new" },
+    patch: { endpoint: "https://changed" },
+  },
   tenant: { parent: "space", collection: `${TEN}/spaces/:spaceId/tenants`, item: `${TEN}/tenants/:tenantId`, body: { name: "new" }, patch: { description: "changed" } },
   kms: { parent: "tenant", collection: `${TEN}/tenants/:tenantId/kms`, item: `${TEN}/tenants/:tenantId/kms/:kmsId`, body: { keyRef: "new" }, patch: { keyRef: "changed" } },
   contentObject: {
@@ -170,8 +188,14 @@ function tenancyEntries(): Record<string, Entry> {
     }
     entries[`GET ${item}/history`] = res(`${type}.viewHistory`, type, (f) => ({ path: at(f, "/history") }));
     entries[`GET ${item}/permissions`] = res(`${type}.intent.listPermissions`, type, (f) => ({ path: at(f, "/permissions") }));
-    entries[`POST ${item}/permissions/grant`] = res(`${type}.intent.grantPermission`, type, (f) => ({ path: at(f, "/permissions/grant"), body: { intent: `${type}.viewDetails`, identity: "watchers" } }));
-    entries[`POST ${item}/permissions/revoke`] = res(`${type}.intent.revokePermission`, type, (f) => ({ path: at(f, "/permissions/revoke"), body: { intent: `${type}.viewDetails`, identity: "root" } }));
+    entries[`POST ${item}/permissions/grant`] = res(`${type}.intent.grantPermission`, type, (f) => ({
+      path: at(f, "/permissions/grant"),
+      body: { intent: `${type}.viewDetails`, identity: "watchers" },
+    }));
+    entries[`POST ${item}/permissions/revoke`] = res(`${type}.intent.revokePermission`, type, (f) => ({
+      path: at(f, "/permissions/revoke"),
+      body: { intent: `${type}.viewDetails`, identity: "root" },
+    }));
     if (parent === null || TENANCY[type].item.split(":").length === 2) {
       entries[`GET ${item}/verify`] = res(`${type}.viewHistory`, type, (f) => ({ path: at(f, "/verify") }));
       entries[`GET ${item}/checkpoint`] = res(`${type}.viewHistory`, type, (f) => ({ path: at(f, "/checkpoint") }));
@@ -244,7 +268,10 @@ const MATRIX: Record<string, Entry> = {
   [`POST ${API}/users/:u/enable`]: global("global.createUser", () => ({ path: `${API}/users/victim/enable` })),
   [`PUT ${API}/users/:u/password`]: global("global.createUser", () => ({ path: `${API}/users/victim/password`, body: { password: "victim password" } })),
   [`GET ${API}/users/:u/assignments`]: global("global.createUser", () => ({ path: `${API}/users/victim/assignments` })),
-  [`PUT ${API}/me/password`]: { need: { kind: "session" }, request: () => ({ path: `${API}/me/password`, body: { currentPassword: "a long password", password: "a long password" } }) },
+  [`PUT ${API}/me/password`]: {
+    need: { kind: "session" },
+    request: () => ({ path: `${API}/me/password`, body: { currentPassword: "a long password", password: "a long password" } }),
+  },
   [`DELETE ${API}/groups/:g/members/:u`]: global(
     "global.createGroup",
     (f) => ({ path: `${API}/groups/${f.extra.group!}/members/victim` }),
@@ -258,7 +285,10 @@ const MATRIX: Record<string, Entry> = {
   [`POST ${API}/groups`]: global("global.createGroup", () => ({ path: `${API}/groups`, body: { id: unique("group-"), displayName: "G" } })),
   [`POST ${API}/groups/:g/members`]: global("global.createGroup", () => ({ path: `${API}/groups/watchers/members`, body: { userId: "victim" } })),
   [`GET ${API}/global/permissions`]: global("global.listPermissions", () => ({ path: `${API}/global/permissions` })),
-  [`POST ${API}/global/permissions/grant`]: global("global.grantPermission", () => ({ path: `${API}/global/permissions/grant`, body: { intent: "global.readArchive", identity: "watchers" } })),
+  [`POST ${API}/global/permissions/grant`]: global("global.grantPermission", () => ({
+    path: `${API}/global/permissions/grant`,
+    body: { intent: "global.readArchive", identity: "watchers" },
+  })),
   [`POST ${API}/global/permissions/revoke`]: global(
     "global.revokePermission",
     () => ({ path: `${API}/global/permissions/revoke`, body: { intent: "global.writeArchive", identity: "watchers" } }),
@@ -270,8 +300,14 @@ const MATRIX: Record<string, Entry> = {
     const id = unique("schema-");
     return { path: `${PD}/form-schemas`, body: { id, formData: formioForm(id) } };
   }),
-  [`POST ${PD}/form-submissions/process-definition/:def/start-form`]: global("global.writeProcessData", () => ({ path: `${PD}/form-submissions/process-definition/order/start-form`, body: { id: "f", data: {} } })),
-  [`POST ${PD}/message-payloads/process-definition/:def/start-message`]: global("global.writeProcessData", () => ({ path: `${PD}/message-payloads/process-definition/order/start-message`, body: { id: "m", data: {} } })),
+  [`POST ${PD}/form-submissions/process-definition/:def/start-form`]: global("global.writeProcessData", () => ({
+    path: `${PD}/form-submissions/process-definition/order/start-form`,
+    body: { id: "f", data: {} },
+  })),
+  [`POST ${PD}/message-payloads/process-definition/:def/start-message`]: global("global.writeProcessData", () => ({
+    path: `${PD}/message-payloads/process-definition/order/start-message`,
+    body: { id: "m", data: {} },
+  })),
   [`GET ${PD}/:keyspace`]: global("global.readProcessData", () => ({ path: `${PD}/form-scripts` })),
   // a key as one URL-encoded segment ({key}), and the same key with its slashes sent raw (the hidden `*` route)
   [`PUT ${PD}/:keyspace/:key`]: global("global.writeProcessData", () => ({ path: `${PD}/form-scripts/written`, body: { id: "written", formScript: "return 1" } })),
@@ -334,7 +370,10 @@ const MATRIX: Record<string, Entry> = {
   ...levelEntries("workflowitem", `${S}/workflowitems`, W),
   [`GET ${P}/verify`]: { need: { kind: "resource", intent: "project.viewHistory", on: "project" }, request: (f) => ({ path: `${f.paths.project}/verify` }) },
   [`GET ${P}/checkpoint`]: { need: { kind: "resource", intent: "project.viewHistory", on: "project" }, request: (f) => ({ path: `${f.paths.project}/checkpoint` }) },
-  [`GET ${S}/workflowitem-ordering`]: { need: { kind: "resource", intent: "subproject.viewDetails", on: "subproject" }, request: (f) => ({ path: `${f.paths.subproject}/workflowitem-ordering` }) },
+  [`GET ${S}/workflowitem-ordering`]: {
+    need: { kind: "resource", intent: "subproject.viewDetails", on: "subproject" },
+    request: (f) => ({ path: `${f.paths.subproject}/workflowitem-ordering` }),
+  },
   [`PUT ${S}/workflowitem-ordering`]: {
     need: { kind: "resource", intent: "subproject.reorderWorkflowitems", on: "subproject" },
     request: (f) => ({ path: `${f.paths.subproject}/workflowitem-ordering`, body: { ordering: ["w"] } }),
@@ -437,7 +476,10 @@ describe("permission matrix", () => {
       const collection = path.slice(0, path.lastIndexOf("/"));
       const parent = TENANCY[type].parent;
       const under = parent === null ? TEN : paths[parent]!;
-      const r = await call(s.root.token, "POST", { path: under + collection.slice(collection.lastIndexOf("/")), body: { id: path.slice(path.lastIndexOf("/") + 1), ...(TENANCY[type].body as object) } });
+      const r = await call(s.root.token, "POST", {
+        path: under + collection.slice(collection.lastIndexOf("/")),
+        body: { id: path.slice(path.lastIndexOf("/") + 1), ...(TENANCY[type].body as object) },
+      });
       expect(r.status, `create ${type}: ${JSON.stringify(r.body)}`).toBe(201);
     }
     return { p: "", paths, extra: {} };
@@ -499,7 +541,10 @@ describe("permission matrix", () => {
     const f = await fixture();
     const keys = async (path: string) => Object.keys((await call(s.root.token, "GET", { path: `${path}/permissions` })).body as object);
     const t = await tenancyFixture();
-    typeIntents = { project: await keys(f.paths.project!), subproject: await keys(f.paths.subproject!), workflowitem: await keys(f.paths.workflowitem!) } as Record<Level, string[]>;
+    typeIntents = { project: await keys(f.paths.project!), subproject: await keys(f.paths.subproject!), workflowitem: await keys(f.paths.workflowitem!) } as Record<
+      Level,
+      string[]
+    >;
     for (const type of TENANCY_TYPES) typeIntents[type] = await keys(t.paths[type]!);
   });
   afterAll(async () => {
@@ -602,7 +647,17 @@ describe("permission matrix", () => {
     }
 
     const needs = [need, ...(entry.alsoNeeds ?? [])];
-    const what = needs.map((n) => (n.kind === "global" ? `the global intent ${n.intent}` : n.kind === "resource" ? `${n.intent} on the ${n.on}` : n.kind === "assignee" ? `being the ${n.on}'s assignee` : n.kind)).join(" and ");
+    const what = needs
+      .map((n) =>
+        n.kind === "global"
+          ? `the global intent ${n.intent}`
+          : n.kind === "resource"
+            ? `${n.intent} on the ${n.on}`
+            : n.kind === "assignee"
+              ? `being the ${n.on}'s assignee`
+              : n.kind,
+      )
+      .join(" and ");
     it(`${route} refuses a caller with every other intent, changing nothing, and serves it with ${what}`, async () => {
       // Each needed intent is proven necessary on its own: the caller holds all the others (and every
       // other intent of its scope) and is refused; given it too, the caller is served.

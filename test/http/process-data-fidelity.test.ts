@@ -16,7 +16,6 @@ const FS = "/api/v1/process-data/form-submissions";
 const PI = "/api/v1/process-data/process-instances";
 const SCHEMAS = "/api/v1/process-data/form-schemas";
 
-
 describe("process data fidelity to the registry platform", () => {
   let s: Running;
   let root: string;

@@ -26,7 +26,12 @@ forEachBackend((backend) => {
   });
 
   it("stores, reads, lists and deletes process data by its key patterns; tokens only on a single get", async () => {
-    const put = await call(root, "PUT", "/process-data/form-submissions/process/pi-1/task/approve", { id: "r1", accessToken: "secret.jwt.token", data: { ok: true }, signature: "sig" });
+    const put = await call(root, "PUT", "/process-data/form-submissions/process/pi-1/task/approve", {
+      id: "r1",
+      accessToken: "secret.jwt.token",
+      data: { ok: true },
+      signature: "sig",
+    });
     expect(put.status).toBe(200);
     expect(put.body.fields).not.toHaveProperty("accessToken");
     const got = await call(root, "GET", "/process-data/form-submissions/process/pi-1/task/approve");

@@ -145,7 +145,18 @@ forEachBackend((backend) => {
       const doc = await raw(s.base, "GET", "/openapi.json");
       expect(doc.status).toBe(200);
       expect(doc.body.openapi).toMatch(/^3\./);
-      for (const path of ["/api/v1/auth/token", "/api/v1/users", "/api/v1/users/{u}/disable", "/api/v1/groups", "/api/v1/groups/{g}/members", "/api/v1/global/permissions", "/api/v1/global/permissions/grant", "/health", "/ready", "/metrics"]) {
+      for (const path of [
+        "/api/v1/auth/token",
+        "/api/v1/users",
+        "/api/v1/users/{u}/disable",
+        "/api/v1/groups",
+        "/api/v1/groups/{g}/members",
+        "/api/v1/global/permissions",
+        "/api/v1/global/permissions/grant",
+        "/health",
+        "/ready",
+        "/metrics",
+      ]) {
         expect(doc.body.paths[path], path).toBeDefined();
       }
       const create = doc.body.paths["/api/v1/users"].post;

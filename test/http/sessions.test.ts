@@ -18,7 +18,13 @@ import { raw, startServer, type Running } from "./harness.js";
 const json = (body: unknown) => ({ headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 
 /** POST /api/v1/auth/token (or TruBudget's user.authenticate) from a chosen loopback address (the whole of 127/8 is loopback on Linux). */
-function loginFrom(base: string, localAddress: string, username: string, password: string, path = "/api/v1/auth/token"): Promise<{ status: number; retryAfter?: string; body: any }> {
+function loginFrom(
+  base: string,
+  localAddress: string,
+  username: string,
+  password: string,
+  path = "/api/v1/auth/token",
+): Promise<{ status: number; retryAfter?: string; body: any }> {
   const url = new URL(path, base);
   const body = JSON.stringify(path === "/api/v1/auth/token" ? { username, password } : { apiVersion: "1.0", data: { user: { id: username, password } } });
   return new Promise((resolve, reject) => {

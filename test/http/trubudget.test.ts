@@ -146,7 +146,11 @@ it("history-filter: publisher, since, until and type on a history route; a bad t
   const p = await tree();
   expect((await call(mary, "POST", `${p}/permissions/grant`, { intent: "project.update", identity: "jane" })).status).toBe(204);
   expect((await call(mary, "POST", `${p}/permissions/grant`, { intent: "project.viewDetails", identity: "jane" })).status).toBe(204);
-  for (const [who, d] of [[jane, "by jane"], [mary, "by mary"]] as const) expect((await call(who, "PATCH", p, { description: d })).status).toBe(200);
+  for (const [who, d] of [
+    [jane, "by jane"],
+    [mary, "by mary"],
+  ] as const)
+    expect((await call(who, "PATCH", p, { description: d })).status).toBe(200);
   const all = (await call(mary, "GET", `${p}/history`)).body.items as { actor: string; type: string; at: string }[];
   const byJane = await call(mary, "GET", `${p}/history?publisher=jane`);
   expect(byJane.body.items.map((e: { actor: string }) => e.actor)).toEqual(["jane"]);
@@ -184,7 +188,13 @@ it("close-assignee: the close intent alone is a 403, and so is being the assigne
 it("defaults-and-money: ordered by default; signed, comma-grouped amounts stored canonical; a decimal comma is a 400 naming data.amount", async () => {
   const p = await tree();
   expect((await call(mary, "GET", `${p}/subprojects/s`)).body.data.workflowMode).toBe("ordered");
-  const w = await call(mary, "POST", `${p}/subprojects/s/workflowitems`, { displayName: "refund", amountType: "disbursed", amount: "-1,000.50", currency: "EUR", fundingOrganization: "KfW" });
+  const w = await call(mary, "POST", `${p}/subprojects/s/workflowitems`, {
+    displayName: "refund",
+    amountType: "disbursed",
+    amount: "-1,000.50",
+    currency: "EUR",
+    fundingOrganization: "KfW",
+  });
   expect(w.status).toBe(201);
   expect(w.body.data).toMatchObject({ amount: "-1000.50", exchangeRate: "1.0", fundingOrganization: "KfW", workflowitemType: "general" });
   const bad = await call(mary, "POST", `${p}/subprojects/s/workflowitems`, { displayName: "x", amountType: "disbursed", amount: "12,5", currency: "EUR" });
@@ -210,7 +220,14 @@ it("type-fixed and na-clears: a subproject's fixed type refuses another (400); a
   const wrong = await call(mary, "POST", `${p}/subprojects/s/workflowitems`, { displayName: "x", amountType: "N/A", workflowitemType: "general" });
   expect(wrong.status).toBe(400);
   expect(wrong.body).toMatchObject({ field: "body.workflowitemType" });
-  const w = await call(mary, "POST", `${p}/subprojects/s/workflowitems`, { id: "w", displayName: "x", amountType: "allocated", amount: "3", currency: "USD", additionalData: { a: 1, b: 2 } });
+  const w = await call(mary, "POST", `${p}/subprojects/s/workflowitems`, {
+    id: "w",
+    displayName: "x",
+    amountType: "allocated",
+    amount: "3",
+    currency: "USD",
+    additionalData: { a: 1, b: 2 },
+  });
   expect(w.body.data.workflowitemType).toBe("restricted");
   const patched = await call(mary, "PATCH", `${p}/subprojects/s/workflowitems/w`, { amountType: "N/A", additionalData: { a: null, c: 3 } });
   expect(patched.status).toBe(200);

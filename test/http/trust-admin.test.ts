@@ -19,7 +19,8 @@ const json = (token: string, body?: unknown) => ({
 describe("administrator hierarchy over /api/v1", () => {
   let s: Running;
   let admin: string;
-  const login = async (id: string, password: string) => raw(s.base, "POST", `${API}/auth/token`, { headers: { "content-type": "application/json" }, body: JSON.stringify({ username: id, password }) });
+  const login = async (id: string, password: string) =>
+    raw(s.base, "POST", `${API}/auth/token`, { headers: { "content-type": "application/json" }, body: JSON.stringify({ username: id, password }) });
   beforeAll(async () => {
     s = await startServer(new MemoryKv(), { webRoot: false, loginRateLimit: false });
     for (const id of ["eve", "alice", "boss"]) await s.root.users.create({ id, displayName: id, password: `${id} password` });

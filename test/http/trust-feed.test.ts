@@ -53,7 +53,8 @@ describe("change-feed streams re-check the caller", () => {
   let s: Running;
   const subs: Sub[] = [];
   const tokenOf = async (id: string) =>
-    (await raw(s.base, "POST", "/api/v1/auth/token", { headers: { "content-type": "application/json" }, body: JSON.stringify({ username: id, password: `${id} password` }) })).body.token as string;
+    (await raw(s.base, "POST", "/api/v1/auth/token", { headers: { "content-type": "application/json" }, body: JSON.stringify({ username: id, password: `${id} password` }) })).body
+      .token as string;
   beforeAll(async () => {
     s = await startServer(new MemoryKv(), { webRoot: false, loginRateLimit: false });
     for (const id of ["watcher", "member", "capper"]) await s.root.users.create({ id, displayName: id, password: `${id} password` });

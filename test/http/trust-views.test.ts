@@ -22,14 +22,19 @@ describe("assign, close and views", () => {
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   const call = (who: string, method: string, path: string, body?: unknown) => raw(s.base, method, path, as(who, body));
-  const grant = async (path: string, intent: string, identity: string) => expect((await call("root", "POST", `${path}/permissions/grant`, { intent, identity })).status).toBeLessThan(300);
+  const grant = async (path: string, intent: string, identity: string) =>
+    expect((await call("root", "POST", `${path}/permissions/grant`, { intent, identity })).status).toBeLessThan(300);
 
   beforeAll(async () => {
     s = await startServer(new MemoryKv(), { webRoot: false, loginRateLimit: false, trubudgetApi: true, notifications: { follow: true, pollMs: 20 } });
-    rootToken = (await raw(s.base, "POST", `${API}/auth/token`, { headers: { "content-type": "application/json" }, body: JSON.stringify({ username: "root", password: "root password 123" }) })).body.token;
+    rootToken = (
+      await raw(s.base, "POST", `${API}/auth/token`, { headers: { "content-type": "application/json" }, body: JSON.stringify({ username: "root", password: "root password 123" }) })
+    ).body.token;
     for (const id of ["mallory", "nobody", "alice"]) {
       await s.root.users.create({ id, displayName: id, password: `${id} password` });
-      tokens[id] = (await raw(s.base, "POST", `${API}/auth/token`, { headers: { "content-type": "application/json" }, body: JSON.stringify({ username: id, password: `${id} password` }) })).body.token;
+      tokens[id] = (
+        await raw(s.base, "POST", `${API}/auth/token`, { headers: { "content-type": "application/json" }, body: JSON.stringify({ username: id, password: `${id} password` }) })
+      ).body.token;
     }
     expect((await call("root", "POST", P, { id: "p", displayName: "Secret school" })).status).toBe(201);
     expect((await call("root", "POST", P, { id: "empty", displayName: "Empty" })).status).toBe(201);

@@ -19,7 +19,10 @@ import { raw, startServer, type Running } from "./harness.js";
 
 const API = "/api/v1";
 const problemOf = async (p: Promise<unknown>): Promise<ProblemError> => {
-  const e = await p.then(() => null, (err: unknown) => err);
+  const e = await p.then(
+    () => null,
+    (err: unknown) => err,
+  );
   expect(e).toBeInstanceOf(ProblemError);
   return e as ProblemError;
 };
@@ -100,7 +103,11 @@ describe("users and groups over HTTP", () => {
   it("searches and sorts projects and subprojects on the server, refusing a bad sort at its field", async () => {
     const dee = await s.userClient("dee", "dee password 123");
     await s.root.globalPermissions.grant("global.createProject", "dee");
-    for (const [id, displayName, tags] of [["q1", "Clinic north", ["health"]], ["q2", "Clinic south", ["health", "water"]], ["q3", "Pipeline", ["water"]]] as const) {
+    for (const [id, displayName, tags] of [
+      ["q1", "Clinic north", ["health"]],
+      ["q2", "Clinic south", ["health", "water"]],
+      ["q3", "Pipeline", ["water"]],
+    ] as const) {
       await dee.projects.create({ id, displayName, tags: [...tags] });
     }
     const names = (page: { items: { id: string }[] }) => page.items.map((p) => p.id);

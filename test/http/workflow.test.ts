@@ -70,7 +70,10 @@ forEachBackend((backend) => {
     expect(patched.status).toBe(200);
     expect(patched.body.meta.version).toBe(2);
     expect((await call(mary, "PATCH", "/projects/p/subprojects/s/workflowitems/w", { amount: "11" }, { "if-match": '"1"' })).status).toBe(412);
-    expect((await call(mary, "PATCH", "/projects/p/subprojects/s/workflowitems/w", { amount: "11" }, { "if-match": "yesterday" })).body).toMatchObject({ status: 400, field: "header.if-match" });
+    expect((await call(mary, "PATCH", "/projects/p/subprojects/s/workflowitems/w", { amount: "11" }, { "if-match": "yesterday" })).body).toMatchObject({
+      status: 400,
+      field: "header.if-match",
+    });
     const badCurrency = await call(mary, "PATCH", "/projects/p/subprojects/s/workflowitems/w", { currency: "ABC" });
     expect(badCurrency.body).toMatchObject({ status: 400, field: "body.currency" });
     const badAmount = await call(mary, "PATCH", "/projects/p/subprojects/s/workflowitems/w", { amount: 11 });
@@ -97,9 +100,15 @@ forEachBackend((backend) => {
     expect((await call(jane, "GET", "/projects")).body.items).toEqual([]);
     expect((await call(jane, "POST", "/projects", { displayName: "x" })).status).toBe(403);
     expect((await call(jane, "POST", "/projects/p/permissions/grant", { intent: "project.viewDetails", identity: "jane" })).status).toBe(404);
-    expect((await call(mary, "POST", "/projects/p/permissions/grant", { intent: "project.viewDetails", identity: "nobody" })).body).toMatchObject({ status: 400, field: "identity" });
+    expect((await call(mary, "POST", "/projects/p/permissions/grant", { intent: "project.viewDetails", identity: "nobody" })).body).toMatchObject({
+      status: 400,
+      field: "identity",
+    });
     expect((await call(mary, "POST", "/projects/p/permissions/grant", { intent: "project.fly", identity: "jane" })).body).toMatchObject({ status: 400, field: "intent" });
-    for (const [path, intent] of [["/projects/p", "project.viewDetails"], ["/projects/p/subprojects/s", "subproject.viewDetails"]] as const) {
+    for (const [path, intent] of [
+      ["/projects/p", "project.viewDetails"],
+      ["/projects/p/subprojects/s", "subproject.viewDetails"],
+    ] as const) {
       expect((await call(mary, "POST", `${path}/permissions/grant`, { intent, identity: "jane" })).status).toBe(204);
     }
     expect((await call(jane, "GET", "/projects/p")).status).toBe(200);

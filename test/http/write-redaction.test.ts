@@ -28,14 +28,17 @@ describe("write responses and existence", () => {
     eve = await s.userClient("eve");
     await s.root.projects.create({ id: "secret", displayName: "Secret" });
     await s.root.project("secret").subprojects.create({ id: "s", displayName: "S", currency: "EUR" });
-    await s.root.project("secret").subproject("s").workflowitems.create({
-      id: "w",
-      displayName: "Pay the supplier",
-      amountType: "allocated",
-      amount: "1000",
-      currency: "EUR",
-      additionalData: { iban: IBAN },
-    });
+    await s.root
+      .project("secret")
+      .subproject("s")
+      .workflowitems.create({
+        id: "w",
+        displayName: "Pay the supplier",
+        amountType: "allocated",
+        amount: "1000",
+        currency: "EUR",
+        additionalData: { iban: IBAN },
+      });
   });
   afterAll(async () => {
     await s?.close();
@@ -71,7 +74,14 @@ describe("write responses and existence", () => {
     expect(assigned.status, JSON.stringify(assigned.body)).toBe(200);
     expect(JSON.stringify(assigned.body)).not.toContain(IBAN);
     // With the intents eve holds on it as written, as a list shows them.
-    expect(assigned.body).toEqual({ id: "w", type: "workflowitem", redacted: true, data: { status: "open" }, meta: { createdAt: before.body.meta.createdAt }, allowedIntents: ["workflowitem.assign"] });
+    expect(assigned.body).toEqual({
+      id: "w",
+      type: "workflowitem",
+      redacted: true,
+      data: { status: "open" },
+      meta: { createdAt: before.body.meta.createdAt },
+      allowedIntents: ["workflowitem.assign"],
+    });
     expect(assigned.headers.get("etag")).toBe(`"${version + 1}"`);
     // The write happened.
     expect((await item.get()).meta.version).toBe(version + 1);

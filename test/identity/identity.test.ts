@@ -60,7 +60,13 @@ forEachBackend((backend) => {
     it("hashes with a per-user salt", async () => {
       await id.createUser(SYSTEM, { id: "a", displayName: "A", password: pw });
       await id.createUser(SYSTEM, { id: "b", displayName: "B", password: pw });
-      const [ha, hb] = await kv.getMany(["identity"], [["password", "a"], ["password", "b"]]);
+      const [ha, hb] = await kv.getMany(
+        ["identity"],
+        [
+          ["password", "a"],
+          ["password", "b"],
+        ],
+      );
       expect(ha!.value.toString()).toMatch(/^scrypt\$/);
       expect(ha!.value.toString()).not.toBe(hb!.value.toString());
       expect(ha!.value.toString()).not.toContain(pw);

@@ -14,7 +14,8 @@ function reversedKeys(v: unknown): unknown {
   if (v !== null && typeof v === "object") {
     const out: Record<string, unknown> = {};
     // defineProperty: a "__proto__" key stays an own member
-    for (const k of Object.keys(v).reverse()) Object.defineProperty(out, k, { value: reversedKeys((v as Record<string, unknown>)[k]), enumerable: true, writable: true, configurable: true });
+    for (const k of Object.keys(v).reverse())
+      Object.defineProperty(out, k, { value: reversedKeys((v as Record<string, unknown>)[k]), enumerable: true, writable: true, configurable: true });
     return out;
   }
   return v;

@@ -16,7 +16,13 @@ const versions = await Promise.all(
 );
 let race: string;
 try {
-  await kv.commit(["shared"], [{ type: "check", key: ["race"], version: null }, { type: "put", key: ["race"], value: Buffer.from("child") }]);
+  await kv.commit(
+    ["shared"],
+    [
+      { type: "check", key: ["race"], version: null },
+      { type: "put", key: ["race"], value: Buffer.from("child") },
+    ],
+  );
   race = "won";
 } catch (e) {
   race = e instanceof ConflictError ? "conflict" : `error: ${(e as Error).message}`;

@@ -51,13 +51,20 @@ describe("lmdb across processes", () => {
     await child.ready; // the child has the store open and waits for "go"
     child.go();
     const mine = Promise.all(
-      Array.from({ length: 150 }, (_, i) =>
-        kv.commit(["shared"], [{ type: "put", key: ["parent", i], value: Buffer.from(`p${i}`) }]).then((r) => r.version),
-      ),
+      Array.from({ length: 150 }, (_, i) => kv.commit(["shared"], [{ type: "put", key: ["parent", i], value: Buffer.from(`p${i}`) }]).then((r) => r.version)),
     );
     const race = kv
-      .commit(["shared"], [{ type: "check", key: ["race"], version: null }, { type: "put", key: ["race"], value: Buffer.from("parent") }])
-      .then(() => "won", (e) => (e instanceof ConflictError ? "conflict" : `error: ${(e as Error).message}`));
+      .commit(
+        ["shared"],
+        [
+          { type: "check", key: ["race"], version: null },
+          { type: "put", key: ["race"], value: Buffer.from("parent") },
+        ],
+      )
+      .then(
+        () => "won",
+        (e) => (e instanceof ConflictError ? "conflict" : `error: ${(e as Error).message}`),
+      );
     const [parentVersions, parentRace, theirs] = await Promise.all([mine, race, child.result]);
     const all = [1, ...parentVersions, ...theirs.versions];
     expect(new Set(all).size).toBe(all.length); // no version given twice across processes

@@ -80,18 +80,17 @@ describe.runIf(url)("postgres", () => {
     const schema = fresh("race");
     const stores = Array.from({ length: 4 }, () => PostgresKv.open(url!, { schema, poolSize: 5 }));
     try {
-      const results = await Promise.all(
-        Array.from({ length: 200 }, (_, i) =>
-          stores[i % 4]!.commit(["doc", "one"], [{ type: "put", key: ["n", i], value: bytes(String(i)) }]),
-        ),
-      );
+      const results = await Promise.all(Array.from({ length: 200 }, (_, i) => stores[i % 4]!.commit(["doc", "one"], [{ type: "put", key: ["n", i], value: bytes(String(i)) }])));
       expect(results.map((r) => r.version).sort((x, y) => x - y)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
       const outcomes = await Promise.allSettled(
         Array.from({ length: 40 }, (_, i) =>
-          stores[i % 4]!.commit(["doc", "one"], [
-            { type: "check", key: ["only"], version: null },
-            { type: "put", key: ["only"], value: bytes(String(i)) },
-          ]),
+          stores[i % 4]!.commit(
+            ["doc", "one"],
+            [
+              { type: "check", key: ["only"], version: null },
+              { type: "put", key: ["only"], value: bytes(String(i)) },
+            ],
+          ),
         ),
       );
       expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
@@ -155,10 +154,7 @@ describe.runIf(url && bin)("postgres restart", () => {
       }
       await server.stop();
       await expect(kv.get(["doc", "d0"], ["n", 0])).rejects.toBeInstanceOf(UnavailableError);
-      await expect(kv.commit(["doc", "d0"], [{ type: "put", key: ["n", 99], value: bytes("x") }])).rejects.toHaveProperty(
-        "status",
-        503,
-      );
+      await expect(kv.commit(["doc", "d0"], [{ type: "put", key: ["n", 99], value: bytes("x") }])).rejects.toHaveProperty("status", 503);
       await server.start();
       // The same store object serves again: the pool replaces its broken connections.
       const first = await eventually(

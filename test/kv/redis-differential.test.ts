@@ -26,7 +26,16 @@ type Step =
   | { kind: "drop"; p: Partition };
 const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 6, arbitrary: fc.record({ kind: fc.constant("commit" as const), p: partition, ops: fc.array(op, { maxLength: 6 }) }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant("scan" as const), p: partition, prefix: fc.option(fc.array(item, { maxLength: 1 }), { nil: undefined }), limit: fc.integer({ min: 1, max: 5 }), reverse: fc.boolean() }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant("scan" as const),
+      p: partition,
+      prefix: fc.option(fc.array(item, { maxLength: 1 }), { nil: undefined }),
+      limit: fc.integer({ min: 1, max: 5 }),
+      reverse: fc.boolean(),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("get" as const), p: partition, keys: fc.array(key, { maxLength: 3 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("list" as const), kindName: fc.constantFrom("k1", "k2"), limit: fc.integer({ min: 1, max: 3 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("drop" as const), p: partition }) },

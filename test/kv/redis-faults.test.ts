@@ -10,14 +10,7 @@ import { openRedisKv } from "../../src/kv/redis/connect.js";
 import type { RedisKv } from "../../src/kv/redis/store.js";
 import { eventually, pause } from "../support/eventually.js";
 import { freePort } from "../support/ports.js";
-import {
-  makeRedisDir,
-  redisBinariesForTests,
-  removeDir,
-  startCluster,
-  startStandalone,
-  type RedisBinaries,
-} from "../setup/redis-servers.js";
+import { makeRedisDir, redisBinariesForTests, removeDir, startCluster, startStandalone, type RedisBinaries } from "../setup/redis-servers.js";
 
 const bin = redisBinariesForTests();
 
@@ -37,9 +30,7 @@ describe.runIf(bin)("redis faults", () => {
       const kv = openRedisKv(url, { timeoutMs: 3000 });
       try {
         await expect(kv.get(["p", "x"], ["k"])).rejects.toBeInstanceOf(UnavailableError);
-        await expect(kv.commit(["p", "x"], [{ type: "put", key: ["k"], value: Buffer.from("v") }])).rejects.toThrow(
-          UnavailableError,
-        );
+        await expect(kv.commit(["p", "x"], [{ type: "put", key: ["k"], value: Buffer.from("v") }])).rejects.toThrow(UnavailableError);
         await expect(kv.listPartitions("p")).rejects.toBeInstanceOf(UnavailableError);
         await expect(kv.scan(["p", "x"])).rejects.toHaveProperty("status", 503);
       } finally {
@@ -174,7 +165,8 @@ describe.runIf(bin)("redis faults", () => {
       const listed = [];
       for await (const p of (async function* () {
         yield* (await kv.listPartitions("load")).partitions;
-      })()) listed.push(p);
+      })())
+        listed.push(p);
       expect(listed).toHaveLength(PARTITIONS);
       console.log(
         `failover: ${acked.size} batches acknowledged (${ackedAtKill} before the kill, ${ackedAfterFailover} when the ` +

@@ -10,14 +10,7 @@ import { UnavailableError } from "../../src/errors.js";
 import { scanAll } from "../../src/kv/contract.js";
 import { openRedisKv, parseRedisUrl } from "../../src/kv/redis/connect.js";
 import { eventually, pause } from "../support/eventually.js";
-import {
-  makeRedisDir,
-  redisBinariesForTests,
-  removeDir,
-  startStandalone,
-  type RedisServer,
-  type RedisBinaries,
-} from "../setup/redis-servers.js";
+import { makeRedisDir, redisBinariesForTests, removeDir, startStandalone, type RedisServer, type RedisBinaries } from "../setup/redis-servers.js";
 
 const bin = redisBinariesForTests();
 
@@ -54,7 +47,10 @@ describe.runIf(bin)("redis sentinel", () => {
     expect(t).toMatchObject({
       cluster: false,
       sentinel: "mymaster",
-      nodes: [{ host: "10.0.0.1", port: 26379 }, { host: "10.0.0.2", port: 26379 }],
+      nodes: [
+        { host: "10.0.0.1", port: 26379 },
+        { host: "10.0.0.2", port: 26379 },
+      ],
       username: "u",
       password: "p@ss",
       options: { waitReplicas: 1, namespace: "fs" },
@@ -135,10 +131,7 @@ describe.runIf(bin)("redis sentinel", () => {
       }
       const lost = [...acked].filter(([k, v]) => stored.get(k) !== v);
       expect(lost).toEqual([]);
-      console.log(
-        `sentinel failover: ${acked.size} writes acknowledged (${ackedAtKill} before the kill), ` +
-          `${failures.length} refused with 503, ${stored.size} present`,
-      );
+      console.log(`sentinel failover: ${acked.size} writes acknowledged (${ackedAtKill} before the kill), ` + `${failures.length} refused with 503, ${stored.size} present`);
     } finally {
       stop = true;
       await kv.close();

@@ -28,11 +28,33 @@ forEachBackend((backend) => {
 
   it("orders awkward keys exactly as the tuple order, forwards and backwards, page by page", async () => {
     const keys: Tuple[] = [
-      [], ["a"], ["a", null], ["a\u0000"], ["a\u0000b"], ["a", "\u0000"], ["a:b"], ["_workflows"],
-      ["\u{1F600}"], ["\uffff"], [new Uint8Array([0, 255, 0])], [new Uint8Array([255])], [-1], [0], [1],
-      [256], [-70000], [Number.MAX_SAFE_INTEGER], [["nested", null]], [true], [false], ["z", 1, "x"],
+      [],
+      ["a"],
+      ["a", null],
+      ["a\u0000"],
+      ["a\u0000b"],
+      ["a", "\u0000"],
+      ["a:b"],
+      ["_workflows"],
+      ["\u{1F600}"],
+      ["\uffff"],
+      [new Uint8Array([0, 255, 0])],
+      [new Uint8Array([255])],
+      [-1],
+      [0],
+      [1],
+      [256],
+      [-70000],
+      [Number.MAX_SAFE_INTEGER],
+      [["nested", null]],
+      [true],
+      [false],
+      ["z", 1, "x"],
     ];
-    await kv.commit(P, keys.map((key, i) => ({ type: "put", key, value: bytes(`v${i}`) })));
+    await kv.commit(
+      P,
+      keys.map((key, i) => ({ type: "put", key, value: bytes(`v${i}`) })),
+    );
     const sorted = [...keys].sort(compareTuples);
     const forward: Tuple[] = [];
     for await (const e of scanAll(kv, P, { limit: 3 })) forward.push(e.key);
@@ -76,7 +98,12 @@ forEachBackend((backend) => {
         { type: "check", key: ["b"], version: 1 },
       ]),
     ).rejects.toBeInstanceOf(ConflictError);
-    await expect(kv.commit(P, [{ type: "check", key: ["a"], version: null }, { type: "delete", key: ["b"] }])).rejects.toBeInstanceOf(ConflictError);
+    await expect(
+      kv.commit(P, [
+        { type: "check", key: ["a"], version: null },
+        { type: "delete", key: ["b"] },
+      ]),
+    ).rejects.toBeInstanceOf(ConflictError);
     expect(await kv.get(P, ["c"])).toBeUndefined();
     expect((await kv.get(P, ["b"]))?.version).toBe(2);
     const v3 = await kv.commit(P, [
@@ -100,10 +127,11 @@ forEachBackend((backend) => {
     ops.push({ type: "put", key: ["w"], value: bytes("parent") }, { type: "put", key: ["wx"], value: bytes("y") });
     await kv.commit(P, ops);
     await kv.commit(P, [{ type: "deleteRange", start: ["w", 10], end: ["w", 20] }]);
-    expect((await kv.scan(P, { start: ["w", 5], end: ["w", 25] })).entries.map((e) => e.key[1])).toEqual([
-      5, 6, 7, 8, 9, 20, 21, 22, 23, 24,
+    expect((await kv.scan(P, { start: ["w", 5], end: ["w", 25] })).entries.map((e) => e.key[1])).toEqual([5, 6, 7, 8, 9, 20, 21, 22, 23, 24]);
+    await kv.commit(P, [
+      { type: "deletePrefix", prefix: ["w"] },
+      { type: "put", key: ["w", 7], value: bytes("again") },
     ]);
-    await kv.commit(P, [{ type: "deletePrefix", prefix: ["w"] }, { type: "put", key: ["w", 7], value: bytes("again") }]);
     const left = (await kv.scan(P, {})).entries.map((e) => e.key);
     expect(left).toEqual([["w", 7], ["wx"]]);
   });
@@ -113,7 +141,15 @@ forEachBackend((backend) => {
     await Promise.all(ids.map((id) => kv.commit(["proj", id], [{ type: "put", key: ["x"], value: bytes(id) }])));
     await kv.commit(["other", "o"], [{ type: "put", key: ["x"], value: bytes("o") }]);
     await kv.commit(["proj", "only-deletes"], [{ type: "delete", key: ["x"] }]);
-    await expect(kv.commit(["proj", "conflict"], [{ type: "check", key: ["x"], version: 3 }, { type: "put", key: ["x"], value: bytes("c") }])).rejects.toBeInstanceOf(ConflictError);
+    await expect(
+      kv.commit(
+        ["proj", "conflict"],
+        [
+          { type: "check", key: ["x"], version: 3 },
+          { type: "put", key: ["x"], value: bytes("c") },
+        ],
+      ),
+    ).rejects.toBeInstanceOf(ConflictError);
     const page = await kv.listPartitions("proj", { limit: 15 });
     expect(page.partitions).toEqual(ids.slice(0, 15).map((id) => ["proj", id]));
     const all = [];
@@ -122,7 +158,11 @@ forEachBackend((backend) => {
     await kv.dropPartition(["proj", "p03"]);
     expect(await kv.get(["proj", "p03"], ["x"])).toBeUndefined();
     const after = await kv.listPartitions("proj", { limit: 3 });
-    expect(after.partitions).toEqual([["proj", "p00"], ["proj", "p01"], ["proj", "p02"]]);
+    expect(after.partitions).toEqual([
+      ["proj", "p00"],
+      ["proj", "p01"],
+      ["proj", "p02"],
+    ]);
     expect((await kv.listPartitions("proj", { limit: 1, after: after.cursor })).partitions).toEqual([["proj", "p04"]]);
     const again = await kv.commit(["proj", "p03"], [{ type: "put", key: ["x"], value: bytes("back") }]);
     expect(again.version).toBe(2); // versions continue after a drop: they never repeat
@@ -136,7 +176,10 @@ forEachBackend((backend) => {
     let stop = false;
     const mover = (async () => {
       for (let i = 0; !stop && i < 5000; i++) {
-        await kv.commit(P, [{ type: "delete", key: ["t", i] }, { type: "put", key: ["t", i + 1], value: bytes("token") }]);
+        await kv.commit(P, [
+          { type: "delete", key: ["t", i] },
+          { type: "put", key: ["t", i + 1], value: bytes("token") },
+        ]);
       }
     })();
     try {
@@ -188,7 +231,10 @@ describe("redis URLs", () => {
     });
     expect(parseRedisUrl("redis-cluster://a:1,b:2")).toMatchObject({
       cluster: true,
-      nodes: [{ host: "a", port: 1 }, { host: "b", port: 2 }],
+      nodes: [
+        { host: "a", port: 1 },
+        { host: "b", port: 2 },
+      ],
     });
     expect(parseRedisUrl("redis://u:p%40ss@h").password).toBe("p@ss");
   });
@@ -197,16 +243,17 @@ describe("redis URLs", () => {
       expect(() => parseRedisUrl(bad)).toThrow(ValidationError);
     }
     expect(() => parseRedisUrl("redis://h?waitReplicas=x")).toThrow(expect.objectContaining({ field: "waitReplicas" }));
-    expect(() => openRedisKv("redis://127.0.0.1:1", { namespace: "a{b}" })).toThrow(
-      expect.objectContaining({ field: "namespace" }),
-    );
+    expect(() => openRedisKv("redis://127.0.0.1:1", { namespace: "a{b}" })).toThrow(expect.objectContaining({ field: "namespace" }));
   });
 });
 
 const redis = inject("redis");
 describe.runIf(redis)("openKv with redis URLs", () => {
   it("opens redis:// and redis-cluster:// stores that see the same data as openRedisKv", async () => {
-    for (const [url, backend] of [[redis!.standalone, "redis"], [redis!.cluster, "redis-cluster"]] as const) {
+    for (const [url, backend] of [
+      [redis!.standalone, "redis"],
+      [redis!.cluster, "redis-cluster"],
+    ] as const) {
       const namespace = `open-${process.pid}-${Date.now()}`;
       const kv = await openKv(`${url}?namespace=${namespace}`);
       const direct = openRedisKv(url, { namespace });
@@ -235,9 +282,7 @@ describe.runIf(redis)("redis-cluster with waitReplicas", () => {
       }
       expect((await kv.get(["p", "x19"], ["k"]))?.value.toString()).toBe("19");
       const tooMany = openRedisKv(url, { namespace, waitReplicas: 3, waitTimeoutMs: 200 });
-      await expect(tooMany.commit(["p", "y"], [{ type: "put", key: ["k"], value: bytes("y") }])).rejects.toThrow(
-        /only 1 of 3 replicas/,
-      );
+      await expect(tooMany.commit(["p", "y"], [{ type: "put", key: ["k"], value: bytes("y") }])).rejects.toThrow(/only 1 of 3 replicas/);
       await tooMany.close();
     } finally {
       await kv.close();

@@ -4,40 +4,12 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ValidationError } from "../../src/errors.js";
-import {
-  compareTuples,
-  decode,
-  encode,
-  encodeNested,
-  encodeNestedPrefix,
-  isTuplePrefix,
-  prefixRange,
-  TupleError,
-  type Tuple,
-  type TupleItem,
-} from "../../src/kv/tuple.js";
+import { compareTuples, decode, encode, encodeNested, encodeNestedPrefix, isTuplePrefix, prefixRange, TupleError, type Tuple, type TupleItem } from "../../src/kv/tuple.js";
 
 const RUNS = 3000;
 
 /** Pieces that stress the escaping and the ordering: NUL, 0xFF-range chars, separators, astral chars. */
-const awkward = fc.constantFrom(
-  "\u0000",
-  "\u0001",
-  "\u00fe",
-  "\u00ff",
-  "\u07ff",
-  "\uffff",
-  "\ud7ff",
-  "\ue000",
-  ":",
-  "/",
-  "_",
-  "_workflows",
-  "a",
-  "ab",
-  "😀",
-  "\u{10ffff}",
-);
+const awkward = fc.constantFrom("\u0000", "\u0001", "\u00fe", "\u00ff", "\u07ff", "\uffff", "\ud7ff", "\ue000", ":", "/", "_", "_workflows", "a", "ab", "😀", "\u{10ffff}");
 const str = fc.oneof(
   fc.array(fc.oneof(awkward, fc.string({ unit: "binary", maxLength: 2 })), { maxLength: 5 }).map((a) => a.join("")),
   fc.string({ unit: "binary", maxLength: 8 }),
@@ -53,22 +25,18 @@ const int = fc.oneof(
 );
 
 const { tuple } = fc.letrec<{ item: TupleItem; tuple: TupleItem[] }>((tie) => ({
-  item: fc.oneof(
-    { depthSize: "small", withCrossShrink: true },
-    str,
-    int,
-    fc.constant(null),
-    fc.boolean(),
-    bytes,
-    tie("tuple"),
-  ),
+  item: fc.oneof({ depthSize: "small", withCrossShrink: true }, str, int, fc.constant(null), fc.boolean(), bytes, tie("tuple")),
   tuple: fc.array(tie("item"), { maxLength: 4 }),
 }));
 
 /** Two tuples that often share a prefix, so the interesting comparisons happen. */
-const related = fc
-  .tuple(tuple, tuple, tuple)
-  .map(([common, a, b]) => [[...common, ...a], [...common, ...b]] as const);
+const related = fc.tuple(tuple, tuple, tuple).map(
+  ([common, a, b]) =>
+    [
+      [...common, ...a],
+      [...common, ...b],
+    ] as const,
+);
 
 const sign = (n: number) => (n < 0 ? -1 : n > 0 ? 1 : 0);
 
@@ -99,8 +67,20 @@ describe("tuple codec properties", () => {
       related,
       fc.tuple(tuple, tuple).map(([p, rest]) => [p, [...p, ...rest]] as const),
       // a prefix whose last string is cut short, or extended by a NUL: the classic escape ambiguity
-      fc.tuple(tuple, str).map(([p, s]) => [[...p, s], [...p, s + "\u0000"]] as const),
-      fc.tuple(tuple, tuple).map(([p, inner]) => [[...p, inner], [...p, [...inner, null]]] as const),
+      fc.tuple(tuple, str).map(
+        ([p, s]) =>
+          [
+            [...p, s],
+            [...p, s + "\u0000"],
+          ] as const,
+      ),
+      fc.tuple(tuple, tuple).map(
+        ([p, inner]) =>
+          [
+            [...p, inner],
+            [...p, [...inner, null]],
+          ] as const,
+      ),
     );
     fc.assert(
       fc.property(pairs, ([p, t]) => {
@@ -180,7 +160,10 @@ describe("tuple codec properties", () => {
   it("encodes -0 as 0 and sorts integers numerically across byte lengths", () => {
     expect(decode(encode([-0]))).toEqual([0]);
     const ints = [Number.MIN_SAFE_INTEGER, -65536, -65535, -256, -255, -1, 0, 1, 255, 256, 65535, 65536, Number.MAX_SAFE_INTEGER];
-    const sorted = ints.map((i) => encode([i])).sort(Buffer.compare).map((b) => decode(b)[0]);
+    const sorted = ints
+      .map((i) => encode([i]))
+      .sort(Buffer.compare)
+      .map((b) => decode(b)[0]);
     expect(sorted).toEqual(ints);
   });
 });

@@ -15,11 +15,7 @@ export function fixedClock(start = Date.UTC(2025, 0, 1)): Clock {
   return c;
 }
 
-export async function service(
-  kv: KvStore,
-  clock: Clock = fixedClock(),
-  options: ProcessDataOptions = {},
-): Promise<ProcessData> {
+export async function service(kv: KvStore, clock: Clock = fixedClock(), options: ProcessDataOptions = {}): Promise<ProcessData> {
   return openProcessData(kv, { encryptionKey: randomBytes(32), clock: clock.read, ...options });
 }
 
@@ -38,9 +34,7 @@ export async function rawDump(kv: KvStore): Promise<{ partition: Partition; entr
 }
 
 /** Collects every page of a listing. */
-export async function collect<T>(
-  page: (cursor: string | null) => Promise<{ items: T[]; nextCursor: string | null }>,
-): Promise<{ items: T[]; pages: number }> {
+export async function collect<T>(page: (cursor: string | null) => Promise<{ items: T[]; nextCursor: string | null }>): Promise<{ items: T[]; pages: number }> {
   const items: T[] = [];
   let cursor: string | null = null;
   let pages = 0;

@@ -99,7 +99,10 @@ describe("process-data key patterns", () => {
         const pb = tryParse(b);
         if (pa && pb && a !== b) expect(JSON.stringify(pa)).not.toBe(JSON.stringify(pb));
         // Re-formatting the parts gives back the exact key: the parts name one key only.
-        for (const [key, p] of [[a, pa], [b, pb]] as const) {
+        for (const [key, p] of [
+          [a, pa],
+          [b, pb],
+        ] as const) {
           if (!p) continue;
           const again =
             p.kind === "task"

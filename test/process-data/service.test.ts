@@ -1,7 +1,7 @@
 import { SYSTEM } from "../../src/access/actor.js";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
-import { ConflictError, NotFoundError, TooLargeError, ValidationError } from "../../src/errors.js";
+import { ConflictError, NotFoundError, TooLargeError, type ValidationError } from "../../src/errors.js";
 import { keys } from "../../src/process-data/keys.js";
 import type { ProcessData } from "../../src/process-data/service.js";
 import { compareTuples } from "../../src/kv/tuple.js";
@@ -89,9 +89,7 @@ forEachBackend((backend) => {
     expect((await errorOf(pd.put(SYSTEM, FS, task, { signature: {} }))).field).toBe("signature");
     expect((await errorOf(pd.put(SYSTEM, FS, task, { data: 1 }, { ttlMs: -5 }))).field).toBe("ttlMs");
     expect((await errorOf(pd.put(SYSTEM, FS, task, { data: 1n }))).field).toBe("data");
-    expect((await errorOf(pd.put(SYSTEM, "bpm-message-payloads", keys.startMessage("p", randomUUID()), { signature: "s" }))).field).toBe(
-      "signature",
-    );
+    expect((await errorOf(pd.put(SYSTEM, "bpm-message-payloads", keys.startMessage("p", randomUUID()), { signature: "s" }))).field).toBe("signature");
     expect((await errorOf(pd.createFormSchema(SYSTEM, {}))).field).toBe("formData");
     expect((await errorOf(pd.createFormSchema(SYSTEM, { formData: [] }))).field).toBe("formData");
     expect((await errorOf(pd.createFormSchema(SYSTEM, { formData: { ...formioForm("f"), components: undefined } }))).field).toBe("formData.components");
@@ -115,12 +113,7 @@ forEachBackend((backend) => {
     const written: string[] = [];
     for (let i = 0; i < 60; i++) {
       const pid = randomUUID();
-      const k = [
-        keys.task(pid, `t${i % 3}`),
-        keys.signature(randomUUID(), pid),
-        keys.batchSignature(pid, i),
-        keys.startForm(`def${i % 4}`, randomUUID()),
-      ][i % 4]!;
+      const k = [keys.task(pid, `t${i % 3}`), keys.signature(randomUUID(), pid), keys.batchSignature(pid, i), keys.startForm(`def${i % 4}`, randomUUID())][i % 4]!;
       await pd.put(SYSTEM, FS, k, { data: { i }, accessToken: `secret-${i}` });
       written.push(k);
     }
@@ -141,13 +134,7 @@ forEachBackend((backend) => {
     const root = randomUUID();
     const child = randomUUID();
     const other = randomUUID();
-    const mine = [
-      keys.task(root, "a"),
-      keys.task(root, "b"),
-      keys.signature(root, child),
-      keys.batchSignature(root, 0),
-      keys.batchSignature(root, 2),
-    ];
+    const mine = [keys.task(root, "a"), keys.task(root, "b"), keys.signature(root, child), keys.batchSignature(root, 0), keys.batchSignature(root, 2)];
     const theirs = [keys.task(child, "a"), keys.batchSignature(child, 1), keys.task(other, "x"), keys.signature(other, root)];
     for (const k of [...mine, ...theirs]) await pd.put(SYSTEM, FS, k, { data: { k }, accessToken: "t" });
     const start = await pd.createStartForm(SYSTEM, "def", { data: {} });

@@ -41,9 +41,7 @@ forEachBackend((backend) => {
     // Expired: gone from reads before any sweep ran.
     await expect(pd.get(SYSTEM, FS, short)).rejects.toBeInstanceOf(NotFoundError);
     await expect(pd.get(SYSTEM, "bpm-message-payloads", msg.key)).rejects.toBeInstanceOf(NotFoundError);
-    expect((await collect((c) => pd.list(SYSTEM, FS, { cursor: c, limit: 1 }))).items.map((i) => i.key).sort()).toEqual(
-      [forever, long].sort(),
-    );
+    expect((await collect((c) => pd.list(SYSTEM, FS, { cursor: c, limit: 1 }))).items.map((i) => i.key).sort()).toEqual([forever, long].sort());
     expect((await pd.listByProcessInstance(SYSTEM, pid)).items.map((i) => i.key).sort()).toEqual([forever, long].sort());
     expect((await pd.list(SYSTEM, "bpm-message-payloads")).items).toEqual([]);
     expect(await pd.delete(SYSTEM, FS, short)).toBe(false);

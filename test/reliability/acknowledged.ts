@@ -124,14 +124,16 @@ export async function check(fs: Flowstore, model: Model): Promise<string[]> {
       const env = await store.reads.get(SYSTEM, { ...wref, type: "workflowitem" });
       if (upd) {
         if (env.meta.version < upd.v) problems.push(`acknowledged update ${upd.d} of ${w} is lost (version ${env.meta.version} < ${upd.v})`);
-        else if (env.meta.version === upd.v && env.data.description !== upd.d) problems.push(`acknowledged update of ${w} at version ${upd.v} reads ${String(env.data.description)}, not ${upd.d}`);
+        else if (env.meta.version === upd.v && env.data.description !== upd.d)
+          problems.push(`acknowledged update of ${w} at version ${upd.v} reads ${String(env.data.description)}, not ${upd.d}`);
       }
       if (sub.closed.has(w) && env.data.status !== "closed") problems.push(`acknowledged close of ${sub.p}/${sub.s}/${w} is lost`);
     }
     if (sub.ord) {
       const { ordering, version } = await store.reads.getOrdering(SYSTEM, ref);
       if (version < sub.ord.v) problems.push(`acknowledged ordering of ${sub.p}/${sub.s} is lost (version ${version} < ${sub.ord.v})`);
-      else if (version === sub.ord.v && JSON.stringify(ordering) !== JSON.stringify(sub.ord.o)) problems.push(`ordering of ${sub.p}/${sub.s} at version ${version} differs from the acknowledged one`);
+      else if (version === sub.ord.v && JSON.stringify(ordering) !== JSON.stringify(sub.ord.o))
+        problems.push(`ordering of ${sub.p}/${sub.s} at version ${version} differs from the acknowledged one`);
     }
   }
 

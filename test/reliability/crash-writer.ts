@@ -48,6 +48,11 @@ const load = new Load(
   subs,
   say,
 );
-await load.drive(plan(seed, maxOps), WORKERS, () => false, (e) => say({ a: "error", message: `${(e as Error).name}: ${(e as Error).message}` }));
+await load.drive(
+  plan(seed, maxOps),
+  WORKERS,
+  () => false,
+  (e) => say({ a: "error", message: `${(e as Error).name}: ${(e as Error).message}` }),
+);
 await kv.close();
 say({ a: "done" });

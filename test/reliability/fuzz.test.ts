@@ -71,7 +71,10 @@ let p1: Awaited<ReturnType<typeof raw>>;
 
 async function jwt(claims: { sub?: string; iss?: string; exp?: number }, secret: Uint8Array = SECRET, alg = "HS256"): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
-  let b = new SignJWT({}).setProtectedHeader({ alg, typ: "JWT" }).setIssuedAt(now - 10).setIssuer(claims.iss ?? "flowstore");
+  let b = new SignJWT({})
+    .setProtectedHeader({ alg, typ: "JWT" })
+    .setIssuedAt(now - 10)
+    .setIssuer(claims.iss ?? "flowstore");
   if (claims.sub !== undefined) b = b.setSubject(claims.sub);
   b = b.setExpirationTime(claims.exp ?? now + 3600);
   return b.sign(secret);
@@ -180,7 +183,7 @@ function routeTable(doc: any): Route[] {
         params: [...template.matchAll(/\{(\w+)\}/g)].map((x) => x[1]!),
         body: schema ? { props: schema.properties ?? {}, required: schema.required ?? [], minProperties: schema.minProperties ?? 0 } : undefined,
         authenticated: template.startsWith("/api/v1/") && template !== "/api/v1/auth/token",
-        ifMatch: (m === "PATCH" || (m === "DELETE" && /\{[psw]\}$/.test(template)) || template.endsWith("/assign") || (m === "PUT" && template.endsWith("/workflowitem-ordering"))),
+        ifMatch: m === "PATCH" || (m === "DELETE" && /\{[psw]\}$/.test(template)) || template.endsWith("/assign") || (m === "PUT" && template.endsWith("/workflowitem-ordering")),
       });
     }
   }
@@ -218,11 +221,63 @@ function safeDecode(seg: string): string | null {
 }
 
 const AWKWARD = [
-  "", " ", "  ", "a b", " p1", "p1 ", "P1", "p1\u0000", ".", "..", "...", "a/b", "a\\b", "a:b", "a?b", "a#b", "%", "%25", "100%",
-  "\u0000", "\n", "\t", "\r\n", "\u007f", "\u200b", "\ufeff", "é", "😀", "𝕏", "\ud800", "\udfff", "_workflows", "s1_workflows",
-  "__proto__", "constructor", "prototype", "toString", "hasOwnProperty", "null", "undefined", "NaN", "0", "-1", "1e999",
-  "<script>alert(1)</script>", "' OR 1=1 --", "${7*7}", "{{7*7}}", "../../etc/passwd", "system", "*", "x".repeat(128), "x".repeat(129),
-  "é".repeat(100), "😀".repeat(64), "x".repeat(513), "y".repeat(4000),
+  "",
+  " ",
+  "  ",
+  "a b",
+  " p1",
+  "p1 ",
+  "P1",
+  "p1\u0000",
+  ".",
+  "..",
+  "...",
+  "a/b",
+  "a\\b",
+  "a:b",
+  "a?b",
+  "a#b",
+  "%",
+  "%25",
+  "100%",
+  "\u0000",
+  "\n",
+  "\t",
+  "\r\n",
+  "\u007f",
+  "\u200b",
+  "\ufeff",
+  "é",
+  "😀",
+  "𝕏",
+  "\ud800",
+  "\udfff",
+  "_workflows",
+  "s1_workflows",
+  "__proto__",
+  "constructor",
+  "prototype",
+  "toString",
+  "hasOwnProperty",
+  "null",
+  "undefined",
+  "NaN",
+  "0",
+  "-1",
+  "1e999",
+  "<script>alert(1)</script>",
+  "' OR 1=1 --",
+  "${7*7}",
+  "{{7*7}}",
+  "../../etc/passwd",
+  "system",
+  "*",
+  "x".repeat(128),
+  "x".repeat(129),
+  "é".repeat(100),
+  "😀".repeat(64),
+  "x".repeat(513),
+  "y".repeat(4000),
 ];
 
 const badIdArb: fc.Arbitrary<string> = fc.oneof(
@@ -234,20 +289,44 @@ const badIdArb: fc.Arbitrary<string> = fc.oneof(
 
 /** A path segment for a bad id, in one of several encodings, never decoding to an existing id. */
 function badSegmentArb(param: string): fc.Arbitrary<string> {
-  return fc.tuple(badIdArb, fc.constantFrom("encoded", "raw", "double", "broken"), fc.constantFrom("%", "%G1", "%E0%A4%A", "%zz", "%%", "%0", "%C0%AF", "%ED%A0%80")).map(([id, how, broken]) => {
-    let seg = how === "encoded" ? pct(id, null) : how === "raw" ? pct(id) : how === "double" ? pct(pct(id, null), null) : pct(id) + broken;
-    if (how === "raw" && (seg === "." || seg === "..")) seg = pct(seg, null); // dot segments are the client's to resolve
-    const decoded = safeDecode(seg);
-    if (existing(param).includes(seg) || (decoded !== null && existing(param).includes(decoded))) seg += "-x";
-    return seg;
-  });
+  return fc
+    .tuple(badIdArb, fc.constantFrom("encoded", "raw", "double", "broken"), fc.constantFrom("%", "%G1", "%E0%A4%A", "%zz", "%%", "%0", "%C0%AF", "%ED%A0%80"))
+    .map(([id, how, broken]) => {
+      let seg = how === "encoded" ? pct(id, null) : how === "raw" ? pct(id) : how === "double" ? pct(pct(id, null), null) : pct(id) + broken;
+      if (how === "raw" && (seg === "." || seg === "..")) seg = pct(seg, null); // dot segments are the client's to resolve
+      const decoded = safeDecode(seg);
+      if (existing(param).includes(seg) || (decoded !== null && existing(param).includes(decoded))) seg += "-x";
+      return seg;
+    });
 }
 
 /** Ids issue 16 refuses everywhere: dot segments, control, bidi-override and zero-width characters. */
 const ID_RULE = [
-  ".", "..", "\u0000", "a\u0000b", "\u0007", "x\ny", "\u001b[31m", "\u007f", "\u0085", "\u009b",
-  "\u202e", "a\u202eb", "\u202d", "\u202a", "\u2066x\u2069", "\u061c", "\u200e", "\u200f",
-  "\u200b", "p\u200b1", "w1\u200b", "\u200c", "\u200d", "\u2060", "x\ufeff",
+  ".",
+  "..",
+  "\u0000",
+  "a\u0000b",
+  "\u0007",
+  "x\ny",
+  "\u001b[31m",
+  "\u007f",
+  "\u0085",
+  "\u009b",
+  "\u202e",
+  "a\u202eb",
+  "\u202d",
+  "\u202a",
+  "\u2066x\u2069",
+  "\u061c",
+  "\u200e",
+  "\u200f",
+  "\u200b",
+  "p\u200b1",
+  "w1\u200b",
+  "\u200c",
+  "\u200d",
+  "\u2060",
+  "x\ufeff",
 ];
 const idRuleArb = fc.constantFrom(...ID_RULE);
 
@@ -268,20 +347,53 @@ const queryArb: fc.Arbitrary<string> = fc.oneof(
   { arbitrary: fc.constant(""), weight: 4 },
   {
     arbitrary: fc.constantFrom(
-      "?limit=0", "?limit=1001", "?limit=-1", "?limit=abc", "?limit=1.5", "?limit=1e3", "?limit=5", "?limit=1&limit=2", "?limit=",
-      "?cursor=!!", "?cursor=", `?cursor=${"A".repeat(3000)}`, "?cursor=AAAA", "?cursor=%00", "?cursor=MTA", "?cursor=LTE", "?cursor=OTk5OTk5OTk5OTk5OTk5OTk5OQ",
-      "?order=sideways", "?order=desc", "?x=1", "?%zz", "?a[b]=c", "?__proto__[x]=1", "?constructor=1", "?limit[]=1", "?&&&", "?=", "?limit=5#frag",
+      "?limit=0",
+      "?limit=1001",
+      "?limit=-1",
+      "?limit=abc",
+      "?limit=1.5",
+      "?limit=1e3",
+      "?limit=5",
+      "?limit=1&limit=2",
+      "?limit=",
+      "?cursor=!!",
+      "?cursor=",
+      `?cursor=${"A".repeat(3000)}`,
+      "?cursor=AAAA",
+      "?cursor=%00",
+      "?cursor=MTA",
+      "?cursor=LTE",
+      "?cursor=OTk5OTk5OTk5OTk5OTk5OTk5OQ",
+      "?order=sideways",
+      "?order=desc",
+      "?x=1",
+      "?%zz",
+      "?a[b]=c",
+      "?__proto__[x]=1",
+      "?constructor=1",
+      "?limit[]=1",
+      "?&&&",
+      "?=",
+      "?limit=5#frag",
     ),
     weight: 3,
   },
   { arbitrary: fc.string({ unit: "binary", maxLength: 40 }).map((q) => `?${pct(q)}`), weight: 1 },
-  { arbitrary: fc.dictionary(fc.constantFrom("limit", "cursor", "order", "q", "x"), fc.string({ maxLength: 20 }), { maxKeys: 3 }).map((d) => `?${new URLSearchParams(d).toString()}`), weight: 1 },
+  {
+    arbitrary: fc
+      .dictionary(fc.constantFrom("limit", "cursor", "order", "q", "x"), fc.string({ maxLength: 20 }), { maxKeys: 3 })
+      .map((d) => `?${new URLSearchParams(d).toString()}`),
+    weight: 1,
+  },
 );
 
 const extraHeadersArb: fc.Arbitrary<Record<string, string>> = fc.record(
   {
     accept: fc.constantFrom("application/json", "application/xml", "*/*", "text/event-stream", "text/html;q=0.1", ""),
-    "x-request-id": fc.oneof(fc.constantFrom("../..", "é", "x".repeat(10_000), "", "a b", "id-1"), fc.string({ maxLength: 30 }).map((x) => x.replace(/[^\x20-\x7e]/g, "?"))),
+    "x-request-id": fc.oneof(
+      fc.constantFrom("../..", "é", "x".repeat(10_000), "", "a b", "id-1"),
+      fc.string({ maxLength: 30 }).map((x) => x.replace(/[^\x20-\x7e]/g, "?")),
+    ),
     "accept-encoding": fc.constantFrom("gzip", "br", "identity", "*", "nonsense"),
     "x-forwarded-for": fc.constantFrom("1.2.3.4", "::1", "garbage, , ,"),
     "content-encoding": fc.constantFrom("gzip", "identity", "nonsense"),
@@ -338,7 +450,25 @@ function wrongValues(schema: any): unknown[] {
   return [42, null, {}, [1]]; // unions of string literals
 }
 
-const MALFORMED = ["{", "{bad", '{"a":1,}', '{"a":1', "[1,2", "nul", "NaN", "{'a':1}", "\u0000", '{"a":"\\u12"}', '{"a":01}', "{}}", '{"a":1}{"b":2}', "undefined", "}", '{"a": Infinity}', '{"a":-}'];
+const MALFORMED = [
+  "{",
+  "{bad",
+  '{"a":1,}',
+  '{"a":1',
+  "[1,2",
+  "nul",
+  "NaN",
+  "{'a':1}",
+  "\u0000",
+  '{"a":"\\u12"}',
+  '{"a":01}',
+  "{}}",
+  '{"a":1}{"b":2}',
+  "undefined",
+  "}",
+  '{"a": Infinity}',
+  '{"a":-}',
+];
 const isJson = (x: string) => {
   try {
     JSON.parse(x);
@@ -359,19 +489,50 @@ function bodyDefectArb(route: Route): fc.Arbitrary<{ body?: string | Buffer; con
   const names = Object.keys(props);
   const json = (v: unknown) => JSON.stringify(v);
   const options: fc.Arbitrary<{ body?: string | Buffer; contentType?: string; defect: string }>[] = [
-    fc.oneof(fc.constantFrom(...MALFORMED), fc.string({ maxLength: 60 }).filter((x) => !isJson(x))).map((b) => ({ body: b, contentType: "application/json", defect: "malformed JSON" })),
+    fc
+      .oneof(
+        fc.constantFrom(...MALFORMED),
+        fc.string({ maxLength: 60 }).filter((x) => !isJson(x)),
+      )
+      .map((b) => ({ body: b, contentType: "application/json", defect: "malformed JSON" })),
     fc.constantFrom("null", "[]", "1", '"x"', "true", "[{}]", "-0", "1e999").map((b) => ({ body: b, contentType: "application/json", defect: "JSON that is not an object" })),
-    fc.tuple(fc.nat(), fc.oneof(fc.constantFrom("admin", "status", "version", "meta", "type", "constructor", "__proto__", "Id", "id ", ""), fc.string({ maxLength: 12 })), fc.jsonValue({ maxDepth: 2 }))
+    fc
+      .tuple(
+        fc.nat(),
+        fc.oneof(fc.constantFrom("admin", "status", "version", "meta", "type", "constructor", "__proto__", "Id", "id ", ""), fc.string({ maxLength: 12 })),
+        fc.jsonValue({ maxDepth: 2 }),
+      )
       .filter(([, k]) => !names.includes(k))
       .map(([pick, k, v]) => {
         const text = json(baseBody(route, pick));
-        return { body: `${text.slice(0, -1)}${text.length > 2 ? "," : ""}${json(k)}:${json(v ?? null)}}`, contentType: "application/json", defect: `unknown field ${JSON.stringify(k)}` };
+        return {
+          body: `${text.slice(0, -1)}${text.length > 2 ? "," : ""}${json(k)}:${json(v ?? null)}}`,
+          contentType: "application/json",
+          defect: `unknown field ${JSON.stringify(k)}`,
+        };
       }),
     fc.constant({ body: "", contentType: "application/json", defect: "empty body" }),
-    fc.tuple(fc.nat(), fc.constantFrom("text/plain", "application/xml", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/octet-stream", "text/html", "application/jsonx", "json", "%%%", "image/png"))
+    fc
+      .tuple(
+        fc.nat(),
+        fc.constantFrom(
+          "text/plain",
+          "application/xml",
+          "application/x-www-form-urlencoded",
+          "multipart/form-data; boundary=x",
+          "application/octet-stream",
+          "text/html",
+          "application/jsonx",
+          "json",
+          "%%%",
+          "image/png",
+        ),
+      )
       .map(([pick, ct]) => ({ body: json(baseBody(route, pick)), contentType: ct, defect: `content type ${ct}` })),
     fc.nat().map((pick) => ({ body: json(baseBody(route, pick)), defect: "no content type" })),
-    fc.integer({ min: BODY_LIMIT + 1, max: 3 * BODY_LIMIT }).map((n) => ({ body: json({ displayName: "x".repeat(n) }), contentType: "application/json", defect: `body of ${n} bytes` })),
+    fc
+      .integer({ min: BODY_LIMIT + 1, max: 3 * BODY_LIMIT })
+      .map((n) => ({ body: json({ displayName: "x".repeat(n) }), contentType: "application/json", defect: `body of ${n} bytes` })),
     fc.integer({ min: 1000, max: 60_000 }).map((n) => ({ body: `{"zz":${"[".repeat(n)}${"]".repeat(n)}}`, contentType: "application/json", defect: `nested ${n} deep` })),
   ];
   if (names.length > 0) {
@@ -448,7 +609,11 @@ function processDataKeyArb(): fc.Arbitrary<Req> {
     const part = pct(id, null);
     const body = JSON.stringify({ id: "r1", data: { ok: true }, accessToken: "a.b.c", signature: "s", formData: { components: [] } });
     const path =
-      method === "instance" ? `/api/v1/process-data/process-instances/${part}` : method === "POST" ? `/api/v1/process-data/${PD_CREATES[pick % PD_CREATES.length]!(part)}` : `/api/v1/process-data/${PD_KEYS[pick % PD_KEYS.length]!(part)}`;
+      method === "instance"
+        ? `/api/v1/process-data/process-instances/${part}`
+        : method === "POST"
+          ? `/api/v1/process-data/${PD_CREATES[pick % PD_CREATES.length]!(part)}`
+          : `/api/v1/process-data/${PD_KEYS[pick % PD_KEYS.length]!(part)}`;
     const m = method === "instance" ? (pick % 2 === 0 ? "GET" : "DELETE") : method;
     const withBody = m === "PUT" || m === "POST";
     return {
@@ -482,7 +647,13 @@ function routeRequestArb(routes: readonly Route[]): fc.Arbitrary<Req> {
 }
 
 function reqOf(route: Route, kind: string): fc.Arbitrary<Req> {
-  const common = fc.record({ pick: fc.nat(), query: queryArb, extra: extraHeadersArb, token: fc.constantFrom("root", "root", "alice"), method: fc.oneof({ arbitrary: fc.constant(route.method), weight: 4 }, { arbitrary: fc.constantFrom(...METHODS), weight: 1 }) });
+  const common = fc.record({
+    pick: fc.nat(),
+    query: queryArb,
+    extra: extraHeadersArb,
+    token: fc.constantFrom("root", "root", "alice"),
+    method: fc.oneof({ arbitrary: fc.constant(route.method), weight: 4 }, { arbitrary: fc.constantFrom(...METHODS), weight: 1 }),
+  });
   const plausible = (pick: number) => (route.body ? JSON.stringify(baseBody(route, pick)) : undefined);
   const auth = (c: { token: string }) => `Bearer ${c.token === "alice" ? tokens.alice : tokens.root}`;
   const finish = (c: { query: string; extra: Record<string, string> }, r: Omit<Req, "path" | "headers"> & { path: string; headers: Record<string, string> }): Req => ({
@@ -492,18 +663,26 @@ function reqOf(route: Route, kind: string): fc.Arbitrary<Req> {
   });
   switch (kind) {
     case "auth":
-      return fc.tuple(common, fc.oneof(fc.constantFrom(...tokens.bad.map((_, i) => i), -1), fc.string({ maxLength: 40 }).map((x) => x.replace(/[^\x21-\x7e]/g, "")))).map(([c, t]) => {
-        const header = typeof t === "number" ? (t < 0 ? undefined : tokens.bad[t]) : `Bearer ${t}`;
-        const body = plausible(c.pick);
-        return finish(c, {
-          // any method: every route under /api/v1 but /auth/token refuses an unauthenticated caller
-          method: c.method,
-          path: validPath(route, c.pick),
-          headers: { ...(header === undefined ? {} : { authorization: header }), ...(body ? { "content-type": "application/json" } : {}) },
-          body,
-          defect: `auth: ${header === undefined ? "no Authorization" : header.slice(0, 40)}`,
+      return fc
+        .tuple(
+          common,
+          fc.oneof(
+            fc.constantFrom(...tokens.bad.map((_, i) => i), -1),
+            fc.string({ maxLength: 40 }).map((x) => x.replace(/[^\x21-\x7e]/g, "")),
+          ),
+        )
+        .map(([c, t]) => {
+          const header = typeof t === "number" ? (t < 0 ? undefined : tokens.bad[t]) : `Bearer ${t}`;
+          const body = plausible(c.pick);
+          return finish(c, {
+            // any method: every route under /api/v1 but /auth/token refuses an unauthenticated caller
+            method: c.method,
+            path: validPath(route, c.pick),
+            headers: { ...(header === undefined ? {} : { authorization: header }), ...(body ? { "content-type": "application/json" } : {}) },
+            body,
+            defect: `auth: ${header === undefined ? "no Authorization" : header.slice(0, 40)}`,
+          });
         });
-      });
     case "path":
       return fc.tuple(common, fc.constantFrom(...idParams(route))).chain(([c, param]) =>
         badSegmentArb(param).map((seg) => {
@@ -564,7 +743,9 @@ function reqOf(route: Route, kind: string): fc.Arbitrary<Req> {
         }),
       );
     default:
-      return common.map((c) => finish(c, { method: route.method, path: validPath(route, c.pick), headers: route.authenticated ? { authorization: auth(c) } : {}, defect: "none (a valid read)" }));
+      return common.map((c) =>
+        finish(c, { method: route.method, path: validPath(route, c.pick), headers: route.authenticated ? { authorization: auth(c) } : {}, defect: "none (a valid read)" }),
+      );
   }
 }
 
@@ -608,7 +789,9 @@ function send(base: string, r: Req): Promise<Answer> {
       done({ status: 0, type: "", text: "", error: "timeout" });
       req.destroy();
     });
-    req.on("error", (e) => done({ status: 0, type: "", text: "", error: `request: ${(e as NodeJS.ErrnoException).code ?? e.message}${req.reusedSocket ? " on a reused socket" : ""}` }));
+    req.on("error", (e) =>
+      done({ status: 0, type: "", text: "", error: `request: ${(e as NodeJS.ErrnoException).code ?? e.message}${req.reusedSocket ? " on a reused socket" : ""}` }),
+    );
     req.end(r.body);
   });
 }
@@ -639,37 +822,37 @@ function describeReq(r: Req): string {
 
 // -------------------------------------------------------------------------------------------- tests
 
+it(
+  `${RUNS} fuzzed requests: no 5xx, problems for every 4xx, nothing written (seed ${SEED})`,
+  async () => {
+    console.log(`fuzz seed: ${SEED}, ${RUNS} requests (FLOWSTORE_FUZZ_SEED=${SEED} FLOWSTORE_FUZZ_RUNS=${RUNS} to reproduce)`);
+    const routes = routeTable(s.app.swagger());
+    expect(routes.length).toBeGreaterThan(40);
+    const requests = fc.sample(requestArb(routes), { seed: SEED, numRuns: RUNS });
 
-it(`${RUNS} fuzzed requests: no 5xx, problems for every 4xx, nothing written (seed ${SEED})`, async () => {
-  console.log(`fuzz seed: ${SEED}, ${RUNS} requests (FLOWSTORE_FUZZ_SEED=${SEED} FLOWSTORE_FUZZ_RUNS=${RUNS} to reproduce)`);
-  const routes = routeTable(s.app.swagger());
-  expect(routes.length).toBeGreaterThan(40);
-  const requests = fc.sample(requestArb(routes), { seed: SEED, numRuns: RUNS });
-
-
-  const failures: string[] = [];
-  const statuses = new Map<number, number>();
-  let clientRefused = 0;
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next < requests.length) {
-        const r = requests[next++]!;
-        const a = await send(s.base, r);
-        if (a.status === -1) clientRefused++;
-        statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
-        const bad = judge(r, a);
-        if (bad) failures.push(`${bad}\n    for ${describeReq(r)}`);
-      }
-    }),
-  );
-  agent.destroy();
-  console.log(`statuses: ${JSON.stringify(Object.fromEntries([...statuses].sort((x, y) => x[0] - y[0])))}; refused by the client: ${clientRefused}`);
-  expect(failures.slice(0, 10), `${failures.length} failures (seed ${SEED})`).toEqual([]);
-  expect(clientRefused).toBeLessThan(RUNS / 20);
-
-}, Math.max(180_000, RUNS * 100)); // 10,000 requests (`npm run soak`) take minutes on a loaded machine
-
+    const failures: string[] = [];
+    const statuses = new Map<number, number>();
+    let clientRefused = 0;
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (next < requests.length) {
+          const r = requests[next++]!;
+          const a = await send(s.base, r);
+          if (a.status === -1) clientRefused++;
+          statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
+          const bad = judge(r, a);
+          if (bad) failures.push(`${bad}\n    for ${describeReq(r)}`);
+        }
+      }),
+    );
+    agent.destroy();
+    console.log(`statuses: ${JSON.stringify(Object.fromEntries([...statuses].sort((x, y) => x[0] - y[0])))}; refused by the client: ${clientRefused}`);
+    expect(failures.slice(0, 10), `${failures.length} failures (seed ${SEED})`).toEqual([]);
+    expect(clientRefused).toBeLessThan(RUNS / 20);
+  },
+  Math.max(180_000, RUNS * 100),
+); // 10,000 requests (`npm run soak`) take minutes on a loaded machine
 
 /** Writes raw bytes on a fresh connection; answers what came back before the server closed it. */
 function exchange(bytes: Buffer): Promise<{ text: string; error?: string }> {
@@ -709,51 +892,60 @@ function judgeRaw(text: string): string | null {
   return null;
 }
 
-it("raw bytes: mutated and truncated requests never get a 5xx or a non-problem error", async () => {
-  const forged = tokens.bad[0]!;
-  const bases = [
-    `POST /api/v1/projects HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${forged}\r\nContent-Type: application/json\r\nContent-Length: 24\r\n\r\n{"displayName":"forged"}`,
-    `DELETE /api/v1/projects/p1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${forged}\r\n\r\n`,
-    `PATCH /api/v1/projects/p1/subprojects/s1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${forged}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n11\r\n{"displayName":1}\r\n0\r\n\r\n`,
-    `POST /api/v1/auth/token HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{"username":"root","password":"wrong!!"}`,
-    `GET /api/v1/projects/p1/subprojects/s1/workflowitems?limit=2 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${tokens.alice}\r\n\r\n`,
-  ].map((b) => Buffer.from(b, "latin1"));
-  const mutation = fc.record({
-    base: fc.nat({ max: bases.length - 1 }),
-    edits: fc.array(
-      fc.record({ at: fc.nat(), kind: fc.constantFrom("flip", "insert", "delete", "truncate", "repeat", "crlf"), byte: fc.nat({ max: 255 }), n: fc.integer({ min: 1, max: 64 }) }),
-      { minLength: 1, maxLength: 4 },
-    ),
-    pipelined: fc.boolean(),
-  });
-  const cases = fc.sample(mutation, { seed: SEED + 1, numRuns: Math.max(100, Math.floor(RUNS / 10)) });
-  const failures: string[] = [];
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next < cases.length) {
-        const c = cases[next++]!;
-        let bytes = Buffer.from(bases[c.base]!);
-        for (const e of c.edits) {
-          const at = e.at % (bytes.length + 1);
-          if (e.kind === "flip") bytes[Math.min(at, bytes.length - 1)] = e.byte;
-          else if (e.kind === "insert") bytes = Buffer.concat([bytes.subarray(0, at), Buffer.alloc(e.n, e.byte), bytes.subarray(at)]);
-          else if (e.kind === "delete") bytes = Buffer.concat([bytes.subarray(0, at), bytes.subarray(at + e.n)]);
-          else if (e.kind === "truncate") bytes = bytes.subarray(0, at);
-          else if (e.kind === "repeat") bytes = Buffer.concat([bytes.subarray(0, at), bytes.subarray(at, at + e.n), bytes.subarray(at)]);
-          else bytes = Buffer.concat([bytes.subarray(0, at), Buffer.from("\r\n"), bytes.subarray(at)]);
+it(
+  "raw bytes: mutated and truncated requests never get a 5xx or a non-problem error",
+  async () => {
+    const forged = tokens.bad[0]!;
+    const bases = [
+      `POST /api/v1/projects HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${forged}\r\nContent-Type: application/json\r\nContent-Length: 24\r\n\r\n{"displayName":"forged"}`,
+      `DELETE /api/v1/projects/p1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${forged}\r\n\r\n`,
+      `PATCH /api/v1/projects/p1/subprojects/s1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${forged}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n11\r\n{"displayName":1}\r\n0\r\n\r\n`,
+      `POST /api/v1/auth/token HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{"username":"root","password":"wrong!!"}`,
+      `GET /api/v1/projects/p1/subprojects/s1/workflowitems?limit=2 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${tokens.alice}\r\n\r\n`,
+    ].map((b) => Buffer.from(b, "latin1"));
+    const mutation = fc.record({
+      base: fc.nat({ max: bases.length - 1 }),
+      edits: fc.array(
+        fc.record({
+          at: fc.nat(),
+          kind: fc.constantFrom("flip", "insert", "delete", "truncate", "repeat", "crlf"),
+          byte: fc.nat({ max: 255 }),
+          n: fc.integer({ min: 1, max: 64 }),
+        }),
+        { minLength: 1, maxLength: 4 },
+      ),
+      pipelined: fc.boolean(),
+    });
+    const cases = fc.sample(mutation, { seed: SEED + 1, numRuns: Math.max(100, Math.floor(RUNS / 10)) });
+    const failures: string[] = [];
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (next < cases.length) {
+          const c = cases[next++]!;
+          let bytes = Buffer.from(bases[c.base]!);
+          for (const e of c.edits) {
+            const at = e.at % (bytes.length + 1);
+            if (e.kind === "flip") bytes[Math.min(at, bytes.length - 1)] = e.byte;
+            else if (e.kind === "insert") bytes = Buffer.concat([bytes.subarray(0, at), Buffer.alloc(e.n, e.byte), bytes.subarray(at)]);
+            else if (e.kind === "delete") bytes = Buffer.concat([bytes.subarray(0, at), bytes.subarray(at + e.n)]);
+            else if (e.kind === "truncate") bytes = bytes.subarray(0, at);
+            else if (e.kind === "repeat") bytes = Buffer.concat([bytes.subarray(0, at), bytes.subarray(at, at + e.n), bytes.subarray(at)]);
+            else bytes = Buffer.concat([bytes.subarray(0, at), Buffer.from("\r\n"), bytes.subarray(at)]);
+          }
+          if (c.pipelined) bytes = Buffer.concat([bytes, bases[1]!]);
+          const { text, error } = await exchange(bytes);
+          if (error === "timeout") failures.push(`no answer within 30 s to ${JSON.stringify(bytes.toString("latin1").slice(0, 200))}`);
+          const bad = judgeRaw(text);
+          if (bad) failures.push(`${bad}\n    for ${JSON.stringify(bytes.toString("latin1").slice(0, 300))}`);
         }
-        if (c.pipelined) bytes = Buffer.concat([bytes, bases[1]!]);
-        const { text, error } = await exchange(bytes);
-        if (error === "timeout") failures.push(`no answer within 30 s to ${JSON.stringify(bytes.toString("latin1").slice(0, 200))}`);
-        const bad = judgeRaw(text);
-        if (bad) failures.push(`${bad}\n    for ${JSON.stringify(bytes.toString("latin1").slice(0, 300))}`);
-      }
-    }),
-  );
-  console.log(`raw fuzz: ${cases.length} mutated requests (seed ${SEED + 1})`);
-  expect(failures.slice(0, 10), `${failures.length} failures (seed ${SEED})`).toEqual([]);
-}, Math.max(120_000, RUNS * 40));
+      }),
+    );
+    console.log(`raw fuzz: ${cases.length} mutated requests (seed ${SEED + 1})`);
+    expect(failures.slice(0, 10), `${failures.length} failures (seed ${SEED})`).toEqual([]);
+  },
+  Math.max(120_000, RUNS * 40),
+);
 
 it("afterwards: nothing was written, and the server still serves", async () => {
   // Nothing was written: the raw environment is byte for byte what it was.

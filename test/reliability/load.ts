@@ -173,7 +173,10 @@ export class Load {
       case "ord": {
         // a seeded shuffle of a seeded subset of the acknowledged items
         const ids = sub.items.map((i) => i.id).filter((_, i) => ((op.y >> (i % 24)) & 1) === 1 || i % 3 === 0);
-        const o = ids.map((id, i) => ({ id, k: (op.y * 31 + i * 17) % 101 })).sort((a, b) => a.k - b.k || (a.id < b.id ? -1 : 1)).map((e) => e.id);
+        const o = ids
+          .map((id, i) => ({ id, k: (op.y * 31 + i * 17) % 101 }))
+          .sort((a, b) => a.k - b.k || (a.id < b.id ? -1 : 1))
+          .map((e) => e.id);
         const v = await target.reorder(sub.p, sub.s, o);
         say({ a: "ord", p: sub.p, s: sub.s, v, o });
         return;

@@ -42,17 +42,14 @@ it("a server SIGKILLed between a commit and its feed entry: the restarted server
       const line = JSON.parse(partial.slice(0, nl)) as Record<string, unknown>;
       partial = partial.slice(nl + 1);
       lines.push(line);
-      for (const w of [...waiters]) if (w.test(line)) (waiters.splice(waiters.indexOf(w), 1), w.done());
+      for (const w of [...waiters]) if (w.test(line)) waiters.splice(waiters.indexOf(w), 1), w.done();
     }
   });
   const exited = new Promise<NodeJS.Signals | null>((r) => child.on("exit", (_code, signal) => r(signal)));
   const line = (test: (l: Record<string, unknown>) => boolean) =>
     lines.some(test)
       ? Promise.resolve()
-      : Promise.race([
-          new Promise<void>((done) => waiters.push({ test, done })),
-          exited.then(() => Promise.reject(new Error(`the child exited: ${stderr}`))),
-        ]);
+      : Promise.race([new Promise<void>((done) => waiters.push({ test, done })), exited.then(() => Promise.reject(new Error(`the child exited: ${stderr}`)))]);
 
   await line((l) => l.ready !== undefined);
   const root = new FlowstoreClient({ baseUrl: base });
@@ -64,7 +61,12 @@ it("a server SIGKILLed between a commit and its feed entry: the restarted server
 
   child.stdin.write("hold\n");
   await line((l) => l.holding === true);
-  const assign = root.project("p").subproject("s").workflowitem("w").assign("alice").catch((e: unknown) => e);
+  const assign = root
+    .project("p")
+    .subproject("s")
+    .workflowitem("w")
+    .assign("alice")
+    .catch((e: unknown) => e);
   await line((l) => l.held !== undefined); // committed to the project's partition, anchoring now
   child.kill("SIGKILL");
   expect(await exited).toBe("SIGKILL");

@@ -127,7 +127,12 @@ function httpTarget(c: FlowstoreClient): LoadTarget {
     reorder: async (p, s, o) => Number(/\d+/.exec((await sub(p, s).setOrdering(o)).etag)?.[0]),
     deleteSubproject: (p, s) => sub(p, s).delete(),
     close: async (p, s, w) => void (await sub(p, s).workflowitem(w).close()),
-    uploadDocument: async (p, s, w, fileName, file) => (await sub(p, s).workflowitem(w).documents.upload({ fileName, content: new Blob([file]) })).id,
+    uploadDocument: async (p, s, w, fileName, file) =>
+      (
+        await sub(p, s)
+          .workflowitem(w)
+          .documents.upload({ fileName, content: new Blob([file]) })
+      ).id,
     snapshot: async (u, file) => (await c.archive.write(u, { kind: ["soak"] }, [{ name: "upload.bin", content: new Blob([file]) }])).id,
   };
 }
@@ -166,9 +171,14 @@ export async function soak(options: SoakOptions): Promise<SoakFigures> {
           say({ a: "project", p });
         }
         const load = new Load(`r${run}`, httpTarget(client), subs, say);
-        await load.drive(plan(options.seed + run, 100_000), WORKERS, () => killing !== null, (e) => {
-          if (!killing) errors.push(`${(e as Error).name}: ${(e as Error).message}`);
-        });
+        await load.drive(
+          plan(options.seed + run, 100_000),
+          WORKERS,
+          () => killing !== null,
+          (e) => {
+            if (!killing) errors.push(`${(e as Error).name}: ${(e as Error).message}`);
+          },
+        );
       } finally {
         await (killing ?? server.kill());
       }
@@ -183,7 +193,9 @@ export async function soak(options: SoakOptions): Promise<SoakFigures> {
       } finally {
         await fs.close();
       }
-      options.log?.(`${options.backend}: kill ${kills}/${options.kills} at ${((Date.now() - started) / 1000).toFixed(0)} s, ${model.acks} acknowledged writes so far, ${problems.length} problems, ${errors.length} refused`);
+      options.log?.(
+        `${options.backend}: kill ${kills}/${options.kills} at ${((Date.now() - started) / 1000).toFixed(0)} s, ${model.acks} acknowledged writes so far, ${problems.length} problems, ${errors.length} refused`,
+      );
       if (errors.length > 20) break;
     }
   } finally {

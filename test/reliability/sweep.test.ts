@@ -72,79 +72,83 @@ const isEmpty = async (kv: KvStore, p: Partition) => (await kv.scan(p, { limit: 
 // Kill right when the delete committed (0 swept), and at seeded points part-way through the sweep.
 const killPoints = [0, ...fc.sample(fc.integer({ min: 1, max: CHILDREN - 1 }), { seed: SEED, numRuns: 3 })];
 
-it.each(killPoints.map((k, i) => [i, k]))(`trial %i: killed after %i of ${CHILDREN} children swept, the sweep resumes to the end (seed ${SEED})`, async (_trial, killAfter) => {
-  console.log(`sweep test seed: ${SEED} (FLOWSTORE_SWEEP_SEED=${SEED} to reproduce); kill after ${killAfter} swept`);
-  const dir = makeTempDirSync("sweep");
-  try {
-    let kv = LmdbKv.open(dir);
-    const before: Store = new ResourceStore(kv, tenancySchema);
-    await populate(before);
-    for (const p of ids("s1").providers) await before.lifecycle.delete(gov, provider(p));
-    await kv.close();
-
-    let swept = 0;
-    let deleted = false;
-    const result = await runChild(SCRIPT, [dir, "s1"], (line) => {
-      if (line.a !== "event") return false;
-      if (line.type === "space.deleted") deleted = true;
-      if (line.type === "space.child_swept") swept++;
-      return deleted && swept >= killAfter;
-    });
-    expect(result.killed, `the child ended before the kill: ${result.code} ${result.stderr}`).toBe(true);
-    expect(result.signal).toBe("SIGKILL");
-    const sweptBeforeKill = result.lines.filter((l) => l.type === "space.child_swept").length;
-
-    kv = LmdbKv.open(dir);
+it.each(killPoints.map((k, i) => [i, k]))(
+  `trial %i: killed after %i of ${CHILDREN} children swept, the sweep resumes to the end (seed ${SEED})`,
+  async (_trial, killAfter) => {
+    console.log(`sweep test seed: ${SEED} (FLOWSTORE_SWEEP_SEED=${SEED} to reproduce); kill after ${killAfter} swept`);
+    const dir = makeTempDirSync("sweep");
     try {
-      const store: Store = new ResourceStore(kv, tenancySchema);
-      // The delete was committed: the space reads 404 at once, whatever the sweep's progress.
-      await expect(store.reads.get(gov, space("s1"))).rejects.toBeInstanceOf(NotFoundError);
-      const s1 = ids("s1");
-      const leftBefore = (await Promise.all(s1.tenants.map((t) => isEmpty(kv, ["tenant", t])))).filter((e) => !e).length;
-      console.log(`  ${sweptBeforeKill} children reported swept when killed, ${leftBefore} of ${CHILDREN} partitions left to sweep`);
-      expect(leftBefore).toBeLessThanOrEqual(CHILDREN - sweptBeforeKill);
-
-      expect(await store.lifecycle.resumeSweeps(SYSTEM)).toBe(1);
-
-      // Every child partition of s1 is gone, and out of the partition index.
-      for (const t of s1.tenants) {
-        expect(await isEmpty(kv, ["tenant", t]), `tenant ${t}`).toBe(true);
-        await expect(store.reads.get(gov, tenant(t))).rejects.toBeInstanceOf(NotFoundError);
-      }
-      for (const p of s1.providers) await expect(store.reads.get(gov, provider(p))).rejects.toBeInstanceOf(NotFoundError);
-      const tenantParts = await partitionsOf(kv, "tenant");
-      const providerParts = await partitionsOf(kv, "provider");
-      expect(s1.tenants.filter((t) => tenantParts.has(t))).toEqual([]);
-      expect((await kv.scan(["space", "s1"], { prefix: ["c"] })).entries).toEqual([]);
-      expect((await kv.scan(["sweeps"])).entries).toEqual([]);
-
-      // s2 is intact: every tenant with its nested records, every provider with its node.
-      const s2 = ids("s2");
-      expect([...tenantParts].sort()).toEqual([...s2.tenants].sort());
-      // s1's providers were deleted one by one: their tombstones (logs) stay until purged.
-      expect([...providerParts].sort()).toEqual([...s1.providers, ...s2.providers].sort());
-      const listed = await store.reads.listChildren(gov, space("s2"), "tenant", { limit: 1000 });
-      expect(listed.items.map((t) => t.id).sort()).toEqual([...s2.tenants].sort());
-      for (const t of s2.tenants) {
-        expect((await store.reads.get(gov, { type: "kms", ids: [t, "k"] })).data.keyRef).toBe(`key-${t}`);
-        expect((await store.reads.get(gov, { type: "contentObjectVersion", ids: [t, "c", "v1"] })).data.hash).toBe(HASH);
-        expect(await store.audit.verify(["tenant", t])).toMatchObject({ ok: true });
-      }
-      for (const p of s2.providers) {
-        expect((await store.reads.get(gov, { type: "node", ids: [p, "n"] })).data.endpoint).toBe(`https://${p}.example`);
-        expect(await store.audit.verify(["provider", p])).toMatchObject({ ok: true });
-      }
-      // Both space logs verify: s1's tombstone holds the delete and one child_swept per child.
-      expect(await store.audit.verify(["space", "s2"])).toMatchObject({ ok: true });
-      expect(await store.audit.verify(["space", "s1"])).toMatchObject({ ok: true });
-      const history = await store.audit.history(SYSTEM, space("s1"), { limit: 1000 });
-      const sweptEvents = history.items.filter((e) => e.type === "space.child_swept").map((e) => e.payload.id as string);
-      expect(sweptEvents.sort()).toEqual([...s1.tenants].sort());
-      expect(await store.lifecycle.resumeSweeps(SYSTEM)).toBe(0);
-    } finally {
+      let kv = LmdbKv.open(dir);
+      const before: Store = new ResourceStore(kv, tenancySchema);
+      await populate(before);
+      for (const p of ids("s1").providers) await before.lifecycle.delete(gov, provider(p));
       await kv.close();
+
+      let swept = 0;
+      let deleted = false;
+      const result = await runChild(SCRIPT, [dir, "s1"], (line) => {
+        if (line.a !== "event") return false;
+        if (line.type === "space.deleted") deleted = true;
+        if (line.type === "space.child_swept") swept++;
+        return deleted && swept >= killAfter;
+      });
+      expect(result.killed, `the child ended before the kill: ${result.code} ${result.stderr}`).toBe(true);
+      expect(result.signal).toBe("SIGKILL");
+      const sweptBeforeKill = result.lines.filter((l) => l.type === "space.child_swept").length;
+
+      kv = LmdbKv.open(dir);
+      try {
+        const store: Store = new ResourceStore(kv, tenancySchema);
+        // The delete was committed: the space reads 404 at once, whatever the sweep's progress.
+        await expect(store.reads.get(gov, space("s1"))).rejects.toBeInstanceOf(NotFoundError);
+        const s1 = ids("s1");
+        const leftBefore = (await Promise.all(s1.tenants.map((t) => isEmpty(kv, ["tenant", t])))).filter((e) => !e).length;
+        console.log(`  ${sweptBeforeKill} children reported swept when killed, ${leftBefore} of ${CHILDREN} partitions left to sweep`);
+        expect(leftBefore).toBeLessThanOrEqual(CHILDREN - sweptBeforeKill);
+
+        expect(await store.lifecycle.resumeSweeps(SYSTEM)).toBe(1);
+
+        // Every child partition of s1 is gone, and out of the partition index.
+        for (const t of s1.tenants) {
+          expect(await isEmpty(kv, ["tenant", t]), `tenant ${t}`).toBe(true);
+          await expect(store.reads.get(gov, tenant(t))).rejects.toBeInstanceOf(NotFoundError);
+        }
+        for (const p of s1.providers) await expect(store.reads.get(gov, provider(p))).rejects.toBeInstanceOf(NotFoundError);
+        const tenantParts = await partitionsOf(kv, "tenant");
+        const providerParts = await partitionsOf(kv, "provider");
+        expect(s1.tenants.filter((t) => tenantParts.has(t))).toEqual([]);
+        expect((await kv.scan(["space", "s1"], { prefix: ["c"] })).entries).toEqual([]);
+        expect((await kv.scan(["sweeps"])).entries).toEqual([]);
+
+        // s2 is intact: every tenant with its nested records, every provider with its node.
+        const s2 = ids("s2");
+        expect([...tenantParts].sort()).toEqual([...s2.tenants].sort());
+        // s1's providers were deleted one by one: their tombstones (logs) stay until purged.
+        expect([...providerParts].sort()).toEqual([...s1.providers, ...s2.providers].sort());
+        const listed = await store.reads.listChildren(gov, space("s2"), "tenant", { limit: 1000 });
+        expect(listed.items.map((t) => t.id).sort()).toEqual([...s2.tenants].sort());
+        for (const t of s2.tenants) {
+          expect((await store.reads.get(gov, { type: "kms", ids: [t, "k"] })).data.keyRef).toBe(`key-${t}`);
+          expect((await store.reads.get(gov, { type: "contentObjectVersion", ids: [t, "c", "v1"] })).data.hash).toBe(HASH);
+          expect(await store.audit.verify(["tenant", t])).toMatchObject({ ok: true });
+        }
+        for (const p of s2.providers) {
+          expect((await store.reads.get(gov, { type: "node", ids: [p, "n"] })).data.endpoint).toBe(`https://${p}.example`);
+          expect(await store.audit.verify(["provider", p])).toMatchObject({ ok: true });
+        }
+        // Both space logs verify: s1's tombstone holds the delete and one child_swept per child.
+        expect(await store.audit.verify(["space", "s2"])).toMatchObject({ ok: true });
+        expect(await store.audit.verify(["space", "s1"])).toMatchObject({ ok: true });
+        const history = await store.audit.history(SYSTEM, space("s1"), { limit: 1000 });
+        const sweptEvents = history.items.filter((e) => e.type === "space.child_swept").map((e) => e.payload.id as string);
+        expect(sweptEvents.sort()).toEqual([...s1.tenants].sort());
+        expect(await store.lifecycle.resumeSweeps(SYSTEM)).toBe(0);
+      } finally {
+        await kv.close();
+      }
+    } finally {
+      removeTempDirSync(dir);
     }
-  } finally {
-    removeTempDirSync(dir);
-  }
-}, 60_000);
+  },
+  60_000,
+);

@@ -46,15 +46,21 @@ describe("the read context of a domain command", () => {
 
   it("hands a create's guard the parent and the future siblings", async () => {
     let siblings: string[] = [];
-    await store.writes.create(gov, "provider", { type: "space", ids: ["s1"] }, { name: "P3" }, {
-      id: "p3",
-      guard: async (parent, ctx) => {
-        expect(parent?.id).toBe("s1");
-        expect((await ctx.parent())?.id).toBe("s1");
-        expect(await ctx.children("node")).toEqual([]);
-        siblings = ids(await ctx.siblings());
+    await store.writes.create(
+      gov,
+      "provider",
+      { type: "space", ids: ["s1"] },
+      { name: "P3" },
+      {
+        id: "p3",
+        guard: async (parent, ctx) => {
+          expect(parent?.id).toBe("s1");
+          expect((await ctx.parent())?.id).toBe("s1");
+          expect(await ctx.children("node")).toEqual([]);
+          siblings = ids(await ctx.siblings());
+        },
       },
-    });
+    );
     expect(siblings).toEqual(["p1", "p2"]);
   });
 });

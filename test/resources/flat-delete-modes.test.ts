@@ -20,9 +20,9 @@ describe("flat-child delete modes in a schema", () => {
   });
 
   it("governance delete needs a parent owning a boolean governanceDelete, and gives it the intent to set it", () => {
-    expect(() =>
-      defineSchema({ root: { parent: null, idStyle: "flat", fields: name }, kid: { parent: "root", idStyle: "flat", fields: name, governanceDelete: true } }),
-    ).toThrow("must own a boolean field governanceDelete");
+    expect(() => defineSchema({ root: { parent: null, idStyle: "flat", fields: name }, kid: { parent: "root", idStyle: "flat", fields: name, governanceDelete: true } })).toThrow(
+      "must own a boolean field governanceDelete",
+    );
     expect(() =>
       defineSchema({ root: { parent: null, idStyle: "flat", fields: flagged }, kid: { parent: "root", idStyle: "flat", fields: name, governanceDelete: true } }),
     ).toThrow("must own a boolean field governanceDelete");

@@ -116,7 +116,11 @@ forEachBackend((backend) => {
   it("is no existence oracle: 404 as for a missing resource unless the caller holds an intent on it or views its parent", async () => {
     await store.writes.create(alice, "list", F, { title: "L" }, { id: "l" });
     await store.writes.create(alice, "item", L("l"), { title: "t", status: "open" }, { id: "i" });
-    const message = (p: Promise<unknown>) => p.then(() => "served", (e: Error) => `${e.constructor.name}: ${e.message}`);
+    const message = (p: Promise<unknown>) =>
+      p.then(
+        () => "served",
+        (e: Error) => `${e.constructor.name}: ${e.message}`,
+      );
     for (const [ref, missing] of [
       [L("l"), L("nope")],
       [I("l", "i"), I("l", "nope")],
@@ -299,7 +303,11 @@ forEachBackend((backend) => {
     expect((await store.reads.get(alice, I("l2", "i1"))).data.title).toBe("other");
     const partition = store.partitionOf(F);
     const state = await kv.scan(partition, { prefix: ["s"], limit: 1000 });
-    expect(state.entries.map((e) => e.key)).toEqual([["s", 0], ["s", 1, "list", "l2"], ["s", 2, "list", "l2", "item", "i1"]]);
+    expect(state.entries.map((e) => e.key)).toEqual([
+      ["s", 0],
+      ["s", 1, "list", "l2"],
+      ["s", 2, "list", "l2", "item", "i1"],
+    ]);
     expect((await kv.scan(partition, { prefix: ["o"] })).entries).toHaveLength(0);
     const last = (await store.audit.history(SYSTEM, L("l"), { reverse: true, limit: 1 })).items[0]!;
     expect(last.type).toBe("list.deleted");
@@ -401,10 +409,7 @@ it("a key over the backend's size limit fails its own command, not the group it 
   expect(depth).toBeLessThan(15);
   // In one group: the overlong create fails alone; a short sibling created with it lands.
   const type = `l${depth}` as "l1";
-  const [tooLong, fine] = await Promise.allSettled([
-    store.writes.create(SYSTEM, type, ref, {}, { id: id(depth) }),
-    store.writes.update(SYSTEM, ref, {}),
-  ]);
+  const [tooLong, fine] = await Promise.allSettled([store.writes.create(SYSTEM, type, ref, {}, { id: id(depth) }), store.writes.update(SYSTEM, ref, {})]);
   expect(tooLong.status).toBe("rejected");
   expect(fine.status).toBe("fulfilled");
   expect((await store.audit.verify(store.partitionOf(ref))).ok).toBe(true);

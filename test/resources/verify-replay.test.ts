@@ -38,7 +38,10 @@ for (const backend of backends.filter((b) => b.name === "lmdb" || b.name === "re
       const { partition, key } = wf.store.stateAddress(wi);
       const raw = (await h.kv.get(partition, key))!.value;
       const env = new RecordView(raw).envelope();
-      const edited = Buffer.concat([raw.subarray(0, raw.length - new RecordView(raw).publicBytes().length), Buffer.from(JSON.stringify({ ...env, data: { ...env.data, amount: "999999" } }))]);
+      const edited = Buffer.concat([
+        raw.subarray(0, raw.length - new RecordView(raw).publicBytes().length),
+        Buffer.from(JSON.stringify({ ...env, data: { ...env.data, amount: "999999" } })),
+      ]);
       await h.kv.commit(partition, [{ type: "put", key, value: edited }]);
       const r = await wf.store.audit.verify(P);
       expect(r.ok).toBe(false);

@@ -51,15 +51,31 @@ function moveKey(e: Entry, item: number, grow: boolean, stored: ReadonlySet<stri
   if (!to || stored.has(encode(to).toString("latin1"))) return null;
   return {
     what: `move ${JSON.stringify(e.key)} to ${JSON.stringify(to)}`,
-    ops: [{ type: "delete", key: e.key }, { type: "put", key: to, value: e.value }],
-    undo: [{ type: "delete", key: to }, { type: "put", key: e.key, value: e.value }],
+    ops: [
+      { type: "delete", key: e.key },
+      { type: "put", key: to, value: e.value },
+    ],
+    undo: [
+      { type: "delete", key: to },
+      { type: "put", key: e.key, value: e.value },
+    ],
     touched: [e.key, to],
   };
 }
 
-const deleteKey = (e: Entry): Tamper => ({ what: `delete ${JSON.stringify(e.key)}`, ops: [{ type: "delete", key: e.key }], undo: [{ type: "put", key: e.key, value: e.value }], touched: [e.key] });
+const deleteKey = (e: Entry): Tamper => ({
+  what: `delete ${JSON.stringify(e.key)}`,
+  ops: [{ type: "delete", key: e.key }],
+  undo: [{ type: "put", key: e.key, value: e.value }],
+  touched: [e.key],
+});
 
-const strayKey = (key: Key): Tamper => ({ what: `add ${JSON.stringify(key)}`, ops: [{ type: "put", key, value: Buffer.from("1") }], undo: [{ type: "delete", key }], touched: [key] });
+const strayKey = (key: Key): Tamper => ({
+  what: `add ${JSON.stringify(key)}`,
+  ops: [{ type: "put", key, value: Buffer.from("1") }],
+  undo: [{ type: "delete", key }],
+  touched: [key],
+});
 
 const firstInKeyOrder = (keys: readonly Key[]): Key => [...keys].sort((a, b) => Buffer.compare(encode(a), encode(b)))[0]!;
 
@@ -95,8 +111,7 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
           fc.boolean(),
           async (index, kind, at, bit, grow) => {
             const e = entries[index]!;
-            const t =
-              kind === "flip" ? flipByte(e, at, bit) : kind === "move" ? moveKey(e, at, grow, stored) : kind === "delete" ? deleteKey(e) : strayKey([...e.key, "stray"]);
+            const t = kind === "flip" ? flipByte(e, at, bit) : kind === "move" ? moveKey(e, at, grow, stored) : kind === "delete" ? deleteKey(e) : strayKey([...e.key, "stray"]);
             if (!t) return;
             await h.kv.commit(P, t.ops);
             try {

@@ -22,7 +22,9 @@ export function findPostgresBinaries(): string | null {
   if (config.status === 0 && has(config.stdout.trim())) return config.stdout.trim();
   const root = "/usr/lib/postgresql";
   if (existsSync(root)) {
-    const versions = readdirSync(root).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a));
+    const versions = readdirSync(root)
+      .filter((v) => /^\d+$/.test(v))
+      .sort((a, b) => Number(b) - Number(a));
     for (const v of versions) if (has(join(root, v, "bin"))) return join(root, v, "bin");
   }
   const which = spawnSync("sh", ["-c", "command -v initdb"], { encoding: "utf8" });
@@ -69,8 +71,16 @@ export class PostgresServer {
 
   async start(): Promise<void> {
     runTool(this.bin, this.dir, "pg_ctl", [
-      "start", "-w", "-t", "60", "-D", this.dataDir, "-l", join(this.dir, "postgres.log"),
-      "-o", `-p ${this.port} -c listen_addresses=127.0.0.1 -k ${this.dir} -c max_connections=300 -c fsync=on`,
+      "start",
+      "-w",
+      "-t",
+      "60",
+      "-D",
+      this.dataDir,
+      "-l",
+      join(this.dir, "postgres.log"),
+      "-o",
+      `-p ${this.port} -c listen_addresses=127.0.0.1 -k ${this.dir} -c max_connections=300 -c fsync=on`,
     ]);
   }
 

@@ -4,9 +4,7 @@ import { parseRedisUrl } from "../../src/kv/redis/connect.js";
 
 export async function deleteNamespace(url: string, namespace: string): Promise<number> {
   const target = parseRedisUrl(url);
-  const client = target.cluster
-    ? new Cluster(target.nodes, { clusterRetryStrategy: () => null })
-    : new Redis({ ...target.nodes[0]!, db: target.db, retryStrategy: () => null });
+  const client = target.cluster ? new Cluster(target.nodes, { clusterRetryStrategy: () => null }) : new Redis({ ...target.nodes[0]!, db: target.db, retryStrategy: () => null });
   client.on("error", () => {});
   try {
     const nodes = client instanceof Cluster ? client.nodes("master") : [client];

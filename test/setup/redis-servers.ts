@@ -107,22 +107,27 @@ export class RedisServer {
       return [conf, "--sentinel"];
     }
     const args = [
-      "--port", String(this.port),
-      "--bind", "127.0.0.1",
-      "--dir", this.dir,
-      "--daemonize", "no",
-      "--save", "",
-      "--logfile", join(this.dir, "redis.log"),
-      "--appendonly", o.appendonly === false ? "no" : "yes",
-      "--appendfsync", o.appendfsync ?? "everysec",
-      "--repl-diskless-sync-delay", "0",
+      "--port",
+      String(this.port),
+      "--bind",
+      "127.0.0.1",
+      "--dir",
+      this.dir,
+      "--daemonize",
+      "no",
+      "--save",
+      "",
+      "--logfile",
+      join(this.dir, "redis.log"),
+      "--appendonly",
+      o.appendonly === false ? "no" : "yes",
+      "--appendfsync",
+      o.appendfsync ?? "everysec",
+      "--repl-diskless-sync-delay",
+      "0",
     ];
     if (o.cluster) {
-      args.push(
-        "--cluster-enabled", "yes",
-        "--cluster-config-file", join(this.dir, "nodes.conf"),
-        "--cluster-node-timeout", String(o.clusterNodeTimeoutMs ?? 2000),
-      );
+      args.push("--cluster-enabled", "yes", "--cluster-config-file", join(this.dir, "nodes.conf"), "--cluster-node-timeout", String(o.clusterNodeTimeoutMs ?? 2000));
     }
     if (o.replicaOf) args.push("--replicaof", o.replicaOf.host, String(o.replicaOf.port));
     return args;
@@ -195,11 +200,7 @@ export async function makeRedisDir(label: string): Promise<string> {
   return mkdtemp(join(tmpdir(), `flowstore-redis-${label}-`));
 }
 
-export async function startStandalone(
-  bin: RedisBinaries,
-  baseDir: string,
-  options: ServerOptions = {},
-): Promise<RedisServer> {
+export async function startStandalone(bin: RedisBinaries, baseDir: string, options: ServerOptions = {}): Promise<RedisServer> {
   for (let attempt = 0; ; attempt++) {
     const port = await freePort();
     const dir = join(baseDir, `standalone-${port}`);
@@ -295,11 +296,10 @@ export async function startCluster(
       nodes.push(node);
       await node.start();
     }
-    const create = spawnSync(
-      bin.cli,
-      ["--cluster", "create", ...nodes.map((n) => `127.0.0.1:${n.port}`), "--cluster-replicas", "1", "--cluster-yes"],
-      { encoding: "utf8", timeout: 60_000 },
-    );
+    const create = spawnSync(bin.cli, ["--cluster", "create", ...nodes.map((n) => `127.0.0.1:${n.port}`), "--cluster-replicas", "1", "--cluster-yes"], {
+      encoding: "utf8",
+      timeout: 60_000,
+    });
     if (create.status !== 0) {
       throw new Error(`redis-cli --cluster create failed: ${create.stdout}\n${create.stderr}`);
     }

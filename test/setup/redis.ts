@@ -11,15 +11,7 @@
 import type { TestProject } from "vitest/node";
 import { missingBinaries } from "./missing.js";
 import { serversSkipped, sharedServers } from "./shared.js";
-import {
-  findRedisBinaries,
-  makeRedisDir,
-  removeDir,
-  startCluster,
-  startStandalone,
-  type RedisClusterHandle,
-  type RedisServer,
-} from "./redis-servers.js";
+import { findRedisBinaries, makeRedisDir, removeDir, startCluster, startStandalone, type RedisClusterHandle, type RedisServer } from "./redis-servers.js";
 
 export interface ProvidedRedis {
   /** redis://127.0.0.1:port */

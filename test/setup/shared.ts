@@ -16,10 +16,7 @@ const registry = ((globalThis as Record<symbol, Map<string, Entry> | undefined>)
 export const serversSkipped = (): boolean => process.env.FLOWSTORE_TEST_FAST === "1";
 
 /** The value of `start` under `name`, started by the first caller; `release` stops it after the last caller's. */
-export async function sharedServers<T>(
-  name: string,
-  start: () => Promise<{ value: T; stop: () => Promise<void> }>,
-): Promise<{ value: T; release: () => Promise<void> }> {
+export async function sharedServers<T>(name: string, start: () => Promise<{ value: T; stop: () => Promise<void> }>): Promise<{ value: T; release: () => Promise<void> }> {
   let entry = registry.get(name);
   if (!entry) {
     entry = { started: start(), users: 0 };

@@ -79,7 +79,8 @@ forEachBackend((backend) => {
       get(target, prop, receiver) {
         const v = Reflect.get(target, prop, receiver);
         // A commit is either call (the writer's staged commit, where the backend has one, is a commit too).
-        if ((prop === "commit" || prop === "commitVisible") && typeof v === "function") return (p: Partition, ops: never[]) => (p[0] === "tenant" && commits++, (v as KvStore["commit"]).call(target, p, ops));
+        if ((prop === "commit" || prop === "commitVisible") && typeof v === "function")
+          return (p: Partition, ops: never[]) => (p[0] === "tenant" && commits++, (v as KvStore["commit"]).call(target, p, ops));
         return typeof v === "function" ? v.bind(target) : v;
       },
     });

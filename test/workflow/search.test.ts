@@ -46,8 +46,10 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
       wf = new Workflow(new ResourceStore(h.kv, workflowSchema, { clock: () => (t += 1000) }));
       for (const [id, displayName, tags, assignee, closed, who] of PROJECTS) {
         await wf.createProject(SYSTEM, { id, displayName, tags, assignee });
-        for (const [identity, how] of Object.entries(who)) await wf.grant(SYSTEM, { type: "project", ids: [id] }, how === "view" ? "project.viewDetails" : "project.list", identity);
-        if (closed) await wf.store.writes.mutate(SYSTEM, { type: "project", ids: [id] }, { intent: "project.close", verb: "closed", change: () => ({ patch: { status: "closed" } }) });
+        for (const [identity, how] of Object.entries(who))
+          await wf.grant(SYSTEM, { type: "project", ids: [id] }, how === "view" ? "project.viewDetails" : "project.list", identity);
+        if (closed)
+          await wf.store.writes.mutate(SYSTEM, { type: "project", ids: [id] }, { intent: "project.close", verb: "closed", change: () => ({ patch: { status: "closed" } }) });
       }
     });
     afterEach(async () => h.destroy());
@@ -161,9 +163,12 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
       expect(missing).toMatchObject({ ok: false, firstBad: { family: "visible" } });
       expect(missing.firstBad!.reason).toContain("missing");
       // A reader never sees a root it may not list, even through a stray entry.
-      await h.kv.commit(["visible", "bob"], [{ type: "put", key: ["project", "p07"], value: Buffer.from(JSON.stringify({ createdAt: "x", status: "closed", view: true, data: {} })) }]);
+      await h.kv.commit(
+        ["visible", "bob"],
+        [{ type: "put", key: ["project", "p07"], value: Buffer.from(JSON.stringify({ createdAt: "x", status: "closed", view: true, data: {} })) }],
+      );
       expect(ids(await wf.listProjects(bob))).toEqual(["p03", "p04"]);
-      expect(ids(await query(bob, { search: "" , sort: "createdAt" }))).toEqual(["p03", "p04"]);
+      expect(ids(await query(bob, { search: "", sort: "createdAt" }))).toEqual(["p03", "p04"]);
       const stray = await wf.store.verifyVisibility();
       expect(stray.map((s) => s.partition)).toEqual([["visible", "bob"]]);
       // Rebuilding (a store written before the index): drop the index and its marker, build again.

@@ -90,7 +90,8 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
 
     it("inherit-workflowitem: a workflowitem copies its subproject's permissions; create, reorder and budget intents have no counterpart", async () => {
       await wf.createSubproject(mary, "p", { id: "s", displayName: "S", currency: "EUR" });
-      for (const i of ["subproject.viewDetails", "subproject.update", "subproject.reorderWorkflowitems", "subproject.budget.updateProjected"]) await wf.grant(mary, subprojectRef("p", "s"), i, "jane");
+      for (const i of ["subproject.viewDetails", "subproject.update", "subproject.reorderWorkflowitems", "subproject.budget.updateProjected"])
+        await wf.grant(mary, subprojectRef("p", "s"), i, "jane");
       await item("s", "w");
       const perms = await wf.listPermissions(mary, workflowitemRef("p", "s", "w"));
       expect(perms["workflowitem.viewDetails"]).toContain("jane");

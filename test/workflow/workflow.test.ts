@@ -44,8 +44,7 @@ forEachBackend((backend) => {
   });
   afterEach(async () => h.destroy());
 
-  const item = (id: string, extra: Record<string, unknown> = {}) =>
-    wf.createWorkflowitem(mary, "p", "s", { id, displayName: id, amountType: "N/A", ...extra });
+  const item = (id: string, extra: Record<string, unknown> = {}) => wf.createWorkflowitem(mary, "p", "s", { id, displayName: id, amountType: "N/A", ...extra });
 
   it("creates a tree with defaults and shows a project with its subprojects, a subproject with its ordered workflowitems", async () => {
     await item("w1");
@@ -71,7 +70,12 @@ forEachBackend((backend) => {
     await refusedWithoutChange("p", () => item("w", { amountType: "disbursed", amount: "1", currency: "EUX" }), ValidationError, "data.currency");
     await refusedWithoutChange("p", () => item("w", { amountType: "disbursed", amount: "1", currency: "EUR", dueDate: "2026-02-30" }), ValidationError, "data.dueDate");
     await refusedWithoutChange("p", () => item("w", { amountType: "disbursed", amount: "1", currency: "EUR", exchangeRate: "0" }), ValidationError, "data.exchangeRate");
-    await refusedWithoutChange("p", () => wf.setProjectedBudget(mary, { type: "project", ids: ["p"] }, { organization: "X", value: "1", currencyCode: "ABC" }), ValidationError, "data.projectedBudgets.1.currencyCode");
+    await refusedWithoutChange(
+      "p",
+      () => wf.setProjectedBudget(mary, { type: "project", ids: ["p"] }, { organization: "X", value: "1", currencyCode: "ABC" }),
+      ValidationError,
+      "data.projectedBudgets.1.currencyCode",
+    );
   });
 
   it("refuses amount fields when amountType is N/A", async () => {
@@ -96,16 +100,26 @@ forEachBackend((backend) => {
     await refusedWithoutChange("p", () => wf.update(mary, workflowitemRef("p", "s", "w"), { description: "x" }), ConflictError, "status");
     await refusedWithoutChange("p", () => wf.assign(mary, workflowitemRef("p", "s", "w"), "jane"), ConflictError, "status");
     // Closing what is closed changes nothing (TruBudget answers it without a new event).
-    await refusedWithoutChange("p", async () => {
-      const again = await wf.closeWorkflowitem(mary, "p", "s", "w");
-      expect(again.data).toMatchObject({ status: "closed", rejectReason: "not needed" });
-      throw new ConflictError("unchanged", "status");
-    }, ConflictError, "status");
+    await refusedWithoutChange(
+      "p",
+      async () => {
+        const again = await wf.closeWorkflowitem(mary, "p", "s", "w");
+        expect(again.data).toMatchObject({ status: "closed", rejectReason: "not needed" });
+        throw new ConflictError("unchanged", "status");
+      },
+      ConflictError,
+      "status",
+    );
     await wf.closeSubproject(mary, "p", "s");
     await refusedWithoutChange("p", () => wf.update(mary, subprojectRef("p", "s"), { description: "x" }), ConflictError, "status");
     await refusedWithoutChange("p", () => item("late"), ConflictError, "status");
     await refusedWithoutChange("p", () => wf.reorderWorkflowitems(mary, "p", "s", ["w"]), ConflictError, "status");
-    await refusedWithoutChange("p", () => wf.setProjectedBudget(mary, { type: "subproject", ids: ["p", "s"] }, { organization: "o", value: "1", currencyCode: "EUR" }), ConflictError, "status");
+    await refusedWithoutChange(
+      "p",
+      () => wf.setProjectedBudget(mary, { type: "subproject", ids: ["p", "s"] }, { organization: "o", value: "1", currencyCode: "EUR" }),
+      ConflictError,
+      "status",
+    );
     await wf.closeProject(mary, "p");
     await refusedWithoutChange("p", () => wf.update(mary, projectRef("p"), { description: "x" }), ConflictError, "status");
     await refusedWithoutChange("p", () => wf.createSubproject(mary, "p", { displayName: "x", currency: "EUR" }), ConflictError, "status");
@@ -174,7 +188,12 @@ forEachBackend((backend) => {
     expect((await wf.subprojectDetails(jane, "p", "r")).workflowitems.items[0]).not.toHaveProperty("redacted");
     expect((await wf.subprojectDetails(val, "p", "r")).workflowitems.items[0]).toHaveProperty("redacted", true);
     // An item of a subproject with a fixed type takes it; another type is refused.
-    await refusedWithoutChange("p", () => wf.createWorkflowitem(mary, "p", "r", { id: "g", displayName: "g", amountType: "N/A", workflowitemType: "general" }), ValidationError, "data.workflowitemType");
+    await refusedWithoutChange(
+      "p",
+      () => wf.createWorkflowitem(mary, "p", "r", { id: "g", displayName: "g", amountType: "N/A", workflowitemType: "general" }),
+      ValidationError,
+      "data.workflowitemType",
+    );
   });
 
   it("updates and deletes projected budgets; assigns; keeps history", async () => {

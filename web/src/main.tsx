@@ -107,7 +107,12 @@ function App() {
           ) : null}
         </nav>
         <a href={href("/notifications")} class={`inbox${section === "notifications" ? " active" : ""}`} aria-label={`Notifications${unreadCount ? `, ${unreadCount} unread` : ""}`}>
-          Notifications{unreadCount ? <span class="unread" data-count={unreadCount}>{unreadCount}</span> : null}
+          Notifications
+          {unreadCount ? (
+            <span class="unread" data-count={unreadCount}>
+              {unreadCount}
+            </span>
+          ) : null}
         </a>
         <span class={`feed ${feed}`} title="live updates">
           {feed === "live" ? "● live" : feed === "connecting" ? "○ connecting" : ""}

@@ -35,7 +35,11 @@ export function useIntents(ids: readonly string[]) {
   const level = levelOf(ids);
   const allowed = useLoad(async () => new Set(((await handleOf(ids).get()) as Resource).allowedIntents ?? []), [path]);
   const perms = useLoad(() => handleOf(ids).permissions(), [path]);
-  useLive((e) => e.path.length === ids.length && e.path.every((p, i) => p.id === ids[i]), () => (void allowed.reload(), void perms.reload()), [path]);
+  useLive(
+    (e) => e.path.length === ids.length && e.path.every((p, i) => p.id === ids[i]),
+    () => (void allowed.reload(), void perms.reload()),
+    [path],
+  );
   return { perms, can: (verb: string) => allowed.data?.has(`${level}.${verb}`) ?? false };
 }
 
@@ -80,7 +84,11 @@ export function HistoryPanel({ ids }: { ids: readonly string[] }) {
     setMore([]);
     return page();
   }, [path]);
-  useLive((e) => e.path.length >= ids.length && ids.every((id, i) => e.path[i]?.id === id), () => void first.reload(), [path]);
+  useLive(
+    (e) => e.path.length >= ids.length && ids.every((id, i) => e.path[i]?.id === id),
+    () => void first.reload(),
+    [path],
+  );
   const [cursor, setCursor] = useState<string | null | undefined>(undefined);
   const next = cursor === undefined ? first.data?.nextCursor : cursor;
   const events = [...(first.data?.items ?? []), ...more];
@@ -91,7 +99,17 @@ export function HistoryPanel({ ids }: { ids: readonly string[] }) {
         {events.map((e) => (
           <li>
             <time>{fmtDate(e.at)}</time> <strong>{e.actor}</strong> <span class="what">{describe(e)}</span>
-            {e.path.length > ids.length ? <span class="muted"> ({e.path.slice(ids.length).map((p) => `${p.type} ${p.id}`).join(" / ")})</span> : null}
+            {e.path.length > ids.length ? (
+              <span class="muted">
+                {" "}
+                (
+                {e.path
+                  .slice(ids.length)
+                  .map((p) => `${p.type} ${p.id}`)
+                  .join(" / ")}
+                )
+              </span>
+            ) : null}
           </li>
         ))}
       </ol>
@@ -177,7 +195,19 @@ export function PermissionsPanel({ ids }: { ids: readonly string[] }) {
 }
 
 /** Assign (offered with its intent) and close (offered to the assignee, who alone may close), with a reject reason for workflowitems. */
-export function Actions({ ids, resource, version, can, onChange }: { ids: readonly string[]; resource: Resource; version: number | null; can: (v: string) => boolean; onChange: () => void }) {
+export function Actions({
+  ids,
+  resource,
+  version,
+  can,
+  onChange,
+}: {
+  ids: readonly string[];
+  resource: Resource;
+  version: number | null;
+  can: (v: string) => boolean;
+  onChange: () => void;
+}) {
   const level = levelOf(ids);
   const [assignee, setAssignee] = useState("");
   const [reason, setReason] = useState("");

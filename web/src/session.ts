@@ -103,4 +103,3 @@ export function handleOf(ids: readonly string[]) {
   const subproject = project.subproject(s);
   return w === undefined ? subproject : subproject.workflowitem(w);
 }
-

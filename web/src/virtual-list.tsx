@@ -5,7 +5,15 @@
 import type { ComponentChildren } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 
-export function VirtualList<T>(props: { items: readonly T[]; rowHeight: number; height: number; keyOf: (item: T) => string; row: (item: T, index: number) => ComponentChildren; label: string; scrollTo?: number | null }) {
+export function VirtualList<T>(props: {
+  items: readonly T[];
+  rowHeight: number;
+  height: number;
+  keyOf: (item: T) => string;
+  row: (item: T, index: number) => ComponentChildren;
+  label: string;
+  scrollTo?: number | null;
+}) {
   const { items, rowHeight, height } = props;
   const [top, setTop] = useState(0);
   const box = useRef<HTMLDivElement>(null);
@@ -28,7 +36,14 @@ export function VirtualList<T>(props: { items: readonly T[]; rowHeight: number; 
     );
   }
   return (
-    <div ref={box} class="vlist" role="list" aria-label={props.label} style={{ height: `${Math.min(height, Math.max(items.length, 1) * rowHeight + 2)}px` }} onScroll={(e) => setTop(e.currentTarget.scrollTop)}>
+    <div
+      ref={box}
+      class="vlist"
+      role="list"
+      aria-label={props.label}
+      style={{ height: `${Math.min(height, Math.max(items.length, 1) * rowHeight + 2)}px` }}
+      onScroll={(e) => setTop(e.currentTarget.scrollTop)}
+    >
       <div class="vspacer" style={{ height: `${items.length * rowHeight}px` }}>
         {rows}
       </div>

@@ -191,16 +191,12 @@ export const archiveRoutes: RoutePlugin = async (app) => {
     },
   });
 
-  app.get(
-    "/archive/snapshots/:id/files/:name",
-    download("Download a file of a snapshot", FileParams),
-    async (request, reply) => sendFile(reply, await archive.openFile(request.actor, request.params.id, request.params.name)),
+  app.get("/archive/snapshots/:id/files/:name", download("Download a file of a snapshot", FileParams), async (request, reply) =>
+    sendFile(reply, await archive.openFile(request.actor, request.params.id, request.params.name)),
   );
 
-  app.get(
-    "/archive/files/:hash",
-    download("Download a stored file by its content hash: sha-256, or MD5 as Imixs clients ask", HashParams),
-    async (request, reply) => sendFile(reply, await archive.openFileByHash(request.actor, request.params.hash)),
+  app.get("/archive/files/:hash", download("Download a stored file by its content hash: sha-256, or MD5 as Imixs clients ask", HashParams), async (request, reply) =>
+    sendFile(reply, await archive.openFileByHash(request.actor, request.params.hash)),
   );
 
   app.delete(

@@ -20,8 +20,7 @@ export interface AuthRouteOptions {
 export const authRoutes: RoutePlugin<AuthRouteOptions> = async (app, options) => {
   const { tokens } = app.flowstore;
   const limits = options.rateLimit === false ? undefined : await loginLimiter(app, options.rateLimit ?? DEFAULT_LOGIN_RATE_LIMITS);
-  const limited = (userOf: (body: unknown) => string | undefined) =>
-    limits ? { onRequest: limits.perAddress, preHandler: limits.perUser((r) => userOf(r.body)) } : {};
+  const limited = (userOf: (body: unknown) => string | undefined) => (limits ? { onRequest: limits.perAddress, preHandler: limits.perUser((r) => userOf(r.body)) } : {});
   const refused = limits ? problems(400, 401, 415, 429) : problems(400, 401, 415);
 
   app.post(

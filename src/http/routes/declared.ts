@@ -43,7 +43,9 @@ export const HistoryQuery = Type.Object(
     publisher: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: "only events of this user (TruBudget's history filter)" })),
     since: Type.Optional(Type.String({ format: "date-time", description: "only events at or after this time" })),
     until: Type.Optional(Type.String({ format: "date-time", description: "only events at or before this time" })),
-    type: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: "^[a-z][a-zA-Z0-9_]*\\.[a-z][a-zA-Z0-9_]*$", description: "only events of this type, e.g. workflowitem.closed" })),
+    type: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, pattern: "^[a-z][a-zA-Z0-9_]*\\.[a-z][a-zA-Z0-9_]*$", description: "only events of this type, e.g. workflowitem.closed" }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -66,7 +68,12 @@ export const listQueryOf = (sort: readonly string[]) =>
     {
       ...ResourcePageQuery.properties,
       search: Type.Optional(Type.String({ maxLength: SEARCH_MAX, description: "free text over display name and id; name:, tag:, status: prefixes (TruBudget's syntax)" })),
-      sort: Type.Optional(Type.Union(sort.map((f) => Type.Literal(f)), { description: `default ${DEFAULT_SORT}` })),
+      sort: Type.Optional(
+        Type.Union(
+          sort.map((f) => Type.Literal(f)),
+          { description: `default ${DEFAULT_SORT}` },
+        ),
+      ),
       order: Type.Optional(Type.Union([Type.Literal("asc"), Type.Literal("desc")], { description: "default asc" })),
     },
     { additionalProperties: false },
@@ -202,7 +209,13 @@ export function servedTypes<S extends SchemaDecl>(schema: Schema<S>, options: Pi
   const param = (t: string): string => options.params?.[t as keyof S & string] ?? `${t}Id`;
   const addressOf = (t: CompiledType): string => {
     const owner = `/${seg(t.chain[0]!)}/:${param(t.chain[0]!)}`;
-    return owner + t.chain.slice(1).map((c) => `/${seg(c)}/:${param(c)}`).join("");
+    return (
+      owner +
+      t.chain
+        .slice(1)
+        .map((c) => `/${seg(c)}/:${param(c)}`)
+        .join("")
+    );
   };
   const paramsOf = (chain: readonly string[]): IdParams => Type.Object(Object.fromEntries(chain.map((c) => [param(c), ResourceId])));
   const out: ServedType[] = [];
@@ -241,7 +254,10 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
 
       app.post(
         s.collection,
-        { config: { etag: true, location: true }, schema: { tags, summary: `Create a ${T}`, params: s.parentParams, body: schemas.create, response: { 201: schemas.written, ...problems(400, 403, 404, 409, 413, 415) } } },
+        {
+          config: { etag: true, location: true },
+          schema: { tags, summary: `Create a ${T}`, params: s.parentParams, body: schemas.create, response: { 201: schemas.written, ...problems(400, 403, 404, 409, 413, 415) } },
+        },
         async (request, reply) => {
           const parent = s.parentOf(request.params);
           const create = commands.create?.[T as keyof S & string];
@@ -284,16 +300,25 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
             return reply.type("application/json; charset=utf-8").send(json);
           }
           const { search, sort, order, ...paging } = query;
-          const page = searchable && (search !== undefined || sort !== undefined || order !== undefined)
-            ? await store.reads.queryChildrenJson(request.actor, parent, T, { search, sort, order, ...paging, allowedIntents: true })
-            : await store.reads.listChildrenJson(request.actor, parent, T, { ...paging, allowedIntents: true });
+          const page =
+            searchable && (search !== undefined || sort !== undefined || order !== undefined)
+              ? await store.reads.queryChildrenJson(request.actor, parent, T, { search, sort, order, ...paging, allowedIntents: true })
+              : await store.reads.listChildrenJson(request.actor, parent, T, { ...paging, allowedIntents: true });
           return sendJsonPage(reply, page.items, page.nextCursor);
         },
       );
 
       app.get(
         item,
-        { config: { etag: true }, schema: { tags, summary: `Get a ${T} (ETag: its version), with the intents the caller holds on it (allowedIntents)`, params, response: { 200: schemas.resource, ...problems(400, 403, 404) } } },
+        {
+          config: { etag: true },
+          schema: {
+            tags,
+            summary: `Get a ${T} (ETag: its version), with the intents the caller holds on it (allowedIntents)`,
+            params,
+            response: { 200: schemas.resource, ...problems(400, 403, 404) },
+          },
+        },
         async (request, reply) => {
           const { json, version } = await store.reads.getJson(request.actor, s.refOf(request.params), { allowedIntents: true });
           return sendResource(reply, json, version);
@@ -315,7 +340,9 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
         async (request, reply) => {
           const ref = s.refOf(request.params);
           const options = { ifVersion: ifMatch(request) };
-          const updated = await asBody(() => (commands.update ? commands.update(request.actor, ref, request.body, options) : store.writes.update(request.actor, ref, request.body, options)));
+          const updated = await asBody(() =>
+            commands.update ? commands.update(request.actor, ref, request.body, options) : store.writes.update(request.actor, ref, request.body, options),
+          );
           return sendWritten(reply, store, request.actor, ref, updated);
         },
       );
@@ -346,7 +373,15 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
 
       app.get(
         `${item}/history`,
-        { schema: { tags, summary: `The ${T}'s events, oldest first (order=desc: newest first); filtered by publisher, since, until and type`, params, querystring: HistoryQuery, response: { 200: EventPage, ...problems(400, 403, 404) } } },
+        {
+          schema: {
+            tags,
+            summary: `The ${T}'s events, oldest first (order=desc: newest first); filtered by publisher, since, until and type`,
+            params,
+            querystring: HistoryQuery,
+            response: { 200: EventPage, ...problems(400, 403, 404) },
+          },
+        },
         async (request) => {
           const { order, ...filters } = request.query;
           return store.audit.history(request.actor, s.refOf(request.params), { ...filters, reverse: order === "desc" });

@@ -146,7 +146,10 @@ export const documentRoutes: RoutePlugin = async (app) => {
         tags,
         summary: "Download a document (streamed; ETag is its sha-256; workflowitem.viewDetails)",
         params: DocParams,
-        response: { 200: { description: "the document's bytes", content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } }, ...problems(400, 403, 404) },
+        response: {
+          200: { description: "the document's bytes", content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } },
+          ...problems(400, 403, 404),
+        },
       },
     },
     async (request, reply) => {
@@ -157,7 +160,14 @@ export const documentRoutes: RoutePlugin = async (app) => {
 
   app.delete(
     `${base}/:d`,
-    { schema: { tags, summary: "Delete a document (workflowitem.update, the item open; recorded in its history)", params: DocParams, response: { 204: Type.Null(), ...problems(400, 403, 404, 409) } } },
+    {
+      schema: {
+        tags,
+        summary: "Delete a document (workflowitem.update, the item open; recorded in its history)",
+        params: DocParams,
+        response: { 204: Type.Null(), ...problems(400, 403, 404, 409) },
+      },
+    },
     async (request, reply) => {
       const { p, s, w, d } = request.params;
       await documents.delete(request.actor, p, s, w, d);

@@ -47,9 +47,7 @@ export function identityCollection(app: App, c: IdentityCollection): void {
       return sendJsonPage(reply, page.items, page.nextCursor);
     },
   );
-  app.get(
-    `/${c.segment}/:${c.param}`,
-    { schema: { tags, summary: `Get a ${one(c)}`, params: c.params, response: { 200: c.record, ...problems(400, 404) } } },
-    async (request) => c.get(request.params[c.param]!),
+  app.get(`/${c.segment}/:${c.param}`, { schema: { tags, summary: `Get a ${one(c)}`, params: c.params, response: { 200: c.record, ...problems(400, 404) } } }, async (request) =>
+    c.get(request.params[c.param]!),
   );
 }

@@ -44,7 +44,15 @@ export const processDataRoutes: RoutePlugin = async (app) => {
 
   app.get(
     "/process-data/process-instances/:pid",
-    { schema: { tags, summary: "Records of a process instance (task submissions and signatures)", params: PidParams, querystring: ProcessPageQuery, response: { 200: ProcessRecordPage, ...problems(400, 403) } } },
+    {
+      schema: {
+        tags,
+        summary: "Records of a process instance (task submissions and signatures)",
+        params: PidParams,
+        querystring: ProcessPageQuery,
+        response: { 200: ProcessRecordPage, ...problems(400, 403) },
+      },
+    },
     async (request) => {
       return pd.listByProcessInstance(request.actor, request.params.pid, request.query);
     },
@@ -73,7 +81,16 @@ export const processDataRoutes: RoutePlugin = async (app) => {
   ] as const) {
     app.post(
       `/process-data/${keyspace}/process-definition/:def/${kind}`,
-      { schema: { tags, summary: `Store a ${kind} record under a generated uuid`, params: DefParams, querystring: TtlQuery, body: Fields, response: { 201: ProcessRecordCreated, ...problems(400, 403, 413, 415) } } },
+      {
+        schema: {
+          tags,
+          summary: `Store a ${kind} record under a generated uuid`,
+          params: DefParams,
+          querystring: TtlQuery,
+          body: Fields,
+          response: { 201: ProcessRecordCreated, ...problems(400, 403, 413, 415) },
+        },
+      },
       async (request, reply) => {
         const options = { ttlMs: request.query.ttlMs };
         const created =
@@ -103,7 +120,15 @@ export const processDataRoutes: RoutePlugin = async (app) => {
 
   app.get(
     "/process-data/:keyspace",
-    { schema: { tags, summary: "List a keyspace in key order (access tokens never listed)", params: KeyspaceParams, querystring: ProcessPageQuery, response: { 200: ProcessRecordPage, ...problems(400, 403) } } },
+    {
+      schema: {
+        tags,
+        summary: "List a keyspace in key order (access tokens never listed)",
+        params: KeyspaceParams,
+        querystring: ProcessPageQuery,
+        response: { 200: ProcessRecordPage, ...problems(400, 403) },
+      },
+    },
     async (request) => {
       return pd.list(request.actor, request.params.keyspace, request.query);
     },
@@ -142,16 +167,12 @@ export const processDataRoutes: RoutePlugin = async (app) => {
       },
     );
 
-    app.delete(
-      path,
-      { schema: { tags, summary: "Delete the record at a key", ...at, response: { 204: Type.Null(), ...problems(400, 403, 404) } } },
-      async (request, reply) => {
-        if (!(await pd.delete(request.actor, request.params.keyspace, keyOf(request.params)))) {
-          throw new NotFoundError("no record at that key");
-        }
-        return reply.code(204).send();
-      },
-    );
+    app.delete(path, { schema: { tags, summary: "Delete the record at a key", ...at, response: { 204: Type.Null(), ...problems(400, 403, 404) } } }, async (request, reply) => {
+      if (!(await pd.delete(request.actor, request.params.keyspace, keyOf(request.params)))) {
+        throw new NotFoundError("no record at that key");
+      }
+      return reply.code(204).send();
+    });
   }
 };
 

@@ -14,19 +14,15 @@ export const systemRoutes: FastifyPluginAsync<{ metricsRoute?: boolean }> = asyn
     status: "ok",
   }));
 
-  app.get(
-    "/ready",
-    { schema: { tags: ["system"], summary: "The store answers", response: { 200: Status, ...problems(503) } } },
-    async () => {
-      try {
-        await app.flowstore.ready();
-      } catch (e) {
-        app.log.warn({ err: e }, "readiness check failed");
-        throw new UnavailableError("the store does not answer");
-      }
-      return { status: "ready" };
-    },
-  );
+  app.get("/ready", { schema: { tags: ["system"], summary: "The store answers", response: { 200: Status, ...problems(503) } } }, async () => {
+    try {
+      await app.flowstore.ready();
+    } catch (e) {
+      app.log.warn({ err: e }, "readiness check failed");
+      throw new UnavailableError("the store does not answer");
+    }
+    return { status: "ready" };
+  });
 
   if (options.metricsRoute === false) return;
   app.get(

@@ -16,7 +16,7 @@ import { Event, Redacted, ResourceId, VerifyResult } from "../../resources/model
 import { ProjectedBudget, RejectReason, workflowSchema, type WorkflowSchema } from "../../workflow/schema.js";
 import type { App } from "../context.js";
 import { problems } from "../problem.js";
-import { asBody, declaredRoutes, HistoryQuery, ifMatch, sendResource, sendWritten, servedTypes, typeSchemas, type ServedType } from "./declared.js";
+import { asBody, declaredRoutes, ifMatch, sendResource, sendWritten, servedTypes, typeSchemas, type ServedType } from "./declared.js";
 
 export { HistoryQuery, OrderedListQuery, ResourcePermissionChange } from "./declared.js";
 export { Event as HistoryEvent, Redacted, ResourceId, VerifyResult };
@@ -43,7 +43,8 @@ function commandRoutes(app: App, s: ServedType): void {
   const resource = s.schemas.written;
   const { resources } = app.flowstore;
   /** A write's answer: the resource as the actor may see it now. */
-  const written = (request: { actor: Actor; params: Record<string, string> }, reply: FastifyReply, r: Envelope) => sendWritten(reply, resources, request.actor, s.refOf(request.params), r);
+  const written = (request: { actor: Actor; params: Record<string, string> }, reply: FastifyReply, r: Envelope) =>
+    sendWritten(reply, resources, request.actor, s.refOf(request.params), r);
   const T = s.type.name;
 
   app.post(
@@ -73,7 +74,10 @@ function commandRoutes(app: App, s: ServedType): void {
 
   app.post(
     `${item}/assign`,
-    { config: { etag: true, ifMatch: true }, schema: { tags, summary: `Assign a ${T}`, params, body: AssignBody, response: { 200: resource, ...problems(400, 403, 404, 409, 415) } } },
+    {
+      config: { etag: true, ifMatch: true },
+      schema: { tags, summary: `Assign a ${T}`, params, body: AssignBody, response: { 200: resource, ...problems(400, 403, 404, 409, 415) } },
+    },
     async (request, reply) => {
       const r = await workflow.assign(request.actor, s.refOf(request.params), request.body.assignee, { ifVersion: ifMatch(request) });
       return written(request, reply, r);
@@ -83,7 +87,16 @@ function commandRoutes(app: App, s: ServedType): void {
   if (T !== "workflowitem") {
     app.put(
       `${item}/projected-budgets`,
-      { config: { etag: true }, schema: { tags, summary: `Set the projected budget of an organization in a currency (${T}.budget.updateProjected)`, params, body: ProjectedBudget, response: { 200: resource, ...problems(400, 403, 404, 409, 415) } } },
+      {
+        config: { etag: true },
+        schema: {
+          tags,
+          summary: `Set the projected budget of an organization in a currency (${T}.budget.updateProjected)`,
+          params,
+          body: ProjectedBudget,
+          response: { 200: resource, ...problems(400, 403, 404, 409, 415) },
+        },
+      },
       async (request, reply) => {
         const r = await asBody(() => workflow.setProjectedBudget(request.actor, s.refOf(request.params) as Budgeted, request.body));
         return written(request, reply, r);
@@ -112,7 +125,10 @@ function commandRoutes(app: App, s: ServedType): void {
   if (s.type.decl.orderedChildren) {
     app.get(
       `${item}/workflowitem-ordering`,
-      { config: { etag: true }, schema: { tags, summary: "The manual ordering of the workflowitems (ETag: the subproject's version)", params, response: { 200: Ordering, ...problems(400, 403, 404) } } },
+      {
+        config: { etag: true },
+        schema: { tags, summary: "The manual ordering of the workflowitems (ETag: the subproject's version)", params, response: { 200: Ordering, ...problems(400, 403, 404) } },
+      },
       async (request, reply) => {
         const { ordering, version } = await app.flowstore.resources.reads.getOrdering(request.actor, s.refOf(request.params));
         return sendResource(reply, { ordering }, version);

@@ -91,10 +91,7 @@ export function authenticated(scope: FastifyInstance): void {
 const Credentials = Envelope(
   Type.Object(
     {
-      user: Type.Object(
-        { id: Type.String({ minLength: 1, maxLength: 256 }), password: Type.String({ minLength: 1, maxLength: PASSWORD_MAX }) },
-        { additionalProperties: false },
-      ),
+      user: Type.Object({ id: Type.String({ minLength: 1, maxLength: 256 }), password: Type.String({ minLength: 1, maxLength: PASSWORD_MAX }) }, { additionalProperties: false }),
     },
     { additionalProperties: false },
   ),
@@ -159,17 +156,13 @@ export const authRoutes: RoutePlugin<AuthOptions> = async (app, options) => {
     },
   );
 
-  app.post(
-    "/user.refreshtoken",
-    { schema: { body: Optional, response: { 200: RefreshReply } }, ...(limits ? { onRequest: limits.perAddress } : {}) },
-    async (request, reply) => {
-      const refresh = cookies(request)[REFRESH_COOKIE];
-      if (refresh === undefined || refresh === "") throw new UnauthorizedError("no refresh token cookie");
-      const issued = await tokens.refresh(refresh);
-      setSessionCookies(request, reply, issued);
-      return ok({ accessTokenExp: lifetime(issued) });
-    },
-  );
+  app.post("/user.refreshtoken", { schema: { body: Optional, response: { 200: RefreshReply } }, ...(limits ? { onRequest: limits.perAddress } : {}) }, async (request, reply) => {
+    const refresh = cookies(request)[REFRESH_COOKIE];
+    if (refresh === undefined || refresh === "") throw new UnauthorizedError("no refresh token cookie");
+    const issued = await tokens.refresh(refresh);
+    setSessionCookies(request, reply, issued);
+    return ok({ accessTokenExp: lifetime(issued) });
+  });
 
   // Ends the session the token names (if it still is one) and clears the cookies in any case: logging
   // out of a session that has already ended is done, not an error.

@@ -71,7 +71,8 @@ export const trubudgetApi: RoutePlugin<TrubudgetApiOptions> = async (app, option
     route.validatorCompiler = trubudgetValidatorCompiler(this.getSchemas() as Record<string, unknown>);
   });
   // The native API lives under this prefix too (/api/v1): its answers stay problems.
-  const native = (url: string) => options.nativePrefix !== undefined && (url === options.nativePrefix || url.startsWith(`${options.nativePrefix}/`) || url.startsWith(`${options.nativePrefix}?`));
+  const native = (url: string) =>
+    options.nativePrefix !== undefined && (url === options.nativePrefix || url.startsWith(`${options.nativePrefix}/`) || url.startsWith(`${options.nativePrefix}?`));
   translateProblems(app, (request) => !native(request.url));
   // An unknown route or a method a path does not serve (404, 405 with Allow) answers TruBudget's error body.
   if (options.notFound) {

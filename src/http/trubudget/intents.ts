@@ -109,7 +109,10 @@ export function tbIntents(store: ResourceStore<WorkflowSchema>): TbIntents {
   const of = Object.fromEntries(
     levels.map((level) => {
       const drop = new Set(NATIVE_ONLY(level));
-      const names = store.schema.type(level).intents.all.filter((i) => !drop.has(i)).map((i) => NATIVE_TO_TB[i] ?? i);
+      const names = store.schema
+        .type(level)
+        .intents.all.filter((i) => !drop.has(i))
+        .map((i) => NATIVE_TO_TB[i] ?? i);
       return [level, names];
     }),
   ) as Record<Level, string[]>;

@@ -94,10 +94,14 @@ export const levelRoutes: RoutePlugin = async (app) => {
     app.post(`/${level}.assign`, { schema: { body: Assign } }, async (request) => {
       const { identity, ...ids } = request.body.data;
       try {
-        await fieldsAt((f) => (f === "assignee" ? "data.identity" : f), () => workflow.assign(request.actor, ref(ids), identity));
+        await fieldsAt(
+          (f) => (f === "assignee" ? "data.identity" : f),
+          () => workflow.assign(request.actor, ref(ids), identity),
+        );
       } catch (e) {
         // TruBudget answers assigning the assignee it already has 200 and changes nothing (a closed resource included).
-        if (!(e instanceof ConflictError) || (await workflow.store.reads.get(request.actor, { ...ref(ids), type: level }).catch(() => undefined))?.data.assignee !== identity) throw e;
+        if (!(e instanceof ConflictError) || (await workflow.store.reads.get(request.actor, { ...ref(ids), type: level }).catch(() => undefined))?.data.assignee !== identity)
+          throw e;
       }
       return ok({});
     });
@@ -133,7 +137,10 @@ export const levelRoutes: RoutePlugin = async (app) => {
     ] as const) {
       app.post(`/${level}.intent.${verb}`, { schema: { body: Permission(verb) } }, async (request) => {
         const { identity, intent, ...ids } = request.body.data;
-        await fieldsAt((f) => (f === "identity" ? "data.identity" : f), () => run(request.actor, ref(ids), toNativeIntent(intent), identity));
+        await fieldsAt(
+          (f) => (f === "identity" ? "data.identity" : f),
+          () => run(request.actor, ref(ids), toNativeIntent(intent), identity),
+        );
         return ok({});
       });
     }
@@ -159,4 +166,3 @@ export const levelRoutes: RoutePlugin = async (app) => {
     }
   }
 };
-

@@ -15,7 +15,9 @@ import { exposeNotification } from "./expose.js";
 import { fieldsAt, OffsetLimit, sliceOf } from "./workflow-common.js";
 
 const ListQuery = Type.Object(OffsetLimit, { additionalProperties: false });
-const MarkRead = Envelope(Type.Object({ notifications: Type.Array(MarkReadBody.properties.ids.items, { maxItems: MarkReadBody.properties.ids.maxItems }) }, { additionalProperties: false }));
+const MarkRead = Envelope(
+  Type.Object({ notifications: Type.Array(MarkReadBody.properties.ids.items, { maxItems: MarkReadBody.properties.ids.maxItems }) }, { additionalProperties: false }),
+);
 
 export const notificationRoutes: RoutePlugin = async (app) => {
   const { notifications, workflow } = app.flowstore;
@@ -52,7 +54,11 @@ export const notificationRoutes: RoutePlugin = async (app) => {
 
   app.post("/notification.markRead", { schema: { body: MarkRead } }, async (request) => {
     const ids = request.body.data.notifications;
-    if (ids.length > 0) await fieldsAt((f) => (f === "ids" ? "data.notifications" : f), () => notifications.markRead(request.actor, { ids }));
+    if (ids.length > 0)
+      await fieldsAt(
+        (f) => (f === "ids" ? "data.notifications" : f),
+        () => notifications.markRead(request.actor, { ids }),
+      );
     return ok({});
   });
 };

@@ -79,19 +79,18 @@ export const projectRoutes: RoutePlugin = async (app) => {
   const store = workflow.store;
   const intents = tbIntents(store);
   /** Viewable projects of a list's pages, exposed. */
-  const exposeAll = (items: Buffer[]) => parsed<Served>(items).filter((r) => !r.redacted).map((r) => exposeProject(r, intents));
+  const exposeAll = (items: Buffer[]) =>
+    parsed<Served>(items)
+      .filter((r) => !r.redacted)
+      .map((r) => exposeProject(r, intents));
 
-  app.post(
-    "/global.createProject",
-    { schema: { body: Envelope(Type.Object({ project: NewProject }, { additionalProperties: false })) } },
-    async (request) => {
-      const { status: _open, ...project } = request.body.data.project;
-      notRoot(request.actor, "project");
-      uniqueBudgets(project.projectedBudgets, "data.project.projectedBudgets");
-      const created = await fieldsAt(under("project"), () => workflow.createProject(request.actor, project));
-      return ok({ project: { id: created.id } });
-    },
-  );
+  app.post("/global.createProject", { schema: { body: Envelope(Type.Object({ project: NewProject }, { additionalProperties: false })) } }, async (request) => {
+    const { status: _open, ...project } = request.body.data.project;
+    notRoot(request.actor, "project");
+    uniqueBudgets(project.projectedBudgets, "data.project.projectedBudgets");
+    const created = await fieldsAt(under("project"), () => workflow.createProject(request.actor, project));
+    return ok({ project: { id: created.id } });
+  });
 
   /**
    * project.list's translated items, by the bytes of the record they translate (which carry the caller's

@@ -25,7 +25,9 @@ export const subprojectRoutes: RoutePlugin = async (app) => {
 
   const ProjectQuery = Type.Object({ projectId: ResourceId }, { additionalProperties: false });
   app.get("/subproject.list", { schema: { querystring: ProjectQuery } }, async (request) => {
-    const items = await readAll((cursor, limit) => store.reads.listChildrenJson(request.actor, projectRef(request.query.projectId), "subproject", { cursor, limit, allowedIntents: true }));
+    const items = await readAll((cursor, limit) =>
+      store.reads.listChildrenJson(request.actor, projectRef(request.query.projectId), "subproject", { cursor, limit, allowedIntents: true }),
+    );
     return ok({
       items: parsed<Served>(items)
         .filter((r) => !r.redacted)
@@ -37,7 +39,9 @@ export const subprojectRoutes: RoutePlugin = async (app) => {
     const { projectId, subprojectId } = request.query;
     const project = await store.reads.get(request.actor, { ...projectRef(projectId), type: "project" });
     const { json } = await store.reads.getJson(request.actor, subprojectRef(projectId, subprojectId), { allowedIntents: true });
-    const items = await readAll((cursor, limit) => workflow.listWorkflowitemsJson(request.actor, projectId, subprojectId, { cursor, limit, allowedIntents: true, sequence: "closedFirst" }));
+    const items = await readAll((cursor, limit) =>
+      workflow.listWorkflowitemsJson(request.actor, projectId, subprojectId, { cursor, limit, allowedIntents: true, sequence: "closedFirst" }),
+    );
     return ok({
       parentProject: { id: projectId, displayName: project.data.displayName },
       subproject: exposeSubproject(JSON.parse(json.toString("utf8")) as Served, intents),
@@ -48,7 +52,10 @@ export const subprojectRoutes: RoutePlugin = async (app) => {
   const Reorder = Envelope(dropsUnknown(idsWith("subproject", { ordering: OrderingBody.properties.ordering })));
   app.post("/subproject.reorderWorkflowitems", { schema: { body: Reorder } }, async (request) => {
     const { projectId, subprojectId, ordering } = request.body.data;
-    await fieldsAt((f) => (f.startsWith("ordering") ? `data.${f}` : f), () => workflow.reorderWorkflowitems(request.actor, projectId, subprojectId, ordering));
+    await fieldsAt(
+      (f) => (f.startsWith("ordering") ? `data.${f}` : f),
+      () => workflow.reorderWorkflowitems(request.actor, projectId, subprojectId, ordering),
+    );
     return ok({});
   });
 };

@@ -145,8 +145,11 @@ export const systemRoutes: RoutePlugin = async (app) => {
           importing = true;
           request.log.info({ file: staged.file }, "restore: the old content is dropped, importing the backup");
         };
-        const counts = await app.flowstore.gate.run("a restore is replacing the store", reply, () => staged.apply(progress), async () =>
-          (await unfinishedImport(kv)) ? `the restore failed midway; refusing to serve: ${UNFINISHED_IMPORT}` : null,
+        const counts = await app.flowstore.gate.run(
+          "a restore is replacing the store",
+          reply,
+          () => staged.apply(progress),
+          async () => ((await unfinishedImport(kv)) ? `the restore failed midway; refusing to serve: ${UNFINISHED_IMPORT}` : null),
         );
         request.log.info({ counts }, "backup restored");
       } catch (e) {

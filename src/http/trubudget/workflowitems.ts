@@ -41,9 +41,18 @@ const DueDate = Type.Union([W.dueDate, Type.Literal("")]);
 
 /** A document in a JSON request (TruBudget's uploadedDocumentSchema): a file as base64, or a link. */
 const NewDocument = Type.Union([
-  Type.Object({ id: Type.Optional(Type.String()), base64: Type.String({ minLength: 1 }), fileName: DocumentFileName, comment: Type.Optional(DocumentComment) }, { additionalProperties: false }),
   Type.Object(
-    { id: Type.Optional(Type.String()), link: DocumentLink, fileName: Type.Optional(DocumentFileName), comment: Type.Optional(DocumentComment), linkedFileHash: Type.Optional(Type.String()) },
+    { id: Type.Optional(Type.String()), base64: Type.String({ minLength: 1 }), fileName: DocumentFileName, comment: Type.Optional(DocumentComment) },
+    { additionalProperties: false },
+  ),
+  Type.Object(
+    {
+      id: Type.Optional(Type.String()),
+      link: DocumentLink,
+      fileName: Type.Optional(DocumentFileName),
+      comment: Type.Optional(DocumentComment),
+      linkedFileHash: Type.Optional(Type.String()),
+    },
     { additionalProperties: false },
   ),
 ]);
@@ -132,7 +141,10 @@ export const workflowitemRoutes: RoutePlugin = async (app) => {
     for (const [i, d] of pending.entries()) {
       await fieldsAt(
         (f) => `data.documents[${i}].${f}`,
-        () => (d.link !== undefined ? documents.addLink(actor, p, s, w, { fileName: d.fileName!, link: d.link, comment: d.comment }) : documents.upload(actor, p, s, w, { fileName: d.fileName!, comment: d.comment }, d.content!)),
+        () =>
+          d.link !== undefined
+            ? documents.addLink(actor, p, s, w, { fileName: d.fileName!, link: d.link, comment: d.comment })
+            : documents.upload(actor, p, s, w, { fileName: d.fileName!, comment: d.comment }, d.content!),
       );
     }
   }
@@ -203,7 +215,8 @@ export const workflowitemRoutes: RoutePlugin = async (app) => {
     for await (const part of request.parts()) {
       if (part.type === "file") {
         const content = await part.toBuffer();
-        if (part.file.truncated || content.length > documents.maxBytes) throw new TooLargeError(`the file ${part.filename} exceeds the limit of ${documents.maxBytes} bytes`, documents.maxBytes);
+        if (part.file.truncated || content.length > documents.maxBytes)
+          throw new TooLargeError(`the file ${part.filename} exceeds the limit of ${documents.maxBytes} bytes`, documents.maxBytes);
         pending.push({ content, fileName: part.filename });
         continue;
       }
@@ -227,7 +240,6 @@ export const workflowitemRoutes: RoutePlugin = async (app) => {
       } else if (name === "tags") {
         data.tags = value === "" ? [] : value.split(",");
       } else if (value === "null" || value === "undefined") {
-        continue;
       } else if (name === "additionalData") {
         try {
           data.additionalData = JSON.parse(value);
@@ -239,19 +251,16 @@ export const workflowitemRoutes: RoutePlugin = async (app) => {
       }
     }
     for (const [i, d] of pending.entries()) {
-      if (d.comment !== undefined && d.comment.length > (DocumentComment.maxLength ?? Infinity)) throw new ValidationError(`the comment of document ${i} is too long`, `body.comment_${i}`);
+      if (d.comment !== undefined && d.comment.length > (DocumentComment.maxLength ?? Infinity))
+        throw new ValidationError(`the comment of document ${i} is too long`, `body.comment_${i}`);
     }
     return { data, pending };
   }
 
-  app.post(
-    "/subproject.createWorkflowitem",
-    { bodyLimit: jsonLimit, schema: { body: Envelope(NewItem) } },
-    async (request) => {
-      const { data } = request.body;
-      return ok(await create(request.actor, data, pendingOf(data.documents)));
-    },
-  );
+  app.post("/subproject.createWorkflowitem", { bodyLimit: jsonLimit, schema: { body: Envelope(NewItem) } }, async (request) => {
+    const { data } = request.body;
+    return ok(await create(request.actor, data, pendingOf(data.documents)));
+  });
 
   app.post("/v2/subproject.createWorkflowitem", async (request) => {
     const { data, pending } = await multipartData(request);
@@ -274,7 +283,12 @@ export const workflowitemRoutes: RoutePlugin = async (app) => {
     let body = translated.get(first);
     if (body === undefined) {
       const page = JSON.parse(first.toString("utf8")) as { items: Served[]; nextCursor: string | null };
-      const rest = page.nextCursor === null ? [] : parsed<Served>(await readAll((cursor, limit) => workflow.listWorkflowitemsJson(request.actor, projectId, subprojectId, { ...options, cursor: cursor ?? page.nextCursor, limit })));
+      const rest =
+        page.nextCursor === null
+          ? []
+          : parsed<Served>(
+              await readAll((cursor, limit) => workflow.listWorkflowitemsJson(request.actor, projectId, subprojectId, { ...options, cursor: cursor ?? page.nextCursor, limit })),
+            );
       body = Buffer.from(JSON.stringify(ok({ workflowitems: [...page.items, ...rest].map((r) => exposeWorkflowitem(r, intents)) })));
       if (page.nextCursor === null) translated.set(first, body);
     }
@@ -304,7 +318,10 @@ export const workflowitemRoutes: RoutePlugin = async (app) => {
   app.post("/workflowitem.validateDocument", { bodyLimit: jsonLimit, schema: { body: Envelope(Validate) } }, async (request) => {
     const { projectId, subprojectId, workflowitemId, id, base64String, hash } = request.body.data;
     const content = Buffer.from(base64String, "base64");
-    const { valid } = await fieldsAt((f) => (f === "file" ? "data.base64String" : f), () => documents.validate(request.actor, projectId, subprojectId, workflowitemId, id, once(content)));
+    const { valid } = await fieldsAt(
+      (f) => (f === "file" ? "data.base64String" : f),
+      () => documents.validate(request.actor, projectId, subprojectId, workflowitemId, id, once(content)),
+    );
     // TruBudget compares the content with the hash the caller names, which is the document's own.
     const named = createHash("sha256").update(content).digest("hex") === hash.toLowerCase();
     return ok({ isIdentical: valid && named });
@@ -326,4 +343,3 @@ export const workflowitemRoutes: RoutePlugin = async (app) => {
     return reply.code(204).send();
   });
 };
-

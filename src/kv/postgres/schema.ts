@@ -8,8 +8,7 @@
  * The commit function's exact signature: it names the format, so a schema whose function has another
  * signature (an older format) is brought up to date by running schemaSql again.
  */
-export const commitSignature = (schema: string): string =>
-  `"${schema}".flowstore_commit(bytea, bytea, bytea[], int8[], text, bytea[], bytea, int4[], bytea, int4)`;
+export const commitSignature = (schema: string): string => `"${schema}".flowstore_commit(bytea, bytea, bytea[], int8[], text, bytea[], bytea, int4[], bytea, int4)`;
 
 /** The tables and functions of a schema; idempotent, run under an advisory lock by the first call. */
 export function schemaSql(schema: string): string {

@@ -45,10 +45,7 @@ export function statements(schema: string) {
     commit: named("commit", `SELECT ok, info::text, have::text FROM ${s}.flowstore_commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`),
     drop: named("drop", `SELECT ${s}.flowstore_drop($1, $2)`),
     listFirst: named("listFirst", `SELECT id FROM ${s}.flowstore_partition_index WHERE kind = $1 ORDER BY id LIMIT $2`),
-    listAfter: named(
-      "listAfter",
-      `SELECT id FROM ${s}.flowstore_partition_index WHERE kind = $1 AND id > $2 ORDER BY id LIMIT $3`,
-    ),
+    listAfter: named("listAfter", `SELECT id FROM ${s}.flowstore_partition_index WHERE kind = $1 AND id > $2 ORDER BY id LIMIT $3`),
   };
 }
 

@@ -94,12 +94,7 @@ export class PostgresKv implements KvStore {
     }));
   }
 
-  async #query<R extends object>(
-    what: string,
-    q: { name: string; text: string },
-    values: unknown[],
-    client: pg.Pool | pg.PoolClient = this.#pool,
-  ): Promise<R[]> {
+  async #query<R extends object>(what: string, q: { name: string; text: string }, values: unknown[], client: pg.Pool | pg.PoolClient = this.#pool): Promise<R[]> {
     if (this.#closed) throw new UnavailableError("the store is closed");
     try {
       if (!this.#isSetUp) await this.#setup();
@@ -116,20 +111,14 @@ export class PostgresKv implements KvStore {
     const e = err as { message?: string; code?: string };
     const code = typeof e.code === "string" ? ` [${e.code}]` : "";
     const timedOut = e.code === "57014" || /timeout/i.test(e.message ?? "");
-    return new UnavailableError(
-      timedOut
-        ? `postgres did not answer ${what} within ${this.#timeoutMs} ms${code}`
-        : `postgres ${what} failed: ${e.message ?? String(err)}${code}`,
-    );
+    return new UnavailableError(timedOut ? `postgres did not answer ${what} within ${this.#timeoutMs} ms${code}` : `postgres ${what} failed: ${e.message ?? String(err)}${code}`);
   }
 
   async get(partition: Partition, key: Key): Promise<Entry | undefined> {
     this.#assertOpen();
     const p = encodePartition(partition);
     const kb = encodeKey(p.length, key);
-    const [row] = await this.#read("get", p, async (client) =>
-      (await this.#query<Omit<Row, "key">>("get", this.#sql.get, [p, kb], client)).map((r) => ({ ...r, key: kb })),
-    );
+    const [row] = await this.#read("get", p, async (client) => (await this.#query<Omit<Row, "key">>("get", this.#sql.get, [p, kb], client)).map((r) => ({ ...r, key: kb })));
     return row ? new Entry(kb, row.value!, Number(row.version)) : undefined;
   }
 
@@ -229,8 +218,7 @@ export class PostgresKv implements KvStore {
       throw new ConflictError(
         failed.version === null
           ? `precondition failed: key ${describeKey(failed.key)} exists (at version ${row.have})`
-          : `precondition failed: key ${describeKey(failed.key)} is not at version ${failed.version}` +
-              (row.have === null ? " (it is absent)" : ` (it is at version ${row.have})`),
+          : `precondition failed: key ${describeKey(failed.key)} is not at version ${failed.version}` + (row.have === null ? " (it is absent)" : ` (it is at version ${row.have})`),
       );
     }
     return { version: Number(row.info) };

@@ -47,7 +47,10 @@ export function resolvePostgresKvOptions(options: PostgresKvOptions): Required<P
   }
   const poolSize = options.poolSize ?? 10;
   const timeoutMs = options.timeoutMs ?? 10_000;
-  for (const [field, v] of [["poolSize", poolSize], ["timeoutMs", timeoutMs]] as const) {
+  for (const [field, v] of [
+    ["poolSize", poolSize],
+    ["timeoutMs", timeoutMs],
+  ] as const) {
     if (!Number.isSafeInteger(v) || v < 1) throw new ValidationError(`${field} must be a positive integer`, field);
   }
   return { schema, poolSize, timeoutMs };

@@ -29,8 +29,7 @@ export function parseRedisUrl(url: string): RedisTarget {
   const m = /^(redis|redis-cluster|redis-sentinel):\/\/(?:([^:@/]*)(?::([^@/]*))?@)?([^/?]+)(?:\/([^/?]*))?(?:\?(.*))?$/.exec(url);
   if (!m) {
     throw new ValidationError(
-      `not a redis URL: ${url} (expected redis://host:port[/db], redis-cluster://host:port,host:port ` +
-        `or redis-sentinel://host:port,host:port/mastername)`,
+      `not a redis URL: ${url} (expected redis://host:port[/db], redis-cluster://host:port,host:port ` + `or redis-sentinel://host:port,host:port/mastername)`,
       "store",
     );
   }

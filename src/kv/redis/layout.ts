@@ -51,10 +51,7 @@ export class PartitionKeys {
 
 export function assertNamespace(namespace: string): void {
   if (typeof namespace !== "string" || !/^[A-Za-z0-9_.:-]{1,100}$/.test(namespace)) {
-    throw new ValidationError(
-      "a redis namespace is 1-100 characters of letters, digits, '_', '.', ':' or '-'",
-      "namespace",
-    );
+    throw new ValidationError("a redis namespace is 1-100 characters of letters, digits, '_', '.', ':' or '-'", "namespace");
   }
 }
 

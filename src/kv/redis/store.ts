@@ -173,10 +173,7 @@ export class RedisKv implements KvStore {
     }
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new UnavailableError(`redis did not answer ${what} within ${this.#timeoutMs} ms`)),
-        this.#timeoutMs,
-      );
+      timer = setTimeout(() => reject(new UnavailableError(`redis did not answer ${what} within ${this.#timeoutMs} ms`)), this.#timeoutMs);
     });
     try {
       const ready = this.#whenReady(what);
@@ -242,9 +239,7 @@ export class RedisKv implements KvStore {
 
   /** One round trip: the scan script reads keys and values together. */
   async #scanByScript(pk: PartitionKeys, min: Buffer, max: Buffer, limit: number, reverse: boolean) {
-    const reply = await this.#io("scan", () =>
-      this.#scripts.fsScanBuffer(pk.keys, pk.values, min, max, String(limit), reverse ? "1" : "0"),
-    );
+    const reply = await this.#io("scan", () => this.#scripts.fsScanBuffer(pk.keys, pk.values, min, max, String(limit), reverse ? "1" : "0"));
     return { more: reply[0] === 1, keys: (reply[1] ?? []) as Buffer[], values: (reply[2] ?? []) as (Buffer | null)[] };
   }
 
@@ -264,7 +259,11 @@ export class RedisKv implements KvStore {
       if (more) keys.length = limit;
       if (keys.length === 0) return { more: false, keys, values: [] };
       const [values, seq2] = execResults(
-        await this.#client.multi().hmgetBuffer(pk.values, ...keys).hget(pk.meta, "s").exec(),
+        await this.#client
+          .multi()
+          .hmgetBuffer(pk.values, ...keys)
+          .hget(pk.meta, "s")
+          .exec(),
       ) as [(Buffer | null)[], string | null];
       return seq1 === seq2 ? { more, keys, values } : undefined;
     });
@@ -290,8 +289,7 @@ export class RedisKv implements KvStore {
       throw new ConflictError(
         failed.version === null
           ? `precondition failed: key ${describeKey(failed.key)} exists (at version ${have})`
-          : `precondition failed: key ${describeKey(failed.key)} is not at version ${failed.version}` +
-              (have === null ? " (it is absent)" : ` (it is at version ${have})`),
+          : `precondition failed: key ${describeKey(failed.key)} is not at version ${failed.version}` + (have === null ? " (it is absent)" : ` (it is at version ${have})`),
       );
     }
     const version = reply[1] as number;
@@ -317,16 +315,11 @@ export class RedisKv implements KvStore {
     const [routed, waited] = results;
     if (!routed || routed[0] || !waited || waited[0]) {
       const err = routed?.[0] ?? waited?.[0];
-      throw new UnavailableError(
-        `the commit was applied but its replication could not be confirmed: ${err ? err.message : "no reply"}`,
-      );
+      throw new UnavailableError(`the commit was applied but its replication could not be confirmed: ${err ? err.message : "no reply"}`);
     }
     const acked = waited[1] as number;
     if (acked < this.#waitReplicas) {
-      throw new UnavailableError(
-        `the commit was applied but only ${acked} of ${this.#waitReplicas} replicas acknowledged it within ` +
-          `${this.#waitTimeoutMs} ms`,
-      );
+      throw new UnavailableError(`the commit was applied but only ${acked} of ${this.#waitReplicas} replicas acknowledged it within ` + `${this.#waitTimeoutMs} ms`);
     }
   }
 
@@ -336,11 +329,7 @@ export class RedisKv implements KvStore {
     if (!Number.isSafeInteger(limit) || limit < 1) throw new ValidationError("limit must be a positive integer", "limit");
     const min = options.after ? exclusive(cursorBytes(options.after)) : "-";
     const pages = await this.#io("listPartitions", () =>
-      Promise.all(
-        Array.from({ length: INDEX_BUCKETS }, (_, b) =>
-          this.#client.zrangebylexBuffer(indexKey(this.namespace, kind, b), min, "+", "LIMIT", 0, limit + 1),
-        ),
-      ),
+      Promise.all(Array.from({ length: INDEX_BUCKETS }, (_, b) => this.#client.zrangebylexBuffer(indexKey(this.namespace, kind, b), min, "+", "LIMIT", 0, limit + 1))),
     );
     const members = pages.flat().sort(Buffer.compare);
     const page = members.slice(0, limit);
@@ -373,10 +362,7 @@ export class RedisKv implements KvStore {
 export async function closeClient(client: Client): Promise<void> {
   if (client.status === "ready") {
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      client.quit().catch(() => undefined),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, 1000))),
-    ]);
+    await Promise.race([client.quit().catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, 1000)))]);
     clearTimeout(timer);
   }
   client.disconnect();

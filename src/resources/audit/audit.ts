@@ -4,7 +4,7 @@
  * ledger, and every stored key against the replay of the log.
  */
 import { ValidationError } from "../../errors.js";
-import { Entry, scanAll, type Key, type Partition, type ScanPage } from "../../kv/contract.js";
+import { type Entry, scanAll, type Key, type Partition, type ScanPage } from "../../kv/contract.js";
 import { decode, encode } from "../../kv/tuple.js";
 import { allows, type Actor, type Permissions } from "../../access/actor.js";
 import { pageLimit, MAX_PAGE, type Core, type Page } from "../core/core.js";
@@ -94,7 +94,10 @@ export class Audit {
     let cursor = options.cursor ?? null;
     do {
       const page = await kv.scan(l.partition, { prefix: layout.history(l), after: cursor, limit: limit - items.length, reverse: options.reverse === true });
-      const logs = await kv.getMany(l.partition, page.entries.map((e) => layout.log(layout.seqOfHistory(e.key))));
+      const logs = await kv.getMany(
+        l.partition,
+        page.entries.map((e) => layout.log(layout.seqOfHistory(e.key))),
+      );
       for (const e of logs) {
         if (e === undefined) continue;
         const event = JSON.parse(e.value.toString("utf8")) as ResourceEvent;
@@ -191,7 +194,8 @@ export class Audit {
         if (incremental && expected === since.seq) prev = event.prev; // the checkpoint's own event links to one not re-read
         const reason = keySeq !== event.seq ? `stored under seq ${String(keySeq)} but says ${event.seq}` : checkLink(event, expected, prev, e.value);
         if (reason) return bad(expected, reason, "l");
-        if (since && since.seq > 0 && event.seq === since.seq && event.hash !== since.hash) return bad(event.seq, `event ${event.seq} differs from the checkpoint: history was rewritten`, "l");
+        if (since && since.seq > 0 && event.seq === since.seq && event.hash !== since.hash)
+          return bad(event.seq, `event ${event.seq} differs from the checkpoint: history was rewritten`, "l");
         try {
           replay?.apply(event);
         } catch (err) {
@@ -231,8 +235,20 @@ export class Audit {
     const key = layout.visibleRoot(t.name, owner.envelope.id);
     for (const [identity, value] of indexEntries(t, owner.envelope, owner.permissions)) {
       const stored = await this.core.kv.get(layout.visible(identity), key);
-      if (!stored) return { seq: 0, reason: `${t.name} ${owner.envelope.id} is missing from the visible roots of ${identity} (its permissions list it)`, family: layout.visibleKind, key: [...layout.visible(identity), ...key] };
-      if (!stored.value.equals(value)) return { seq: 0, reason: `${t.name} ${owner.envelope.id}'s entry in the visible roots of ${identity} differs from its record`, family: layout.visibleKind, key: [...layout.visible(identity), ...key] };
+      if (!stored)
+        return {
+          seq: 0,
+          reason: `${t.name} ${owner.envelope.id} is missing from the visible roots of ${identity} (its permissions list it)`,
+          family: layout.visibleKind,
+          key: [...layout.visible(identity), ...key],
+        };
+      if (!stored.value.equals(value))
+        return {
+          seq: 0,
+          reason: `${t.name} ${owner.envelope.id}'s entry in the visible roots of ${identity} differs from its record`,
+          family: layout.visibleKind,
+          key: [...layout.visible(identity), ...key],
+        };
     }
     return null;
   }
@@ -259,8 +275,14 @@ export class Audit {
           if (s && s.value.length === 0) continue;
           const key = page[j]!;
           const at = [...layout.assigned(identity), ...key];
-          if (!s) return { seq: 0, reason: `${key[0]} ${key.slice(1).join("/")} is missing from the assignments of ${identity} (its assignee)`, family: layout.assignedKind, key: at };
-          return { seq: 0, reason: `${key[0]} ${key.slice(1).join("/")}'s entry in the assignments of ${identity} differs from the replay of the log`, family: layout.assignedKind, key: at };
+          if (!s)
+            return { seq: 0, reason: `${key[0]} ${key.slice(1).join("/")} is missing from the assignments of ${identity} (its assignee)`, family: layout.assignedKind, key: at };
+          return {
+            seq: 0,
+            reason: `${key[0]} ${key.slice(1).join("/")}'s entry in the assignments of ${identity} differs from the replay of the log`,
+            family: layout.assignedKind,
+            key: at,
+          };
         }
       }
     }
@@ -357,7 +379,15 @@ const COMPARED_RANGES = [{ end: layout.logs }, { start: AFTER_LOG_FAMILY }];
 /** What verify reports when its pass over the stored keys saw a difference its second pass, naming it, no longer finds. */
 const CHANGED = { seq: 0, reason: "the stored keys changed while they were verified: verify again", family: "m", key: layout.head };
 
-const FAMILIES: Record<string, string> = { s: "state record", a: "access record", o: "ordering", c: "flat child index entry", h: "history index entry", m: "meta key", x: "order index entry" };
+const FAMILIES: Record<string, string> = {
+  s: "state record",
+  a: "access record",
+  o: "ordering",
+  c: "flat child index entry",
+  h: "history index entry",
+  m: "meta key",
+  x: "order index entry",
+};
 
 /** A key as a reader names it: its family and the resource path. */
 function describe(key: Key): string {

@@ -225,11 +225,7 @@ export class PartitionDumps {
     let entries = 0;
 
     const flush = async (): Promise<void> => {
-      const batch: Op[] = [
-        { type: "check", key: layout.head, version: marker },
-        { type: "check", key: layout.restoreMarker, version: marker },
-        ...ops,
-      ];
+      const batch: Op[] = [{ type: "check", key: layout.head, version: marker }, { type: "check", key: layout.restoreMarker, version: marker }, ...ops];
       if (marker === null) {
         batch.push(
           { type: "put", key: layout.restoreMarker, value: Buffer.from(JSON.stringify({ ...source.marker, startedAt: Date.now() })) },
@@ -278,7 +274,11 @@ export class PartitionDumps {
       // The restored root enters its listers' index of visible roots (visibility.ts).
       const index = visibilityOps(l.type, envelope.id, new Map(), indexEntries(l.type, envelope, accessOf.permissions ?? {}));
       for (const { partition: p, op } of index) await kv.commit(p, [op]);
-      for (const [who, keys] of assigned) await kv.commit(layout.assigned(who), keys.map((key) => ({ type: "put" as const, key, value: Buffer.alloc(0) })));
+      for (const [who, keys] of assigned)
+        await kv.commit(
+          layout.assigned(who),
+          keys.map((key) => ({ type: "put" as const, key, value: Buffer.alloc(0) })),
+        );
       // Anchored as restored, so the feed's repair (writer.ts) does not take the restored log for new events.
       const restoredHead = JSON.parse(held.head.value.toString("utf8")) as { seq: number; hash: string };
       await writer.anchor(partition, restoredHead.seq, restoredHead.hash);

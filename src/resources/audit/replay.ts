@@ -117,7 +117,12 @@ export class PartitionReplay {
       const parent = (p.parent as Ref | undefined) ?? null;
       // Never changed in place below (every change makes new objects), so the event's own are kept.
       const permissions = p.permissions ?? {};
-      const envelope: Envelope = { id: ids.at(-1)!, type, data: p.data ?? {}, meta: { createdAt: p.origin?.createdAt ?? e.at, createdBy: p.origin?.createdBy ?? e.actor, updatedAt: e.at, version: 1 } };
+      const envelope: Envelope = {
+        id: ids.at(-1)!,
+        type,
+        data: p.data ?? {},
+        meta: { createdAt: p.origin?.createdAt ?? e.at, createdBy: p.origin?.createdBy ?? e.actor, updatedAt: e.at, version: 1 },
+      };
       this.#live.set(id, { l, envelope, access: this.#access(permissions, parent) });
       if (parent) this.#parentLink = parent;
       return;

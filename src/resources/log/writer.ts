@@ -224,7 +224,9 @@ export class PartitionWriter {
       if (!g) byPartition.set(id, (g = { partition, ops: [] }));
       g.ops.push(op);
     }
-    await Promise.all([...byPartition.values()].map((g) => (failures === "throw" ? this.kv.commit(g.partition, g.ops) : this.kv.commit(g.partition, g.ops).catch(() => undefined))));
+    await Promise.all(
+      [...byPartition.values()].map((g) => (failures === "throw" ? this.kv.commit(g.partition, g.ops) : this.kv.commit(g.partition, g.ops).catch(() => undefined))),
+    );
   }
 
   /** Forgets cached chain heads (after a partition is dropped or rewritten outside the writer). */
@@ -284,9 +286,14 @@ export class PartitionWriter {
       if (results.length === 0) return;
       if (overlay.ops.length === 0) {
         // Nothing to write, but what the commands read may be an earlier group's, not yet durable.
-        this.#acknowledgeInOrder(id, async () => undefined, () => {
-          for (const r of results) r.p.resolve(r.value);
-        }, () => undefined);
+        this.#acknowledgeInOrder(
+          id,
+          async () => undefined,
+          () => {
+            for (const r of results) r.p.resolve(r.value);
+          },
+          () => undefined,
+        );
         return;
       }
       const ops: Op[] = [{ type: "check", key: layout.head, version: startHead.version }, ...overlay.ops];
@@ -314,14 +321,19 @@ export class PartitionWriter {
           await Promise.all([durable, ...anchors]);
         };
         durable.catch(() => undefined); // awaited in settle, after the previous group
-        this.#acknowledgeInOrder(id, settle, () => {
-          for (const r of results) r.p.resolve(r.value);
-          for (const l of this.#groupListeners) l(results.length);
-          if (events.length > 0) for (const l of this.#listeners) l(partition, events);
-        }, (e) => {
-          this.#heads.delete(id);
-          for (const r of results) r.p.reject(e);
-        });
+        this.#acknowledgeInOrder(
+          id,
+          settle,
+          () => {
+            for (const r of results) r.p.resolve(r.value);
+            for (const l of this.#groupListeners) l(results.length);
+            if (events.length > 0) for (const l of this.#listeners) l(partition, events);
+          },
+          (e) => {
+            this.#heads.delete(id);
+            for (const r of results) r.p.reject(e);
+          },
+        );
         return;
       } catch (e) {
         this.#heads.delete(id);

@@ -54,7 +54,6 @@ const changesRecord = (verb: string): boolean => !indexVerbs.has(verb);
  */
 export type ResourceEvent = Omit<Event, "payload"> & { payload: EventPayload };
 
-
 /** `crypto.hash` (Node ≥ 20.12): a one-shot digest, several times cheaper than a Hash object for an event's size. */
 const oneShot = (crypto as { hash?: (algorithm: string, data: string | Uint8Array, encoding: "hex") => string }).hash;
 

@@ -180,8 +180,16 @@ export const layout = {
   refOfState: (partition: Partition, key: Key): { type: string; ids: string[] } | null =>
     !S.contains(key)
       ? null
-      : { type: key.length === 2 ? (partition[0] as string) : (key.at(-2) as string), ids: [partition[1] as string, ...key.slice(2).filter((_, i) => i % 2 === 1).map(String)] },
+      : {
+          type: key.length === 2 ? (partition[0] as string) : (key.at(-2) as string),
+          ids: [
+            partition[1] as string,
+            ...key
+              .slice(2)
+              .filter((_, i) => i % 2 === 1)
+              .map(String),
+          ],
+        },
   /** The resource type a key of a partition holds the state of, or null when it is no state key. */
-  stateTypeOf: (partition: Partition, key: Key): string | null =>
-    !S.contains(key) ? null : key.length === 2 ? (partition[0] as string) : (key.at(-2) as string),
+  stateTypeOf: (partition: Partition, key: Key): string | null => (!S.contains(key) ? null : key.length === 2 ? (partition[0] as string) : (key.at(-2) as string)),
 } as const;

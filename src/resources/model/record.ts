@@ -135,7 +135,11 @@ export class RecordView {
 
   /** The record as this code would encode it from its parts (equal bytes: a record this store wrote). */
   reencoded(): Buffer {
-    const ids = (start: number, end: number): string[] => this.bytes.toString("utf8", start, end).split("\n").filter((s) => s !== "");
+    const ids = (start: number, end: number): string[] =>
+      this.bytes
+        .toString("utf8", start, end)
+        .split("\n")
+        .filter((s) => s !== "");
     return encodeRecord(this.envelope(), this.status, ids(this.#listersStart, this.#listersEnd), ids(this.#viewersStart, this.#viewersEnd));
   }
 

@@ -26,10 +26,7 @@ export interface Located {
 export function locate(schema: Schema, ref: Ref): Located {
   const type = schema.type(ref.type);
   if (!Array.isArray(ref.ids) || ref.ids.length !== type.chain.length) {
-    throw new ValidationError(
-      `a ${type.name} is addressed by ${type.chain.length} id(s) (${type.chain.join(" → ")})`,
-      "ids",
-    );
+    throw new ValidationError(`a ${type.name} is addressed by ${type.chain.length} id(s) (${type.chain.join(" → ")})`, "ids");
   }
   ref.ids.forEach((id, i) => assertId(id, `${type.chain[i]}Id`));
   const pairs: string[] = [];

@@ -214,8 +214,14 @@ export class Schema<S extends SchemaDecl = SchemaDecl> {
           governance: governed ? `${name}.setGovernanceDelete` : null,
         };
         const own = [
-          base.list, base.view, base.history, base.update, base.delete,
-          base.listPermissions, base.grantPermission, base.revokePermission,
+          base.list,
+          base.view,
+          base.history,
+          base.update,
+          base.delete,
+          base.listPermissions,
+          base.grantPermission,
+          base.revokePermission,
           ...children.map((c) => `${name}.create${cap(c)}`),
           ...(base.reorder ? [base.reorder] : []),
           ...(base.governance ? [base.governance] : []),
@@ -254,9 +260,7 @@ export class Schema<S extends SchemaDecl = SchemaDecl> {
       const first = type.check.Errors(data).First();
       const path = first?.path ? first.path.replace(/^\//, "").replace(/\//g, ".") : "";
       const field = path ? `data.${path}` : "data";
-      const what = first?.schema && "additionalProperties" in first.schema && first.message.includes("Unexpected")
-        ? "is not a known field"
-        : first?.message ?? "is invalid";
+      const what = first?.schema && "additionalProperties" in first.schema && first.message.includes("Unexpected") ? "is not a known field" : (first?.message ?? "is invalid");
       throw new ValidationError(`${field} ${what}`, field);
     }
     type.decl.rules?.(data as Record<string, unknown>);
@@ -283,10 +287,7 @@ export function assertId(id: unknown, field = "id"): asserts id is string {
   if (typeof id === "string" && validIds.has(id)) return;
   if (typeof id === "string") refuseUnsafeId(id, field);
   if (typeof id !== "string" || !ID_RE.test(id)) {
-    throw new ValidationError(
-      `${field} must be 1–128 characters without control characters, surrounding spaces or any of / ? # % \\`,
-      field,
-    );
+    throw new ValidationError(`${field} must be 1–128 characters without control characters, surrounding spaces or any of / ? # % \\`, field);
   }
   if (validIds.size >= VALID_IDS_MAX) validIds.clear();
   validIds.add(id);

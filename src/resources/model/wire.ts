@@ -117,7 +117,7 @@ export const SignedCheckpoint = Type.Object(
     time: Type.String({ format: "date-time" }),
     publicKey: Type.String({ description: "the signer's Ed25519 public key, SPKI DER, base64" }),
     keyFingerprint: Type.String({ description: "SHA-256 of the public key's DER, hex: what an auditor pins" }),
-    signature: Type.String({ description: "Ed25519 over \"flowstore-checkpoint-v1\\n\" + canonical JSON of {partition, seq, hash, time}, base64" }),
+    signature: Type.String({ description: 'Ed25519 over "flowstore-checkpoint-v1\\n" + canonical JSON of {partition, seq, hash, time}, base64' }),
   },
   { $id: "SignedCheckpoint" },
 );

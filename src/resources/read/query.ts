@@ -117,9 +117,7 @@ export class Queries {
   /** The plain list of the roots a caller may list, in id order, through the index (not for the system actor). */
   async visibleRoots(actor: Actor, t: CompiledType, cursor: string | null, limit: number): Promise<Page<Buffer>> {
     const after = cursor ? cursorBytes(cursor).toString("utf8") : null;
-    const range = after === null
-      ? { prefix: layout.visibleRoots(t.name) }
-      : { start: layout.visibleRoot(t.name, after), end: [...layout.visibleRoots(t.name), true] };
+    const range = after === null ? { prefix: layout.visibleRoots(t.name) } : { start: layout.visibleRoot(t.name, after), end: [...layout.visibleRoots(t.name), true] };
     const pages = await Promise.all(this.#identities(actor).map((identity) => this.c.kv.scan(layout.visible(identity), { ...range, limit: limit + 1 })));
     const ids = new Set<string>();
     for (const p of pages) for (const e of p.entries) ids.add(layout.idOfVisible(e.key));
@@ -148,7 +146,8 @@ export class Queries {
     if (order !== "asc" && order !== "desc") throw new ValidationError("order must be asc or desc", "order");
     const limit = pageLimit(q.limit);
     const after = q.cursor ? decodeCursor(q.cursor, sort, order) : null;
-    if (q.search !== undefined && (typeof q.search !== "string" || q.search.length > SEARCH_MAX)) throw new ValidationError(`search must be text of at most ${SEARCH_MAX} characters`, "search");
+    if (q.search !== undefined && (typeof q.search !== "string" || q.search.length > SEARCH_MAX))
+      throw new ValidationError(`search must be text of at most ${SEARCH_MAX} characters`, "search");
     const match = q.search !== undefined && q.search.trim() !== "" ? decl.search(q.search) : null;
 
     // The candidates in ascending (sort key, id) order, each with its record when already read (nested
@@ -221,7 +220,10 @@ export class Queries {
         if (!seen || (!seen.view && r.view)) rows.set(r.row.id, r);
       }
     }
-    const sorted = sortCandidates([...rows.values()].map((r) => ({ row: r.row, view: null })), sort);
+    const sorted = sortCandidates(
+      [...rows.values()].map((r) => ({ row: r.row, view: null })),
+      sort,
+    );
     this.#sortedCache.delete(key);
     this.#sortedCache.set(key, { versions, sorted });
     if (this.#sortedCache.size > SORTED_CACHE_MAX) this.#sortedCache.delete(this.#sortedCache.keys().next().value!);

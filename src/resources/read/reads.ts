@@ -103,7 +103,10 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
     const raws: (Buffer | undefined)[] = new Array(views.length);
     await Promise.all(
       [...groups.values()].map(async (idx) => {
-        const entries = await this.core.kv.getMany(located[idx[0]!]!.partition, idx.map((i) => layout.access(located[i]!)));
+        const entries = await this.core.kv.getMany(
+          located[idx[0]!]!.partition,
+          idx.map((i) => layout.access(located[i]!)),
+        );
         idx.forEach((i, j) => (raws[i] = entries[j]?.value));
       }),
     );
@@ -174,7 +177,17 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
     if (t.decl.idStyle === "flat") return this.#listFlat(actor, l, t, options.cursor ?? null, limit, options);
     const page = await this.core.kv.scan(l.partition, { prefix: layout.children(l, childType), after: options.cursor ?? null, limit });
     const views = page.entries.map((e) => RecordView.listable(e.value, `${childType} list`)).filter((v) => v !== null);
-    return { items: await this.#withIntents(actor, t, parent, views, views.map((view) => listed(actor, t, view)), options), nextCursor: page.cursor };
+    return {
+      items: await this.#withIntents(
+        actor,
+        t,
+        parent,
+        views,
+        views.map((view) => listed(actor, t, view)),
+        options,
+      ),
+      nextCursor: page.cursor,
+    };
   }
 
   async #listRoots(actor: Actor, t: CompiledType, cursor: string | null, limit: number, options: PageOptions): Promise<Page<Buffer>> {
@@ -191,7 +204,7 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
         const view = e ? RecordView.listable(e.value, `${t.name} list`) : null;
         if (!view) continue;
         // A root is listed to holders of its list or view intent; its details only to holders of view.
-        if (view.visibleTo(actor)) (items.push(listed(actor, t, view)), views.push(view));
+        if (view.visibleTo(actor)) items.push(listed(actor, t, view)), views.push(view);
       }
       after = page.cursor;
       if (after === null) break;
@@ -201,8 +214,23 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
 
   async #listFlat(actor: Actor, parent: Located, t: CompiledType, cursor: string | null, limit: number, options: PageOptions): Promise<Page<Buffer>> {
     const page = await this.core.kv.scan(parent.partition, { prefix: layout.flatChildren(parent, t.name), after: cursor, limit });
-    const views = await flatChildRecords(this.core.kv, parent, t.name, page.entries.map((e) => layout.flatChildOf(e.key).id));
-    return { items: await this.#withIntents(actor, t, parent.ref, views, views.map((view) => listed(actor, t, view)), options), nextCursor: page.cursor };
+    const views = await flatChildRecords(
+      this.core.kv,
+      parent,
+      t.name,
+      page.entries.map((e) => layout.flatChildOf(e.key).id),
+    );
+    return {
+      items: await this.#withIntents(
+        actor,
+        t,
+        parent.ref,
+        views,
+        views.map((view) => listed(actor, t, view)),
+        options,
+      ),
+      nextCursor: page.cursor,
+    };
   }
 
   /**
@@ -238,7 +266,14 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
       const view = e ? RecordView.listable(e.value, `${childType} list`) : null;
       if (view) views.push(view);
     }
-    const items = await this.#withIntents(actor, t, parent, views, views.map((view) => listed(actor, t, view)), options);
+    const items = await this.#withIntents(
+      actor,
+      t,
+      parent,
+      views,
+      views.map((view) => listed(actor, t, view)),
+      options,
+    );
     const next = page.entries.length > limit ? cursorOf(entries.at(-1)!.keyBytes) : null;
     return { items, nextCursor: next, version: parentView.version };
   }
@@ -273,7 +308,14 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
     }
     const ordering = orderingEntry ? (JSON.parse(orderingEntry.value.toString("utf8")) as string[]) : [];
     const views = effectiveOrder(ordering, children);
-    const items = await this.#withIntents(actor, t, parent, views, views.map((view) => listed(actor, t, view)), options);
+    const items = await this.#withIntents(
+      actor,
+      t,
+      parent,
+      views,
+      views.map((view) => listed(actor, t, view)),
+      options,
+    );
     return { items, nextCursor: null, version: parentView.version };
   }
 
@@ -281,7 +323,15 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
    * TruBudget's order (closed children first, by close time, then the effective order): computed from the
    * whole collection on each read, with an offset cursor. The order index serves the native order only.
    */
-  async #listClosedFirst(actor: Actor, l: Located, t: CompiledType, parent: Ref, version: number, limit: number, options: PageOptions): Promise<Page<Buffer> & { version: number }> {
+  async #listClosedFirst(
+    actor: Actor,
+    l: Located,
+    t: CompiledType,
+    parent: Ref,
+    version: number,
+    limit: number,
+    options: PageOptions,
+  ): Promise<Page<Buffer> & { version: number }> {
     let offset = 0;
     if (options.cursor) {
       const raw = cursorBytes(options.cursor).toString("utf8");
@@ -301,7 +351,14 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
       return view ? [{ id: view.id, createdAtMs: view.createdAtMs, view, closedAtMs: this.#closedAt(l.type, view) }] : [];
     });
     const pageRows = closedFirstOrder(ordering, rows).slice(offset, offset + limit);
-    const items = await this.#withIntents(actor, t, parent, pageRows.map((r) => r.view), pageRows.map((r) => listed(actor, t, r.view)), options);
+    const items = await this.#withIntents(
+      actor,
+      t,
+      parent,
+      pageRows.map((r) => r.view),
+      pageRows.map((r) => listed(actor, t, r.view)),
+      options,
+    );
     const next = offset + limit < rows.length ? cursorOf(Buffer.from(String(offset + limit))) : null;
     return { items, nextCursor: next, version };
   }
@@ -316,19 +373,20 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
     const [state, head] = await this.core.kv.getMany(l.partition, [layout.state(l), layout.head]);
     const { view } = await this.core.authorize(this.core.reader(l), l, actor, l.type.intents.view, { state: state?.value });
     const pages = this.#pages;
-    const key = head && pages
-      ? [
-          encodeNested(l.partition).toString("latin1"),
-          l.pairs.join("\u0000"),
-          head.version,
-          actor.system ? "\u0001" : actor.id,
-          [...actor.groups].sort().join("\u0000"),
-          options.cursor ?? "",
-          options.limit ?? "",
-          options.allowedIntents ? "i" : "",
-          options.sequence ?? "",
-        ].join("\u0002")
-      : null;
+    const key =
+      head && pages
+        ? [
+            encodeNested(l.partition).toString("latin1"),
+            l.pairs.join("\u0000"),
+            head.version,
+            actor.system ? "\u0001" : actor.id,
+            [...actor.groups].sort().join("\u0000"),
+            options.cursor ?? "",
+            options.limit ?? "",
+            options.allowedIntents ? "i" : "",
+            options.sequence ?? "",
+          ].join("\u0002")
+        : null;
     const cached = key ? pages!.get(key) : undefined;
     if (cached) return { json: cached, version: view.version };
     const page = await this.listOrderedJson(actor, parent, options);
@@ -362,4 +420,3 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
     return access!.permissions;
   }
 }
-

@@ -6,7 +6,7 @@ import { ConflictError, StaleVersionError, ForbiddenError, NotFoundError, Valida
 import type { Key } from "../../kv/contract.js";
 import type { Actor } from "../../access/actor.js";
 import { decode } from "../../kv/tuple.js";
-import { type Authorized, type Core } from "../core/core.js";
+import type { Authorized, Core } from "../core/core.js";
 import { RecordView } from "../model/record.js";
 import { INDEX_VERBS } from "../model/events.js";
 import { layout } from "../model/layout.js";

@@ -40,7 +40,16 @@ describe("TruBudget's bodies, as TruBudget reads them", () => {
     // The frontend's create-project dialog (api.js createProject).
     const p = await s.call("global.createProject", {
       token: mia,
-      data: { project: { displayName: "School", description: "", thumbnail: "/Thumbnail_0001.jpg", projectedBudgets: [{ organization: "KfW", value: "1000", currencyCode: "EUR" }], tags: [], additionalData: {} } },
+      data: {
+        project: {
+          displayName: "School",
+          description: "",
+          thumbnail: "/Thumbnail_0001.jpg",
+          projectedBudgets: [{ organization: "KfW", value: "1000", currencyCode: "EUR" }],
+          tags: [],
+          additionalData: {},
+        },
+      },
     });
     expect(p.status, JSON.stringify(p.body)).toBe(200);
     projectId = p.body.data.project.id;
@@ -122,7 +131,11 @@ describe("TruBudget's bodies, as TruBudget reads them", () => {
     const root = (await s.call("user.list")).body.data.items.find((i: { id: string }) => i.id === "root");
     expect(root.organization).toBe(TB_ORGANIZATION);
     expect((await s.call("network.list")).body.data.nodes[0].address.organization).toBe(TB_ORGANIZATION);
-    expectError(await s.call("global.createUser", { data: { user: { id: "eve", displayName: "Eve", organization: "Elsewhere", password: "eve password 1" } } }), 412, "organization does not exist");
+    expectError(
+      await s.call("global.createUser", { data: { user: { id: "eve", displayName: "Eve", organization: "Elsewhere", password: "eve password 1" } } }),
+      412,
+      "organization does not exist",
+    );
     expect((await s.call("user.list")).body.data.items.map((i: { id: string }) => i.id)).not.toContain("eve");
   });
 
@@ -183,7 +196,10 @@ describe("TruBudget's bodies, as TruBudget reads them", () => {
     });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const workflowitemId = created.body.data.workflowitem.id;
-    const na = await s.call("workflowitem.update", { token: mia, data: { projectId, subprojectId, workflowitemId, amountType: "N/A", amount: "100", currency: "EUR", exchangeRate: "1" } });
+    const na = await s.call("workflowitem.update", {
+      token: mia,
+      data: { projectId, subprojectId, workflowitemId, amountType: "N/A", amount: "100", currency: "EUR", exchangeRate: "1" },
+    });
     expect(na.status, JSON.stringify(na.body)).toBe(200);
     const item = (await items()).find((i) => i.data.id === workflowitemId)!;
     expect(item.data.amountType).toBe("N/A");

@@ -86,7 +86,10 @@ const projectNames = async (s: TbRunning): Promise<string[]> => {
   return list.body.data.items.map((i: { data: { displayName: string } }) => i.data.displayName).sort();
 };
 const userIds = async (s: TbRunning): Promise<string[]> =>
-  (await s.call("user.list")).body.data.items.filter((i: { isGroup?: boolean }) => !i.isGroup).map((i: { id: string }) => i.id).sort();
+  (await s.call("user.list")).body.data.items
+    .filter((i: { isGroup?: boolean }) => !i.isGroup)
+    .map((i: { id: string }) => i.id)
+    .sort();
 const createProject = async (s: TbRunning, displayName: string): Promise<void> => {
   const r = await s.call("global.createProject", { token: await asAnn(s), data: { project: { displayName, projectedBudgets: [] } } });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
@@ -123,7 +126,12 @@ describe("TruBudget's system.restoreBackup", () => {
     const text = gunzipSync(saved).toString("utf8");
     const lines = text.split("\n");
     // One event of the log altered (its project's name): its hash no longer matches, the chain breaks.
-    const at = lines.findIndex((l) => l.startsWith('{"k"') && Buffer.from(JSON.parse(l).v, "base64").toString("latin1").includes('"hash"') && Buffer.from(JSON.parse(l).v, "base64").toString("latin1").includes("School"));
+    const at = lines.findIndex(
+      (l) =>
+        l.startsWith('{"k"') &&
+        Buffer.from(JSON.parse(l).v, "base64").toString("latin1").includes('"hash"') &&
+        Buffer.from(JSON.parse(l).v, "base64").toString("latin1").includes("School"),
+    );
     expect(at).toBeGreaterThan(0);
     const entry = JSON.parse(lines[at]!) as { k: string; v: string };
     const tampered = [...lines];

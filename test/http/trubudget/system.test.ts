@@ -22,7 +22,11 @@ import { MemoryKv } from "../../../src/kv/memory.js";
 import { raw } from "../harness.js";
 import { envelopeOf, expectError, expectShape, startTruBudget, TB, type TbRunning } from "./harness.js";
 
-const RELEASE = { type: "object", required: ["release"], properties: { release: { type: "string" }, commit: { type: "string" }, buildTimeStamp: { type: "string" }, ping: { type: "number" } } };
+const RELEASE = {
+  type: "object",
+  required: ["release"],
+  properties: { release: { type: "string" }, commit: { type: "string" }, buildTimeStamp: { type: "string" }, ping: { type: "number" } },
+};
 /** version's 200 (its frontend reads blockchain.ping and multichain.ping). */
 const VERSION = envelopeOf({
   type: "object",
@@ -49,7 +53,11 @@ const NODES = envelopeOf({
           address: PEER,
           myVote: { type: "string" },
           isConnected: { type: "boolean" },
-          currentAccess: { type: "object", required: ["accessType", "approvers", "decliners"], properties: { accessType: { type: "string" }, approvers: { type: "array", items: PEER }, decliners: { type: "array", items: PEER } } },
+          currentAccess: {
+            type: "object",
+            required: ["accessType", "approvers", "decliners"],
+            properties: { accessType: { type: "string" }, approvers: { type: "array", items: PEER }, decliners: { type: "array", items: PEER } },
+          },
           lastSeen: { type: "string" },
         },
       },

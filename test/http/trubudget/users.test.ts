@@ -45,7 +45,13 @@ const USER_LIST = envelopeOf({
 const CREATED_USER = envelopeOf({
   type: "object",
   required: ["user"],
-  properties: { user: { type: "object", required: ["id", "displayName", "organization"], properties: { id: { type: "string" }, displayName: { type: "string" }, organization: { type: "string" }, address: { type: "string" } } } },
+  properties: {
+    user: {
+      type: "object",
+      required: ["id", "displayName", "organization"],
+      properties: { id: { type: "string" }, displayName: { type: "string" }, organization: { type: "string" }, address: { type: "string" } },
+    },
+  },
 });
 const EMPTY = envelopeOf({ type: "object" });
 /** global.createGroup's 200. */
@@ -61,7 +67,11 @@ const GROUP_LIST = envelopeOf({
   properties: {
     groups: {
       type: "array",
-      items: { type: "object", required: ["groupId", "displayName", "users"], properties: { groupId: { type: "string" }, displayName: { type: "string" }, users: STRING_ARRAY, permissions: { type: "object" } } },
+      items: {
+        type: "object",
+        required: ["groupId", "displayName", "users"],
+        properties: { groupId: { type: "string" }, displayName: { type: "string" }, users: STRING_ARRAY, permissions: { type: "object" } },
+      },
     },
   },
 });
@@ -96,7 +106,11 @@ describe("TruBudget users, groups and global permissions", () => {
     expectShape(CREATED_USER, r.body);
     expect(r.body.data.user).toMatchObject({ id: "bob", displayName: "Bob", organization: "KfW" });
     await tbLogin(s.base, "bob", "bob password 123");
-    const native = await fetch(`${s.base}/api/v1/auth/token`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: "bob", password: "bob password 123" }) });
+    const native = await fetch(`${s.base}/api/v1/auth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ username: "bob", password: "bob password 123" }),
+    });
     expect(native.status).toBe(200);
     expectError(await s.call("global.createUser", { data: { user: { id: "bob", displayName: "B", organization: "KfW", password: "bob password 123" } } }), 409);
   });

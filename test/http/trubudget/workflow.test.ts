@@ -23,7 +23,10 @@ import { envelopeOf, expectError, expectShape, startTruBudget, TB, type Answer, 
 const str = { type: "string" } as const;
 const strings = { type: "array", items: str } as const;
 const unixTs = { type: "string", pattern: "^[0-9]+$" } as const;
-const budgets = { type: "array", items: { type: "object", required: ["organization", "value", "currencyCode"], properties: { organization: str, value: str, currencyCode: str } } } as const;
+const budgets = {
+  type: "array",
+  items: { type: "object", required: ["organization", "value", "currencyCode"], properties: { organization: str, value: str, currencyCode: str } },
+} as const;
 const EMPTY = envelopeOf({ type: "object", maxProperties: 0 });
 
 /** project_list.ts: an item. */
@@ -120,7 +123,15 @@ const REDACTED_WORKFLOWITEM = {
     data: {
       type: "object",
       required: ["id", "creationUnixTs", "status", "displayName", "amountType", "assignee", "documents"],
-      properties: { id: str, creationUnixTs: unixTs, status: str, displayName: { type: "null" }, amountType: { type: "null" }, assignee: { type: "null" }, documents: { type: "array", maxItems: 0 } },
+      properties: {
+        id: str,
+        creationUnixTs: unixTs,
+        status: str,
+        displayName: { type: "null" },
+        amountType: { type: "null" },
+        assignee: { type: "null" },
+        documents: { type: "array", maxItems: 0 },
+      },
     },
   },
 } as const;
@@ -137,7 +148,11 @@ const HISTORY = envelopeOf({
         properties: {
           entityId: str,
           entityType: str,
-          businessEvent: { type: "object", required: ["type", "source", "time", "publisher"], properties: { type: str, source: str, time: { type: "string", format: "date-time" }, publisher: str } },
+          businessEvent: {
+            type: "object",
+            required: ["type", "source", "time", "publisher"],
+            properties: { type: str, source: str, time: { type: "string", format: "date-time" }, publisher: str },
+          },
           snapshot: { type: "object", properties: { displayName: str } },
         },
       },
@@ -146,9 +161,20 @@ const HISTORY = envelopeOf({
 });
 const PERMISSIONS = envelopeOf({ type: "object", additionalProperties: strings });
 const CREATED_PROJECT = envelopeOf({ type: "object", required: ["project"], properties: { project: { type: "object", required: ["id"], properties: { id: str } } } });
-const CREATED_SUBPROJECT = envelopeOf({ type: "object", required: ["project", "subproject"], properties: { project: { type: "object", required: ["id"] }, subproject: { type: "object", required: ["id"] } } });
+const CREATED_SUBPROJECT = envelopeOf({
+  type: "object",
+  required: ["project", "subproject"],
+  properties: { project: { type: "object", required: ["id"] }, subproject: { type: "object", required: ["id"] } },
+});
 const idOf = { type: "object", required: ["id"], properties: { id: str } } as const;
-const CREATED_WORKFLOWITEM = { type: "object", required: ["apiVersion", "data"], properties: { apiVersion: str, data: { type: "object", required: ["project", "subproject", "workflowitem"], properties: { project: idOf, subproject: idOf, workflowitem: idOf } } } } as const;
+const CREATED_WORKFLOWITEM = {
+  type: "object",
+  required: ["apiVersion", "data"],
+  properties: {
+    apiVersion: str,
+    data: { type: "object", required: ["project", "subproject", "workflowitem"], properties: { project: idOf, subproject: idOf, workflowitem: idOf } },
+  },
+} as const;
 const BUDGETS = (idField: string) => envelopeOf({ type: "object", required: [idField, "projectedBudgets"], properties: { [idField]: str, projectedBudgets: budgets } });
 const PROJECT_LIST = envelopeOf({ type: "object", required: ["items"], properties: { items: { type: "array", items: PROJECT } } });
 const PROJECT_LIST_V2 = {
@@ -164,7 +190,14 @@ const PROJECT_LIST_V2 = {
         pagination: {
           type: "object",
           required: ["totalRecords", "limit", "totalPages", "currentPage", "nextPage", "prevPage"],
-          properties: { totalRecords: { type: "integer" }, limit: { type: "integer" }, totalPages: { type: "integer" }, currentPage: { type: "integer" }, nextPage: { type: ["string", "null"] }, prevPage: { type: ["string", "null"] } },
+          properties: {
+            totalRecords: { type: "integer" },
+            limit: { type: "integer" },
+            totalPages: { type: "integer" },
+            currentPage: { type: "integer" },
+            nextPage: { type: ["string", "null"] },
+            prevPage: { type: ["string", "null"] },
+          },
         },
       },
     },
@@ -175,13 +208,25 @@ const SUBPROJECT_LIST = envelopeOf({ type: "object", required: ["items"], proper
 const SUBPROJECT_DETAILS = envelopeOf({
   type: "object",
   required: ["parentProject", "subproject", "workflowitems"],
-  properties: { parentProject: { type: "object", required: ["id", "displayName"], properties: { id: str, displayName: str } }, subproject: SUBPROJECT, workflowitems: { type: "array" } },
+  properties: {
+    parentProject: { type: "object", required: ["id", "displayName"], properties: { id: str, displayName: str } },
+    subproject: SUBPROJECT,
+    workflowitems: { type: "array" },
+  },
 });
 const WORKFLOWITEM_LIST = envelopeOf({ type: "object", required: ["workflowitems"], properties: { workflowitems: { type: "array" } } });
 const WORKFLOWITEM_DETAILS = envelopeOf({ type: "object", required: ["workflowitem"], properties: { workflowitem: WORKFLOWITEM } });
 const VALIDATED = envelopeOf({ type: "object", required: ["isIdentical"], properties: { isIdentical: { type: "boolean" } } });
-const NOTIFICATION_COUNT = envelopeOf({ type: "object", required: ["userId", "unread", "total"], properties: { userId: str, unread: { type: "integer" }, total: { type: "integer" } } });
-const ref = (extra: object = {}) => ({ type: "object", required: ["id", "hasViewPermissions"], properties: { id: str, hasViewPermissions: { type: "boolean" }, displayName: str, ...extra } });
+const NOTIFICATION_COUNT = envelopeOf({
+  type: "object",
+  required: ["userId", "unread", "total"],
+  properties: { userId: str, unread: { type: "integer" }, total: { type: "integer" } },
+});
+const ref = (extra: object = {}) => ({
+  type: "object",
+  required: ["id", "hasViewPermissions"],
+  properties: { id: str, hasViewPermissions: { type: "boolean" }, displayName: str, ...extra },
+});
 const NOTIFICATION_LIST = envelopeOf({
   type: "object",
   required: ["userId", "notifications"],
@@ -205,9 +250,45 @@ const NOTIFICATION_LIST = envelopeOf({
 
 /** TruBudget's intents of each level (api/src/authz/intents.ts), as it names them. */
 const TB_INTENTS = {
-  project: ["project.intent.listPermissions", "project.intent.grantPermission", "project.intent.revokePermission", "project.list", "project.viewDetails", "project.viewHistory", "project.assign", "project.update", "project.close", "project.createSubproject", "project.budget.updateProjected", "project.budget.deleteProjected"],
-  subproject: ["subproject.intent.listPermissions", "subproject.intent.grantPermission", "subproject.intent.revokePermission", "subproject.list", "subproject.viewDetails", "subproject.viewHistory", "subproject.assign", "subproject.update", "subproject.close", "subproject.createWorkflowitem", "subproject.reorderWorkflowitems", "subproject.budget.updateProjected", "subproject.budget.deleteProjected"],
-  workflowitem: ["workflowitem.intent.listPermissions", "workflowitem.intent.grantPermission", "workflowitem.intent.revokePermission", "workflowitem.list", "workflowitem.viewHistory", "workflowitem.assign", "workflowitem.update", "workflowitem.close"],
+  project: [
+    "project.intent.listPermissions",
+    "project.intent.grantPermission",
+    "project.intent.revokePermission",
+    "project.list",
+    "project.viewDetails",
+    "project.viewHistory",
+    "project.assign",
+    "project.update",
+    "project.close",
+    "project.createSubproject",
+    "project.budget.updateProjected",
+    "project.budget.deleteProjected",
+  ],
+  subproject: [
+    "subproject.intent.listPermissions",
+    "subproject.intent.grantPermission",
+    "subproject.intent.revokePermission",
+    "subproject.list",
+    "subproject.viewDetails",
+    "subproject.viewHistory",
+    "subproject.assign",
+    "subproject.update",
+    "subproject.close",
+    "subproject.createWorkflowitem",
+    "subproject.reorderWorkflowitems",
+    "subproject.budget.updateProjected",
+    "subproject.budget.deleteProjected",
+  ],
+  workflowitem: [
+    "workflowitem.intent.listPermissions",
+    "workflowitem.intent.grantPermission",
+    "workflowitem.intent.revokePermission",
+    "workflowitem.list",
+    "workflowitem.viewHistory",
+    "workflowitem.assign",
+    "workflowitem.update",
+    "workflowitem.close",
+  ],
 };
 const sorted = (a: readonly string[]) => [...a].sort();
 
@@ -243,11 +324,14 @@ afterAll(async () => {
 
 /** The first answer of `read` that is `done` (the notification follower runs in the background). */
 async function waitFor<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string): Promise<T> {
-  return eventually(async () => {
-    const v = await read();
-    if (!done(v)) throw new Error(`not yet: ${JSON.stringify(v).slice(0, 300)}`);
-    return v;
-  }, { what });
+  return eventually(
+    async () => {
+      const v = await read();
+      if (!done(v)) throw new Error(`not yet: ${JSON.stringify(v).slice(0, 300)}`);
+      return v;
+    },
+    { what },
+  );
 }
 
 describe("TruBudget's workflow routes", () => {
@@ -257,7 +341,13 @@ describe("TruBudget's workflow routes", () => {
 
     // ---- a project with budgets
     const created = await M.post("global.createProject", {
-      project: { displayName: "School", description: "a school", tags: ["edu"], projectedBudgets: [{ organization: "KfW", value: "1000000.00", currencyCode: "EUR" }], additionalData: { k: 1 } },
+      project: {
+        displayName: "School",
+        description: "a school",
+        tags: ["edu"],
+        projectedBudgets: [{ organization: "KfW", value: "1000000.00", currencyCode: "EUR" }],
+        additionalData: { k: 1 },
+      },
     });
     ok200(created);
     expectShape(CREATED_PROJECT, created.body);
@@ -267,7 +357,13 @@ describe("TruBudget's workflow routes", () => {
     ok200(list);
     expectShape(PROJECT_LIST, list.body);
     const listed = list.body.data.items.find((i: { data: { id: string } }) => i.data.id === p);
-    expect(listed.data).toMatchObject({ displayName: "School", status: "open", assignee: "mary", tags: ["edu"], projectedBudgets: [{ organization: "KfW", value: "1000000.00", currencyCode: "EUR" }] });
+    expect(listed.data).toMatchObject({
+      displayName: "School",
+      status: "open",
+      assignee: "mary",
+      tags: ["edu"],
+      projectedBudgets: [{ organization: "KfW", value: "1000000.00", currencyCode: "EUR" }],
+    });
     // Whole seconds (TruBudget's frontend multiplies by 1000): within this session, not in the year 58869.
     expect(Math.abs(Number(listed.data.creationUnixTs) - Date.now() / 1000)).toBeLessThan(3600);
     expect(sorted(listed.allowedIntents)).toEqual(sorted(TB_INTENTS.project));
@@ -303,7 +399,10 @@ describe("TruBudget's workflow routes", () => {
     expect((await M.get("project.intent.listPermissions", { projectId: p })).body.data["project.viewHistory"]).toEqual(["mary"]);
 
     // ---- a subproject
-    const sub = await M.post("project.createSubproject", { projectId: p, subproject: { displayName: "Build", currency: "EUR", projectedBudgets: [{ organization: "KfW", value: "200", currencyCode: "EUR" }] } });
+    const sub = await M.post("project.createSubproject", {
+      projectId: p,
+      subproject: { displayName: "Build", currency: "EUR", projectedBudgets: [{ organization: "KfW", value: "200", currencyCode: "EUR" }] },
+    });
     ok200(sub);
     expectShape(CREATED_SUBPROJECT, sub.body);
     const sp: string = sub.body.data.subproject.id;
@@ -343,7 +442,17 @@ describe("TruBudget's workflow routes", () => {
     const w2: string = w2r.body.data.workflowitem.id;
     const form = new FormData();
     form.append("apiVersion", "2.0");
-    for (const [k, v] of Object.entries({ ...ids, displayName: "Plans", amountType: "allocated", amount: "200", currency: "EUR", exchangeRate: "1.0", tags: "plan,paper", description: "undefined" })) form.append(k, v);
+    for (const [k, v] of Object.entries({
+      ...ids,
+      displayName: "Plans",
+      amountType: "allocated",
+      amount: "200",
+      currency: "EUR",
+      exchangeRate: "1.0",
+      tags: "plan,paper",
+      description: "undefined",
+    }))
+      form.append(k, v);
     const fileB = Buffer.from("%PDF the plans");
     form.append("documents", new Blob([fileB]), "plans.pdf");
     form.append("comment_0", "v1");
@@ -369,7 +478,8 @@ describe("TruBudget's workflow routes", () => {
     const reordered = await M.post("subproject.reorderWorkflowitems", { ...ids, ordering: [w3, w1, w2] });
     ok200(reordered);
     expectShape(EMPTY, reordered.body);
-    const order = async (token = mary) => ((await as(token).get("workflowitem.list", ids)).body.data.workflowitems as { data: { id: string; status: string } }[]).map((w) => w.data.id);
+    const order = async (token = mary) =>
+      ((await as(token).get("workflowitem.list", ids)).body.data.workflowitems as { data: { id: string; status: string } }[]).map((w) => w.data.id);
     expect(await order()).toEqual([w3, w1, w2]);
 
     // ---- assign w3 to the group; a close out of order is refused
@@ -407,7 +517,9 @@ describe("TruBudget's workflow routes", () => {
     expect(same.body.data.isIdentical).toBe(true);
     const other = await M.post("workflowitem.validateDocument", { ...item(w1), id: doc1.id, base64String: Buffer.from("forged").toString("base64"), hash: doc1.hash });
     expect(other.body.data.isIdentical).toBe(false);
-    const dl = await raw(s.base, "GET", `${TB}/workflowitem.downloadDocument?${new URLSearchParams({ ...item(w1), documentId: doc1.id })}`, { headers: { authorization: `Bearer ${mary}` } });
+    const dl = await raw(s.base, "GET", `${TB}/workflowitem.downloadDocument?${new URLSearchParams({ ...item(w1), documentId: doc1.id })}`, {
+      headers: { authorization: `Bearer ${mary}` },
+    });
     expect(dl.status).toBe(200);
     expect(dl.type).toBe("application/octet-stream");
     expect(dl.body).toBe(fileA.toString());
@@ -419,7 +531,9 @@ describe("TruBudget's workflow routes", () => {
     expect(u2.status, JSON.stringify(u2.body)).toBe(200);
     const doc2 = (await M.get("workflowitem.viewDetails", item(w2))).body.data.workflowitem.data.documents[0];
     expect(doc2.fileName).toBe("roof.txt");
-    const del = await raw(s.base, "DELETE", `${TB}/workflowitem.deleteDocument?${new URLSearchParams({ ...item(w2), documentId: doc2.id })}`, { headers: { authorization: `Bearer ${mary}` } });
+    const del = await raw(s.base, "DELETE", `${TB}/workflowitem.deleteDocument?${new URLSearchParams({ ...item(w2), documentId: doc2.id })}`, {
+      headers: { authorization: `Bearer ${mary}` },
+    });
     expect(del.status).toBe(204);
     expect((await M.get("workflowitem.viewDetails", item(w2))).body.data.workflowitem.data.documents).toEqual([]);
     ok200(await M.post("workflowitem.update", { ...item(w2), displayName: "Red roof" }));
@@ -502,7 +616,10 @@ describe("TruBudget's workflow routes", () => {
     const saved = Buffer.from(await backup.arrayBuffer());
     const later = await M.post("global.createProject", { project: { displayName: "After the backup" } });
     ok200(later);
-    const restored = await raw(s.base, "POST", `${TB}/system.restoreBackup`, { headers: { authorization: `Bearer ${s.rootToken}`, "content-type": "application/gzip" }, body: saved });
+    const restored = await raw(s.base, "POST", `${TB}/system.restoreBackup`, {
+      headers: { authorization: `Bearer ${s.rootToken}`, "content-type": "application/gzip" },
+      body: saved,
+    });
     ok200(restored);
     expect(restored.body).toEqual({ apiVersion: "1.0", data: {} });
     const listedIds = (await M.get("project.list")).body.data.items.map((i: { data: { id: string } }) => i.data.id);
@@ -517,7 +634,12 @@ describe("TruBudget's workflow routes", () => {
     const vic = await s.user("vic");
     ok200(await as(s.rootToken).post("global.grantPermission", { identity: "vic", intent: "global.createProject" }));
     const S = as(vic);
-    for (const [name, tag] of [["Alpha well", "water"], ["Beta road", "roads"], ["Gamma well", "water"]]) ok200(await S.post("global.createProject", { project: { displayName: name, tags: [tag] } }));
+    for (const [name, tag] of [
+      ["Alpha well", "water"],
+      ["Beta road", "roads"],
+      ["Gamma well", "water"],
+    ])
+      ok200(await S.post("global.createProject", { project: { displayName: name, tags: [tag] } }));
     const page1 = await S.get("v2/project.list", { page: "1", limit: "2", search: "tag:water", sort: "name", order: "desc" });
     ok200(page1);
     expectShape(PROJECT_LIST_V2, page1.body);
@@ -574,7 +696,11 @@ describe("TruBudget's workflow routes", () => {
     expectError(await M.post("global.createProject", { project: { description: "no name" } }), 400, "displayName");
     expectError(await M.post("global.createProject", { project: { displayName: "x", status: "closed" } }), 400, "status");
     expectError(await M.post("global.createProject", { project: { displayName: "x", assignee: "nobody" } }), 400, "data.project.assignee");
-    expectError(await M.post("global.createProject", { project: { displayName: "x", projectedBudgets: [{ organization: "o", value: "1", currencyCode: "XXQ" }] } }), 400, "currencyCode");
+    expectError(
+      await M.post("global.createProject", { project: { displayName: "x", projectedBudgets: [{ organization: "o", value: "1", currencyCode: "XXQ" }] } }),
+      400,
+      "currencyCode",
+    );
     expect((await M.get("project.list")).body.data.items.length).toBe(before);
     const p = (await M.post("global.createProject", { project: { displayName: "Input" } })).body.data.project.id;
     const sp = (await M.post("project.createSubproject", { projectId: p, subproject: { displayName: "S", currency: "EUR" } })).body.data.subproject.id;
@@ -589,8 +715,16 @@ describe("TruBudget's workflow routes", () => {
     expectError(v2, 400, "displayName");
     expect((await M.get("workflowitem.list", ids)).body.data.workflowitems).toEqual([]);
     // a restricted item assigned to another leaves mary only its list intent: its documents are refused up front
-    const rs = (await M.post("project.createSubproject", { projectId: p, subproject: { displayName: "R", currency: "EUR", workflowitemType: "restricted" } })).body.data.subproject.id;
-    const restricted = await M.post("subproject.createWorkflowitem", { projectId: p, subprojectId: rs, displayName: "w", amountType: "N/A", assignee: "jane", documents: [{ base64: "aGk=", fileName: "hi.txt" }] });
+    const rs = (await M.post("project.createSubproject", { projectId: p, subproject: { displayName: "R", currency: "EUR", workflowitemType: "restricted" } })).body.data.subproject
+      .id;
+    const restricted = await M.post("subproject.createWorkflowitem", {
+      projectId: p,
+      subprojectId: rs,
+      displayName: "w",
+      amountType: "N/A",
+      assignee: "jane",
+      documents: [{ base64: "aGk=", fileName: "hi.txt" }],
+    });
     expectError(restricted, 400, "data.documents");
     expect((await M.get("workflowitem.list", { projectId: p, subprojectId: rs })).body.data.workflowitems).toEqual([]);
     expectError(await M.post("project.intent.grantPermission", { projectId: p, identity: "jane", intent: "project.delete" }), 400, "intent");
@@ -600,6 +734,8 @@ describe("TruBudget's workflow routes", () => {
     expectError(await M.get("workflowitem.list", { projectId: p }), 400, "subprojectId");
     expectError(await M.post("subproject.reorderWorkflowitems", { ...ids, ordering: "w1" }), 400, "ordering");
     expectError(await M.post("notification.markRead", { notifications: ["no-such-note"] }), 404);
-    expect((await M.get("project.viewHistory", { projectId: p })).body.data.events.map((e: { businessEvent: { type: string } }) => e.businessEvent.type)).toEqual(["project_created"]);
+    expect((await M.get("project.viewHistory", { projectId: p })).body.data.events.map((e: { businessEvent: { type: string } }) => e.businessEvent.type)).toEqual([
+      "project_created",
+    ]);
   });
 });

@@ -17,7 +17,11 @@ export function useResource(ids: readonly string[]): Loaded<Loadedresource> {
     return { resource, version: resource.meta.version ?? null };
   }, [path]);
   // Another user's change to this very resource appears without a reload.
-  useLive((e) => e.path.length === ids.length && e.path.every((p, i) => p.id === ids[i]), () => void r.reload(), [path]);
+  useLive(
+    (e) => e.path.length === ids.length && e.path.every((p, i) => p.id === ids[i]),
+    () => void r.reload(),
+    [path],
+  );
   return r;
 }
 

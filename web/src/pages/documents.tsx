@@ -38,7 +38,9 @@ function post<T>(path: string, form: FormData, onProgress: (sent: number, total:
         body = undefined;
       }
       if (xhr.status >= 200 && xhr.status < 300) return resolve(body as T);
-      reject(new ProblemError(typeof body?.status === "number" ? body : { type: "about:blank", title: xhr.statusText, status: xhr.status, detail: xhr.responseText.slice(0, 500) }));
+      reject(
+        new ProblemError(typeof body?.status === "number" ? body : { type: "about:blank", title: xhr.statusText, status: xhr.status, detail: xhr.responseText.slice(0, 500) }),
+      );
     };
     xhr.onerror = () => reject(new TypeError("the upload failed: the server cannot be reached"));
     xhr.onabort = () => reject(new ProblemError({ type: "about:blank", title: "Cancelled", status: 0, detail: "the upload was cancelled" }));
@@ -71,7 +73,11 @@ export function DocumentsPanel({ ids, resource, can }: { ids: readonly string[];
   const path = ids.join("/");
   const list = useLoad(() => documentsOf(ids).list(), [path]);
   // An upload or delete by anyone (this tab included) is an event of the item: refetch the list.
-  useLive((e) => e.path.length === ids.length && e.path.every((p, i) => p.id === ids[i]), () => void list.reload(), [path]);
+  useLive(
+    (e) => e.path.length === ids.length && e.path.every((p, i) => p.id === ids[i]),
+    () => void list.reload(),
+    [path],
+  );
   const writable = can("update") && resource.data.status !== "closed";
   const [valid, setValid] = useState<Record<string, boolean | string>>({});
   const [error, setError] = useState<ProblemError | null>(null);
@@ -84,7 +90,9 @@ export function DocumentsPanel({ ids, resource, can }: { ids: readonly string[];
           <UploadForm ids={ids} onDone={() => void list.reload()} />
           <LinkForm ids={ids} onDone={() => void list.reload()} />
         </>
-      ) : resource.data.status === "closed" ? <p class="muted small">The workflowitem is closed: its documents are read-only.</p> : null}
+      ) : resource.data.status === "closed" ? (
+        <p class="muted small">The workflowitem is closed: its documents are read-only.</p>
+      ) : null}
       <table class="list">
         <thead>
           <tr>

@@ -12,7 +12,11 @@ export function ProjectPage({ p }: { p: string }) {
   const loaded = useResource(ids);
   const { can } = useIntents(ids);
   const subs = useLoad(() => every<Resource>((page) => client.project(p).subprojects.list(page)), [p]);
-  useLive((e) => e.path[0]?.id === p && e.path.length === 2, () => void subs.reload(), [p]);
+  useLive(
+    (e) => e.path[0]?.id === p && e.path.length === 2,
+    () => void subs.reload(),
+    [p],
+  );
   const [creating, setCreating] = useState(false);
   return (
     <main>
@@ -45,7 +49,13 @@ export function ProjectPage({ p }: { p: string }) {
                   <tbody>
                     {(subs.data ?? []).map((s) => (
                       <tr data-id={s.id}>
-                        <td>{s.redacted ? <span class="muted">{s.id}</span> : <a href={href(`/projects/${encodeURIComponent(p)}/subprojects/${encodeURIComponent(s.id)}`)}>{s.data.displayName}</a>}</td>
+                        <td>
+                          {s.redacted ? (
+                            <span class="muted">{s.id}</span>
+                          ) : (
+                            <a href={href(`/projects/${encodeURIComponent(p)}/subprojects/${encodeURIComponent(s.id)}`)}>{s.data.displayName}</a>
+                          )}
+                        </td>
                         <td>
                           <Status status={s.data.status} redacted={s.redacted} />
                         </td>

@@ -36,7 +36,11 @@ export function ProjectsPage() {
   }, [q, sort, order]);
   const pages = first.data?.pages ?? [];
   const cursor = first.data?.cursor ?? null;
-  useLive((e) => e.path.length === 1, () => void first.reload(), [first.reload]);
+  useLive(
+    (e) => e.path.length === 1,
+    () => void first.reload(),
+    [first.reload],
+  );
   const [creating, setCreating] = useState(false);
   const mayCreate = useValue(session)?.intents?.includes("global.createProject") ?? false;
   const shown = pages.flat();
@@ -119,7 +123,9 @@ export function ProjectsPage() {
           Load more projects
         </button>
       ) : null}
-      <p class="muted small">{shown.length} loaded{cursor ? ", more on the server" : ""}. Search and sort run on the server, over every project you may see.</p>
+      <p class="muted small">
+        {shown.length} loaded{cursor ? ", more on the server" : ""}. Search and sort run on the server, over every project you may see.
+      </p>
     </main>
   );
 }

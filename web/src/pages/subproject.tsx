@@ -33,7 +33,11 @@ export function SubprojectPage({ p, s, w }: { p: string; s: string; w?: string }
     const items = await every<Resource>((page) => sub.workflowitems.list(page));
     return { items, etag };
   }, [base]);
-  useLive((e) => e.path[0]?.id === p && e.path[1]?.id === s && (e.path.length === 3 || e.type.endsWith("ordering_set")), () => void list.reload(), [base]);
+  useLive(
+    (e) => e.path[0]?.id === p && e.path[1]?.id === s && (e.path.length === 3 || e.type.endsWith("ordering_set")),
+    () => void list.reload(),
+    [base],
+  );
   const [notice, setNotice] = useState<{ kind: "conflict" | "error" | "ok"; text: string } | null>(null);
   const [dragId, setDragId] = useState<string | null>(null);
   const [focusIndex, setFocusIndex] = useState<number | null>(null);
@@ -49,7 +53,10 @@ export function SubprojectPage({ p, s, w }: { p: string; s: string; w?: string }
     list.set({ items, etag: current.etag });
     setFocusIndex(to);
     try {
-      const { etag } = await sub.setOrdering(items.map((i) => i.id), { ifMatch: current.etag });
+      const { etag } = await sub.setOrdering(
+        items.map((i) => i.id),
+        { ifMatch: current.etag },
+      );
       list.set({ items, etag });
       setNotice({ kind: "ok", text: `Moved "${moved!.redacted ? moved!.id : moved!.data.displayName}" to position ${to + 1}.` });
     } catch (e) {
@@ -71,7 +78,9 @@ export function SubprojectPage({ p, s, w }: { p: string; s: string; w?: string }
         <h2>
           Workflowitems <span class="muted small">({items.length})</span>
         </h2>
-        {can("createWorkflowitem") && loaded.data?.resource.data.status !== "closed" ? <button onClick={() => setCreating((c) => !c)}>{creating ? "Cancel" : "New workflowitem"}</button> : null}
+        {can("createWorkflowitem") && loaded.data?.resource.data.status !== "closed" ? (
+          <button onClick={() => setCreating((c) => !c)}>{creating ? "Cancel" : "New workflowitem"}</button>
+        ) : null}
       </div>
       {creating ? <CreateWorkflowitem p={p} s={s} currency={loaded.data?.resource.data.currency} onCreated={() => (setCreating(false), void list.reload())} /> : null}
       {notice ? (

@@ -163,7 +163,11 @@ function UserPanel({ id, onChange }: { id: string; onChange: () => void }) {
                 Enable
               </button>
             )}
-            <button class="secondary" disabled={grant.busy} onClick={() => void grant.submit(async () => changed(`Granted ${(await client.globalPermissions.grantAll(id)).intents.length} global intents to ${id}.`))}>
+            <button
+              class="secondary"
+              disabled={grant.busy}
+              onClick={() => void grant.submit(async () => changed(`Granted ${(await client.globalPermissions.grantAll(id)).intents.length} global intents to ${id}.`))}
+            >
               Grant all global intents
             </button>
           </div>
