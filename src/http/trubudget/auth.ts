@@ -22,7 +22,7 @@ import { DEFAULT_LOGIN_RATE_LIMITS, loginLimiter, type LoginRateLimits } from ".
 import type { RoutePlugin } from "../context.js";
 import { Envelope, errorBody, ok, Reply } from "./envelope.js";
 import { trubudgetIntents } from "./intents.js";
-import { organizationOf } from "./users.js";
+import { organizationOf } from "./network.js";
 
 /** The cookies TruBudget sets, and where its frontend sends the refresh token. */
 export const TOKEN_COOKIE = "token";

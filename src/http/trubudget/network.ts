@@ -6,12 +6,16 @@
  * (409) after their input is checked: there is no network to change.
  */
 import { Type, type TSchema } from "@sinclair/typebox";
+import { ROOT_ID } from "../../access/actor.js";
 import { ConflictError } from "../../errors.js";
 import type { RoutePlugin } from "../context.js";
 import { Envelope, ok, Reply } from "./envelope.js";
 
 /** The organization of this node when none is configured. */
 export const DEFAULT_ORGANIZATION = "flowstore";
+
+/** A user's organization as TruBudget shows it: root's is the node's own. */
+export const organizationOf = (u: { id: string; organization?: string }, node: string): string => (u.id === ROOT_ID ? node : (u.organization ?? ""));
 
 const Text = Type.String({ minLength: 1, maxLength: 256 });
 const strict = { additionalProperties: false } as const;

@@ -18,6 +18,7 @@ import { IdentityId } from "../../identity/wire.js";
 import type { RoutePlugin } from "../context.js";
 import { setSessionCookies } from "./auth.js";
 import { Envelope, ok, PreconditionError, Reply } from "./envelope.js";
+import { organizationOf } from "./network.js";
 
 const DisplayName = Type.String({ minLength: 1, maxLength: DISPLAY_NAME_MAX });
 const Password = Type.String({ minLength: PASSWORD_MIN, maxLength: PASSWORD_MAX });
@@ -53,9 +54,6 @@ export async function all<T>(list: (page: { limit: number; cursor?: string }) =>
   } while (cursor);
   return out;
 }
-
-/** A user's organization as TruBudget has it: root's is the node's (TruBudget's root is the node's operator). */
-export const organizationOf = (u: { id: string; organization?: string }, node: string): string => (u.id === "root" ? node : (u.organization ?? ""));
 
 /** A user as TruBudget lists it, with its per-user intents (see the top). */
 export function listedUser(u: UserRecord, node: string): Static<typeof Identity> {
