@@ -184,6 +184,11 @@ describe.skipIf(!hasChromium)("web explorer: documents, notifications, allowedIn
       await pg.locator(".feed.live").waitFor();
       expect(await pg.locator(".inbox .unread").count()).toBe(0);
 
+      // Assigning grants no intent (issue 29, finding 3): root lets nina see both items first, as TruBudget's
+      // assign dialog grants the view. Grants notify no one.
+      for (const w of ["invoice", "other"]) {
+        for (const intent of ["workflowitem.list", "workflowitem.viewDetails", "workflowitem.viewHistory"]) await sub().workflowitem(w).grant(intent, "nina");
+      }
       // Root's changes to what nina is assigned reach her badge without a reload.
       await sub().workflowitem("invoice").assign("nina");
       await pg.locator(".inbox .unread[data-count='1']").waitFor();
