@@ -7,8 +7,11 @@
  *   batch puts into a partition not yet indexed, a second call adds it to its kind's index bucket (the
  *   index lives in another slot, so it cannot be in the same script). If that second call is lost, the
  *   next commit with a put adds it again.
- * - `waitReplicas: n` sends WAIT n on the connection that ran the commit; the commit is acknowledged only
- *   when n replicas have it, otherwise it fails with UnavailableError (the write may still be applied).
+ * - `waitReplicas: n` sends WAIT n in the same pipeline as the write it confirms, so both run on one
+ *   connection: a WAIT sent later could reach another server after a failover (a fresh connection's WAIT
+ *   counts every replica at once) and acknowledge a write that died with the old master. The commit is
+ *   acknowledged only when n replicas have it, otherwise it fails with UnavailableError (the write may
+ *   still be applied).
  * - Every call is bounded by `timeoutMs`; connection failures become UnavailableError.
  */
 import type { Cluster, Redis } from "ioredis";
@@ -52,6 +55,11 @@ interface ScriptedClient {
   fsCommitBuffer(...args: (string | Buffer)[]): Promise<Reply[]>;
   fsScanBuffer(...args: (string | Buffer)[]): Promise<Reply[]>;
 }
+/** The pipeline of a client with the scripts defined: the commit script, queued. */
+interface ScriptedPipeline {
+  fsCommitBuffer(...args: (string | Buffer)[]): ScriptedPipeline;
+}
+type Pipeline = ReturnType<Client["pipeline"]>;
 
 const COLON = 0x3a;
 const EMPTY = Buffer.alloc(0);
@@ -282,7 +290,10 @@ export class RedisKv implements KvStore {
       else if (w.type === "delete") args.push(OP_DELETE, w.key);
       else args.push(OP_RANGE, inclusive(w.start), exclusive(w.end));
     }
-    const reply = await this.#io("commit", () => this.#scripts.fsCommitBuffer(pk.keys, pk.values, pk.meta, ...args));
+    const reply =
+      this.#waitReplicas > 0
+        ? ((await this.#replicated("commit", (p) => (p as unknown as ScriptedPipeline).fsCommitBuffer(pk.keys, pk.values, pk.meta, ...args))) as Reply[])
+        : await this.#io("commit", () => this.#scripts.fsCommitBuffer(pk.keys, pk.values, pk.meta, ...args));
     if (reply[0] !== 1) {
       const failed = batch.checks[(reply[1] as number) - 1]!;
       const have = reply[2] instanceof Buffer && reply[2].length > 0 ? reply[2].toString() : null;
@@ -294,33 +305,45 @@ export class RedisKv implements KvStore {
     }
     const version = reply[1] as number;
     if (reply[2] === 1) {
-      await this.#io("commit (partition index)", async () => {
-        await this.#client.zadd(pk.index, 0, pk.member);
-        await this.#client.hset(pk.meta, "i", "1");
-      });
+      // The index entry first, the mark second, each confirmed by the replicas before the next: a mark
+      // without its entry would keep the partition out of the index for good.
+      if (this.#waitReplicas > 0) {
+        await this.#replicated("commit (partition index)", (p) => p.zadd(pk.index, 0, pk.member));
+        await this.#replicated("commit (partition index)", (p) => p.hset(pk.meta, "i", "1"));
+      } else {
+        await this.#io("commit (partition index)", async () => {
+          await this.#client.zadd(pk.index, 0, pk.member);
+          await this.#client.hset(pk.meta, "i", "1");
+        });
+      }
     }
-    if (this.#waitReplicas > 0) await this.#waitForReplicas(pk.meta);
     return { version };
   }
 
   /**
-   * WAIT counts the writes made on one connection. A pipeline whose only keyed command names the
-   * partition goes to the connection of the node that ran the commit (standalone: the one connection).
+   * Runs one keyed write and WAIT in one pipeline: one connection, the node that holds the key (a
+   * pipeline cut by a closed connection fails whole, it is never re-sent in part). WAIT counts the
+   * writes made on its own connection, so the write is acknowledged only once the replicas have it.
+   * Returns the write's reply.
    */
-  async #waitForReplicas(routingKey: string): Promise<void> {
-    const results = await this.#io("commit (waiting for replicas)", async () => {
-      const r = await this.#client.pipeline().exists(routingKey).wait(this.#waitReplicas, this.#waitTimeoutMs).exec();
-      return r ?? [];
+  async #replicated(what: string, write: (p: Pipeline) => unknown): Promise<unknown> {
+    const results = await this.#io(what, async () => {
+      const p = this.#client.pipeline();
+      write(p);
+      return (await p.wait(this.#waitReplicas, this.#waitTimeoutMs).exec()) ?? [];
     });
-    const [routed, waited] = results;
-    if (!routed || routed[0] || !waited || waited[0]) {
-      const err = routed?.[0] ?? waited?.[0];
-      throw new UnavailableError(`the commit was applied but its replication could not be confirmed: ${err ? err.message : "no reply"}`);
+    const [written, waited] = results;
+    if (written?.[0] instanceof FlowstoreError) throw written[0];
+    if (!written || written[0] || !waited || waited[0]) {
+      const err = written?.[0] ?? waited?.[0];
+      if (written && !written[0]) throw new UnavailableError(`redis ${what}: applied, but its replication could not be confirmed: ${err ? err.message : "no reply"}`);
+      throw this.#mapError(what, err ?? new Error("no reply"));
     }
     const acked = waited[1] as number;
     if (acked < this.#waitReplicas) {
-      throw new UnavailableError(`the commit was applied but only ${acked} of ${this.#waitReplicas} replicas acknowledged it within ` + `${this.#waitTimeoutMs} ms`);
+      throw new UnavailableError(`redis ${what}: applied, but only ${acked} of ${this.#waitReplicas} replicas acknowledged it within ${this.#waitTimeoutMs} ms`);
     }
+    return written[1];
   }
 
   async listPartitions(kind: string, options: { limit?: number; after?: string | null } = {}): Promise<PartitionPage> {
