@@ -13,6 +13,11 @@ import { defineConfig } from "vitest/config";
  *
  * `npm test` (what CI runs) runs both, every file, on every backend: the shared redis-server processes and
  * the PostgreSQL cluster are started once for both projects (test/setup/shared.ts).
+ *
+ * The fast project runs in worker threads without per-file isolation: a worker imports src/ (Fastify, lmdb,
+ * TypeBox...) once for all the files it runs instead of once a file, which was most of the fast run's time
+ * (collection). So a fast file must leave no process-wide state behind (umask, cwd, globals, module mocks);
+ * one that needs them goes to `slow`, which keeps a forked process per file.
  */
 const slow = [
   "test/cli/**/*.test.ts",
@@ -31,6 +36,11 @@ const slow = [
   "test/resources/*.property.test.ts",
   // a route × role matrix of several hundred real requests: minutes on a loaded 2-core machine
   "test/http/permission-matrix.test.ts",
+  // spawns racing processes and a ulimit'ed shell, and sets the process umask (not allowed in a worker thread)
+  "test/private-files.test.ts",
+  // whole demo data sets and their replay checks: seconds a test over LMDB
+  "test/workflow/demo.test.ts",
+  "test/resources/verify-replay.test.ts",
   // whole sessions through a real server (each 5-12 s of test time here): the fast set keeps the unit,
   // conformance and domain suites and the shorter route suites
   "test/http/routes.test.ts",
@@ -54,6 +64,9 @@ const shared = {
 export default defineConfig({
   test: {
     reporters: ["default"],
-    projects: [{ test: { ...shared, name: "fast", include: ["test/**/*.test.ts"], exclude: slow } }, { test: { ...shared, name: "slow", include: slow } }],
+    projects: [
+      { test: { ...shared, name: "fast", include: ["test/**/*.test.ts"], exclude: slow, pool: "threads", isolate: false } },
+      { test: { ...shared, name: "slow", include: slow } },
+    ],
   },
 });

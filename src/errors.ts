@@ -10,6 +10,8 @@ const STATUS = {
   not_found: 404,
   conflict: 409,
   precondition_failed: 412,
+  /** A write the server takes only with If-Match (serve --require-if-match) came without one. */
+  precondition_required: 428,
   too_large: 413,
   too_many_requests: 429,
   insufficient_storage: 507,
@@ -78,6 +80,16 @@ export class StaleVersionError extends ConflictError {
     super(message, "version");
   }
 }
+
+/**
+ * A condition the request states that the resource does not meet, though it is no version of the
+ * resource that is stale: If-Match with only weak or unquoted tags, which the strong comparison of
+ * RFC 9110 §13.1.1 never matches. HTTP's 412.
+ */
+export class PreconditionFailedError extends kind("precondition_failed") {}
+
+/** A write sent unconditionally to a server that requires If-Match on writes to existing resources: 428 (RFC 6585 §3). */
+export class PreconditionRequiredError extends kind("precondition_required") {}
 
 export class TooLargeError extends kind("too_large") {
   constructor(

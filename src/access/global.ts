@@ -16,7 +16,7 @@
 import { ConflictError, ForbiddenError, ValidationError } from "../errors.js";
 import type { KvStore } from "../kv/contract.js";
 import { allows, isTop, ROOT_ID, type Actor, type Permissions } from "./actor.js";
-import { IntentRegistry, type Intent } from "./intents.js";
+import { IntentRegistry, type Intent, type IntentSplit } from "./intents.js";
 import { PartitionKind, Subspace } from "../kv/subspace.js";
 
 /** Which identities (users and groups) exist; implemented by identity, read by whoever grants. */
@@ -42,6 +42,23 @@ export interface GlobalPermissionsOptions {
 export const GLOBAL = new PartitionKind("global");
 const PARTITION = GLOBAL.partition();
 const KEY = new Subspace(["permissions"]).pack();
+/** Where a migration of the permissions records that it ran (beside them: a restore of an older store runs it again). */
+const MIGRATIONS = new Subspace(["migrations"]);
+/**
+ * Written with the permissions' first record: the store held the registry's intents as they are now from
+ * its start, so no migration of split intents applies to it (each is recorded as done, granting nothing).
+ */
+const CURRENT_FROM_START = new Subspace(["current-from-start"]).pack();
+/** The keys of the partition: the permissions (one record), each migration's record by name, and the mark of a store born after the splits. */
+export const GLOBAL_KEYS = { permissions: KEY, migration: (name: string) => MIGRATIONS.pack([name]), currentFromStart: CURRENT_FROM_START } as const;
+
+/** What a migration of split intents did (its record in the partition). */
+export interface SplitMigration {
+  readonly name: string;
+  readonly at: string;
+  /** Intent → the identities it was granted to (each a holder of the intent it was split from). */
+  readonly granted: Record<string, string[]>;
+}
 
 export class GlobalPermissions {
   /** Every grantable global intent. */
@@ -117,9 +134,9 @@ export class GlobalPermissions {
     await this.#update([intent], identity, true);
   }
 
-  /** Grants every registered global intent to an existing user or group at once (global.grantPermission). */
+  /** Grants every registered global intent to an existing user or group at once (global.grantAllPermissions). */
   async grantAll(actor: Actor, identity: string): Promise<readonly string[]> {
-    await this.assert(actor, "global.grantPermission");
+    await this.assert(actor, "global.grantAllPermissions");
     this.#check(undefined, identity);
     await assertIdentityExists(this.#identities, identity);
     const all = this.intents.list();
@@ -146,6 +163,49 @@ export class GlobalPermissions {
     await this.#update(this.intents.list(), identity, true);
   }
 
+  /**
+   * Brings a store written before intents were split up to date: every identity holding a split's
+   * `from` is granted its `to` (an administrator who had them as part of `from` keeps them). Runs once
+   * per `name`: the record of what it granted is written with the grants, in one commit, and a store
+   * holding the record is left alone (idempotent); answers the record, and whether this call wrote it.
+   */
+  async migrateSplits(name: string, splits: readonly IntentSplit[], at: Date = new Date()): Promise<{ ran: boolean; record: SplitMigration }> {
+    const recordKey = GLOBAL_KEYS.migration(name);
+    for (let attempt = 0; ; attempt++) {
+      const [done, current, bornCurrent] = await this.kv.getMany(PARTITION, [recordKey, KEY, CURRENT_FROM_START]);
+      if (done) return { ran: false, record: JSON.parse(done.value.toString("utf8")) as SplitMigration };
+      // An empty store has nothing to migrate, and opening it writes nothing (an import needs it empty, and
+      // an export of it must import byte for byte); its first grant marks it as holding the current intents.
+      // A store born with the current intents (its first grant marked it) has nothing to migrate either.
+      if (!current || bornCurrent) return { ran: false, record: { name, at: at.toISOString(), granted: {} } };
+      const permissions = JSON.parse(current.value.toString("utf8")) as Permissions;
+      const next: Permissions = { ...permissions };
+      const granted: Record<string, string[]> = {};
+      for (const { from, to } of splits) {
+        for (const intent of to) {
+          const holders = new Set(next[intent] ?? []);
+          const added = (permissions[from] ?? []).filter((h) => !holders.has(h));
+          if (added.length === 0) continue;
+          for (const h of added) holders.add(h);
+          next[intent] = [...holders];
+          granted[intent] = [...(granted[intent] ?? []), ...added];
+        }
+      }
+      const record: SplitMigration = { name, at: at.toISOString(), granted };
+      try {
+        await this.kv.commit(PARTITION, [
+          { type: "check", key: recordKey, version: null },
+          { type: "check", key: KEY, version: current?.version ?? null },
+          ...(Object.keys(granted).length > 0 ? [{ type: "put" as const, key: KEY, value: Buffer.from(JSON.stringify(next)) }] : []),
+          { type: "put", key: recordKey, value: Buffer.from(JSON.stringify(record)) },
+        ]);
+        return { ran: true, record };
+      } catch (e) {
+        if (!(e instanceof ConflictError) || attempt > 20) throw e;
+      }
+    }
+  }
+
   #check(intent: string | undefined, identity: string): void {
     if (intent !== undefined && (typeof intent !== "string" || !this.intents.has(intent))) {
       throw new ValidationError(`unknown global intent ${JSON.stringify(intent)}`, "intent");
@@ -167,6 +227,8 @@ export class GlobalPermissions {
         await this.kv.commit(PARTITION, [
           { type: "check", key: KEY, version },
           { type: "put", key: KEY, value: Buffer.from(JSON.stringify(next)) },
+          // The first record of a new store: it holds the current intents from its start (migrateSplits).
+          ...(version === null ? [{ type: "put" as const, key: CURRENT_FROM_START, value: Buffer.from("{}") }] : []),
         ]);
         return;
       } catch (e) {

@@ -13,9 +13,24 @@
  * declaration (resources/model/schema.ts `CreateIntentOf`); the workflow and tenancy schemas add theirs.
  */
 
-/** Reading and changing global permissions themselves. */
-export const ACCESS_INTENTS = ["global.listPermissions", "global.grantPermission", "global.revokePermission"] as const;
+/**
+ * Reading and changing global permissions themselves; `global.grantAllPermissions` grants every intent
+ * at once (TruBudget's intent of the same name), apart from `global.grantPermission` (one at a time).
+ */
+export const ACCESS_INTENTS = ["global.listPermissions", "global.grantPermission", "global.revokePermission", "global.grantAllPermissions"] as const;
 export type AccessIntent = (typeof ACCESS_INTENTS)[number];
+
+/**
+ * An intent that was split: a store written before the split holds `from` where it now needs each of
+ * `to` as well, so every holder of `from` is granted `to` once, on open (GlobalPermissions.migrateSplits).
+ */
+export interface IntentSplit {
+  readonly from: string;
+  readonly to: readonly string[];
+}
+
+/** access's own split: `global.grantAllPermissions` was part of `global.grantPermission` until issue 28. */
+export const ACCESS_SPLITS: readonly IntentSplit[] = [{ from: "global.grantPermission", to: ["global.grantAllPermissions"] }];
 
 /**
  * The global intents each layer declares, by layer: every layer that declares a list adds it here

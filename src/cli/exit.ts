@@ -7,15 +7,17 @@
  *      store that is not empty for import, a user that does not exist)
  *   3  configuration or I/O: a missing data directory, a wrong key, a port in use, a store that does not
  *      answer, a store holding an unfinished import, a file that cannot be read or written
+ *   4  a witness refused to cosign: the log's new checkpoint is not consistent with the one it cosigned
+ *      (a truncated, forked or rewritten log; both checkpoints are kept in its state as evidence)
  */
 import { CommanderError } from "commander";
 import { ConfigurationError, FlowstoreError, UnavailableError } from "../errors.js";
 
-export const EXIT = { ok: 0, verificationFailed: 1, usage: 2, configuration: 3 } as const;
+export const EXIT = { ok: 0, verificationFailed: 1, usage: 2, configuration: 3, witnessRefused: 4 } as const;
 
 export const EXIT_CODES_HELP =
   "\nExit codes: 0 ok, 1 verification failed, 2 usage (bad option or refused input), 3 configuration or I/O\n" +
-  "(missing data directory, wrong key, port in use, store unreachable).";
+  "(missing data directory, wrong key, port in use, store unreachable), 4 a witness refused an inconsistent log.";
 
 /** A bad option value or argument, found by a command itself (commander finds the others). */
 export class UsageError extends Error {}

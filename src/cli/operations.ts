@@ -7,21 +7,62 @@ import { createReadStream, createWriteStream } from "node:fs";
 import { once } from "node:events";
 import { chmod, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { Transform } from "node:stream";
 import { finished, pipeline } from "node:stream/promises";
 import { Option, type Command } from "commander";
 import { SYSTEM } from "../access/actor.js";
 import { CHAINED_KINDS, CONTENT_KINDS } from "../compose/kinds.js";
+import { replacedView } from "../compose/epochs.js";
+import { keepCurrentCredentials } from "../identity/credentials.js";
 import type { VerifiedHead } from "../compose/open.js";
 import { PRIVATE_FILE_MODE, writePrivateFile } from "../private-files.js";
 import { sealingKeyOf } from "../process-data/sealing-key.js";
 import { CHECKPOINT_KEY_FILE, fingerprintOf, loadCheckpointKey } from "../resources/audit/checkpoint.js";
 import { ensureDemoIdentities, generateDemo } from "../workflow/demo.js";
+import { parseVkey, SIG_COSIGNATURE_V1, type Verifier } from "../tlog/note.js";
+import { type CosignedVerification, verifyCosigned } from "../tlog/verify.js";
 import { EXIT, UsageError } from "./exit.js";
 import { keysNeeded } from "./keys.js";
-import { storeOptions, type StoreOptions } from "./options.js";
+import { configOption, storeOptions, type StoreOptions } from "./options.js";
 import { print, withStore } from "./store.js";
 import { progressBar } from "./progress.js";
 import { countPartitions, importStore, UNFINISHED_IMPORT, unfinishedImport } from "./transfer.js";
+
+interface LogVerifyOptions {
+  logCheckpoint?: string;
+  witness?: string[];
+  quorum?: string;
+  logKey?: string;
+  logOrigin?: string;
+}
+
+/** A vkey given inline or in a file. */
+async function vkeyArg(value: string, option: string): Promise<Verifier> {
+  const text = value.includes("+") ? value : await readFile(value, "utf8").catch(() => value);
+  try {
+    return parseVkey(text);
+  } catch (e) {
+    throw new UsageError(`${option} ${value}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
+/** `verify --log-checkpoint`: the store's log against a cosigned checkpoint (tlog/verify.ts). */
+async function verifyLogCheckpoint(options: StoreOptions & LogVerifyOptions): Promise<CosignedVerification> {
+  const note = await readFile(options.logCheckpoint!, "utf8");
+  const witnesses = await Promise.all((options.witness ?? []).map((w) => vkeyArg(w, "--witness")));
+  if (witnesses.some((w) => w.type !== SIG_COSIGNATURE_V1)) throw new UsageError("--witness takes cosignature/v1 verifier keys (type 0x04)");
+  const quorum = options.quorum === undefined ? witnesses.length : Number(options.quorum);
+  if (!Number.isInteger(quorum) || quorum < 1 || quorum > witnesses.length) throw new UsageError(`--quorum must be from 1 to the number of --witness keys (${witnesses.length})`);
+  const checkpointKey = { pem: readEnv("FLOWSTORE_CHECKPOINT_KEY"), dataDir: options.data };
+  return withStore(
+    options,
+    async (store) => {
+      const logKey = options.logKey ? await vkeyArg(options.logKey, "--log-key") : parseVkey(store.log.checkpoints.vkey);
+      return verifyCosigned(store.log.tree, note, { logKey, witnesses, quorum });
+    },
+    { open: { checkpointKey, log: { origin: options.logOrigin } } },
+  );
+}
 
 export function operationCommands(program: Command): void {
   storeOptions(program.command("export").description("write every partition with its log as NDJSON (to --out or stdout)"))
@@ -54,16 +95,41 @@ export function operationCommands(program: Command): void {
     .action(async (options: StoreOptions & { in?: string; resume?: boolean }) => {
       await withStore(
         options,
-        async ({ kv }) => {
+        async (store) => {
+          // Around the store's restore fence: a resume finishes a restore that shut it (and then opens it).
+          const kv = store.fence.kv;
+          if (options.resume && !(await unfinishedImport(kv)) && (await store.fence.read()).shut?.phase === "replacing") {
+            // A restore died after it shut the fence for good but before it marked the store: nothing of the content changed.
+            await store.fence.open();
+            process.stderr.write("the restore stopped before it changed the store's content: the store is as it was, the fence is open again\n");
+            return;
+          }
           // The total is the export's size: progress counts the bytes read (stdin has no total).
-          const input = options.in ? createReadStream(options.in) : process.stdin;
           const size = options.in ? (await stat(options.in)).size : undefined;
           const progress = progressBar(process.stderr, "imported", size === undefined ? "partitions" : "KiB", size === undefined ? undefined : kib(size));
           let read = 0;
-          if (size !== undefined) input.on("data", (chunk: Buffer | string) => (read += chunk.length));
+          // Counted as the importer reads, never by a "data" listener of its own: that would start the file
+          // flowing before the importer's reader exists (it first asks the store whether it is empty), and
+          // the chunks read meanwhile would be lost ("line 1 of the export: not JSON").
+          const input = options.in
+            ? createReadStream(options.in).pipe(
+                new Transform({
+                  transform(chunk: Buffer, _encoding, callback) {
+                    read += chunk.length;
+                    callback(null, chunk);
+                  },
+                }),
+              )
+            : process.stdin;
           const counts = await importStore(kv, input, (c) => progress.update(size === undefined ? c.partitions : kib(read), `${c.partitions} partitions, ${c.entries} entries`), {
             resume: options.resume === true,
           });
+          // A restore cut off while it replaced the store: done now, its epoch begins (fence.ts, epochs.ts).
+          const fence = await store.fence.read();
+          if (fence.shut?.phase === "replacing") {
+            await keepCurrentCredentials(replacedView(kv, fence.epoch + 1), kv);
+            await store.fence.open(true);
+          }
           progress.done(`${counts.partitions} partitions, ${counts.entries} entries`);
         },
         { create: true },
@@ -81,13 +147,24 @@ export function operationCommands(program: Command): void {
         "the signing key's SHA-256 fingerprint (default: FLOWSTORE_CHECKPOINT_KEY's or the key in --data; with neither, a checkpoint is refused)",
       ),
     )
+    .addOption(new Option("--log-checkpoint <file>", "check the store's transparency log against a cosigned checkpoint note (GET /api/v1/log/checkpoint/cosigned)"))
+    .addOption(new Option("--witness <vkey...>", "a witness's verifier key (or a file holding one); with --log-checkpoint"))
+    .addOption(new Option("--quorum <k>", "valid cosignatures by distinct --witness keys required (default: every --witness)"))
+    .addOption(new Option("--log-key <vkey>", "the log's verifier key (default: the store's own checkpoint key, with --log-origin's name)"))
+    .addOption(configOption("FLOWSTORE_LOG_ORIGIN"))
     .addOption(
       new Option(
         "--incremental <file>",
         "verify each partition from the head the last run recorded in <file> (the chain after it, not the stored keys); partitions new to it in full; then record the verified heads there (0600)",
       ).conflicts(["checkpoint", "sinceCheckpoint"]),
     )
-    .action(async (options: StoreOptions & { checkpoint?: string; sinceCheckpoint?: string; trust?: string; incremental?: string }) => {
+    .action(async (options: StoreOptions & { checkpoint?: string; sinceCheckpoint?: string; trust?: string; incremental?: string } & LogVerifyOptions) => {
+      if (options.logCheckpoint !== undefined) {
+        const r = await verifyLogCheckpoint(options);
+        print(r);
+        if (!r.ok) process.exitCode = EXIT.verificationFailed;
+        return;
+      }
       const file = options.checkpoint ?? options.sinceCheckpoint;
       if (file !== undefined) {
         const checkpoint: unknown = JSON.parse(await readFile(file, "utf8"));

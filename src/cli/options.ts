@@ -1,6 +1,7 @@
 /** Options shared by the commands that open a store, each with its environment fallback. */
 import { Option, type Command } from "commander";
 import { CONFIG, type ConfigName, type Variable } from "../config.js";
+import { STORE_URL_FORMS } from "../kv/open.js";
 import { UsageError } from "./exit.js";
 
 /**
@@ -19,8 +20,16 @@ export interface StoreOptions {
   store?: string;
 }
 
+/** `--store`'s help: the variable's, then every URL form a store is opened from (kv/open.ts). */
+export function storeOption(): Option {
+  const option = configOption("FLOWSTORE_STORE");
+  const forms = STORE_URL_FORMS.map(([form, what]) => `  ${form}  ${what}`).join("\n");
+  option.description = `${option.description}, one of:\n${forms}\n(default lmdb:<data>)`;
+  return option;
+}
+
 export function storeOptions(command: Command): Command {
-  return command.addOption(configOption("FLOWSTORE_DATA")).addOption(configOption("FLOWSTORE_STORE"));
+  return command.addOption(configOption("FLOWSTORE_DATA")).addOption(storeOption());
 }
 
 export function parsePort(value: string): number {

@@ -4,8 +4,13 @@
  * terminal, else a prompt that does not echo.
  */
 import { readEnv } from "../config.js";
+import { UsageError } from "./exit.js";
 import { createInterface } from "node:readline";
 import { Writable } from "node:stream";
+
+/** What a password-reading command says when it finds none. */
+const NO_PASSWORD =
+  "no password given: set FLOWSTORE_PASSWORD, or pass it as the first line of stdin (printf '%s\\n' \"$PASSWORD\" | flowstore user add <id>), or run the command in a terminal to be prompted";
 
 export async function readPassword(prompt = "password: "): Promise<string> {
   const env = readEnv("FLOWSTORE_PASSWORD");
@@ -16,7 +21,9 @@ export async function readPassword(prompt = "password: "): Promise<string> {
       text += chunk;
       if (text.includes("\n")) break;
     }
-    return text.split(/\r?\n/)[0] ?? "";
+    const line = text.split(/\r?\n/)[0] ?? "";
+    if (line === "") throw new UsageError(NO_PASSWORD);
+    return line;
   }
   process.stderr.write(prompt);
   const muted = new Writable({ write: (_chunk, _enc, done) => done() });

@@ -6,11 +6,13 @@ import { identityCommands } from "./identity.js";
 import { keysCommands } from "./keys.js";
 import { operationCommands } from "./operations.js";
 import { serveCommand } from "./serve.js";
+import { VERSION } from "./version.js";
+import { witnessCommand } from "./witness.js";
 
 export function buildProgram(): Command {
   const program = new Command("flowstore")
     .description("an auditable, hierarchical data store for workflow and business-process systems")
-    .version("0.1.0")
+    .version(VERSION)
     .addHelpText("after", EXIT_CODES_HELP)
     .showHelpAfterError("(add --help for the options)")
     .exitOverride();
@@ -19,5 +21,6 @@ export function buildProgram(): Command {
   operationCommands(program);
   archiveCommands(program);
   keysCommands(program);
+  witnessCommand(program);
   return program;
 }

@@ -1,17 +1,23 @@
 /**
  * `flowstore serve`: opens the store, creates root on first start, listens (127.0.0.1 by default) and
  * shuts down gracefully on SIGTERM/SIGINT: stop accepting, let in-flight requests finish, close the store
- * (the command opened it, so the command closes it, after the server).
+ * (the command opened it, so the command closes it, after the server). A start refused because the
+ * store is empty and FLOWSTORE_ROOT_PASSWORD is unset leaves nothing behind: the store files and key
+ * files it had created are removed again (a retry with the password starts from scratch).
  */
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import type { Server } from "node:http";
+import { join, resolve } from "node:path";
 import { Option, type Command } from "commander";
-import { readEnv, readFlag, type ConfigName } from "../config.js";
+import { CONFIG, readEnv, readFlag, type ConfigName } from "../config.js";
 import type { FastifyInstance } from "fastify";
-import { ConfigurationError } from "../errors.js";
+import { ConfigurationError, ValidationError } from "../errors.js";
 import type { Flowstore } from "../compose/index.js";
 import { loadTokenSecret, ORGANIZATION_MAX } from "../identity/index.js";
 import { createLogger } from "../http/logging.js";
 import { buildServer } from "../http/server.js";
+import { parseVkey, SIG_COSIGNATURE_V1 } from "../tlog/note.js";
 import { Metrics, serveMetrics } from "../http/metrics.js";
 import { openFlowstore } from "../compose/index.js";
 import { EXIT, UsageError } from "./exit.js";
@@ -36,13 +42,19 @@ interface ServeOptions extends StoreOptions {
   keepNotifications: string;
   feedRepairSettleMs: string;
   metricsPort?: string;
+  metricsTokenFile?: string;
+  trustProxy?: string;
   corsOrigin?: string;
   compress: boolean;
   securityHeaders: boolean;
   maxEventLoopDelay: string;
   retryAfter: string;
   trubudgetApi?: boolean;
+  requireIfMatch?: boolean;
+  trubudgetTestPasswords?: boolean;
   organization: string;
+  logOrigin?: string;
+  logWitness?: string;
 }
 
 /** A yes/no environment variable: 1/true/yes or 0/false/no/empty (anything else is a usage error). */
@@ -68,6 +80,40 @@ function count(value: string, option: string, min = 0): number {
   return n;
 }
 
+/** The witnesses' verifier keys (comma-separated), each checked here: a bad one is a usage error. */
+function witnessesOf(value: string | undefined): string[] {
+  const keys = (value ?? "")
+    .split(",")
+    .map((k) => k.trim())
+    .filter((k) => k !== "");
+  for (const k of keys) {
+    try {
+      if (parseVkey(k).type !== SIG_COSIGNATURE_V1) throw new Error("not a cosignature/v1 key (type 0x04)");
+    } catch (e) {
+      throw new UsageError(`--log-witness (FLOWSTORE_LOG_WITNESSES): ${k}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+  return keys;
+}
+
+/**
+ * What is in `dirs` now; the function returned removes what has been created in them since (a directory
+ * that did not exist, whole). Only for a start that is refused before it served anything.
+ */
+function createdSince(dirs: readonly string[]): () => Promise<void> {
+  const before = [...new Set(dirs.map((d) => resolve(d)))].map((dir) => ({ dir, entries: existsSync(dir) ? new Set(readdirSync(dir)) : null }));
+  return async () => {
+    for (const { dir, entries } of before) {
+      if (!existsSync(dir)) continue;
+      if (entries === null) await rm(dir, { recursive: true, force: true });
+      else for (const name of readdirSync(dir)) if (!entries.has(name)) await rm(join(dir, name), { recursive: true, force: true });
+    }
+  };
+}
+
+/** The directory of an LMDB store URL (`lmdb:<dir>` or a plain path), else null. */
+const lmdbDir = (url: string): string | null => (url.startsWith("lmdb:") ? url.slice("lmdb:".length) : /^[a-z][a-z0-9+.-]+:/i.test(url) ? null : url);
+
 /** Longest wait for in-flight requests on shutdown before the process exits anyway (seconds). */
 export const DEFAULT_SHUTDOWN_GRACE_SECONDS = 10;
 
@@ -92,9 +138,20 @@ export function serveCommand(program: Command): void {
     .addOption(configOption("FLOWSTORE_FEED_REPAIR_SETTLE_MS"))
     .addOption(configOption("FLOWSTORE_SHUTDOWN_GRACE"))
     .addOption(configOption("FLOWSTORE_METRICS_PORT"))
+    .addOption(configOption("FLOWSTORE_METRICS_TOKEN_FILE"))
+    .addOption(configOption("FLOWSTORE_TRUST_PROXY"))
     .addOption(configOption("FLOWSTORE_CORS_ORIGINS"))
     .addOption(new Option("--trubudget-api", "also serve TruBudget's HTTP API (v2.18) at /api, for its frontend and tools (env FLOWSTORE_TRUBUDGET_API=1)"))
+    .addOption(
+      new Option(
+        "--trubudget-test-passwords",
+        "TruBudget's API accepts any non-empty password, as TruBudget outside production: a test node only (env FLOWSTORE_TRUBUDGET_TEST_PASSWORDS=1)",
+      ),
+    )
     .addOption(configOption("FLOWSTORE_ORGANIZATION"))
+    .addOption(configOption("FLOWSTORE_LOG_ORIGIN"))
+    .addOption(configOption("FLOWSTORE_LOG_WITNESSES"))
+    .addOption(new Option("--require-if-match", `${CONFIG.FLOWSTORE_REQUIRE_IF_MATCH.doc} (env FLOWSTORE_REQUIRE_IF_MATCH=1)`))
     .addOption(new Option("--no-compress", "do not compress JSON answers"))
     .addOption(new Option("--no-security-headers", "do not send security headers (helmet)"))
     .addOption(configOption("FLOWSTORE_MAX_EVENT_LOOP_DELAY"))
@@ -113,10 +170,14 @@ export function serveCommand(program: Command): void {
       const graceMs = count(options.shutdownGrace, "--shutdown-grace") * 1000;
       const bodyLimit = Number(options.bodyLimit);
       if (!Number.isInteger(bodyLimit) || bodyLimit < 1024) throw new UsageError("--body-limit must be an integer of at least 1024");
+      const metricsToken = options.metricsTokenFile === undefined ? undefined : readMetricsToken(options.metricsTokenFile);
       const perUser = count(options.loginLimitUser, "--login-limit-user");
       const perAddress = count(options.loginLimitAddress, "--login-limit-address");
+      const trubudget = options.trubudgetApi === true || envFlag("FLOWSTORE_TRUBUDGET_API");
+      const testPasswords = options.trubudgetTestPasswords === true || envFlag("FLOWSTORE_TRUBUDGET_TEST_PASSWORDS");
+      if (testPasswords && !trubudget) throw new UsageError("--trubudget-test-passwords (FLOWSTORE_TRUBUDGET_TEST_PASSWORDS) needs --trubudget-api");
       const http = {
-        trubudgetApi: options.trubudgetApi === true || envFlag("FLOWSTORE_TRUBUDGET_API") ? { organization: organizationOf(options.organization) } : false,
+        trubudgetApi: trubudget ? { organization: organizationOf(options.organization), testPasswords } : false,
         tokenTtlSeconds: count(options.tokenTtl, "--token-ttl", 1),
         refreshTtlSeconds: count(options.refreshTtl, "--refresh-ttl", 1),
         // A limit of 0 lifts that limit only.
@@ -135,6 +196,7 @@ export function serveCommand(program: Command): void {
             : false,
           compress: options.compress,
           securityHeaders: options.securityHeaders,
+          requireIfMatch: options.requireIfMatch === true || envFlag("FLOWSTORE_REQUIRE_IF_MATCH"),
           pressure:
             count(options.maxEventLoopDelay, "--max-event-loop-delay") === 0
               ? false
@@ -164,6 +226,7 @@ export function serveCommand(program: Command): void {
       };
 
       const url = options.store || defaultStoreUrl(options.data);
+      const undo = createdSince([options.data, ...[lmdbDir(url)].filter((d) => d !== null)]);
       const pdKey = readEnv("FLOWSTORE_PROCESS_DATA_KEY");
       const metrics = new Metrics();
       let flowstore: Flowstore | undefined;
@@ -184,6 +247,8 @@ export function serveCommand(program: Command): void {
           documents: { maxBytes: count(options.maxDocumentBytes, "--max-document-bytes", 1) },
           notifications: { follow: true, keepNewest: count(options.keepNotifications, "--keep-notifications", 1) },
           feedRepair: { settleMs: count(options.feedRepairSettleMs, "--feed-repair-settle-ms") },
+          // Every server appends the feed to the transparency log (appends are conditional: no fork).
+          log: { append: true, origin: options.logOrigin },
           // A restore (TruBudget's system.restoreBackup) keeps the export it reads here until it is done.
           restoreDir: options.data,
         });
@@ -192,9 +257,20 @@ export function serveCommand(program: Command): void {
           throw new ConfigurationError(`refusing to serve: ${UNFINISHED_IMPORT}${source ? ` (a restore was reading ${source})` : ""}`);
         }
         const tokenSecret = await loadTokenSecret({ dataDir: options.data, env: readEnv("FLOWSTORE_JWT_SECRET") });
-        app = await buildServer(flowstore, { tokenSecret, logger, bodyLimit, metrics, metricsRoute: metricsPort === undefined, ...http });
+        app = await buildServer(flowstore, {
+          tokenSecret,
+          logger,
+          bodyLimit,
+          metrics,
+          metricsRoute: metricsPort === undefined,
+          logWitnesses: witnessesOf(options.logWitness),
+          metricsToken,
+          trustProxy: options.trustProxy || undefined,
+          ...http,
+        });
         const root = await flowstore.identity.ensureRoot(readEnv("FLOWSTORE_ROOT_PASSWORD"));
         if (root.created) logger.info("created the root user");
+        if (testPasswords) logger.warn("TruBudget's API accepts any non-empty password for new users and password changes (--trubudget-test-passwords): a test node only");
         if (!isPersistent(url)) logger.warn({ store: url }, "the store is in memory: nothing persists after exit");
         if (!requested) {
           await app.listen({ host: options.host, port });
@@ -206,6 +282,8 @@ export function serveCommand(program: Command): void {
       } catch (e) {
         await closeAll().catch(() => {});
         release();
+        // Refused for want of a root password: the store was empty, so what this start created goes.
+        if (e instanceof ValidationError && e.field === "FLOWSTORE_ROOT_PASSWORD") await undo();
         throw e;
       }
 
@@ -233,4 +311,17 @@ export function serveCommand(program: Command): void {
       };
       if (requested) await stop(requested);
     });
+}
+
+/** The metrics token from its file (`--metrics-token-file`): one line of at least 16 characters. */
+function readMetricsToken(file: string): string {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (e) {
+    throw new UsageError(`--metrics-token-file: cannot read ${file} (${(e as Error).message})`);
+  }
+  const token = text.trim();
+  if (token.length < 16 || /\s/.test(token)) throw new UsageError(`--metrics-token-file: ${file} must hold one token of at least 16 characters without spaces`);
+  return token;
 }

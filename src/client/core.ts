@@ -31,6 +31,8 @@ export class ProblemError extends Error {
 export interface RequestOptions {
   /** JSON, or FormData sent as multipart/form-data. */
   readonly body?: unknown;
+  /** A text body, sent as text/plain (a signed note); instead of `body`. */
+  readonly text?: string;
   /** A list value repeats its parameter (`?alsoKeys=a&alsoKeys=b`). */
   readonly query?: Record<string, string | number | boolean | readonly string[] | null | undefined>;
   readonly headers?: Record<string, string>;
@@ -157,6 +159,9 @@ export class HttpCore {
     else if (options.body !== undefined) {
       headers["content-type"] = "application/json";
       body = JSON.stringify(options.body);
+    } else if (options.text !== undefined) {
+      headers["content-type"] = "text/plain; charset=utf-8";
+      body = options.text;
     }
     const res = await this.#fetch(url, { method, headers, body, signal: options.signal });
     if (!res.ok) {

@@ -10,12 +10,14 @@ import type { Assignments, Group, GroupPage, Me as MeSchema, NewGroup, NewUser, 
 import { ArchiveApi } from "./archive.js";
 import { API, HttpCore, seg, type ClientOptions, type PageParams } from "./core.js";
 import { changeFeed, type FeedMessage, type FeedOptions } from "./events.js";
+import { LogApi } from "./log.js";
 import { ProcessDataApi } from "./process-data.js";
 import { NotificationsApi, ProjectHandle, projectPath, projectsPath, SearchableCollection, type NewProject, type Project, type ProjectPage } from "./workflow.js";
 
 export { ProblemError, type TokenPair, type ClientOptions, type Page, type PageParams, type Problem, type RequestOptions, type WriteOptions } from "./core.js";
 export type { ArchiveDocument, ArchiveFileInput, RestoredProject, Snapshot, SnapshotQuery, SnapshotSummary } from "./archive.js";
 export type { FeedMessage, FeedOptions } from "./events.js";
+export type { ConsistencyProofBody, InclusionProofBody, LogInfoBody } from "./log.js";
 export type { ProcessFields, ProcessRecord, ProcessRecordCreated, PutOptions as ProcessPutOptions, TtlOptions } from "./process-data.js";
 export type * from "./workflow.js";
 export { whole } from "./workflow.js";
@@ -107,6 +109,8 @@ export class FlowstoreClient extends HttpCore {
   readonly processData = new ProcessDataApi(this);
 
   readonly archive = new ArchiveApi(this);
+  /** The transparency log: checkpoints, proofs, cosignatures. */
+  readonly log = new LogApi(this);
 
   /** The caller's notifications: list, count, mark read. */
   readonly notifications = new NotificationsApi(this);

@@ -11,7 +11,11 @@
  *   run once within `start()`, the feed repair begins there; then all three periodically, one run at a
  *   time;
  * - the notification follower (with `follow`): projects the feed into the inboxes whenever its head
- *   moves, one pass at a time, again at once when the head moved during a pass.
+ *   moves, one pass at a time, again at once when the head moved during a pass;
+ * - the transparency log's appender (with `appender`, src/tlog): appends the feed's new entries to the
+ *   store-wide Merkle tree whenever the feed's head moves (the watcher polls it every `pollMs`) and at
+ *   least every `intervalMs`, one pass at a time, never over an unfinished import. Its merge delay is
+ *   bounded by the poll interval plus one pass; `lag()` tells how far it trails (in /metrics).
  *
  * Rules:
  * - a failure of background work goes to `onError` with the task's name; it never stops the work;
@@ -23,6 +27,7 @@ import { allPartitions, type KvStore, type Partition } from "../kv/contract.js";
 import type { Archive } from "../archive/index.js";
 import type { Feed, FeedWatcher } from "../resources/log/feed.js";
 import type { Documents } from "../workflow/documents.js";
+import type { TransparencyLog } from "../tlog/log.js";
 import type { Notifications } from "../workflow/notifications.js";
 import { IMPORT_KIND } from "./kinds.js";
 
@@ -47,6 +52,8 @@ export interface BackgroundParts {
   readonly feedRepair: { readonly settleMs: number } | null;
   /** The notification follower, or null when this process does not project notifications. */
   readonly follower: { readonly notifications: Notifications; readonly feed: Feed; readonly watcher: FeedWatcher } | null;
+  /** The transparency log's appender, or null when this process does not append. */
+  readonly appender: { readonly log: TransparencyLog; readonly watcher: FeedWatcher; readonly intervalMs: number } | null;
   readonly onError: (error: unknown, task: string) => void;
 }
 
@@ -57,6 +64,10 @@ export class Background {
   #paused = false;
   #timer: NodeJS.Timeout | null = null;
   #unfollow: () => void = () => {};
+  #appending: Promise<void> | null = null;
+  #appendAgain = false;
+  #unappend: () => void = () => {};
+  #appendTimer: NodeJS.Timeout | null = null;
   #stopped: Promise<void> | null = null;
 
   constructor(private readonly parts: BackgroundParts) {}
@@ -72,6 +83,18 @@ export class Background {
     this.#timer = setInterval(() => this.#sweep(), Math.max(recoverOlderThanMs, MIN_RECOVERY_INTERVAL_MS));
     this.#timer.unref();
     if (follower) this.#unfollow = follower.watcher.subscribe(() => this.#pump());
+    const { appender } = this.parts;
+    if (appender) {
+      this.#unappend = appender.watcher.subscribe(() => this.#append());
+      this.#appendTimer = setInterval(() => this.#append(), appender.intervalMs);
+      this.#appendTimer.unref();
+      this.#append();
+    }
+  }
+
+  /** Resolves once the log's appender has no pass in progress (tests and the metrics ask for a settled log). */
+  async appended(): Promise<void> {
+    while (this.#appending) await this.#appending;
   }
 
   /** Stops starting work and resolves once none is in progress. */
@@ -79,6 +102,7 @@ export class Background {
     this.#paused = true;
     await this.#running;
     await this.#following;
+    await this.#appending;
   }
 
   /** Lets work start again (`kick()` catches the follower up). */
@@ -89,6 +113,7 @@ export class Background {
   /** Catches the follower up at once unless paused (a restore that failed midway leaves it paused). */
   kick(): void {
     this.#pump();
+    this.#append();
   }
 
   /** Clears the timer, leaves the feed, and waits for work in progress. */
@@ -97,8 +122,12 @@ export class Background {
       if (this.#timer) clearInterval(this.#timer);
       this.#unfollow();
       this.parts.follower?.watcher.stop();
+      if (this.#appendTimer) clearInterval(this.#appendTimer);
+      this.#unappend();
+      this.parts.appender?.watcher.stop();
       await this.#running;
       await this.#following;
+      await this.#appending;
     })();
     return this.#stopped;
   }
@@ -133,5 +162,22 @@ export class Background {
         await follower.notifications.followAll(follower.feed).catch((err: unknown) => this.parts.onError(err, "notifications"));
       } while (this.#followAgain && !this.#paused);
     })().finally(() => (this.#following = null));
+  }
+
+  #append(): void {
+    const appender = this.parts.appender;
+    if (!appender || this.#paused || this.#stopped) return;
+    if (this.#appending) {
+      this.#appendAgain = true;
+      return;
+    }
+    const { kv } = this.parts;
+    const blocked = async (): Promise<boolean> => this.#paused || (await kv.listPartitions(IMPORT_KIND, { limit: 1 })).partitions.length > 0;
+    this.#appending = (async () => {
+      do {
+        this.#appendAgain = false;
+        await appender.log.appendPending({ blocked }).catch((err: unknown) => this.parts.onError(err, "transparency log"));
+      } while (this.#appendAgain && !this.#paused);
+    })().finally(() => (this.#appending = null));
   }
 }

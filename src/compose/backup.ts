@@ -3,6 +3,8 @@
  * and checking its declared global intent (TruBudget's `system.createBackup` / `system.restoreBackup`):
  *
  * - `exportStore(actor)`: the store's export (transfer.ts's NDJSON) as a stream; `global.createBackup`;
+ *   for any actor but the system actor (the operators' CLI) without credentials (password hashes,
+ *   sessions: identity/credentials.ts);
  * - `stageRestore(actor, input)`: stages a restore from such an export (restore.ts) whose `apply()`
  *   replaces the whole content; `global.restoreBackup`.
  *
@@ -12,25 +14,41 @@
  * - root may always (as in TruBudget; a store whose root was created before these intents were declared
  *   holds them implicitly), another user or group when it holds the intent, the system actor (the
  *   operators' CLI) always;
+ * - the store's fence (fence.ts) shuts next, before the upload is read: from then on no process over the
+ *   store acknowledges a write, so nothing acknowledged can be dropped by the restore; one restore at a
+ *   time in the whole fleet (a second is a 503);
  * - a staged export is checked in a scratch store opened as the live one is (`openScratch`): it must
- *   open here (the process-data key), hold root, and verify; the live store is not touched until
- *   `apply()`;
- * - `apply()` pauses the background work (it must not write into a store being replaced), replaces the
- *   content (transfer.ts `replaceStore`), refreshes what the process keeps of the old content
- *   (`refresh`), then resumes the background work and removes the export's file. A failure midway
- *   leaves the background paused and the file kept: the store holds an unfinished import until
- *   `import --resume --in <the file>` finishes it. One restore at a time.
+ *   open here (the process-data key), hold root, and verify (its chains and ledger: a forged or edited
+ *   history is refused); a refused export is a ValidationError (400), the fence opens again, and the
+ *   live store is untouched;
+ * - `apply()` waits out the fence's grace, pauses the background work, copies the whole content into
+ *   the replaced history of a new epoch (epochs.ts: a restore never erases), records the epoch (who,
+ *   when, which backup by its SHA-256), moves the fence to `replacing`, replaces the content
+ *   (transfer.ts `replaceStore`), gives every user present before and after the credentials it had
+ *   before (identity/credentials.ts: no password changed since the backup comes back), opens the fence with the epoch and the token epoch moved on (every
+ *   session and token that existed before stops working), refreshes what the process keeps of the old
+ *   content (`refresh`), resumes the background work and removes the export's file. A failure before the
+ *   fence moved to `replacing` leaves the store as it was (the fence opens again; a ConflictError or the
+ *   failure itself); after, it is an UnavailableError (503) saying the store holds an unfinished restore
+ *   and how to resume it (`import --resume --in <the file>`), the fence stays shut, the file is kept.
  */
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { createInterface } from "node:readline";
 import { rm } from "node:fs/promises";
-import { PassThrough, type Readable } from "node:stream";
+import { PassThrough, pipeline as pipe, Transform, type Readable } from "node:stream";
 import { ROOT_ID, type Actor } from "../access/actor.js";
 import type { GlobalPermissions } from "../access/global.js";
-import { ConflictError, ForbiddenError, ValidationError } from "../errors.js";
+import { ConflictError, ForbiddenError, UnavailableError, ValidationError } from "../errors.js";
 import type { KvStore, Partition } from "../kv/contract.js";
 import type { VerifyAllResult } from "../resources/audit/verify-all.js";
 import type { Background } from "./background.js";
+import { isSecret, keepCurrentCredentials } from "../identity/credentials.js";
+import { archiveContent, listEpochs, recordEpoch, replacedView } from "./epochs.js";
+import { FENCE_GRACE_MS, FENCE_LEASE_MS, type StoreFence } from "./fence.js";
+import { CONTENT_KINDS } from "./kinds.js";
 import { stageExport, type StagedRestore } from "./restore.js";
-import { exportStore, replaceStore, type Progress, type TransferCounts } from "./transfer.js";
+import { exportStore, replaceStore, UNFINISHED_IMPORT, type Progress, type TransferCounts } from "./transfer.js";
 
 /** The global intents of the whole-store operations, declared once here (the registry gathers them in intents.ts). */
 export const BACKUP_INTENTS = ["global.createBackup", "global.restoreBackup"] as const;
@@ -56,7 +74,11 @@ export interface ScratchStore {
 }
 
 export interface BackupParts {
+  /** The store without the fence: the restore's own writes. */
   readonly kv: KvStore;
+  /** The store's fence (fence.ts), shut by a restore before it reads the upload. */
+  readonly fence: StoreFence;
+  readonly clock: () => number;
   readonly global: GlobalPermissions;
   readonly background: Background;
   /** Where a restore keeps the export it reads and its scratch store. */
@@ -86,7 +108,8 @@ export class Backups {
   async exportStore(actor: Actor, onProgress?: Progress): Promise<StoreExport> {
     await this.assertMay(actor, "global.createBackup", "create a backup");
     const stream = new PassThrough();
-    const done = exportStore(this.parts.kv, stream, onProgress).then(
+    // Credentials (password hashes, sessions) go only to the operators' CLI, never to an HTTP caller.
+    const done = exportStore(this.parts.kv, stream, onProgress, actor.system ? undefined : isSecret).then(
       (counts) => {
         stream.end();
         return counts;
@@ -102,13 +125,60 @@ export class Backups {
 
   /**
    * Stages a restore of the whole store from an export (opened only once the actor may restore, when a
-   * function is given); needs `global.restoreBackup`. A bad export is refused with a ValidationError
-   * naming why, and this store is not touched.
+   * function is given); needs `global.restoreBackup`. Shuts the store's fence before the export is read.
+   * A bad export is refused with a ValidationError naming why: the fence opens again and this store is
+   * not touched. Until `apply()` or `discard()` the fence stays shut.
    */
   async stageRestore(actor: Actor, input: Readable | (() => Readable)): Promise<StagedRestore> {
     await this.assertMay(actor, "global.restoreBackup", "restore a backup");
-    const staged = await stageExport(this.parts.restoreDir, typeof input === "function" ? input() : input, (scratch) => this.#check(scratch));
-    return { ...staged, apply: (onProgress) => this.#apply(staged.file, onProgress), discard: () => rm(staged.file, { force: true }) };
+    const { fence } = this.parts;
+    await fence.shut(actor.id, `a restore by ${actor.id}`);
+    const shutAt = performance.now();
+    const renewing = setInterval(() => void fence.renew().catch(() => {}), FENCE_LEASE_MS / 3);
+    renewing.unref();
+    const stop = (): void => clearInterval(renewing);
+    let staged: { file: string; counts: TransferCounts };
+    const digest = createHash("sha256");
+    try {
+      const source = typeof input === "function" ? input() : input;
+      const hashing = new Transform({
+        transform(chunk: Buffer, _encoding, callback) {
+          digest.update(chunk);
+          callback(null, chunk);
+        },
+      });
+      // A failure of the source reaches the staging through the pipeline (which destroys `hashing` with it).
+      staged = await stageExport(
+        this.parts.restoreDir,
+        pipe(source, hashing, () => {}),
+        (scratch) => this.#check(scratch),
+      );
+    } catch (e) {
+      stop();
+      await fence.open().catch(() => {});
+      throw e;
+    }
+    const sha256 = digest.digest("hex");
+    let settled = false;
+    return {
+      ...staged,
+      sha256,
+      apply: async (onProgress) => {
+        if (settled) throw new ConflictError("this staged restore is applied or discarded already", "store");
+        settled = true;
+        try {
+          return await this.#apply(actor, staged, sha256, shutAt, onProgress);
+        } finally {
+          stop();
+        }
+      },
+      discard: async () => {
+        stop();
+        await rm(staged.file, { force: true });
+        if (!settled) await fence.open();
+        settled = true;
+      },
+    };
   }
 
   async #check(scratchKv: KvStore): Promise<void> {
@@ -130,20 +200,69 @@ export class Backups {
     }
   }
 
-  async #apply(file: string, onProgress?: Progress): Promise<TransferCounts> {
+  async #apply(actor: Actor, staged: { file: string; counts: TransferCounts }, sha256: string, shutAt: number, onProgress?: Progress): Promise<TransferCounts> {
     if (this.#restoring) throw new ConflictError("a restore is running already", "store");
     this.#restoring = true;
-    const { background } = this.parts;
+    const { background, fence, kv } = this.parts;
+    let replacing = false;
     try {
+      // A write that read the fence open just before it shut lands within the grace: wait it out.
+      const grace = FENCE_GRACE_MS - (performance.now() - shutAt);
+      if (grace > 0) await new Promise((resolve) => setTimeout(resolve, grace));
       await background.pause();
-      const counts = await replaceStore(this.parts.kv, file, onProgress);
+      const state = await fence.read();
+      const last = (await listEpochs(kv)).at(-1)?.epoch ?? 0;
+      const epoch = Math.max(state.epoch, last) + 1;
+      // Nothing is dropped before the whole content is kept as the replaced history of this epoch.
+      const replaced = await archiveContent(kv, epoch, CONTENT_KINDS);
+      const header = await exportedAt(staged.file);
+      await recordEpoch(kv, {
+        epoch,
+        by: actor.system ? "system" : actor.id,
+        at: new Date(this.parts.clock()).toISOString(),
+        backup: { sha256, exportedAt: header, partitions: staged.counts.partitions, entries: staged.counts.entries },
+        replaced,
+      });
+      await fence.replacing();
+      replacing = true;
+      const counts = await replaceStore(kv, staged.file, onProgress);
+      await keepCurrentCredentials(replacedView(kv, epoch), kv);
+      await fence.open(true, epoch);
       await this.parts.refresh();
       background.resume();
-      await rm(file, { force: true });
+      await rm(staged.file, { force: true });
       return counts;
+    } catch (e) {
+      const why = e instanceof Error ? e.message : String(e);
+      if (!replacing) {
+        // Nothing of the content changed: the store is as it was.
+        await fence.open().catch(() => {});
+        background.resume();
+        await rm(staged.file, { force: true });
+        throw new UnavailableError(`the restore failed before it changed the store, which is as it was: ${why}`);
+      }
+      throw new UnavailableError(
+        `the restore failed after it began to replace the store (${why}); the store is not served until the restore is resumed: ${UNFINISHED_IMPORT} (the export is ${staged.file})`,
+      );
     } finally {
       this.#restoring = false;
       background.kick();
     }
   }
+}
+
+/** The time an export names in its header line (null when it names none). */
+async function exportedAt(file: string): Promise<string | null> {
+  const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
+  try {
+    for await (const line of lines) {
+      const at = (JSON.parse(line) as { at?: unknown }).at;
+      return typeof at === "string" ? at : null;
+    }
+  } catch {
+    return null;
+  } finally {
+    lines.close();
+  }
+  return null;
 }

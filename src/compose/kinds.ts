@@ -12,8 +12,11 @@ import { PROCESS_DATA_KINDS } from "../process-data/kinds.js";
 import { RESOURCE_KINDS } from "../resources/model/kinds.js";
 import type { Schema } from "../resources/model/schema.js";
 import { tenancySchema } from "../tenancy/schema.js";
+import { TLOG_KINDS } from "../tlog/log.js";
 import { NOTIFICATION_KINDS } from "../workflow/notifications.js";
 import { workflowSchema } from "../workflow/schema.js";
+import { EPOCHS_KIND, REPLACED_KIND } from "./epochs.js";
+import { FENCE_KIND } from "./fence.js";
 
 export interface PartitionKind {
   /** The first element of every partition tuple of this kind. */
@@ -22,6 +25,13 @@ export interface PartitionKind {
   readonly layer: string;
   /** True when its partitions hold a hash-chained log (resource owner partitions): `verifyAll` checks them. */
   readonly chained: boolean;
+  /**
+   * True for a kind that a restore leaves alone: export does not carry it, the restore's wipe does not
+   * drop it, import does not fill it, and the restore fence does not hold its writes. The restore's own
+   * records (the fence, the epochs, the replaced histories) and the store-wide logs that must outlive a
+   * restore (appended to, never truncated) are such kinds.
+   */
+  readonly keptOnRestore?: boolean;
 }
 
 /** The schemas served over one store, by name; the owner type of each names a chained partition kind. */
@@ -56,7 +66,11 @@ const declared: PartitionKind[] = [
   ...ARCHIVE_KINDS.map((kind) => ({ kind, layer: "archive", chained: false })),
   ...PROCESS_DATA_KINDS.map((kind) => ({ kind, layer: "process-data", chained: false })),
   ...NOTIFICATION_KINDS.map((kind) => ({ kind, layer: "workflow", chained: false })),
+  ...TLOG_KINDS.map((kind) => ({ kind, layer: "tlog", chained: false, keptOnRestore: true })),
   { kind: IMPORT_KIND, layer: "transfer", chained: false },
+  { kind: FENCE_KIND, layer: "compose", chained: false, keptOnRestore: true },
+  { kind: EPOCHS_KIND, layer: "compose", chained: false, keptOnRestore: true },
+  { kind: REPLACED_KIND, layer: "compose", chained: false, keptOnRestore: true },
 ];
 
 /** Every partition kind, once (the first layer to declare a kind names it). */
@@ -65,8 +79,11 @@ export const PARTITION_KINDS: readonly PartitionKind[] = declared.filter((k, i) 
 /** The kind names alone, in registry order. */
 export const ALL_KINDS: readonly string[] = PARTITION_KINDS.map((k) => k.kind);
 
-/** The kinds that hold a store's content (what export carries and import fills): all but the import marker. */
-export const CONTENT_KINDS: readonly string[] = ALL_KINDS.filter((k) => k !== IMPORT_KIND);
+/** The kinds a restore leaves alone (`keptOnRestore`). */
+export const KEPT_ON_RESTORE_KINDS: readonly string[] = PARTITION_KINDS.filter((k) => k.keptOnRestore === true).map((k) => k.kind);
+
+/** The kinds that hold a store's content (what export carries, a restore replaces and import fills): all but the import marker and the kinds kept on restore. */
+export const CONTENT_KINDS: readonly string[] = ALL_KINDS.filter((k) => k !== IMPORT_KIND && !KEPT_ON_RESTORE_KINDS.includes(k));
 
 /** The kinds whose partitions carry a hash chain. */
 export const CHAINED_KINDS: readonly string[] = PARTITION_KINDS.filter((k) => k.chained).map((k) => k.kind);

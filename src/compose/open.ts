@@ -19,7 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { Archive, loadSealKey, type ArchiveOptions, type SealKeyOptions } from "../archive/index.js";
-import { Identity, type UserRecord } from "../identity/index.js";
+import { IDENTITY_SPLITS, Identity, type UserRecord } from "../identity/index.js";
 import type { KvStore, Partition } from "../kv/contract.js";
 import { openKv, type OpenKvOptions } from "../kv/open.js";
 import { openProcessData, type ProcessData, type ProcessDataOptions } from "../process-data/service.js";
@@ -27,8 +27,9 @@ import { SYSTEM, type Actor } from "../access/actor.js";
 import type { VerifyResult } from "../resources/model/events.js";
 import { Checkpoints, loadCheckpointKey } from "../resources/audit/checkpoint.js";
 import type { GlobalPermissions } from "../access/global.js";
+import { ACCESS_SPLITS } from "../access/intents.js";
 import { ResourceStore, type Assignment, type Verified } from "../resources/store.js";
-import { verifyAll, verifyCheckpoint, type ChainedKind, type VerifiedHead, type VerifyAllResult } from "../resources/audit/verify-all.js";
+import { verifyAll, verifyCheckpoint, type ChainedKind, type VerifiedHead, type VerifyAllResult as BaseVerifyAllResult } from "../resources/audit/verify-all.js";
 import type { TenancySchema } from "../tenancy/schema.js";
 import { archiveProject, restoreProject, type ArchivedProject, type RestoredProject } from "../workflow/archive.js";
 import { Assignees } from "../workflow/assignees.js";
@@ -36,15 +37,34 @@ import { Workflow } from "../workflow/commands.js";
 import { Documents, type DocumentsOptions } from "../workflow/documents.js";
 import { Notifications, type NotificationsOptions } from "../workflow/notifications.js";
 import { FeedWatcher } from "../resources/log/feed.js";
+import { LogCheckpoints } from "../tlog/checkpoint.js";
+import { TransparencyLog } from "../tlog/log.js";
 import type { WorkflowSchema } from "../workflow/schema.js";
 import { Background } from "./background.js";
 import { Backups, type StoreExport } from "./backup.js";
 import { flowstoreIntents } from "./intents.js";
-import { IMPORT_MARKER, PARTITION_KINDS, SCHEMAS, type PartitionKind } from "./kinds.js";
+import { listEpochs, replacedView, verifyEpochs, type EpochsVerified } from "./epochs.js";
+import { StoreFence } from "./fence.js";
+import { IMPORT_MARKER, KEPT_ON_RESTORE_KINDS, PARTITION_KINDS, SCHEMAS, type PartitionKind } from "./kinds.js";
 import type { StagedRestore } from "./restore.js";
 import type { Progress } from "./transfer.js";
 
-export type { VerifiedHead, VerifyAllResult } from "../resources/audit/verify-all.js";
+export type { VerifiedHead } from "../resources/audit/verify-all.js";
+export type { EpochsVerified } from "./epochs.js";
+
+/**
+ * What `verifyCheckpoint` answers: the partition's verification against the checkpoint, and the
+ * restores made since the checkpoint was signed (`restoredSince`, each epoch with who, when and the
+ * backup's SHA-256); when the current history does not extend it but the history a restore replaced
+ * does, `replacedIn` names that epoch (and the reason says so).
+ */
+export type CheckpointVerified = VerifyResult & {
+  readonly restoredSince?: readonly { readonly epoch: number; readonly by: string; readonly at: string; readonly backup: string }[];
+  readonly replacedIn?: number;
+};
+
+/** What `verifyAll` answers: the live store's partitions, and the epochs (each restore) with their replaced histories. */
+export type VerifyAllResult = BaseVerifyAllResult & { readonly epochs: EpochsVerified };
 export type { StoreExport } from "./backup.js";
 
 /** Half-done archive operations older than this are finished or undone (default 10 minutes). */
@@ -105,6 +125,14 @@ export interface FlowstoreOptions extends OpenKvOptions {
    * that survives a restart, since `flowstore import --resume` needs the file after a crash.
    */
   readonly restoreDir?: string;
+  /**
+   * The store-wide transparency log (src/tlog): its origin (the checkpoint's first line and the key
+   * name of its signature; default derived from the checkpoint key), and whether this process appends
+   * the feed to it (`append`, default false: a server turns it on; several processes may, appends are
+   * conditional on the tree's head), polling the feed every `pollMs` (default 200) and at least every
+   * `intervalMs` (default 1000).
+   */
+  readonly log?: { readonly origin?: string; readonly append?: boolean; readonly pollMs?: number; readonly intervalMs?: number };
   /** Where errors of background work (background.ts) go. Default: a process warning. */
   readonly onBackgroundError?: (error: unknown, task: string) => void;
 }
@@ -149,23 +177,37 @@ export interface Flowstore {
    * for which it answers the head a previous verify left is verified incrementally: the event at that
    * head must still have its hash, and the chain, head and ledger after it are checked (not the stored
    * keys). Each result that is ok carries the head it verified (`head`), the next run's `since`.
+   * Then the epochs (epochs.ts): their chain of records, and each replaced history verified whole; the
+   * result lists them, so the discontinuity a restore made shows in every verify.
    */
   verifyAll(onResult?: (partition: Partition, result: Verified) => void, options?: { since?: (partition: Partition) => VerifiedHead | undefined }): Promise<VerifyAllResult>;
-  /** Signs partitions' chain heads (`GET …/checkpoint`). */
+  /**
+   * The store's restore fence (fence.ts): shut by a restore before it reads the upload, honoured by
+   * every process over the store; it holds the epoch and the token epoch too.
+   */
+  readonly fence: StoreFence;
+  /** Signs partitions' chain heads (`GET …/checkpoint`); each names the log checkpoint covering it. */
   readonly checkpoints: Checkpoints;
+  /**
+   * The store-wide transparency log: the tree (`tree`: proofs, the appender's `appendPending`) and its
+   * signed checkpoints (`checkpoints`: C2SP notes, cosignatures); `appended()` resolves when this
+   * process's appender has no pass in progress.
+   */
+  readonly log: { readonly tree: TransparencyLog; readonly checkpoints: LogCheckpoints; appended(): Promise<void> };
   /**
    * Proves that a partition's current history extends a checkpoint kept earlier: its signature by the
    * key with `trustedFingerprint` (refused without one: a checkpoint's own key proves nothing), the same
    * hash at its seq, and the partition verified (with `incremental`, only the chain after the
-   * checkpoint). Refuses a forged checkpoint.
+   * checkpoint). Refuses a forged checkpoint. Every restore since the checkpoint shows in the answer
+   * (`restoredSince`), and a checkpoint of a history a restore replaced is found in it (`replacedIn`).
    */
-  verifyCheckpoint(checkpoint: unknown, options?: { trustedFingerprint?: string; incremental?: boolean }): Promise<VerifyResult>;
+  verifyCheckpoint(checkpoint: unknown, options?: { trustedFingerprint?: string; incremental?: boolean }): Promise<CheckpointVerified>;
   /**
-   * Disables a user (identity's rule: `global.createUser`), refused with a ConflictError naming what is
+   * Disables a user (identity's rule: `global.disableUser`), refused with a ConflictError naming what is
    * still assigned to it (projects, subprojects, workflowitems) unless `force`.
    */
   disableUser(actor: Actor, id: string, options?: { force?: boolean }): Promise<UserRecord>;
-  /** What is assigned to a user now: asked by the user itself or a holder of `global.createUser`. */
+  /** What is assigned to a user now: asked by the user itself or a holder of `global.listAssignments`. */
   assignmentsOf(actor: Actor, id: string): Promise<Assignment[]>;
   /**
    * The whole store as an export (transfer.ts's NDJSON), streamed as it is read (backup.ts): needs
@@ -197,9 +239,15 @@ export async function openFlowstore(store: string | KvStore = "lmdb:./data", opt
   }
 }
 
+/** The name under which the split of the administrators' intents (issue 28) is recorded in the global permissions. */
+export const INTENT_SPLITS_MIGRATION = "intent-splits-28";
+
 async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOptions, store: string | null): Promise<Flowstore> {
-  const kv = options.instrument ? options.instrument(base) : base;
   const clock = options.clock ?? Date.now;
+  // Every part writes through the store's restore fence (fence.ts); the restore itself writes around it.
+  const unfenced = options.instrument ? options.instrument(base) : base;
+  const fence = new StoreFence(unfenced, KEPT_ON_RESTORE_KINDS, clock);
+  const kv = fence.fenced(unfenced);
   // One registry of global intents, each domain's declared in its own layer; grants name a known identity.
   const identity = new Identity(kv, { now: () => new Date(clock()), intents: flowstoreIntents(SCHEMAS.workflow, SCHEMAS.tenancy) });
   const { global } = identity;
@@ -220,13 +268,27 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   const storeOf: Record<keyof typeof SCHEMAS, ResourceStore> = { workflow: resources, tenancy };
   const chained = PARTITION_KINDS.filter((k) => k.chained).map((k) => ({ kind: k.kind, store: storeOf[k.layer as keyof typeof SCHEMAS] }));
   const ck = options.checkpointKey ?? {};
-  const checkpoints = new Checkpoints(kv, await loadCheckpointKey({ env: ck.pem, dataDir: ck.dataDir }), clock);
+  const checkpointKey = await loadCheckpointKey({ env: ck.pem, dataDir: ck.dataDir });
+  const tree = new TransparencyLog(kv, resources.writer.feed);
+  const logCheckpoints = new LogCheckpoints(tree, checkpointKey.privateKey, options.log?.origin);
+  // A partition's checkpoint names the log checkpoint (the current tree) that holds its head, when it does.
+  const checkpoints = new Checkpoints(kv, checkpointKey, clock, async (partition, seq) => {
+    const index = await tree.indexOf(partition, seq);
+    if (index === null) return null;
+    const head = await tree.head();
+    return { origin: logCheckpoints.origin, size: head.size, root: head.root.toString("base64"), index };
+  });
+
+  // Intents split since the store was written (issue 28): their holders keep them, once, recorded (on
+  // open, and after a restore of an export written before the split).
+  const migrateIntentSplits = () => global.migrateSplits(INTENT_SPLITS_MIGRATION, [...ACCESS_SPLITS, ...IDENTITY_SPLITS], new Date(clock()));
 
   // The index of visible roots (resources/visibility.ts), built once for a store written before it; not
   // while an import is unfinished (the store is not whole, and the import must end byte for byte).
   if (!(await kv.get(IMPORT_MARKER.partition, IMPORT_MARKER.key))) {
     await resources.buildVisibility();
     await tenancy.buildVisibility();
+    await migrateIntentSplits();
   }
 
   const documents = new Documents(resources, archive, { ...options.documents, clock });
@@ -241,12 +303,15 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     chained,
     feedRepair: options.feedRepair ? { settleMs: options.feedRepair.settleMs ?? 1000 } : null,
     follower: follow ? { notifications, feed: resources.writer.feed, watcher: new FeedWatcher(resources.writer.feed, pollMs) } : null,
+    appender: options.log?.append ? { log: tree, watcher: new FeedWatcher(resources.writer.feed, options.log.pollMs ?? 200), intervalMs: options.log.intervalMs ?? 1000 } : null,
     onError: options.onBackgroundError ?? ((error: unknown, task: string) => process.emitWarning(`${task} failed: ${error instanceof Error ? error.message : String(error)}`)),
   });
   await background.start();
 
   const backups = new Backups({
-    kv,
+    kv: unfenced,
+    fence,
+    clock,
     global,
     background,
     restoreDir: options.restoreDir ?? lmdbDir ?? join(tmpdir(), "flowstore-restore"),
@@ -259,12 +324,23 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
       resources.writer.forgetAll();
       tenancy.writer.forgetAll();
       processData.forgetRecordedKey();
+      // The feed was replaced: the log goes on in a new epoch, appending the restored events again.
+      await tree.newEpoch();
       await resources.buildVisibility();
       await tenancy.buildVisibility();
+      await migrateIntentSplits();
     },
   });
   const assignees = new Assignees(resources, identity);
   const verifiers: readonly ChainedKind[] = chained;
+  /** The chained kinds' verifiers over another store (a replaced history read as a store of its own: the same schemas verify it). */
+  const verifiersOver = (view: KvStore): readonly ChainedKind[] => {
+    const stores: Record<keyof typeof SCHEMAS, ResourceStore> = {
+      workflow: new ResourceStore(view, SCHEMAS.workflow, { clock, pageCache: false, global, identities: identity }),
+      tenancy: new ResourceStore(view, SCHEMAS.tenancy, { clock, global, identities: identity }),
+    };
+    return PARTITION_KINDS.filter((k) => k.chained).map((k) => ({ kind: k.kind, store: stores[k.layer as keyof typeof SCHEMAS] }));
+  };
 
   let closed: Promise<void> | null = null;
   return {
@@ -285,11 +361,35 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     async ready() {
       await global.list(SYSTEM);
     },
-    verifyAll: (onResult, opts = {}) => verifyAll(kv, verifiers, onResult, opts),
+    async verifyAll(onResult, opts = {}) {
+      const live = await verifyAll(kv, verifiers, onResult, opts);
+      const epochs = await verifyEpochs(kv, verifiersOver);
+      return { ...live, ok: live.ok && epochs.ok, epochs };
+    },
+    fence,
     disableUser: (actor, id, opts = {}) => assignees.disableUser(actor, id, opts),
     assignmentsOf: (actor, id) => assignees.assignmentsOf(actor, id),
     checkpoints,
-    verifyCheckpoint: (checkpoint, opts = {}) => verifyCheckpoint(verifiers, checkpoint, opts),
+    log: { tree, checkpoints: logCheckpoints, appended: () => background.appended() },
+    async verifyCheckpoint(checkpoint, opts = {}) {
+      const live = await verifyCheckpoint(verifiers, checkpoint, opts);
+      // The restores since the checkpoint was signed show with it, whatever the answer (epochs.ts).
+      const time = typeof (checkpoint as { time?: unknown })?.time === "string" ? Date.parse((checkpoint as { time: string }).time) : Number.NaN;
+      const epochs = (await listEpochs(unfenced)).filter((e) => Number.isNaN(time) || Date.parse(e.at) >= time);
+      if (epochs.length === 0) return live;
+      const restoredSince = epochs.map((e) => ({ epoch: e.epoch, by: e.by, at: e.at, backup: e.backup.sha256 }));
+      if (live.ok) return { ...live, restoredSince };
+      // Not extended by the current history: is it the history a restore replaced (kept, verified)?
+      for (const e of [...epochs].reverse()) {
+        const view = replacedView(unfenced, e.epoch);
+        const replaced = await verifyCheckpoint(verifiersOver(view), checkpoint, opts);
+        if (replaced.ok) {
+          const reason = `the history this checkpoint signed was replaced by the restore of epoch ${e.epoch} (by ${e.by} at ${e.at}, backup ${e.backup.sha256}); it is kept, and verifies, in that epoch's replaced history`;
+          return { ...live, firstBad: { seq: live.firstBad?.seq ?? 0, reason }, restoredSince, replacedIn: e.epoch };
+        }
+      }
+      return { ...live, restoredSince };
+    },
     exportStore: (actor, onProgress) => backups.exportStore(actor, onProgress),
     stageRestore: (actor, input) => backups.stageRestore(actor, input),
     close() {

@@ -26,6 +26,8 @@ export interface StagedRestore {
   readonly file: string;
   /** What it holds. */
   readonly counts: TransferCounts;
+  /** The SHA-256 of the export as it was read (what the restore's epoch names). */
+  readonly sha256: string;
   /**
    * Replaces the store's whole content with it, then refreshes what the process keeps in memory, and
    * removes the file. Nothing else may work on the store meanwhile (the server shuts its gate first).
@@ -33,7 +35,7 @@ export interface StagedRestore {
    * `onProgress` is called as the import goes (the old content is dropped by then).
    */
   apply(onProgress?: Progress): Promise<TransferCounts>;
-  /** Removes the file without restoring. */
+  /** Removes the file without restoring, and opens the store's fence again. */
   discard(): Promise<void>;
 }
 

@@ -26,7 +26,7 @@ import { createInterface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { once } from "node:events";
 import { ValidationError } from "../errors.js";
-import { allPartitions, scanAll, type KvStore, type Op, type Partition } from "../kv/contract.js";
+import { allPartitions, scanAll, type Key, type KvStore, type Op, type Partition } from "../kv/contract.js";
 import { decode, encode, encodeNested } from "../kv/tuple.js";
 import { layout } from "../resources/model/layout.js";
 import { CONTENT_KINDS, IMPORT_MARKER } from "./kinds.js";
@@ -67,7 +67,11 @@ async function write(out: Writable, line: string): Promise<void> {
   if (!out.write(line + "\n")) await once(out, "drain");
 }
 
-export async function exportStore(kv: KvStore, out: Writable, onProgress?: Progress): Promise<TransferCounts> {
+/**
+ * Writes the export of `kv` to `out`. `omit` leaves entries out (a backup for an HTTP caller leaves out
+ * the credentials: identity/credentials.ts); the counts are those of what was written.
+ */
+export async function exportStore(kv: KvStore, out: Writable, onProgress?: Progress, omit?: (partition: Partition, key: Key) => boolean): Promise<TransferCounts> {
   const counts = { partitions: 0, entries: 0 };
   await write(out, JSON.stringify({ flowstore: "export", version: 1, backend: kv.backend, at: new Date().toISOString() }));
   let visited = 0;
@@ -77,6 +81,7 @@ export async function exportStore(kv: KvStore, out: Writable, onProgress?: Progr
       // A partition whose keys were all deleted stays listed; it has nothing to carry over.
       let started = false;
       for await (const e of scanAll(kv, partition, { limit: 1000 })) {
+        if (omit?.(partition, e.key)) continue;
         if (!started) await write(out, JSON.stringify({ partition: encode(partition).toString("base64") }));
         started = true;
         await write(out, `{"k":"${e.keyBytes.toString("base64")}","v":"${e.value.toString("base64")}"}`);

@@ -8,7 +8,9 @@
  * - CORS (@fastify/cors) for the configured origins only, off by default;
  * - compression (@fastify/compress) of JSON answers;
  * - security headers (@fastify/helmet);
- * - back pressure (@fastify/under-pressure), when configured: 503 with Retry-After while the event loop lags.
+ * - back pressure (@fastify/under-pressure), when configured: 503 with Retry-After while the event loop lags;
+ * - on the native API (apiConventions): 406 when Accept admits none of the media types a route answers,
+ *   and, when required, 428 for a write to an existing resource sent without If-Match.
  * The defaults are declared here once (DEFAULT_PRESSURE, …); `flowstore serve` exposes them as options.
  */
 import type { Readable } from "node:stream";
@@ -17,8 +19,8 @@ import cors from "@fastify/cors";
 import helmet from "@fastify/helmet";
 import underPressure from "@fastify/under-pressure";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { UnavailableError } from "../errors.js";
-import { problem, sendProblem } from "./problem.js";
+import { PreconditionRequiredError, UnavailableError } from "../errors.js";
+import { PROBLEM_CONTENT_TYPE, problem, sendProblem } from "./problem.js";
 
 /** Back pressure: answer 503 (with Retry-After) while the event loop lags more than `maxEventLoopDelayMs`. */
 export interface PressureOptions {
@@ -49,6 +51,11 @@ export interface HttpConventionOptions {
    * e.g. building another server); `flowstore serve` turns it on with DEFAULT_PRESSURE.
    */
   readonly pressure?: Partial<PressureOptions> | false;
+  /**
+   * Refuse with 428 a write to an existing resource on the native API (a route that takes If-Match: PUT,
+   * PATCH, DELETE, POST on a resource) sent without If-Match (`serve --require-if-match`); default false.
+   */
+  readonly requireIfMatch?: boolean;
 }
 
 export const DEFAULT_COMPRESS_THRESHOLD = 1024;
@@ -57,6 +64,12 @@ export const DEFAULT_COMPRESS_THRESHOLD = 1024;
 const EXPOSED = ["ETag", "Location", "Retry-After", "X-Request-Id", "WWW-Authenticate"];
 /** Headers a browser page may send. */
 const ALLOWED = ["Authorization", "Content-Type", "If-Match", "If-None-Match", "Last-Event-ID", "Accept"];
+
+/**
+ * Marks an answer that carries credentials (an access or refresh token) as one no cache may keep
+ * (RFC 9111 §5.2.2.5; OAuth 2.0's token answers, RFC 6749 §5.1): the log ins and refreshes of both APIs.
+ */
+export const noStore = (reply: FastifyReply): FastifyReply => reply.header("cache-control", "no-store");
 
 /** `W/"3"` and `"3"` name the same version (If-None-Match compares weakly). */
 const opaque = (tag: string): string => tag.trim().replace(/^W\//, "");
@@ -153,4 +166,82 @@ export async function useConventions(app: FastifyInstance, options: HttpConventi
     }
     return sendProblem(reply, problem(404, `no route ${request.method} ${path}`));
   };
+}
+
+/** An Accept entry: a media range (`type/subtype`, `type/*`, `*\/*`) and its weight. */
+interface MediaRange {
+  readonly range: string;
+  readonly q: number;
+}
+
+const parseAccept = (header: string): MediaRange[] =>
+  header.split(",").map((part) => {
+    const [range = "", ...params] = part.split(";").map((p) => p.trim().toLowerCase());
+    const q = Number(params.find((p) => p.startsWith("q="))?.slice(2) ?? 1);
+    return { range, q: Number.isFinite(q) ? q : 1 };
+  });
+
+/**
+ * Whether an Accept header admits one of `types` (RFC 9110 §12.5.1): for each type the most specific
+ * range that names it decides, and a weight of 0 refuses it. An absent or empty header admits anything.
+ */
+export function accepts(header: string | undefined, types: readonly string[]): boolean {
+  if (header === undefined || header.trim() === "") return true;
+  const ranges = parseAccept(header);
+  return types.some((type) => {
+    const full = type.split(";")[0]!.trim().toLowerCase();
+    const major = full.split("/")[0];
+    let best: { specificity: number; q: number } | undefined;
+    for (const { range, q } of ranges) {
+      const specificity = range === full ? 3 : range === `${major}/*` ? 2 : range === "*/*" ? 1 : 0;
+      if (specificity > (best?.specificity ?? 0)) best = { specificity, q };
+    }
+    return best !== undefined && best.q > 0;
+  });
+}
+
+type RouteSchema = { produces?: readonly string[]; response?: Record<string, { content?: Record<string, unknown> } | undefined> };
+const answered = new WeakMap<object, readonly string[]>();
+
+/**
+ * The media types a route answers, from its schema: `produces`, else the content types its success
+ * responses declare (JSON when they declare a schema only); and problem+json, which every refusal is.
+ */
+export function answeredTypes(schema: RouteSchema | undefined): readonly string[] {
+  if (!schema) return ["application/json", PROBLEM_CONTENT_TYPE];
+  let types = answered.get(schema);
+  if (!types) {
+    const success = Object.entries(schema.response ?? {}).filter(([code]) => code.startsWith("2"));
+    const declared = schema.produces ?? success.flatMap(([, r]) => (r?.content ? Object.keys(r.content) : ["application/json"]));
+    types = [...new Set([...(declared.length > 0 ? declared : ["application/json"]), PROBLEM_CONTENT_TYPE])];
+    answered.set(schema, types);
+  }
+  return types;
+}
+
+/**
+ * The conventions of the native API's scope (server.ts registers it on /api/v1, not on the static files
+ * or /docs): content negotiation (406 when Accept admits no type the route answers; `*\/*`, JSON and
+ * problem+json always do) and, when required, conditional writes (428 without If-Match).
+ */
+export function apiConventions(api: FastifyInstance, options: HttpConventionOptions = {}): void {
+  api.addHook("onRequest", (request, reply, done) => {
+    const types = answeredTypes(request.routeOptions.schema as RouteSchema | undefined);
+    if (accepts(request.headers.accept, types)) return done();
+    sendProblem(
+      reply,
+      problem(406, `Accept ${JSON.stringify(request.headers.accept)} admits none of what ${request.routeOptions.url} answers: ${types.join(", ")}`, { field: "header.accept" }),
+    );
+  });
+  if (options.requireIfMatch) {
+    api.addHook("preValidation", (request, _reply, done) => {
+      if (request.routeOptions.config.ifMatch !== true || request.headers["if-match"] !== undefined) return done();
+      done(
+        new PreconditionRequiredError(
+          `${request.method} ${request.routeOptions.url} needs If-Match on this server: send the ETag a GET of the resource gave, e.g. "3"`,
+          "header.if-match",
+        ),
+      );
+    });
+  }
 }

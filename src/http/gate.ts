@@ -4,8 +4,13 @@
  * that say `config: { ungated: true }` (liveness and metrics: a probe must not restart the process in
  * the middle of a restore). Shutting it first waits for the requests in flight to finish; streams that
  * never finish (the change feed) are ended by their route, which `onShut` tells.
+ *
+ * It honours the store's restore fence (compose/fence.ts) as well: shut by a restore on any server of
+ * the fleet, it answers 503 here too. The fence is read again when the copy read last is older than
+ * FENCE_CACHE_MS (so an idle server reads it at most once per request burst).
  */
 import type { FastifyInstance, FastifyReply } from "fastify";
+import { shutReason, type StoreFence } from "../compose/fence.js";
 import { UnavailableError } from "../errors.js";
 
 /** What a refused client is told to wait before it asks again. */
@@ -25,21 +30,40 @@ export class Gate {
   #shut: string | null = null;
   #changed: (() => void) | null = null;
 
+  constructor(
+    /** The store's fence, honoured beside this server's own gate (none: this server's gate alone). */
+    private readonly fence?: StoreFence,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
   /** Installs the gate's hook on the server (before any route's own). */
   install(app: FastifyInstance): void {
     app.addHook("onRequest", (request, reply, done) => {
       if (request.routeOptions.config?.ungated === true) return done();
-      if (this.#shut !== null) {
+      const refuse = (why: string): void => {
         reply.header("retry-after", String(GATE_RETRY_AFTER_SECONDS));
-        return done(new UnavailableError(`${this.#shut}: retry after ${GATE_RETRY_AFTER_SECONDS} s`));
+        done(new UnavailableError(`${why}: retry after ${GATE_RETRY_AFTER_SECONDS} s`));
+      };
+      const admit = (): void => {
+        const res = reply.raw;
+        this.#inFlight.add(res);
+        res.once("close", () => {
+          this.#inFlight.delete(res);
+          this.#changed?.();
+        });
+        done();
+      };
+      if (this.#shut !== null) return refuse(this.#shut);
+      if (!this.fence) return admit();
+      const cached = this.fence.cached();
+      if (cached.fresh) {
+        const why = shutReason(cached.state, this.clock());
+        return why === null ? admit() : refuse(why);
       }
-      const res = reply.raw;
-      this.#inFlight.add(res);
-      res.once("close", () => {
-        this.#inFlight.delete(res);
-        this.#changed?.();
-      });
-      done();
+      this.fence.reason().then(
+        (why) => (why === null ? admit() : refuse(why)),
+        (err: unknown) => done(err as Error),
+      );
     });
   }
 

@@ -7,7 +7,9 @@
  * - store operations: a latency histogram by backend and operation (through `wrap`, a KvStore decorator
  *   put in front of the store before anything is built on it), and failures by backend and operation;
  * - commit groups: how many commands each commit of a partition writer carried (`observeCommitGroup`);
- * - the open change-feed (SSE) streams (`metricsHooks`).
+ * - the open change-feed (SSE) streams (`metricsHooks`);
+ * - the transparency log (`observeLog`): its size and how many feed entries it trails the feed by, read
+ *   from the store when /metrics is rendered.
  * `/metrics` renders the registry; `serveMetrics` serves it on a port of its own when asked.
  */
 import { createServer, type Server } from "node:http";
@@ -60,6 +62,26 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  #logSource: (() => Promise<{ lag: number; size: number }>) | null = null;
+  readonly #logLag = new Gauge({
+    name: "flowstore_tlog_lag_entries",
+    help: "Change-feed entries the transparency log has not appended yet (its merge delay, in entries).",
+    registers: [this.registry],
+    collect: async () => {
+      const s = await this.#logSource?.().catch(() => null);
+      if (s) this.#logLag.set(s.lag);
+    },
+  });
+  readonly #logSize = new Gauge({
+    name: "flowstore_tlog_size",
+    help: "Leaves (events) in the transparency log.",
+    registers: [this.registry],
+    collect: async () => {
+      const s = await this.#logSource?.().catch(() => null);
+      if (s) this.#logSize.set(s.size);
+    },
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: "flowstore_" });
   }
@@ -84,6 +106,11 @@ export class Metrics {
 
   streamClosed(): void {
     this.#sse.dec();
+  }
+
+  /** Reports the transparency log's lag and size (read when the metrics are rendered). */
+  observeLog(source: () => Promise<{ lag: number; size: number }>): void {
+    this.#logSource = source;
   }
 
   /** Wraps a store so that every operation is timed here. */
@@ -197,6 +224,11 @@ export class TimedKv implements KvStore {
   get commitVisible(): KvStore["commitVisible"] {
     const inner = this.inner.commitVisible;
     return inner ? (partition, ops) => this.#time("commit", () => inner.call(this.inner, partition, ops)) : undefined;
+  }
+  /** The commit across partitions, where the backend has one; counted as a commit. */
+  get commitAcross(): KvStore["commitAcross"] {
+    const inner = this.inner.commitAcross;
+    return inner ? (build) => this.#time("commit", () => inner.call(this.inner, build)) : undefined;
   }
   listPartitions(kind: string, options?: { limit?: number; after?: string | null }): Promise<PartitionPage> {
     return this.#time("listPartitions", () => this.inner.listPartitions(kind, options));

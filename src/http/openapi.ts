@@ -70,16 +70,28 @@ const BODY_METHODS = new Set(["POST", "PUT", "PATCH"]);
 const words = (s: string): string[] => s.split(/[^A-Za-z0-9]+/).filter(Boolean);
 const cap = (s: string): string => s.charAt(0).toUpperCase() + s.slice(1);
 
+/** `projects` → `project`, `process-instances` → `process-instance`, `process-data` as it is. */
+const singular = (word: string): string => (word.endsWith("ies") ? `${word.slice(0, -3)}y` : word.endsWith("s") && !word.endsWith("ss") ? word.slice(0, -1) : word);
+
 /**
- * `GET /api/v1/projects/:p/subprojects` → `getProjectsByPSubprojects`: the method, then the path's
- * segments after the API prefix, a parameter as `By<Name>`. Unique as long as method and path are.
+ * A route's operationId unless it declares its own (the declared types' routes do: `getWorkflowitem`, see
+ * routes/declared.ts): the method, then the path's segments after the API prefix in camel case, where a
+ * collection followed by its id parameter is singular and the parameter itself is left out
+ * (`GET /groups/:groupId/members` → `getGroupMembers`, `GET /users/:userId` → `getUser`); a parameter
+ * that follows another is `By<Name>` (`…/:organization/:currencyCode` → `…ByCurrencyCode`). Unique as long
+ * as method and path are (finishDocument checks).
  */
 export function operationIdOf(method: string, url: string, prefix: string): string {
   const path = url.startsWith(prefix) ? url.slice(prefix.length) : url;
-  const parts = path
-    .split("/")
-    .filter(Boolean)
-    .flatMap((seg) => (seg.startsWith(":") ? ["by", ...words(seg.slice(1))] : seg === "*" ? ["by", "path"] : words(seg)));
+  const segments = path.split("/").filter(Boolean);
+  const parts: string[] = [];
+  segments.forEach((seg, i) => {
+    const param = seg.startsWith(":") || seg === "*";
+    const previous = segments[i - 1];
+    if (!param) parts.push(...words(seg));
+    else if (previous !== undefined && !previous.startsWith(":") && previous !== "*" && parts.length > 0) parts.push(singular(parts.pop()!));
+    else parts.push("by", ...(seg === "*" ? ["path"] : words(seg.slice(1))));
+  });
   return method.toLowerCase() + parts.map(cap).join("");
 }
 

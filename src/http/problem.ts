@@ -51,6 +51,7 @@ const CODES: Record<number, string> = {
   413: "too_large",
   414: "uri_too_long",
   415: "unsupported_media_type",
+  428: "precondition_required",
   429: "too_many_requests",
   431: "headers_too_large",
   500: "internal",

@@ -29,20 +29,24 @@ import { workflowRoutes } from "./routes/workflow.js";
 import { tenancyRoutes } from "./routes/tenancy.js";
 
 import { namedComponents, registerComponents, useComponents } from "./components.js";
-import { useConventions, type HttpConventionOptions } from "./conventions.js";
+import { apiConventions, useConventions, type HttpConventionOptions } from "./conventions.js";
 import { documentRoute, finishDocument } from "./openapi.js";
 import { processDataRoutes } from "./routes/process-data.js";
 import { archiveRoutes } from "./routes/archive.js";
 import { documentRoutes } from "./routes/documents.js";
 import { notificationRoutes } from "./routes/notifications.js";
+import { logPublicRoutes, logRoutes } from "./routes/log.js";
 import { serializerCompiler } from "./serialization.js";
 import { TRUBUDGET_PREFIX, trubudgetApi, type TrubudgetApiOptions } from "./trubudget/index.js";
+import { DEFAULT_BODY_LIMIT } from "./body-limits.js";
 import { validatorCompiler } from "./validation.js";
 import { defaultWebRoot, registerWeb } from "./web.js";
 
 export const API_PREFIX = "/api/v1";
+/** Where the Swagger UI of the native API lives (its assets under `${DOCS}/static`). */
+export const DOCS = "/docs";
 export const DEFAULT_HOST = "127.0.0.1";
-export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+export { DEFAULT_BODY_LIMIT } from "./body-limits.js";
 
 /**
  * How long a client may take (Node's http.Server timeouts; 0 disables one). A request whose headers or
@@ -87,8 +91,17 @@ export interface ServerOptions {
    * default: a new one, counting requests only.
    */
   readonly metrics?: Metrics;
+  /** The transparency log's witnesses whose cosignatures this server keeps (C2SP vkeys, type 0x04). */
+  readonly logWitnesses?: readonly string[];
   /** Serve GET /metrics on the API's port (default true; false when they are served apart: serveMetrics). */
   readonly metricsRoute?: boolean;
+  /**
+   * The bearer token a scraper sends for /metrics on the API's port (`--metrics-token-file`); root's access
+   * token is taken too. Without either the route answers 401: its counts are not for every caller.
+   */
+  readonly metricsToken?: string;
+  /** Fastify's trustProxy (`--trust-proxy`): whose X-Forwarded-* headers are believed (protocol, client address). */
+  readonly trustProxy?: string;
   /**
    * Whether closing the server closes the store as well (default false). The store belongs to whoever
    * opened it: by default the caller closes it after the server.
@@ -118,6 +131,7 @@ export const CORE_ROUTES: readonly FastifyPluginAsync[] = [
   archiveRoutes,
   documentRoutes,
   notificationRoutes,
+  logRoutes,
 ];
 
 /** Builds the server over an opened store; tokens use the store's clock. */
@@ -128,11 +142,13 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
     ttlSeconds: options.tokenTtlSeconds,
     refreshTtlSeconds: options.refreshTtlSeconds,
     now: () => new Date(flowstore.clock()),
+    // A restore bumps the store's token epoch: every session and token from before it stops working.
+    tokenEpoch: async () => (await flowstore.fence.current()).tokenEpoch,
     // No limits (tests): no guard either.
     ...(options.loginRateLimit === false ? { loginGuard: false as const } : {}),
   });
   const timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
-  const gate = new Gate();
+  const gate = new Gate(flowstore.fence, flowstore.clock);
   const context: ServerContext = { ...flowstore, tokens, metrics, gate };
 
   const logger = options.logger === undefined ? createLogger() : options.logger;
@@ -142,6 +158,7 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
     genReqId: requestId,
     logController: new LogController({ disableRequestLogging: options.requestLogging === false }),
     return503OnClosing: true,
+    ...(options.trustProxy ? { trustProxy: options.trustProxy } : {}),
     forceCloseConnections: "idle",
     routerOptions: { maxParamLength: 512 },
     // Bad URLs and overlong path parameters are answered before routing: as problems too.
@@ -217,6 +234,10 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
     done(null, payload);
   });
   metricsHooks(app, metrics, `${API_PREFIX}/events`);
+  metrics.observeLog(async () => {
+    const [lag, head] = await Promise.all([flowstore.log.tree.lag(), flowstore.log.tree.head()]);
+    return { lag, size: head.size };
+  });
   const writers = new Set([flowstore.resources.writer, flowstore.tenancy.writer]);
   const unobserve = [...writers].map((w) => w.onGroupCommit((n) => metrics.observeCommitGroup(n)));
   app.addHook("onClose", async () => unobserve.forEach((stop) => stop()));
@@ -240,14 +261,16 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
     transform: documentRoute(API_PREFIX),
     transformObject: finishDocument,
   });
-  await app.register(swaggerUi, { routePrefix: "/docs" });
+  await app.register(swaggerUi, { routePrefix: DOCS });
 
-  await app.register(systemRoutes, { metricsRoute: options.metricsRoute !== false });
+  await app.register(systemRoutes, { metricsRoute: options.metricsRoute !== false, metricsToken: options.metricsToken });
   if (options.webRoot !== false) registerWeb(app, options.webRoot ?? defaultWebRoot());
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   await app.register(
     async (api) => {
+      apiConventions(api, options.http);
       await api.register(authRoutes, { rateLimit: options.loginRateLimit });
+      await api.register(logPublicRoutes, { witnesses: options.logWitnesses });
       await api.register(async (secured) => {
         requireAuthentication(secured);
         for (const routes of [...CORE_ROUTES, ...(options.routes ?? [])]) await secured.register(routes);
@@ -257,7 +280,14 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
   );
   if (options.trubudgetApi) {
     const tb = options.trubudgetApi === true ? {} : options.trubudgetApi;
-    await app.register(trubudgetApi, { ...tb, prefix: TRUBUDGET_PREFIX, rateLimit: options.loginRateLimit, notFound, nativePrefix: API_PREFIX });
+    await app.register(trubudgetApi, {
+      ...tb,
+      prefix: TRUBUDGET_PREFIX,
+      rateLimit: options.loginRateLimit,
+      notFound,
+      nativePrefix: API_PREFIX,
+      swaggerUiAssets: `${DOCS}/static`,
+    });
   }
   return app;
 }

@@ -3,7 +3,10 @@
  * `/ui/*` outside /api/v1 and without authentication: the page itself holds no data, every call it
  * makes carries the user's bearer token. When the bundle is missing (running from source without a
  * build), `/` answers a short page saying how to build it, and the server starts as usual.
+ * Every file is sent `no-cache` with a strong ETag (a digest of its bytes), so a browser revalidates it
+ * and gets a 304 while the bundle is unchanged (the conditional GET of conventions.ts).
  */
+import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
@@ -37,6 +40,9 @@ export function defaultWebRoot(): string {
 
 const NAME = /^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.(?:js|css|map|svg|png)$/;
 
+/** A strong validator of a file's bytes: its sha-256, quoted. */
+const etagOf = (body: Buffer | string): string => `"${createHash("sha256").update(body).digest("base64url")}"`;
+
 export function registerWeb(app: App, root: string): void {
   const headers = (type: string) => ({
     "content-type": type,
@@ -47,8 +53,9 @@ export function registerWeb(app: App, root: string): void {
 
   app.get("/", { schema: { hide: true } }, async (_request, reply) => {
     const index = await readFile(join(root, "index.html")).catch(() => null);
-    reply.headers({ ...headers(TYPES[".html"]!), "cache-control": "no-cache" });
-    return reply.send(index ?? MISSING);
+    const body = index ?? MISSING;
+    reply.headers({ ...headers(TYPES[".html"]!), "cache-control": "no-cache", etag: etagOf(body) });
+    return reply.send(body);
   });
 
   app.get("/ui/:name", { schema: { hide: true, params: Type.Object({ name: Type.String() }) } }, async (request, reply) => {
@@ -58,7 +65,7 @@ export function registerWeb(app: App, root: string): void {
     const body = await readFile(join(root, name)).catch(() => null);
     if (!body) return sendProblem(reply, problem(404, `no file ${name}`));
     const ext = name.slice(name.lastIndexOf("."));
-    reply.headers({ ...headers(TYPES[ext] ?? "application/octet-stream"), "cache-control": "no-cache" });
+    reply.headers({ ...headers(TYPES[ext] ?? "application/octet-stream"), "cache-control": "no-cache", etag: etagOf(body) });
     return reply.send(body);
   });
 }

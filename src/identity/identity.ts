@@ -14,8 +14,9 @@ import { ConflictError, DisabledLoginError, ForbiddenError, NotFoundError, Unaut
 import type { Entry, KvStore, Op } from "../kv/contract.js";
 import { ROOT_ID, SYSTEM, type Actor } from "../access/actor.js";
 import { GlobalPermissions, type IdentityDirectory } from "../access/global.js";
-import { IntentRegistry } from "../access/intents.js";
-import { checkDisplayName, checkId, checkNewId, checkOrganization, checkPassword, MAX_GROUP_MEMBERS } from "./ids.js";
+import { IntentRegistry, type IntentSplit } from "../access/intents.js";
+import { UserPermissions } from "./user-permissions.js";
+import { checkDisplayName, checkId, checkNewId, checkOrganization, checkPassword, MAX_GROUP_MEMBERS, type PasswordRule } from "./ids.js";
 import { dummyHash, hashPassword, verifyPassword } from "./password.js";
 import {
   commitOrRace,
@@ -24,6 +25,7 @@ import {
   families,
   PARTITION,
   passwordKey,
+  pendingMemberKey,
   provisioningKey,
   RaceLost,
   replace,
@@ -52,6 +54,29 @@ export interface NewGroup {
   readonly members?: readonly string[];
 }
 
+/**
+ * What a group does with a member id no user has (yet): `refuse` it (flowstore's rule, the default), or
+ * `await` the user (TruBudget's rule: its groups list member ids unchecked): the group lists the id, and
+ * a user created with it later starts as a member (the pending membership is kept beside the users).
+ * An id that names a group is refused either way.
+ */
+export type UnknownMembers = "refuse" | "await";
+
+/** The groups awaiting a user that does not exist yet. */
+interface PendingMember {
+  groups: string[];
+}
+
+/** The ops that add `groupId` to (or take it from) the groups awaiting the user `id`, guarded by the entry's version. */
+function pendingOps(id: string, entry: Entry | undefined, groupId: string, add: boolean): Op[] {
+  const groups = new Set(entry ? decodeRecord<PendingMember>(entry).groups : []);
+  if (add) groups.add(groupId);
+  else groups.delete(groupId);
+  const check: Op = { type: "check", key: pendingMemberKey(id), version: entry?.version ?? null };
+  if (groups.size > 0) return [check, { type: "put", key: pendingMemberKey(id), value: Buffer.from(JSON.stringify({ groups: [...groups] } satisfies PendingMember)) }];
+  return entry ? [check, { type: "delete", key: pendingMemberKey(id) }] : [check];
+}
+
 export interface PageRequest {
   readonly cursor?: string | null;
   readonly limit?: number;
@@ -60,10 +85,20 @@ export interface PageRequest {
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 1000;
 
-/** The global intents identity checks: administering users and administering groups. */
-export const IDENTITY_INTENTS = ["global.createUser", "global.createGroup"] as const;
-/** The two by name: administering users (`global.createUser`) and groups (`global.createGroup`). */
-export const [CREATE_USER, CREATE_GROUP] = IDENTITY_INTENTS;
+/**
+ * The global intents identity checks: administering users (creating them, their passwords, their
+ * sessions), administering groups, enabling and disabling users, and reading what is assigned to a user
+ * (TruBudget's `global.enableUser`, `global.disableUser`, `global.listAssignments`: each granted alone).
+ */
+export const IDENTITY_INTENTS = ["global.createUser", "global.createGroup", "global.enableUser", "global.disableUser", "global.listAssignments"] as const;
+/** Each by name. */
+export const [CREATE_USER, CREATE_GROUP, ENABLE_USER, DISABLE_USER, LIST_ASSIGNMENTS] = IDENTITY_INTENTS;
+
+/**
+ * identity's split: enabling, disabling and listing assignments were part of `global.createUser` until
+ * issue 28; a store written before holds them through it (migrated on open, compose/open.ts).
+ */
+export const IDENTITY_SPLITS: readonly IntentSplit[] = [{ from: CREATE_USER, to: [ENABLE_USER, DISABLE_USER, LIST_ASSIGNMENTS] }];
 
 declare module "../access/intents.js" {
   interface DeclaredIntents {
@@ -84,6 +119,8 @@ export interface IdentityOptions {
 
 export class Identity implements IdentityDirectory {
   readonly global: GlobalPermissions;
+  /** The permissions on each user account (TruBudget's per-user intents: user-permissions.ts). */
+  readonly userPermissions: UserPermissions = new UserPermissions(this);
   readonly #now: () => Date;
 
   constructor(
@@ -96,25 +133,35 @@ export class Identity implements IdentityDirectory {
 
   // ---- users -------------------------------------------------------------------------------------
 
-  async createUser(actor: Actor, input: NewUser): Promise<UserRecord> {
+  /** Creates a user (`global.createUser`); `passwordRule` "test" accepts any non-empty password (see ids.ts). */
+  async createUser(actor: Actor, input: NewUser, options: { passwordRule?: PasswordRule } = {}): Promise<UserRecord> {
     const id = checkNewId(input?.id, "id");
     const displayName = checkDisplayName(input.displayName);
     const organization = checkOrganization(input.organization);
-    const password = checkPassword(input.password);
+    const password = checkPassword(input.password, "password", options.passwordRule);
     await this.global.assert(actor, CREATE_USER);
     const hash = await hashPassword(password);
-    const user: UserRecord = { id, displayName, ...(organization !== undefined ? { organization } : {}), enabled: true, groups: [], createdAt: this.#now().toISOString() };
-    try {
-      await this.kv.commit(PARTITION, [
-        ...replace(userKey(id), null, user),
-        { type: "check", key: groupKey(id), version: null },
-        { type: "put", key: passwordKey(id), value: Buffer.from(hash) },
-      ]);
-    } catch (e) {
-      if (e instanceof ConflictError) throw new ConflictError(`the id ${id} is taken by a user or a group`, "id");
-      throw e;
-    }
-    return user;
+    return withRetry(async () => {
+      // Groups that listed the id before the user existed (UnknownMembers "await"): it starts as their member.
+      const pending = await this.kv.get(PARTITION, pendingMemberKey(id));
+      const groups = pending ? decodeRecord<PendingMember>(pending).groups : [];
+      const user: UserRecord = { id, displayName, ...(organization !== undefined ? { organization } : {}), enabled: true, groups, createdAt: this.#now().toISOString() };
+      try {
+        await this.kv.commit(PARTITION, [
+          ...replace(userKey(id), null, user),
+          { type: "check", key: groupKey(id), version: null },
+          { type: "put", key: passwordKey(id), value: Buffer.from(hash) },
+          { type: "check", key: pendingMemberKey(id), version: pending?.version ?? null },
+          ...(pending ? [{ type: "delete" as const, key: pendingMemberKey(id) }] : []),
+        ]);
+      } catch (e) {
+        if (!(e instanceof ConflictError)) throw e;
+        const [u, g] = await this.kv.getMany(PARTITION, [userKey(id), groupKey(id)]);
+        if (u || g) throw new ConflictError(`the id ${id} is taken by a user or a group`, "id");
+        throw new RaceLost(e); // a group named the id meanwhile: read again
+      }
+      return user;
+    });
   }
 
   /** The user's public record; NotFoundError when there is none. */
@@ -160,7 +207,7 @@ export class Identity implements IdentityDirectory {
 
   async #setEnabled(actor: Actor, id: string, enabled: boolean): Promise<UserRecord> {
     checkId(id, "id");
-    await this.global.assert(actor, CREATE_USER);
+    await this.global.assert(actor, enabled ? ENABLE_USER : DISABLE_USER);
     if (!enabled && !actor.system && actor.id === id) throw new ValidationError("a user cannot disable itself", "id");
     return withRetry(async () => {
       const [entry, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
@@ -176,16 +223,19 @@ export class Identity implements IdentityDirectory {
   }
 
   /**
-   * Sets a password: the user itself, or a holder of `global.createUser` who outranks the user (root
-   * only for root); the system actor (an operator's CLI) too. Every token of the user is revoked. A
+   * Sets a password: the user itself, or a holder of `global.createUser` or of `user.changePassword` on
+   * the account who outranks the user (root only for root); the system actor (an operator's CLI) too. Every token of the user is revoked. A
    * password set by another actor is recorded as its act and shown at the user's next logins
    * (`credentials`); the user setting its own clears that record.
    */
-  async setPassword(actor: Actor, id: string, password: string): Promise<void> {
+  async setPassword(actor: Actor, id: string, password: string, options: { passwordRule?: PasswordRule } = {}): Promise<void> {
     checkId(id, "id");
-    checkPassword(password);
+    checkPassword(password, "password", options.passwordRule);
     const own = actor.system !== true && actor.id === id;
-    if (!own) await this.global.assert(actor, CREATE_USER);
+    // Another account's: an administrator, or a holder of user.changePassword on the account (both only when they outrank it, below).
+    if (!own && !(await this.global.has(actor, CREATE_USER)) && !(await this.userPermissions.has(actor, id, "user.changePassword"))) {
+      throw new ForbiddenError(`${actor.id} lacks the intent ${CREATE_USER} and user.changePassword on ${id}`);
+    }
     const hash = await hashPassword(password);
     // The user must still exist when the hash is written (check on the record's version); every token
     // issued under the old password is revoked in the same commit.
@@ -286,7 +336,8 @@ export class Identity implements IdentityDirectory {
 
   // ---- groups ------------------------------------------------------------------------------------
 
-  async createGroup(actor: Actor, input: NewGroup): Promise<GroupRecord> {
+  /** Creates a group (`global.createGroup`) with its first members; a member no user has is refused unless `unknownMembers` is "await". */
+  async createGroup(actor: Actor, input: NewGroup, options: { unknownMembers?: UnknownMembers } = {}): Promise<GroupRecord> {
     const id = checkNewId(input?.id, "id");
     const displayName = checkDisplayName(input.displayName);
     const members = input.members ?? [];
@@ -302,10 +353,21 @@ export class Identity implements IdentityDirectory {
     await this.global.assert(actor, CREATE_GROUP);
     const group: GroupRecord = { id, displayName, members: [...members], createdAt: this.#now().toISOString() };
     return withRetry(async () => {
-      const entries = members.length ? await this.kv.getMany(PARTITION, members.map(userKey)) : [];
+      const entries = members.length
+        ? await this.kv.getMany(
+            PARTITION,
+            members.flatMap((m) => [userKey(m), groupKey(m), pendingMemberKey(m)]),
+          )
+        : [];
       const ops: Op[] = [...replace(groupKey(id), null, group), { type: "check", key: userKey(id), version: null }];
-      entries.forEach((entry, i) => {
-        if (!entry) throw new ValidationError(`no user ${members[i]}`, `members[${i}]`);
+      members.forEach((m, i) => {
+        const [entry, asGroup, pending] = entries.slice(3 * i, 3 * i + 3);
+        if (!entry) {
+          if (options.unknownMembers !== "await" || asGroup) throw new ValidationError(`no user ${m}`, `members[${i}]`);
+          // TruBudget's unchecked member: listed now, joined when the user is created.
+          ops.push({ type: "check", key: userKey(m), version: null }, ...pendingOps(m, pending, id, true));
+          return;
+        }
         const user = decodeRecord<UserRecord>(entry);
         ops.push(...replace(userKey(user.id), entry.version, { ...user, groups: [...user.groups, id] }));
       });
@@ -327,29 +389,40 @@ export class Identity implements IdentityDirectory {
     return decodeRecord<GroupRecord>(entry);
   }
 
-  /** Adds a user to a group (no-op when it is a member already). Needs `global.createGroup`. */
-  async addMember(actor: Actor, groupId: string, userId: string): Promise<GroupRecord> {
-    return this.#changeMembership(actor, groupId, userId, (group, g, u) => {
-      if (!u) throw new ValidationError(`no user ${userId}`, "userId");
+  /**
+   * Adds a user to a group (no-op when it is a member already). Needs `global.createGroup`. An id no user
+   * has is refused unless `unknownMembers` is "await" (then the user joins when it is created).
+   */
+  async addMember(actor: Actor, groupId: string, userId: string, options: { unknownMembers?: UnknownMembers } = {}): Promise<GroupRecord> {
+    return this.#changeMembership(actor, groupId, userId, (group, g, u, asGroup, pending) => {
+      if (!u && (options.unknownMembers !== "await" || asGroup)) throw new ValidationError(`no user ${userId}`, "userId");
       if (group.members.includes(userId)) return null;
       if (group.members.length >= MAX_GROUP_MEMBERS) {
         throw new ValidationError(`a group has at most ${MAX_GROUP_MEMBERS} members`, "userId");
       }
-      const user = decodeRecord<UserRecord>(u);
       const next = { ...group, members: [...group.members, userId] };
+      if (!u)
+        return {
+          next,
+          ops: [...replace(groupKey(groupId), g.version, next), { type: "check", key: userKey(userId), version: null }, ...pendingOps(userId, pending, groupId, true)],
+        };
+      const user = decodeRecord<UserRecord>(u);
       return { next, ops: [...replace(groupKey(groupId), g.version, next), ...replace(userKey(userId), u.version, { ...user, groups: [...user.groups, groupId] })] };
     });
   }
 
   /** Removes a user from a group (no-op when it is no member). Needs `global.createGroup`. */
   async removeMember(actor: Actor, groupId: string, userId: string): Promise<GroupRecord> {
-    return this.#changeMembership(actor, groupId, userId, (group, g, u) => {
+    return this.#changeMembership(actor, groupId, userId, (group, g, u, _asGroup, pending) => {
       if (!group.members.includes(userId)) return null;
       const next = { ...group, members: group.members.filter((m) => m !== userId) };
       const ops: Op[] = [...replace(groupKey(groupId), g.version, next)];
       if (u) {
         const user = decodeRecord<UserRecord>(u);
         ops.push(...replace(userKey(userId), u.version, { ...user, groups: user.groups.filter((x) => x !== groupId) }));
+      } else {
+        // a member awaited (never a user yet): it no longer joins this group when created
+        ops.push({ type: "check", key: userKey(userId), version: null }, ...pendingOps(userId, pending, groupId, false));
       }
       return { next, ops };
     });
@@ -364,18 +437,18 @@ export class Identity implements IdentityDirectory {
     actor: Actor,
     groupId: string,
     userId: string,
-    change: (group: GroupRecord, g: Entry, u: Entry | undefined) => { next: GroupRecord; ops: Op[] } | null,
+    change: (group: GroupRecord, g: Entry, u: Entry | undefined, asGroup: Entry | undefined, pending: Entry | undefined) => { next: GroupRecord; ops: Op[] } | null,
   ): Promise<GroupRecord> {
     checkId(groupId, "groupId");
     checkId(userId, "userId");
     await this.global.assert(actor, CREATE_GROUP);
     return withRetry(async () => {
-      const [g, u] = await this.kv.getMany(PARTITION, [groupKey(groupId), userKey(userId)]);
+      const [g, u, asGroup, pending] = await this.kv.getMany(PARTITION, [groupKey(groupId), userKey(userId), groupKey(userId), pendingMemberKey(userId)]);
       if (!g) throw new NotFoundError(`no group ${groupId}`);
       const group = decodeRecord<GroupRecord>(g);
       // Joining a group hands its intents to the member: only who holds them all changes its members.
       await this.global.assertOutranks(actor, { id: groupId, groups: [] });
-      const decided = change(group, g, u);
+      const decided = change(group, g, u, asGroup, pending);
       if (!decided) return group;
       await commitOrRace(this.kv, decided.ops);
       return decided.next;

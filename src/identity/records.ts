@@ -20,21 +20,17 @@
  */
 import { ConflictError } from "../errors.js";
 import type { Entry, Key, KvStore, Op } from "../kv/contract.js";
-import { PartitionKind, Subspace } from "../kv/subspace.js";
+import { keyFamilies, PartitionKind } from "../kv/subspace.js";
 
 /** The one identity partition's kind. */
 export const IDENTITY = new PartitionKind("identity");
 export const PARTITION = IDENTITY.partition();
-/** The key families of the identity partition, one subspace each. */
-export const families = {
-  user: new Subspace(["user"]),
-  password: new Subspace(["password"]),
-  group: new Subspace(["group"]),
-  tokens: new Subspace(["tokens"]),
-  session: new Subspace(["session"]),
-  reset: new Subspace(["reset"]),
-  system: new Subspace(["system"]),
-} as const;
+/**
+ * The key families of the identity partition, one subspace each; `pendingMember`: the groups that list a
+ * member before it exists as a user (TruBudget's unchecked members), joined when the user is created;
+ * `userPermissions`: the permissions on a user account once changed (user-permissions.ts).
+ */
+export const families = keyFamilies(["user", "password", "group", "tokens", "session", "reset", "system", "pendingMember", "userPermissions"]);
 export const userKey = (id: string): Key => families.user.pack([id]);
 export const passwordKey = (id: string): Key => families.password.pack([id]);
 export const groupKey = (id: string): Key => families.group.pack([id]);
@@ -42,6 +38,7 @@ export const tokenStateKey = (id: string): Key => families.tokens.pack([id]);
 export const resetKey = (id: string): Key => families.reset.pack([id]);
 export const sessionKey = (id: string, sid: string): Key => families.session.pack([id, sid]);
 /** The node's provisioning state (TruBudget's provisioning.start/end): one key beside the identities, so a backup carries it. */
+export const pendingMemberKey = (id: string): Key => families.pendingMember.pack([id]);
 export const provisioningKey: Key = families.system.pack(["provisioning"]);
 export const sessionPrefix = (id: string): Key => families.session.pack([id]);
 
@@ -82,6 +79,8 @@ export interface SessionRecord {
   /** When the current refresh token expires (seconds since the epoch). */
   readonly expiresAt: number;
   readonly createdAt: string;
+  /** The store's token epoch it was opened in (absent: 0); a restore moves the epoch on and ends it. */
+  readonly epoch?: number;
 }
 
 /** The token version stored under `entry` (0 when there is none). */

@@ -5,17 +5,28 @@
  *   session, `ver` = the user's token version when it was issued. Verifying checks the signature, the
  *   algorithm, the issuer and the expiry, then reads the user record, its token version and the session
  *   in one `getMany`, so a disabled user, a changed password, a logout or a logout-all refuses the very
- *   next request (the store is read on every request, never cached: another process may have written it).
+ *   next request (the store is read on every request: another process may have written it). The
+ *   signature is checked synchronously with node:crypto (hs256.ts, jose's checks); the user record is
+ *   parsed once per version it is read at (a per-process cache keyed by the record's kv version, so a
+ *   write by any process, which gives the record a new version, is seen by the next request).
  * - A refresh token is opaque: `<base64url user id>.<sid>.<secret>`; the session keeps the SHA-256 of
  *   its secret. Each use rotates it (a new secret, committed on the session's version, so two uses of one
  *   token cannot both win); showing the one it replaced again revokes the session (reuse detection, RFC
  *   9700 §4.14.2). Records: see records.ts.
+ * - The store's token epoch (`tokenEpoch`, kept by the store beside the restore fence) is in every access
+ *   token (`ep`) and session: a restore moves it on, so no token or session that existed before a
+ *   restore works after it (a backup brings back sessions and token versions, never their validity).
+ * - A caller may add claims of its own to the access tokens it opens or refreshes (`claims`, computed
+ *   from the user's record: TruBudget's adapter adds TruBudget's `userId`, `organization`, `groups`);
+ *   flowstore's own (`sub`, `sid`, `ver`, `iss`, `iat`, `exp`) are never replaced by them, and verifying
+ *   reads flowstore's own only.
  */
 import { createHash, randomBytes, timingSafeEqual, webcrypto } from "node:crypto";
-import { errors as joseErrors, jwtVerify, SignJWT } from "jose";
+import { SignJWT } from "jose";
 import { ConflictError, UnauthorizedError } from "../errors.js";
 import type { Actor } from "../access/actor.js";
-import type { Op } from "../kv/contract.js";
+import type { Entry, Op } from "../kv/contract.js";
+import { Hs256, JwtRefused } from "./hs256.js";
 import type { Identity } from "./identity.js";
 import { DEFAULT_LOGIN_GUARD, LoginGuard, type LoginGuardLimits } from "./login-guard.js";
 import { decodeRecord, type PasswordReset, PARTITION, sessionKey, sessionPrefix, tokenStateKey, tokenVersion, userKey, type SessionRecord, type UserRecord } from "./records.js";
@@ -39,7 +50,15 @@ export interface TokenOptions {
    * none. Default: the default limits, on this clock.
    */
   readonly loginGuard?: LoginGuard | LoginGuardLimits | false;
+  /** The store's token epoch now (default: always 0). Tokens and sessions of another epoch are refused. */
+  readonly tokenEpoch?: () => Promise<number>;
 }
+
+/** Claims a caller adds to an access token, from the user's record (flowstore's own claims win over them). */
+export type ExtraClaims = (user: UserRecord) => Record<string, unknown>;
+
+/** flowstore's own claims: extra claims of these names are dropped. */
+const OWN_CLAIMS = new Set(["sub", "sid", "ver", "ep", "iss", "iat", "exp", "nbf", "aud", "jti"]);
 
 export interface IssuedToken {
   /** The access token (a JWT for Authorization: Bearer). */
@@ -59,6 +78,8 @@ export interface Verified {
   readonly sessionId: string;
 }
 
+/** User records kept decoded per process (the oldest entry goes first past this). */
+const USER_CACHE = 10_000;
 const SID = /^[0-9a-z]{8,64}$/;
 const hashOf = (secret: string): string => createHash("sha256").update(secret).digest("base64url");
 const sameHash = (a: string, b: string | undefined): boolean => b !== undefined && a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
@@ -73,11 +94,16 @@ export function refreshTokenUser(refreshToken: unknown): string | undefined {
 }
 
 export class Tokens {
-  /** The HMAC key, imported once (jose imports a raw secret again on every sign and verify). */
+  /** The HMAC key, imported once (jose imports a raw secret again on every sign and verify): signing. */
   readonly #secret: Promise<webcrypto.CryptoKey>;
+  /** The same key as a node:crypto KeyObject: verifying, synchronously. */
+  readonly #verifier: Hs256;
+  /** Per user id, the user record last decoded and the kv version it was read at. */
+  readonly #users = new Map<string, { version: number; bytes: Buffer; record: UserRecord }>();
   readonly #ttl: number;
   readonly #refreshTtl: number;
   readonly #now: () => Date;
+  readonly #epoch: () => Promise<number>;
   /** Shared by every API that logs in through these Tokens. */
   readonly guard: LoginGuard | undefined;
 
@@ -89,9 +115,11 @@ export class Tokens {
       throw new RangeError("the token secret must be at least 32 bytes");
     }
     this.#secret = webcrypto.subtle.importKey("raw", options.secret, { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
+    this.#verifier = new Hs256(options.secret);
     this.#ttl = options.ttlSeconds ?? DEFAULT_TOKEN_TTL_SECONDS;
     this.#refreshTtl = options.refreshTtlSeconds ?? DEFAULT_REFRESH_TTL_SECONDS;
     this.#now = options.now ?? (() => new Date());
+    this.#epoch = options.tokenEpoch ?? (async () => 0);
     const g = options.loginGuard;
     this.guard = g === false ? undefined : g instanceof LoginGuard ? g : new LoginGuard(g ?? DEFAULT_LOGIN_GUARD, () => this.#now().getTime());
   }
@@ -104,7 +132,7 @@ export class Tokens {
    * Checks the credentials and opens a session (UnauthorizedError when they are wrong). `address` is the
    * client's, for the login guard: an attempt in a backoff is refused (TooManyRequestsError) unchecked.
    */
-  async login(username: unknown, password: unknown, options: { address?: string } = {}): Promise<IssuedToken> {
+  async login(username: unknown, password: unknown, options: { address?: string; claims?: ExtraClaims } = {}): Promise<IssuedToken> {
     const name = typeof username === "string" ? username.slice(0, 256) : "";
     this.guard?.check(name, options.address);
     let checked;
@@ -116,27 +144,34 @@ export class Tokens {
     }
     this.guard?.succeeded(name, options.address);
     const { user, tokenVersion: version, checks, passwordReset } = checked;
-    const issued = await this.#open(user.id, version, checks);
+    const issued = await this.#open(user.id, version, checks, options.claims?.(user));
     return passwordReset ? { ...issued, passwordReset } : issued;
   }
 
   /** Opens a session for a user without credentials (the caller vouches for it). */
-  async issue(userId: string): Promise<IssuedToken> {
+  async issue(userId: string, options: { claims?: ExtraClaims } = {}): Promise<IssuedToken> {
     const [user, tokens] = await this.identity.kv.getMany(PARTITION, [userKey(userId), tokenStateKey(userId)]);
-    if (!user || !decodeRecord<UserRecord>(user).enabled) throw new UnauthorizedError("unknown or disabled user");
-    return this.#open(userId, tokenVersion(tokens), [
-      { type: "check", key: userKey(userId), version: user.version },
-      { type: "check", key: tokenStateKey(userId), version: tokens?.version ?? null },
-    ]);
+    const record = user ? decodeRecord<UserRecord>(user) : undefined;
+    if (!user || !record?.enabled) throw new UnauthorizedError("unknown or disabled user");
+    return this.#open(
+      userId,
+      tokenVersion(tokens),
+      [
+        { type: "check", key: userKey(userId), version: user.version },
+        { type: "check", key: tokenStateKey(userId), version: tokens?.version ?? null },
+      ],
+      options.claims?.(record),
+    );
   }
 
-  async #open(userId: string, version: number, checks: Op[]): Promise<IssuedToken> {
+  async #open(userId: string, version: number, checks: Op[], extra?: Record<string, unknown>): Promise<IssuedToken> {
     const now = this.#seconds();
     // Session ids sort by age: the oldest go first when a user has too many.
     const sid = now.toString(36).padStart(8, "0") + randomBytes(12).toString("hex");
     const secret = randomBytes(32).toString("base64url");
     const expiresAt = now + this.#refreshTtl;
-    const record: SessionRecord = { version, refresh: hashOf(secret), expiresAt, createdAt: this.#now().toISOString() };
+    const epoch = await this.#epoch();
+    const record: SessionRecord = { version, refresh: hashOf(secret), expiresAt, createdAt: this.#now().toISOString(), ...(epoch === 0 ? {} : { epoch }) };
     const existing = await this.identity.kv.scan(PARTITION, { prefix: sessionPrefix(userId), limit: MAX_SESSIONS + 1 });
     const live = existing.entries.filter((e) => decodeRecord<SessionRecord>(e).expiresAt > now);
     const stale = existing.entries.filter((e) => !live.includes(e)).concat(live.slice(0, Math.max(0, live.length - MAX_SESSIONS + 1)));
@@ -151,12 +186,13 @@ export class Tokens {
       if (e instanceof ConflictError) throw new UnauthorizedError("the credentials changed meanwhile: log in again");
       throw e;
     }
-    return { ...(await this.#access(userId, sid, version, now)), refreshToken: this.#refreshToken(userId, sid, secret), refreshExpiresAt: expiresAt };
+    return { ...(await this.#access(userId, sid, version, now, epoch, extra)), refreshToken: this.#refreshToken(userId, sid, secret), refreshExpiresAt: expiresAt };
   }
 
-  async #access(userId: string, sid: string, version: number, now: number): Promise<{ token: string; expiresAt: number }> {
+  async #access(userId: string, sid: string, version: number, now: number, epoch: number, extra: Record<string, unknown> = {}): Promise<{ token: string; expiresAt: number }> {
     const expiresAt = now + this.#ttl;
-    const token = await new SignJWT({ sid, ver: version })
+    const theirs = Object.fromEntries(Object.entries(extra).filter(([name]) => !OWN_CLAIMS.has(name)));
+    const token = await new SignJWT({ ...theirs, sid, ver: version, ...(epoch === 0 ? {} : { ep: epoch }) })
       .setProtectedHeader({ alg: "HS256", typ: "JWT" })
       .setSubject(userId)
       .setIssuer(ISSUER)
@@ -171,7 +207,7 @@ export class Tokens {
   }
 
   /** Rotates a refresh token: a new access token and a new refresh token; the one shown is spent. */
-  async refresh(refreshToken: unknown): Promise<IssuedToken> {
+  async refresh(refreshToken: unknown, options: { claims?: ExtraClaims } = {}): Promise<IssuedToken> {
     const invalid = () => new UnauthorizedError("invalid or expired refresh token");
     const userId = refreshTokenUser(refreshToken);
     if (userId === undefined) throw invalid();
@@ -183,7 +219,8 @@ export class Tokens {
     const record = decodeRecord<SessionRecord>(session);
     const now = this.#seconds();
     const version = tokenVersion(tokens);
-    if (record.version !== version || record.expiresAt <= now) throw invalid();
+    const epoch = await this.#epoch();
+    if (record.version !== version || record.expiresAt <= now || (record.epoch ?? 0) !== epoch) throw invalid();
     const shown = hashOf(secret);
     if (!sameHash(shown, record.refresh)) {
       if (sameHash(shown, record.previous)) {
@@ -206,7 +243,8 @@ export class Tokens {
       if (e instanceof ConflictError) throw invalid(); // used twice at once, or the user changed: one wins
       throw e;
     }
-    return { ...(await this.#access(userId, sid, version, now)), refreshToken: this.#refreshToken(userId, sid, next), refreshExpiresAt: expiresAt };
+    const extra = options.claims?.(decodeRecord<UserRecord>(user));
+    return { ...(await this.#access(userId, sid, version, now, epoch, extra)), refreshToken: this.#refreshToken(userId, sid, next), refreshExpiresAt: expiresAt };
   }
 
   /** Ends the session of a verified access token: its refresh token and every access token of it stop working. */
@@ -228,27 +266,36 @@ export class Tokens {
     let sub: unknown;
     let sid: unknown;
     let ver: unknown;
+    let ep: unknown;
     try {
-      const { payload } = await jwtVerify(token, await this.#secret, {
-        algorithms: ["HS256"],
-        issuer: ISSUER,
-        currentDate: this.#now(),
-        requiredClaims: ["exp", "sub"],
-      });
-      ({ sub, sid, ver } = payload);
+      ({ sub, sid, ver, ep } = this.#verifier.verify(token, { issuer: ISSUER, requiredClaims: ["exp", "sub"], now: this.#seconds() }));
     } catch (e) {
-      if (e instanceof joseErrors.JWTExpired) throw new UnauthorizedError("the token has expired");
-      if (e instanceof joseErrors.JOSEError || e instanceof TypeError) throw new UnauthorizedError("invalid token");
+      if (e instanceof JwtRefused) throw new UnauthorizedError(e.message);
       throw e;
     }
-    if (typeof sub !== "string" || sub === "" || typeof sid !== "string" || !SID.test(sid) || typeof ver !== "number") {
+    if (typeof sub !== "string" || sub === "" || typeof sid !== "string" || !SID.test(sid) || typeof ver !== "number" || (ep !== undefined && typeof ep !== "number")) {
       throw new UnauthorizedError("invalid token");
     }
+    if ((ep ?? 0) !== (await this.#epoch())) throw new UnauthorizedError("the token was issued before the store was restored: log in again");
     const [user, tokens, session] = await this.identity.kv.getMany(PARTITION, [userKey(sub), tokenStateKey(sub), sessionKey(sub, sid)]);
     if (!user) throw new UnauthorizedError("unknown user");
-    const record = decodeRecord<UserRecord>(user);
+    const record = this.#userRecord(sub, user);
     if (!record.enabled) throw new UnauthorizedError("the user is disabled");
     if (ver !== tokenVersion(tokens) || !session) throw new UnauthorizedError("the token has been revoked");
     return { actor: { id: record.id, groups: record.groups }, userId: sub, sessionId: sid };
+  }
+
+  /**
+   * The user record of an entry, decoded once per version: a write by any process gives the record a new
+   * version. The bytes are compared too, so a store replaced by a restore (whose versions may repeat)
+   * cannot serve a stale record.
+   */
+  #userRecord(userId: string, entry: Entry): UserRecord {
+    const cached = this.#users.get(userId);
+    if (cached && cached.version === entry.version && cached.bytes.equals(entry.value)) return cached.record;
+    const record = decodeRecord<UserRecord>(entry);
+    if (this.#users.size >= USER_CACHE) this.#users.delete(this.#users.keys().next().value!);
+    this.#users.set(userId, { version: entry.version, bytes: Buffer.from(entry.value), record });
+    return record;
   }
 }

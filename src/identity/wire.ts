@@ -67,7 +67,7 @@ export const Assignment = Type.Object(
 export const Assignments = Type.Object({ items: Type.Array(Assignment) }, { $id: "Assignments" });
 export type Assignments = Static<typeof Assignments>;
 
-export const UserParams = Type.Object({ u: IdentityId });
+export const UserParams = Type.Object({ userId: IdentityId });
 export const UserPage = PageOf(User, "UserPage");
 export type UserPage = Static<typeof UserPage>;
 
@@ -94,8 +94,8 @@ export type NewGroup = Static<typeof NewGroup>;
 export const NewMember = Type.Object({ userId: IdentityId }, { additionalProperties: false, $id: "NewMember", title: "NewMember" });
 export type NewMember = Static<typeof NewMember>;
 
-export const GroupParams = Type.Object({ g: IdentityId });
-export const MemberParams = Type.Object({ g: IdentityId, u: IdentityId });
+export const GroupParams = Type.Object({ groupId: IdentityId });
+export const MemberParams = Type.Object({ groupId: IdentityId, userId: IdentityId });
 export const GroupPage = PageOf(Group, "GroupPage");
 export type GroupPage = Static<typeof GroupPage>;
 

@@ -82,6 +82,18 @@ export interface KvStore {
    */
   commitVisible?(partition: Partition, ops: readonly Op[]): Promise<CommitResult & { readonly durable: Promise<void> }>;
   /**
+   * Optional (a backend that can run synchronous code inside its write transaction: memory, LMDB): ONE
+   * atomic commit over several partitions, with the ops computed inside the transaction. `build` runs
+   * there, reading the store as that transaction sees it (no other commit of any process can come
+   * between its reads and the writes), and returns each partition's ops (each partition at most once).
+   * Every check of every partition is evaluated before any write; a failing check, an invalid op or a
+   * throw of `build` applies nothing. Each partition written gets its next commit sequence number:
+   * `versions[i]` is the version of `batches[i]`'s puts. Resolves once visible, with `durable` as
+   * `commitVisible`'s. Use it through `commitAcross` below (undefined where the backend has none: the
+   * caller then keeps its protocol of one commit per partition).
+   */
+  commitAcross?(build: (tx: TxReader) => readonly PartitionOps[]): Promise<{ readonly versions: readonly number[]; readonly durable: Promise<void> }>;
+  /**
    * Lists the partitions of a kind (the first item of their tuple) that have been written and not
    * dropped, in key order, paginated. A partition enters the index on its first commit with a put.
    */
@@ -92,6 +104,17 @@ export interface KvStore {
    */
   dropPartition(partition: Partition): Promise<void>;
   close(): Promise<void>;
+}
+
+/** One partition's ops in a commit across partitions (`KvStore.commitAcross`). */
+export interface PartitionOps {
+  readonly partition: Partition;
+  readonly ops: readonly Op[];
+}
+
+/** The reads of a transaction function (`KvStore.commitAcross`): the store as the write transaction sees it. */
+export interface TxReader {
+  get(partition: Partition, key: Key): Entry | undefined;
 }
 
 /** A stored key/value pair. The key tuple is decoded lazily from its bytes. */

@@ -32,7 +32,7 @@ import { join } from "node:path";
 import { open, type RootDatabase } from "lmdb";
 import { ConfigurationError, ConflictError, UnavailableError, ValidationError } from "../errors.js";
 import { makePrivateDirSync, makePrivateFilesSync } from "../private-files.js";
-import { prepareBatch } from "./batch.js";
+import { prepareBatch, type PreparedBatch } from "./batch.js";
 import { insufficientStorage, probeLackOfSpace } from "./storage-full.js";
 import {
   CursorError,
@@ -49,9 +49,11 @@ import {
   type KvStore,
   type Op,
   type Partition,
+  type PartitionOps,
   type PartitionPage,
   type ScanOptions,
   type ScanPage,
+  type TxReader,
 } from "./contract.js";
 import { resolveRange } from "./range.js";
 import { decode, encodeNestedPrefix, type Tuple } from "./tuple.js";
@@ -201,46 +203,57 @@ export class LmdbKv implements KvStore {
     this.#check();
     const batch = prepareBatch(partition, ops);
     const db = this.#db;
-    const p = batch.partition;
-    const full = (k: Buffer) => Buffer.concat([p, k]);
-    const checks = batch.checks.map((c) => ({ key: full(c.key), rel: c.key, version: c.version }));
-    const writes = batch.writes.map((w) => (w.type === "range" ? { type: w.type, start: full(w.start), end: full(w.end) } : { ...w, key: full(w.key) }));
-    const seqKey = Buffer.concat([Buffer.from([SEQ]), p]);
-    const indexKey = Buffer.concat([Buffer.from([INDEX]), p]);
-    const done = db.childTransaction(() => {
+    const { versions, durable } = await this.#transact(() => {
       // Every check before any write: a failing one throws here and the child transaction is aborted.
-      for (const c of checks) {
-        const e = db.getEntry(c.key);
-        if (c.version === null ? e !== undefined : e?.version !== c.version) {
-          throw new ConflictError(
-            c.version === null ? `precondition failed: key ${describeKey(c.rel)} exists` : `precondition failed: key ${describeKey(c.rel)} is not at version ${c.version}`,
-          );
-        }
+      checkBatch(db, batch);
+      return [writeBatch(db, batch)];
+    });
+    return { version: versions[0]!, durable };
+  }
+
+  /**
+   * One atomic commit over several partitions (the contract's `commitAcross`): `build` runs inside the
+   * write transaction (LMDB's write lock is held, across processes), its reads see that transaction, and
+   * its batches are checked, all of them, before any is written. It joins the event turn's transaction and
+   * flush as every commit does.
+   */
+  async commitAcross(build: (tx: TxReader) => readonly PartitionOps[]): Promise<{ versions: readonly number[]; durable: Promise<void> }> {
+    this.#check();
+    const db = this.#db;
+    const reader: TxReader = {
+      get(partition, key) {
+        const { full, partitionLength } = encodeRecordKey(partition, key);
+        const e = db.getEntry(full);
+        return e ? new Entry(full.subarray(partitionLength), e.value, e.version!) : undefined;
+      },
+    };
+    return this.#transact(() => {
+      const batches = build(reader).map((b) => prepareBatch(b.partition, b.ops));
+      const seen = new Set<string>();
+      for (const b of batches) {
+        const id = b.partition.toString("latin1");
+        if (seen.has(id)) throw new ValidationError("a partition appears twice in one commit", "partition");
+        seen.add(id);
       }
-      const prev = db.get(seqKey);
-      const version = (prev ? prev.readDoubleBE(0) : 0) + 1;
-      const seq = Buffer.allocUnsafe(8);
-      seq.writeDoubleBE(version, 0);
-      db.putSync(seqKey, seq);
-      for (const w of writes) {
-        if (w.type === "put") db.putSync(w.key, w.value, version);
-        else if (w.type === "delete") db.removeSync(w.key);
-        else deleteRange(db, w.start, w.end);
-      }
-      if (batch.hasPut && !db.doesExist(indexKey)) db.putSync(indexKey, EMPTY);
-      return version;
-    }) as Promise<number>;
+      for (const b of batches) checkBatch(db, b);
+      return batches.map((b) => writeBatch(db, b));
+    });
+  }
+
+  /** Runs `apply` as a child transaction of the event turn's write transaction; visible, then durable. */
+  async #transact(apply: () => number[]): Promise<{ versions: number[]; durable: Promise<void> }> {
+    const done = this.#db.childTransaction(apply) as Promise<number[]>;
     const flushed = this.#durable ? this.#flushed() : DURABLE;
     // A failed transaction rejects the flush too, possibly before `done`: never leave it unhandled.
     flushed.catch(() => undefined);
-    let version: number;
+    let versions: number[];
     try {
-      version = await done;
+      versions = await done;
     } catch (e) {
       throw await commitFailure(e, this.dir);
     }
     return {
-      version,
+      versions,
       durable: flushed.catch(async (e: unknown) => {
         throw await commitFailure(e, this.dir);
       }),
@@ -367,4 +380,36 @@ function deleteRange(db: Db, start: Buffer, end: Buffer): void {
 
 function describeKey(k: Buffer): string {
   return JSON.stringify(decode(k), (_, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString("hex") : v));
+}
+
+/** Throws ConflictError when a check of the batch fails (inside a write transaction). */
+function checkBatch(db: Db, batch: PreparedBatch): void {
+  for (const c of batch.checks) {
+    const e = db.getEntry(Buffer.concat([batch.partition, c.key]));
+    if (c.version === null ? e !== undefined : e?.version !== c.version) {
+      throw new ConflictError(
+        c.version === null ? `precondition failed: key ${describeKey(c.key)} exists` : `precondition failed: key ${describeKey(c.key)} is not at version ${c.version}`,
+      );
+    }
+  }
+}
+
+/** Writes the batch under the partition's next commit sequence number (inside a write transaction); returns it. */
+function writeBatch(db: Db, batch: PreparedBatch): number {
+  const p = batch.partition;
+  const full = (k: Buffer) => Buffer.concat([p, k]);
+  const seqKey = Buffer.concat([Buffer.from([SEQ]), p]);
+  const prev = db.get(seqKey);
+  const version = (prev ? prev.readDoubleBE(0) : 0) + 1;
+  const seq = Buffer.allocUnsafe(8);
+  seq.writeDoubleBE(version, 0);
+  db.putSync(seqKey, seq);
+  for (const w of batch.writes) {
+    if (w.type === "put") db.putSync(full(w.key), w.value, version);
+    else if (w.type === "delete") db.removeSync(full(w.key));
+    else deleteRange(db, full(w.start), full(w.end));
+  }
+  const indexKey = Buffer.concat([Buffer.from([INDEX]), p]);
+  if (batch.hasPut && !db.doesExist(indexKey)) db.putSync(indexKey, EMPTY);
+  return version;
 }

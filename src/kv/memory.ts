@@ -5,10 +5,12 @@
  */
 import { ConflictError, UnavailableError, ValidationError } from "../errors.js";
 import { cursorBytes, cursorOf, DEFAULT_SCAN_LIMIT, encodeKey, encodePartition, Entry, kindOf } from "./contract.js";
-import type { CommitResult, Key, KvStore, Op, Partition, PartitionPage, ScanOptions, ScanPage } from "./contract.js";
+import type { CommitResult, Key, KvStore, Op, Partition, PartitionOps, PartitionPage, ScanOptions, ScanPage, TxReader } from "./contract.js";
 import { decode } from "./tuple.js";
 import { resolveRange } from "./range.js";
-import { prepareBatch, type PreparedOp } from "./batch.js";
+import { prepareBatch, type PreparedBatch, type PreparedOp } from "./batch.js";
+
+const DURABLE = Promise.resolve();
 
 interface Rec {
   value: Buffer;
@@ -129,6 +131,28 @@ export class MemoryKv implements KvStore {
     this.#check();
     // Validate and encode everything before touching state, so a bad key fails the whole batch.
     const batch = prepareBatch(partition, ops);
+    this.#checkBatch(batch);
+    return { version: this.#write(partition, batch) };
+  }
+
+  /**
+   * One atomic commit over several partitions (the contract's `commitAcross`): `build` reads the maps as
+   * they are (nothing runs in between: it is synchronous), then every batch is validated and checked
+   * before any is written.
+   */
+  async commitAcross(build: (tx: TxReader) => readonly PartitionOps[]): Promise<{ versions: readonly number[]; durable: Promise<void> }> {
+    this.#check();
+    const batches = build({ get: (partition, key) => this.getSync(partition, key) }).map((b) => ({ partition: b.partition, batch: prepareBatch(b.partition, b.ops) }));
+    const seen = new Set<string>();
+    for (const { batch } of batches) {
+      if (seen.has(latin1(batch.partition))) throw new ValidationError("a partition appears twice in one commit", "partition");
+      seen.add(latin1(batch.partition));
+    }
+    for (const { batch } of batches) this.#checkBatch(batch);
+    return { versions: batches.map(({ partition, batch }) => this.#write(partition, batch)), durable: DURABLE };
+  }
+
+  #checkBatch(batch: PreparedBatch): void {
     const data = this.#partition(batch.partition, false);
     for (const check of batch.checks) {
       const op = { k: latin1(check.key), version: check.version };
@@ -139,6 +163,10 @@ export class MemoryKv implements KvStore {
         );
       }
     }
+  }
+
+  /** Applies a checked batch under the partition's next commit sequence number; returns it. */
+  #write(partition: Partition, batch: PreparedBatch): number {
     const target = this.#partition(batch.partition, true)!;
     const version = ++target.seq;
     let wrote = false;
@@ -165,7 +193,7 @@ export class MemoryKv implements KvStore {
       if (!idx) this.#index.set(kind, (idx = new Map()));
       idx.set(latin1(batch.partition), partition.slice());
     }
-    return { version };
+    return version;
   }
 
   async listPartitions(kind: string, options: { limit?: number; after?: string | null } = {}): Promise<PartitionPage> {

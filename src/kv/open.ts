@@ -1,13 +1,8 @@
 /**
- * Opens a store from a URL:
- *   memory:            a fresh in-memory store (tests, demos)
- *   lmdb:<dir>         the LMDB store in <dir> (created if needed)
- *   <dir>              a plain path (no scheme) is an LMDB directory too
- *   redis://host:port[/db][?namespace=…&waitReplicas=…]          one Redis server
- *   redis-cluster://host:port,host:port[?namespace=…&waitReplicas=…]  a Redis Cluster
- *   redis-sentinel://host:port,host:port/mastername[?…]         Redis behind Sentinel
- *   postgres://user@host:port/db[?schema=…]  (or postgresql://)  a PostgreSQL database
- * (see src/kv/redis/connect.ts and docs/redis.md for the Redis options, docs/postgres.md for PostgreSQL).
+ * Opens a store from a URL, in one of the forms of STORE_URL_FORMS (below; `flowstore --store` lists
+ * them in its help): memory, LMDB (a `lmdb:` URL or a plain path), Redis (one server, a cluster, behind
+ * Sentinel) and PostgreSQL (see src/kv/redis/connect.ts and docs/redis.md for the Redis options,
+ * docs/postgres.md for PostgreSQL).
  */
 import { ValidationError } from "../errors.js";
 import type { KvStore } from "./contract.js";
@@ -16,6 +11,16 @@ import { MemoryKv } from "./memory.js";
 import { PostgresKv, type PostgresKvOptions } from "./postgres/index.js";
 import { openRedisKv } from "./redis/connect.js";
 import type { RedisKvOptions } from "./redis/store.js";
+
+/** Every URL form openKv takes, with what it opens. */
+export const STORE_URL_FORMS: readonly (readonly [form: string, what: string])[] = [
+  ["memory:", "a fresh in-memory store (tests, demos)"],
+  ["lmdb:<dir>", "the LMDB store in <dir>, created if needed (a plain path is one too)"],
+  ["redis://host:port[/db][?namespace=…&waitReplicas=…]", "one Redis server"],
+  ["redis-sentinel://host:port,host:port/mastername[?…]", "Redis behind Sentinel"],
+  ["redis-cluster://host:port,host:port[?namespace=…&waitReplicas=…]", "a Redis Cluster"],
+  ["postgres://user@host:port/db[?schema=…]", "a PostgreSQL database (postgresql:// too)"],
+];
 
 export interface OpenKvOptions {
   /** LMDB: resolve commits only once flushed to disk (default true). */

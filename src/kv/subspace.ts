@@ -72,3 +72,8 @@ export class PartitionKind extends Subspace {
     return partition[0] === this.kind;
   }
 }
+
+/** One Subspace per name, each prefixed by its own name: a layout's key families, each named once. */
+export function keyFamilies<const N extends string>(names: readonly N[]): { readonly [K in N]: Subspace } {
+  return Object.freeze(Object.fromEntries(names.map((n) => [n, new Subspace([n])]))) as { readonly [K in N]: Subspace };
+}

@@ -77,6 +77,11 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     this.#core = core;
   }
 
+  /** A fresh resource id, as a create without one gets (for a caller that must name a resource before creating it). */
+  newId(): string {
+    return this.#core.newId();
+  }
+
   /** Rebuilds a partition's order index (ordering.ts) from its log: for a partition written before the index existed. */
   rebuildOrderIndex(partition: Partition): Promise<void> {
     return rebuildOrderIndex(this.#core, partition);

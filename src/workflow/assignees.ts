@@ -5,15 +5,14 @@
  * user who is still assigned to a project, subproject or workflowitem).
  *
  * Rules:
- * - what is assigned to a user may be read by the user itself or a holder of `global.createUser` (the
- *   intent that administers users); the user must exist; a resource the caller may not view is listed
- *   without its display name;
- * - disabling a user needs `global.createUser` (identity's own rule, checked first) and is refused with a
+ * - what is assigned to a user may be read by the user itself or a holder of `global.listAssignments`;
+ *   the user must exist; a resource the caller may not view is listed without its display name;
+ * - disabling a user needs `global.disableUser` (identity's own rule, checked first) and is refused with a
  *   ConflictError naming what is still assigned to it (at most 20 named) unless `force`.
  */
 import type { Actor } from "../access/actor.js";
 import { ConflictError } from "../errors.js";
-import { CREATE_USER, type Identity, type UserRecord } from "../identity/index.js";
+import { DISABLE_USER, LIST_ASSIGNMENTS, type Identity, type UserRecord } from "../identity/index.js";
 import type { Assignment, ResourceStore } from "../resources/store.js";
 import type { WorkflowSchema } from "./schema.js";
 
@@ -26,10 +25,10 @@ export class Assignees {
     private readonly identity: Identity,
   ) {}
 
-  /** What is assigned to a user now: asked by the user itself or a holder of `global.createUser`. */
+  /** What is assigned to a user now: asked by the user itself or a holder of `global.listAssignments`. */
   async assignmentsOf(actor: Actor, id: string): Promise<Assignment[]> {
     await this.identity.getUser(id);
-    if (!actor.system && actor.id !== id) await this.identity.global.assert(actor, CREATE_USER);
+    if (!actor.system && actor.id !== id) await this.identity.global.assert(actor, LIST_ASSIGNMENTS);
     // The display name of a resource the caller may not view is left out (issue 29, finding 12).
     const assigned = await this.resources.assignmentsOf(id);
     return Promise.all(
@@ -42,11 +41,11 @@ export class Assignees {
   }
 
   /**
-   * Disables a user (identity's rule: `global.createUser`), refused with a ConflictError naming what is
+   * Disables a user (identity's rule: `global.disableUser`), refused with a ConflictError naming what is
    * still assigned to it (projects, subprojects, workflowitems) unless `force`.
    */
   async disableUser(actor: Actor, id: string, options: { force?: boolean } = {}): Promise<UserRecord> {
-    await this.identity.global.assert(actor, CREATE_USER);
+    await this.identity.global.assert(actor, DISABLE_USER);
     if (options.force !== true) {
       const assigned = await this.resources.assignmentsOf(id);
       if (assigned.length > 0) {

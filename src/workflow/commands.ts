@@ -28,6 +28,8 @@ import {
 import {
   assertChildrenClosed,
   assertMayClose,
+  type CloseAuthority,
+  closeIntentOf,
   assertOpen,
   assertUpdatable,
   assignedPermissions,
@@ -51,6 +53,11 @@ type BudgetType = "project" | "subproject";
  * Where assignees are looked up (the identity domain): an assignee must be a group, or a user that is
  * enabled (TruBudget refuses to assign a disabled user). Without one, assignees are not checked.
  */
+/** How a close is authorized (rules.ts CloseAuthority): the close intent (default) or TruBudget's assignment rule. */
+export interface CloseOptions {
+  readonly authority?: CloseAuthority;
+}
+
 export interface AssigneeDirectory {
   exists(id: string): Promise<boolean>;
   getUser(id: string): Promise<{ enabled: boolean }>;
@@ -70,6 +77,11 @@ export interface Origin {
 
 export interface CreateCommandOptions {
   origin?: Origin;
+  /**
+   * Store the assignee as given, without looking it up (TruBudget's rule for subprojects: only a
+   * workflowitem's creation checks its assignee). Taken by subproject creation only.
+   */
+  uncheckedAssignee?: boolean;
 }
 
 /** Parent → child intents that do not map by name (TruBudget's mapping). */
@@ -122,7 +134,7 @@ export class Workflow {
   async createSubproject(actor: Actor, p: string, input: SubprojectInput, options: CreateCommandOptions = {}): Promise<Envelope<SubprojectData>> {
     const [id, fields] = splitId(input);
     const assignee = fields.assignee ?? actor.id;
-    if (assignee !== actor.id && this.directory) await this.#assertAssignable(assignee, "data.assignee");
+    if (assignee !== actor.id && this.directory && options.uncheckedAssignee !== true) await this.#assertAssignable(assignee, "data.assignee");
     if (fields.validator !== undefined) await this.#assertAssignable(fields.validator, "data.validator");
     const o = this.#origin(actor, options.origin);
     const intents = this.store.schema.type("subproject").intents.all;
@@ -306,23 +318,24 @@ export class Workflow {
 
   // ------------------------------------------------------------------ close
 
-  closeProject(actor: Actor, p: string): Promise<Envelope> {
-    return this.#closeParent(actor, projectRef(p), "subproject");
+  closeProject(actor: Actor, p: string, options: CloseOptions = {}): Promise<Envelope> {
+    return this.#closeParent(actor, projectRef(p), "subproject", options);
   }
 
-  closeSubproject(actor: Actor, p: string, s: string): Promise<Envelope> {
-    return this.#closeParent(actor, subprojectRef(p, s), "workflowitem");
+  closeSubproject(actor: Actor, p: string, s: string, options: CloseOptions = {}): Promise<Envelope> {
+    return this.#closeParent(actor, subprojectRef(p, s), "workflowitem", options);
   }
 
   /**
-   * Closes a project or subproject: by its assignee holding the close intent (rules.ts), once every
-   * child is closed; closing a closed one changes nothing. The intent is checked first, so a caller who
-   * may not know of the resource gets the 404 a missing one gets, and one who lacks it a 403 that names
-   * neither the assignee nor the status (issue 29, finding 7).
+   * Closes a project or subproject: by its assignee under the close authority (rules.ts: the close intent
+   * by default, the view on TruBudget's API), once every child is closed; closing a closed one changes
+   * nothing. The intent is checked first, so a caller who may not know of the resource gets the 404 a
+   * missing one gets, and one who lacks it a 403 that names neither the assignee nor the status (issue 29,
+   * finding 7).
    */
-  #closeParent(actor: Actor, ref: Ref, childType: string): Promise<Envelope> {
+  #closeParent(actor: Actor, ref: Ref, childType: string, { authority = "intent" }: CloseOptions): Promise<Envelope> {
     return this.store.writes.mutate(actor, ref, {
-      intent: `${ref.type}.close`,
+      intent: closeIntentOf(ref.type, authority),
       verb: "closed",
       change: async (current, ctx) => {
         if (current.data.status === "closed") return { unchanged: true };
@@ -333,13 +346,13 @@ export class Workflow {
     });
   }
 
-  async closeWorkflowitem(actor: Actor, p: string, s: string, w: string, options: { rejectReason?: string } = {}): Promise<Envelope> {
-    const { rejectReason } = options;
+  async closeWorkflowitem(actor: Actor, p: string, s: string, w: string, options: CloseOptions & { rejectReason?: string } = {}): Promise<Envelope> {
+    const { rejectReason, authority = "intent" } = options;
     if (rejectReason !== undefined && (typeof rejectReason !== "string" || rejectReason.length === 0 || rejectReason.length > REJECT_REASON_MAX)) {
       throw new ValidationError(`rejectReason must be a non-empty text of at most ${REJECT_REASON_MAX} characters`, "rejectReason");
     }
     return this.store.writes.mutate(actor, workflowitemRef(p, s, w), {
-      intent: "workflowitem.close",
+      intent: closeIntentOf("workflowitem", authority),
       verb: "closed",
       change: async (item, ctx) => {
         if (item.data.status === "closed") return { unchanged: true };

@@ -25,7 +25,7 @@ import type { Ref } from "../resources/model/ref.js";
 import { PAGE_LIMIT } from "../resources/model/wire.js";
 import type { Page, ResourceStore } from "../resources/store.js";
 import { assertOpen } from "./rules.js";
-import { DOCUMENT_COMMENT_MAX, MAX_DOCUMENTS, workflowitemRef, type Document, type WorkflowSchema } from "./schema.js";
+import { DOCUMENT_COMMENT_MAX, MAX_DOCUMENTS, subprojectRef, workflowitemRef, type Document, type WorkflowSchema } from "./schema.js";
 
 /** The default size limit of one document. */
 export const DEFAULT_MAX_DOCUMENT_BYTES = 100 * 1024 * 1024;
@@ -46,6 +46,13 @@ interface HoldInfo {
   readonly p: string;
   readonly s: string;
   readonly w: string;
+}
+
+/** A document's content held in the file store ahead of its commit (Documents.stage). */
+export interface StagedDocument {
+  readonly token: string;
+  readonly sha256: string;
+  readonly size: number;
 }
 
 export interface NewDocument {
@@ -102,20 +109,34 @@ export class Documents {
   async upload(actor: Actor, p: string, s: string, w: string, input: NewDocument, content: FileContent): Promise<Document> {
     checkFileName(input.fileName, "fileName");
     checkComment(input.comment, "comment");
-    // Refuse early what the commit would refuse (no permission, closed, full), before reading the body.
-    await this.#precheck(actor, p, s, w);
-    const held = await this.archive.holdFile(OWNER, { p, s, w } satisfies HoldInfo, content, {
-      maxBytes: this.maxBytes,
-      what: "a document",
-      field: "file",
-    });
+    return this.commitStaged(actor, p, s, w, input, await this.stage(actor, p, s, w, content));
+  }
+
+  /**
+   * Step 1 alone: checks what the commit would refuse (no permission, closed, full) before reading a
+   * byte of `content`, then streams it into the file store under a journaled hold. `newItem`: the
+   * workflowitem `w` is about to be created (its creator needs `subproject.createWorkflowitem` on an open
+   * subproject); until the item exists, `recover` would undo the hold. Commit it (`commitStaged`) or
+   * discard it (`discardStaged`); an upload streamed as it arrives (multipart) is never buffered whole.
+   */
+  async stage(actor: Actor, p: string, s: string, w: string, content: FileContent, options: { newItem?: boolean } = {}): Promise<StagedDocument> {
+    if (options.newItem) await this.#precheckNew(actor, p, s);
+    else await this.#precheck(actor, p, s, w);
+    const held = await this.archive.holdFile(OWNER, { p, s, w } satisfies HoldInfo, content, { maxBytes: this.maxBytes, what: "a document", field: "file" });
+    return { token: held.token, sha256: held.sha256, size: held.size };
+  }
+
+  /** Steps 2 and 3: commits a staged document into the workflowitem and settles its hold (kept, or undone on failure). */
+  async commitStaged(actor: Actor, p: string, s: string, w: string, input: NewDocument, staged: StagedDocument): Promise<Document> {
     let committed: boolean | undefined = false;
     try {
+      checkFileName(input.fileName, "fileName");
+      checkComment(input.comment, "comment");
       const doc: Document = {
-        id: held.token,
+        id: staged.token,
         fileName: input.fileName,
-        hash: held.sha256,
-        size: held.size,
+        hash: staged.sha256,
+        size: staged.size,
         ...(input.comment ? { comment: input.comment } : {}),
         createdAt: "",
         createdBy: actor.id,
@@ -125,12 +146,17 @@ export class Documents {
       return saved;
     } catch (e) {
       // A commit may have applied although its caller saw an error: ask the item before undoing.
-      committed = await this.#holds(p, s, w, held.token).catch(() => undefined);
+      committed = await this.#holds(p, s, w, staged.token).catch(() => undefined);
       throw e;
     } finally {
       // Unknown (the store did not answer): the journal keeps the hold for `recover`.
-      if (committed !== undefined) await this.archive.settleHold(held.token, committed).catch(() => undefined);
+      if (committed !== undefined) await this.archive.settleHold(staged.token, committed).catch(() => undefined);
     }
+  }
+
+  /** Undoes a staged document that will not be committed (its content freed when nothing else holds it). */
+  discardStaged(staged: StagedDocument): Promise<void> {
+    return this.archive.settleHold(staged.token, false);
   }
 
   /** Records an external link as a document (no content, no hash). */
@@ -148,6 +174,12 @@ export class Documents {
       createdAt: "",
       createdBy: actor.id,
     });
+  }
+
+  async #precheckNew(actor: Actor, p: string, s: string): Promise<void> {
+    const subproject = subprojectRef(p, s);
+    await this.store.reads.assertIntent(actor, subproject, "subproject.createWorkflowitem");
+    assertOpen(await this.store.reads.get(SYSTEM, { ...subproject, type: "subproject" }));
   }
 
   async #precheck(actor: Actor, p: string, s: string, w: string): Promise<void> {

@@ -49,21 +49,38 @@ export function withoutProjectedBudget(budgets: ProjectedBudget[] | undefined, o
 }
 
 /**
- * Who may close a resource (TruBudget's rule for projects, subprojects and workflowitems): its assignee,
- * as a user or as a member of the assigned group; for a workflowitem of a subproject with a validator,
- * the validator, who must be the assignee as well. The close intent (`<type>.close`, checked by the
- * command's authorization before this rule) is needed too: being assigned alone is not enough, and
- * holding the close intent alone is not either (issue 29, finding 3). The system actor (migrations,
+ * Who may close a resource, and what else they need. The assignment rule is TruBudget's, for projects,
+ * subprojects and workflowitems: the closer is the assignee, as a user or as a member of the assigned group;
+ * for a workflowitem of a subproject with a validator, the validator, who must be the assignee as well.
+ * Besides the assignment, the authority a close is checked under (by the command's authorization, before
+ * this rule) is one of:
+ *
+ * - `intent` (flowstore's rule, the native API): the close intent `<type>.close`. Being assigned alone is
+ *   not enough, and holding the close intent alone is not either (issue 29, finding 3).
+ * - `assignment` (TruBudget's rule, its API): the view of the resource (`<type>.viewDetails`) alone.
+ *   TruBudget has no close intent a user can be granted (its frontend grants an assignee the views and
+ *   shows the close button to the assignee), so on its API the assignment is the authority; the view is
+ *   required so that a caller who may not see the resource learns nothing of it (404).
+ *
+ * A closer who is not the assignee (or validator) is refused with a ForbiddenError on the field
+ * `assignee` (TruBudget's adapter answers it as its PreconditionError, 412). The system actor (migrations,
  * operators) may close anything.
  */
+export type CloseAuthority = "intent" | "assignment";
+
+/** The intent a close is authorized under (see CloseAuthority). */
+export function closeIntentOf(type: string, authority: CloseAuthority): string {
+  return authority === "intent" ? `${type}.close` : `${type}.viewDetails`;
+}
+
 export function assertMayClose(actor: Actor, resource: Envelope, validator?: unknown): void {
   if (actor.system) return;
   if (typeof validator === "string" && validator !== "" && actor.id !== validator) {
-    throw new ForbiddenError(`only the validator ${validator} may close workflowitems of this subproject`);
+    throw new ForbiddenError(`only the validator ${validator} may close workflowitems of this subproject`, "assignee");
   }
   const assignee = resource.data.assignee;
   if (typeof assignee !== "string" || (assignee !== actor.id && !actor.groups.includes(assignee))) {
-    throw new ForbiddenError(`only the assignee${typeof assignee === "string" ? ` ${assignee}` : ""} may close ${resource.type} ${resource.id}`);
+    throw new ForbiddenError(`only the assignee${typeof assignee === "string" ? ` ${assignee}` : ""} may close ${resource.type} ${resource.id}`, "assignee");
   }
 }
 

@@ -8,6 +8,7 @@
  */
 import { Type, type Static } from "@sinclair/typebox";
 import { ValidationError } from "../errors.js";
+import { FORBIDDEN_ID_CHARS } from "../ids.js";
 import type { Ref } from "../resources/model/ref.js";
 import { type CreateIntentOf, defineSchema } from "../resources/model/schema.js";
 import { PROJECT_QUERY } from "./search.js";
@@ -23,10 +24,14 @@ export const WorkflowitemType = Type.Union([Type.Literal("general"), Type.Litera
 /** When a resource was closed (set by close; kept for TruBudget's order, closed items first by close time). */
 const ClosedAt = Type.String({ ...IsoDate, description: "when it was closed (ISO 8601)" });
 
-export const ProjectedBudget = Type.Object(
-  { organization: Type.String({ minLength: 1, maxLength: 200 }), value: Decimal, currencyCode: CurrencyCode },
-  { additionalProperties: false, $id: "ProjectedBudget" },
-);
+/**
+ * An organization's name: free text (spaces allowed) under the id rule of ids.ts — no dot segment, no
+ * control, bidirectional-formatting or zero-width character — since it names a budget in a path
+ * (`…/projected-budgets/{organization}/{currencyCode}`).
+ */
+const Organization = Type.String({ minLength: 1, maxLength: 200, pattern: `^(?!\\.\\.?$)[^${FORBIDDEN_ID_CHARS}]+$` });
+
+export const ProjectedBudget = Type.Object({ organization: Organization, value: Decimal, currencyCode: CurrencyCode }, { additionalProperties: false, $id: "ProjectedBudget" });
 export type ProjectedBudget = Static<typeof ProjectedBudget>;
 
 const projectFields = {

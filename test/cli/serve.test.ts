@@ -1,5 +1,6 @@
-/** The real `flowstore` process: serve, graceful shutdown, refusal without root, operator commands, --help. */
-import { stat } from "node:fs/promises";
+/** The real `flowstore` process: serve, graceful shutdown, refusal without root (leaving no file), operator commands, --help, --version. */
+import { existsSync } from "node:fs";
+import { mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { request } from "node:http";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -7,7 +8,8 @@ import { type Command, CommanderError } from "commander";
 import { buildProgram } from "../../src/cli/program.js";
 import { FlowstoreClient } from "../../src/client/index.js";
 import { freePort } from "../support/ports.js";
-import { run, waitHealthy } from "./spawn.js";
+import { VERSION } from "../../src/cli/version.js";
+import { ROOT, run, waitHealthy } from "./spawn.js";
 import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
 import { eventually } from "../support/eventually.js";
 
@@ -106,12 +108,21 @@ describe("flowstore serve", () => {
     }
   });
 
-  it("refuses to start on an empty store without FLOWSTORE_ROOT_PASSWORD", async () => {
+  it("refuses to start on an empty store without FLOWSTORE_ROOT_PASSWORD, and leaves no file behind", async () => {
     const port = await freePort();
     const r = run(["serve", "--port", String(port), "--store", "memory:", "--data", join(dir, "d")]);
     const { code } = await r.exit;
     expect(code).toBe(2);
     expect(r.err()).toMatch(/FLOWSTORE_ROOT_PASSWORD/);
+    expect(existsSync(join(dir, "d"))).toBe(false);
+    // The default LMDB store in a --data that already holds a file of the operator's: only that file stays.
+    const data = join(dir, "lmdb");
+    await mkdir(data);
+    await writeFile(join(data, "notes.txt"), "the operator's");
+    const lmdb = run(["serve", "--port", String(port), "--data", data]);
+    expect((await lmdb.exit).code).toBe(2);
+    expect(lmdb.err()).toMatch(/FLOWSTORE_ROOT_PASSWORD/);
+    expect(await readdir(data)).toEqual(["notes.txt"]);
   });
 
   it("takes its settings from the environment and refuses bad ones", async () => {
@@ -126,6 +137,27 @@ describe("operator commands", () => {
     const bad = run(["user", "add", "bad/id", "--store", "memory:"], { FLOWSTORE_PASSWORD: "some password" });
     expect((await bad.exit).code).toBe(2);
     expect(bad.err()).toMatch(/\(id\)/);
+  });
+
+  it("user add with no password anywhere says how to give it", async () => {
+    const none = run(["user", "add", "ann", "--store", "memory:"], {}, "");
+    expect((await none.exit).code).toBe(2);
+    expect(none.err()).toMatch(/FLOWSTORE_PASSWORD/);
+    expect(none.err()).toMatch(/stdin/);
+  });
+
+  it("--version answers the package's version without loading the command tree", async () => {
+    const pkg = JSON.parse(await readFile(join(ROOT, "package.json"), "utf8")) as { version: string };
+    expect(VERSION).toBe(pkg.version);
+    const r = run(["--version"]);
+    expect((await r.exit).code).toBe(0);
+    expect(r.out()).toBe(`${pkg.version}\n`);
+  });
+
+  it("--store's help lists every store URL form", () => {
+    const serve = buildProgram().commands.find((c) => c.name() === "serve")!;
+    const help = serve.helpInformation();
+    for (const form of ["memory:", "lmdb:<dir>", "redis://", "redis-sentinel://", "redis-cluster://", "postgres://"]) expect(help, form).toContain(form);
   });
 
   it("--help works on every command", async () => {

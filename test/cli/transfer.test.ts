@@ -3,7 +3,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { PassThrough, Readable } from "node:stream";
 import { randomBytes } from "node:crypto";
-import { afterEach, beforeEach, expect, it } from "vitest";
+import { afterEach, beforeEach, expect, inject, it } from "vitest";
 import { Archive } from "../../src/archive/archive.js";
 import { exportStore, importSource, importStore, replaceStore, unfinishedImport } from "../../src/cli/transfer.js";
 import { ValidationError } from "../../src/errors.js";
@@ -16,6 +16,9 @@ import { ensureDemoIdentities, generateDemo } from "../../src/workflow/demo.js";
 import { backends, forEachBackend, type BackendHandle } from "../conformance/backends.js";
 import { formioForm } from "../process-data/helpers.js";
 import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
+import { openKv } from "../../src/kv/open.js";
+import { deleteNamespace } from "../setup/redis-keys.js";
+import { run } from "./spawn.js";
 
 /** Opens the whole store over `kv` (which stays open) for one piece of work. */
 async function over<T>(kv: KvStore, run: (fs: Flowstore) => Promise<T>): Promise<T> {
@@ -183,3 +186,39 @@ it("a restore (replaceStore) cut off while it drops the old content is finished 
     await removeTempDir(dir);
   }
 });
+
+/**
+ * `import --in FILE` on a store whose first reads take a round trip (Redis): the file's first chunk must
+ * not be read (and lost) before the export's reader starts; a valid export imports whole, as from stdin.
+ */
+it.runIf(inject("redis"))(
+  "flowstore import --in FILE reads a valid export whole (the first chunk is not lost before the reader starts)",
+  async () => {
+    const dir = await makeTempDir("import-in");
+    const redis = inject("redis")!;
+    const space = `import_in_${process.pid}_${randomBytes(4).toString("hex")}`;
+    try {
+      const source = new MemoryKv();
+      await populate(source); // its archive file makes the export far larger than one read chunk
+      const ndjson = await exported(source);
+      expect(ndjson.length).toBeGreaterThan(256 * 1024);
+      const file = join(dir, "export.ndjson");
+      await writeFile(file, ndjson);
+      const url = `${redis.standalone}?namespace=${space}`;
+      const imported = run(["import", "--in", file, "--store", url], { FLOWSTORE_DATA: dir });
+      const exit = await imported.exit;
+      expect(imported.err()).not.toMatch(/not JSON/);
+      expect(exit.code, imported.err()).toBe(0);
+      const kv = await openKv(url);
+      try {
+        expect(await dump(kv)).toEqual(await dump(source));
+      } finally {
+        await kv.close();
+      }
+    } finally {
+      await deleteNamespace(redis.standalone, space);
+      await removeTempDir(dir);
+    }
+  },
+  120_000,
+);

@@ -53,3 +53,41 @@ it("refuses a variable that is neither 1 nor 0 as a usage error", async () => {
   expect((await r.exit).code).toBe(2);
   expect(r.err()).toContain("FLOWSTORE_TRUBUDGET_API");
 }, 120_000);
+
+/** Serves with TruBudget's API and `args`; the status of root creating a user whose password is "test" (TruBudget's provisioning data), and the process's log. */
+async function shortPassword(args: string[], env: Record<string, string> = {}): Promise<{ created: number; log: string }> {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const r = run(["serve", "--port", String(port), "--store", "memory:", "--trubudget-api", "--organization", "KfW", ...args], {
+    FLOWSTORE_DATA: join(dir, "d"),
+    FLOWSTORE_ROOT_PASSWORD: "root password 1",
+    ...env,
+  });
+  try {
+    await waitHealthy(base, r);
+    const post = (path: string, data: unknown, token?: string) =>
+      fetch(`${base}/api/${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        body: JSON.stringify({ apiVersion: "1.0", data }),
+      });
+    const token = ((await (await post("user.authenticate", { user: { id: "root", password: "root password 1" } })).json()) as { data: { user: { token: string } } }).data.user
+      .token;
+    const created = (await post("global.createUser", { user: { id: "mstein", displayName: "Mauro", organization: "KfW", password: "test" } }, token)).status;
+    r.child.kill("SIGTERM");
+    expect((await r.exit).code).toBe(0);
+    return { created, log: r.out() + r.err() };
+  } finally {
+    r.child.kill("SIGKILL");
+  }
+}
+
+it("accepts TruBudget's test passwords only with --trubudget-test-passwords (or its variable), logging it; refused by default", async () => {
+  const standard = await shortPassword([]);
+  expect(standard.created).toBe(400);
+  expect(standard.log).not.toContain("--trubudget-test-passwords");
+  const test = await shortPassword(["--trubudget-test-passwords"]);
+  expect(test.created).toBe(200);
+  expect(test.log).toContain("accepts any non-empty password");
+  expect((await shortPassword([], { FLOWSTORE_TRUBUDGET_TEST_PASSWORDS: "1" })).created).toBe(200);
+}, 240_000);

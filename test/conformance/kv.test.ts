@@ -417,4 +417,72 @@ forEachBackend((backend) => {
       expect(es.map((e) => e.value.toString())).toEqual([a]);
     }
   });
+
+  it("commitAcross (where the backend has it): one atomic commit over partitions, built from reads inside it, all checks before any write", async () => {
+    if (!kv.commitAcross) return expect(["memory", "lmdb"]).not.toContain(backend.name);
+    const Q: Partition = ["ledger"];
+    const F: Partition = ["feed"];
+    await kv.commit(F, [put(["head"], "1")]);
+    // the build reads inside the transaction: a counter incremented by ten concurrent commits gives 2..11, no repeat
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        kv.commitAcross!((tx) => {
+          const n = Number(tx.get(F, ["head"])!.value.toString()) + 1;
+          return [
+            { partition: P, ops: [put(["item", i], `${n}`)] },
+            { partition: F, ops: [put(["head"], `${n}`), put(["entry", n], `${i}`)] },
+          ];
+        }),
+      ),
+    );
+    for (const r of results) await r.durable;
+    expect((await kv.get(F, ["head"]))!.value.toString()).toBe("11");
+    const entries = (await kv.scan(F, { prefix: ["entry"] })).entries;
+    expect(entries.map((e) => e.key[1])).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    // each partition's puts carry that partition's version, returned in the batches' order
+    const [pv, fv] = results[0]!.versions;
+    expect((await kv.get(P, ["item", 0]))!.version).toBe(pv);
+    expect((await kv.get(F, ["entry", 2]))!.version).toBe(fv);
+    // a failing check in any partition applies nothing anywhere
+    const before = await kv.get(P, ["item", 0]);
+    const err = await rejection(
+      kv.commitAcross((tx) => [
+        { partition: P, ops: [put(["item", 0], "changed")] },
+        { partition: Q, ops: [put(["x"], "x")] },
+        { partition: F, ops: [{ type: "check", key: ["head"], version: tx.get(F, ["head"])!.version + 1 }] },
+      ]),
+    );
+    expect(err).toBeInstanceOf(ConflictError);
+    expect((await kv.get(P, ["item", 0]))!.value.toString()).toBe(before!.value.toString());
+    expect(await kv.get(Q, ["x"])).toBeUndefined();
+    expect((await kv.listPartitions("ledger")).partitions).toEqual([]);
+    // an invalid op, a partition named twice, or a throw of the build apply nothing either
+    expect(
+      await rejection(
+        kv.commitAcross(() => [
+          { partition: Q, ops: [put(["x"], "x")] },
+          { partition: P, ops: [put(["k".repeat(3000)], "v")] },
+        ]),
+      ),
+    ).toBeInstanceOf(ValidationError);
+    expect(
+      await rejection(
+        kv.commitAcross(() => [
+          { partition: Q, ops: [put(["x"], "x")] },
+          { partition: Q, ops: [put(["y"], "y")] },
+        ]),
+      ),
+    ).toBeInstanceOf(ValidationError);
+    expect(
+      await rejection(
+        kv.commitAcross(() => {
+          throw new ConflictError("built from a state the caller did not expect");
+        }),
+      ),
+    ).toBeInstanceOf(ConflictError);
+    expect(await kv.get(Q, ["x"])).toBeUndefined();
+    // a committed one enters the partition index like a commit
+    await (await kv.commitAcross(() => [{ partition: Q, ops: [put(["x"], "x")] }])).durable;
+    expect((await kv.listPartitions("ledger")).partitions).toEqual([Q]);
+  });
 });

@@ -5,7 +5,7 @@
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryKv } from "../../src/kv/memory.js";
-import { raw, SECRET, startServer, type Running } from "./harness.js";
+import { raw, SCRAPE, SECRET, startServer, type Running } from "./harness.js";
 
 let s: Running;
 let token: string;
@@ -235,7 +235,7 @@ describe("bad input", () => {
     expect(users.items.map((u) => u.id)).toEqual(["root"]);
     expect((await s.root.groups.list()).items).toEqual([]);
     expect(Object.prototype).not.toHaveProperty("admin");
-    const metrics = await (await fetch(s.base + "/metrics")).text();
+    const metrics = await (await fetch(s.base + "/metrics", SCRAPE)).text();
     expect(metrics).not.toMatch(/status="5\d\d"/);
   });
 });

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ProblemError, type FeedMessage, type FlowstoreClient } from "../../src/client/index.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { backends, forEachBackend, type BackendFactory } from "../conformance/backends.js";
-import { startServer, type Running } from "./harness.js";
+import { startServer, startTwoServers } from "./harness.js";
 import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
 import { eventually } from "../support/eventually.js";
 
@@ -55,16 +55,7 @@ afterEach(async () => {
   while (cleanup.length) await cleanup.pop()!().catch(() => {});
 });
 
-/** Two servers, each with its own openFlowstore over its own handle on the same data. */
-async function twoServers(backend: BackendFactory): Promise<{ a: Running; b: Running }> {
-  const handle = await backend.create();
-  cleanup.push(() => handle.destroy());
-  const a = await startServer(handle.kv);
-  cleanup.push(() => a.close());
-  const b = await startServer(await handle.reopen());
-  cleanup.push(() => b.close());
-  return { a, b };
-}
+const twoServers = (backend: BackendFactory) => startTwoServers(backend, cleanup);
 
 forEachBackend((backend) => {
   it("a write through either server reaches both servers' streams, each event with its feed position", async () => {

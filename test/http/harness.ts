@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import { FlowstoreClient } from "../../src/client/index.js";
 import { openFlowstore, type FlowstoreOptions } from "../../src/compose/index.js";
 import { Metrics } from "../../src/http/metrics.js";
+import type { BackendFactory } from "../conformance/backends.js";
 import { buildServer, type ServerOptions } from "../../src/http/server.js";
 import type { KvStore } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
@@ -12,6 +13,10 @@ import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
 
 export const ROOT_PASSWORD = "root password 123";
 export const SECRET = new TextEncoder().encode("test secret that is long enough 0123456789");
+/** The metrics token of the servers tests start (`--metrics-token-file`'s): /metrics takes it, or root's token. */
+export const METRICS_TOKEN = "metrics-token-of-the-tests";
+/** The headers a scraper sends for /metrics. */
+export const SCRAPE = { headers: { authorization: `Bearer ${METRICS_TOKEN}` } } as const;
 
 export interface Running {
   readonly app: FastifyInstance;
@@ -26,11 +31,11 @@ export interface Running {
 
 /** The store's options (openFlowstore) and the server's (buildServer), in one bag. */
 export type StartOptions = { logger?: Logger | false } & Partial<ServerOptions> &
-  Pick<FlowstoreOptions, "archive" | "archiveSeal" | "processData" | "pageCache" | "clock" | "documents" | "notifications" | "feedRepair" | "restoreDir">;
+  Pick<FlowstoreOptions, "archive" | "archiveSeal" | "processData" | "pageCache" | "clock" | "documents" | "notifications" | "feedRepair" | "restoreDir" | "log">;
 
 /** Opens the store over `kv` (which stays the caller's to close) counted in /metrics, and serves it. */
 export async function startServer(kv: KvStore, options: StartOptions = {}): Promise<Running> {
-  const { archive, archiveSeal, processData, pageCache, clock, documents, notifications, feedRepair, restoreDir, ...http } = options;
+  const { archive, archiveSeal, processData, pageCache, clock, documents, notifications, feedRepair, restoreDir, log, ...http } = options;
   const metrics = new Metrics();
   const flowstore = await openFlowstore(kv, {
     archive,
@@ -42,9 +47,10 @@ export async function startServer(kv: KvStore, options: StartOptions = {}): Prom
     notifications,
     feedRepair,
     restoreDir,
+    log,
     instrument: (inner) => metrics.wrap(inner),
   });
-  const app = await buildServer(flowstore, { tokenSecret: SECRET, logger: false, metrics, closeStore: true, ...http });
+  const app = await buildServer(flowstore, { tokenSecret: SECRET, logger: false, metrics, closeStore: true, metricsToken: METRICS_TOKEN, ...http });
   await app.flowstore.identity.ensureRoot(ROOT_PASSWORD);
   await app.listen({ host: "127.0.0.1", port: 0 });
   const { port } = app.server.address() as AddressInfo;
@@ -111,4 +117,18 @@ export async function raw(
   let body: unknown = text;
   if (type.includes("json") && text !== "") body = JSON.parse(text);
   return { status: res.status, type, body, headers: res.headers };
+}
+
+/**
+ * Two servers, each with its own openFlowstore over its own handle on the same data of `backend` (a fleet
+ * of two); what they hold is closed through `cleanup` (the caller's list, emptied after each test).
+ */
+export async function startTwoServers(backend: BackendFactory, cleanup: (() => Promise<unknown>)[]): Promise<{ a: Running; b: Running }> {
+  const handle = await backend.create();
+  cleanup.push(() => handle.destroy());
+  const a = await startServer(handle.kv);
+  cleanup.push(() => a.close());
+  const b = await startServer(await handle.reopen());
+  cleanup.push(() => b.close());
+  return { a, b };
 }

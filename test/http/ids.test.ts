@@ -4,7 +4,7 @@
  * (no URL normalization) can no longer act on the subproject.
  */
 import { request } from "node:http";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ValidationError } from "../../src/errors.js";
 import { parseSnapshotId, validateUniqueId } from "../../src/archive/ids.js";
 import { checkId, checkOrganization } from "../../src/identity/ids.js";
@@ -78,14 +78,15 @@ describe("over HTTP", () => {
       headers: { authorization: `Bearer ${root}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-  beforeEach(async () => {
+  // One server for the block: neither test changes what the other reads.
+  beforeAll(async () => {
     s = await startServer(new MemoryKv());
     root = s.root.token!;
     expect((await call("POST", "/projects", { id: "p", displayName: "P" })).status).toBe(201);
     expect((await call("POST", "/projects/p/subprojects", { id: "s", displayName: "S", currency: "EUR" })).status).toBe(201);
     expect((await s.root.users.create({ id: "mallory", displayName: "M", password: "mallory password" })).id).toBe("mallory");
   });
-  afterEach(() => s.close());
+  afterAll(() => s.close());
 
   it("a workflowitem id `..` cannot be created, nor a project with a bidi override", async () => {
     const dots = await call("POST", "/projects/p/subprojects/s/workflowitems", { id: "..", displayName: "W", amountType: "N/A" });

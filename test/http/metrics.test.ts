@@ -10,7 +10,7 @@ import { METRICS_CONTENT_TYPE, serveMetrics } from "../../src/http/metrics.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { MemoryKv } from "../../src/kv/memory.js";
 import { eventually } from "../support/eventually.js";
-import { startServer, type Running } from "./harness.js";
+import { SCRAPE, startServer, type Running } from "./harness.js";
 import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
 
 interface Sample {
@@ -103,7 +103,7 @@ afterAll(async () => {
 });
 
 async function scrape(base = s.base): Promise<Map<string, Family>> {
-  const r = await fetch(`${base}/metrics`);
+  const r = await fetch(`${base}/metrics`, SCRAPE);
   expect(r.status).toBe(200);
   expect(r.headers.get("content-type")).toBe(METRICS_CONTENT_TYPE);
   const families = parse(await r.text());

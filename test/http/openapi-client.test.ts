@@ -34,9 +34,9 @@ describe("a client generated from the OpenAPI document", () => {
     // Every operation has a name a generator can use, and the process-data key is a parameter it can fill.
     expect(types).toContain('"/api/v1/process-data/{keyspace}/{key}": {');
     expect(types).not.toContain("{*}");
-    expect(types).toMatch(/getProcessDataByKeyspaceByKey: \{\s*parameters: \{[^]*?path: \{[^}]*\bkeyspace: string;[^}]*\bkey: string;\s*\}/);
+    expect(types).toMatch(/getProcessDataByKey: \{\s*parameters: \{[^]*?path: \{[^}]*\bkeyspace: string;[^}]*\bkey: string;\s*\}/);
     // Closing takes no body unless it rejects: the body is optional.
-    expect(types).toMatch(/postProjectsByPSubprojectsBySWorkflowitemsByWClose: \{[\s\S]*?requestBody\?: \{/);
+    expect(types).toMatch(/closeWorkflowitem: \{[\s\S]*?requestBody\?: \{/);
   });
 
   it("runs a whole session, every answer as the document declares it", async () => {
@@ -62,46 +62,54 @@ describe("a client generated from the OpenAPI document", () => {
     expect(login.response.status).toBe(200);
     token = login.data.token;
 
-    const p = { path: { p: "p1" } };
-    const sp = { path: { p: "p1", s: "s1" } };
+    const p = { path: { projectId: "p1" } };
+    const sp = { path: { projectId: "p1", subprojectId: "s1" } };
     expect((await api.POST("/api/v1/projects", { body: { id: "p1", displayName: "Schools" } })).response.status).toBe(201);
-    const created = await api.POST("/api/v1/projects/{p}/subprojects", { params: p, body: { id: "s1", displayName: "Roofs", currency: "EUR" } });
+    const created = await api.POST("/api/v1/projects/{projectId}/subprojects", { params: p, body: { id: "s1", displayName: "Roofs", currency: "EUR" } });
     expect(created.response.headers.get("location")).toBe("/api/v1/projects/p1/subprojects/s1");
     for (const w of ["w1", "w2", "w3"]) {
-      const r = await api.POST("/api/v1/projects/{p}/subprojects/{s}/workflowitems", { params: sp, body: { id: w, displayName: `item ${w}`, amountType: "N/A" } });
+      const r = await api.POST("/api/v1/projects/{projectId}/subprojects/{subprojectId}/workflowitems", {
+        params: sp,
+        body: { id: w, displayName: `item ${w}`, amountType: "N/A" },
+      });
       expect(r.response.status).toBe(201);
     }
 
     // A conditional read: the ETag, then 304 while it is current.
-    const project = await api.GET("/api/v1/projects/{p}", { params: p });
+    const project = await api.GET("/api/v1/projects/{projectId}", { params: p });
     const etag = project.response.headers.get("etag")!;
     expect(etag).toMatch(/^"\d+"$/);
-    const again = await api.GET("/api/v1/projects/{p}", { params: { ...p, header: { "If-None-Match": etag } } });
+    const again = await api.GET("/api/v1/projects/{projectId}", { params: { ...p, header: { "If-None-Match": etag } } });
     expect(again.response.status).toBe(304);
 
     // Reorder with If-Match; a stale If-Match is 412.
-    const ordering = await api.GET("/api/v1/projects/{p}/subprojects/{s}/workflowitem-ordering", { params: sp });
+    const ordering = await api.GET("/api/v1/projects/{projectId}/subprojects/{subprojectId}/workflowitem-ordering", { params: sp });
     const orderTag = ordering.response.headers.get("etag")!;
-    const reordered = await api.PUT("/api/v1/projects/{p}/subprojects/{s}/workflowitem-ordering", {
+    const reordered = await api.PUT("/api/v1/projects/{projectId}/subprojects/{subprojectId}/workflowitem-ordering", {
       params: { ...sp, header: { "If-Match": orderTag } },
       body: { ordering: ["w3", "w1", "w2"] },
     });
     expect(reordered.data).toEqual({ ordering: ["w3", "w1", "w2"] });
-    const stale = await api.PUT("/api/v1/projects/{p}/subprojects/{s}/workflowitem-ordering", { params: { ...sp, header: { "If-Match": orderTag } }, body: { ordering: ["w1"] } });
+    const stale = await api.PUT("/api/v1/projects/{projectId}/subprojects/{subprojectId}/workflowitem-ordering", {
+      params: { ...sp, header: { "If-Match": orderTag } },
+      body: { ordering: ["w1"] },
+    });
     expect(stale.response.status).toBe(412);
     expect(stale.error).toMatchObject({ status: 412, field: "version" });
 
     // Close every workflowitem (no body) in the subproject's order (it is ordered), then the subproject and the project.
     for (const w of ["w3", "w1", "w2"]) {
-      const closed = await api.POST("/api/v1/projects/{p}/subprojects/{s}/workflowitems/{w}/close", { params: { path: { p: "p1", s: "s1", w } } });
+      const closed = await api.POST("/api/v1/projects/{projectId}/subprojects/{subprojectId}/workflowitems/{workflowitemId}/close", {
+        params: { path: { projectId: "p1", subprojectId: "s1", workflowitemId: w } },
+      });
       expect(closed.data.data.status).toBe("closed");
     }
-    expect((await api.POST("/api/v1/projects/{p}/subprojects/{s}/close", { params: sp })).response.status).toBe(200);
-    expect((await api.POST("/api/v1/projects/{p}/close", { params: p })).response.status).toBe(200);
+    expect((await api.POST("/api/v1/projects/{projectId}/subprojects/{subprojectId}/close", { params: sp })).response.status).toBe(200);
+    expect((await api.POST("/api/v1/projects/{projectId}/close", { params: p })).response.status).toBe(200);
 
-    const list = await api.GET("/api/v1/projects/{p}/subprojects/{s}/workflowitems", { params: { ...sp, query: { limit: 10 } } });
+    const list = await api.GET("/api/v1/projects/{projectId}/subprojects/{subprojectId}/workflowitems", { params: { ...sp, query: { limit: 10 } } });
     expect(list.data.items.map((i: { id: string }) => i.id)).toEqual(["w3", "w1", "w2"]);
-    const history = await api.GET("/api/v1/projects/{p}/subprojects/{s}/history", { params: { ...sp, query: { order: "desc" } } });
+    const history = await api.GET("/api/v1/projects/{projectId}/subprojects/{subprojectId}/history", { params: { ...sp, query: { order: "desc" } } });
     expect(history.data.items[0].type).toBe("subproject.closed");
 
     // Process data: the key, slashes and all, is one parameter the client encodes.
@@ -117,7 +125,7 @@ describe("a client generated from the OpenAPI document", () => {
     expect((await api.GET("/api/v1/process-data/{keyspace}/{key}", { params: at })).response.status).toBe(404);
 
     // Errors are answers the document declares too.
-    expect((await api.GET("/api/v1/projects/{p}", { params: { path: { p: "nope" } } })).response.status).toBe(404);
+    expect((await api.GET("/api/v1/projects/{projectId}", { params: { path: { projectId: "nope" } } })).response.status).toBe(404);
     expect((await api.POST("/api/v1/projects", { body: { displayName: 5 } })).response.status).toBe(400);
 
     expect(answered.length).toBeGreaterThan(20);

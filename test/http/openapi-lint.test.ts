@@ -149,26 +149,27 @@ describe("the OpenAPI document, linted", () => {
     for (const [path, method] of [
       ["/health", "get"],
       ["/ready", "get"],
-      ["/metrics", "get"],
       ["/api/v1/auth/token", "post"],
       ["/api/v1/auth/refresh", "post"],
     ] as const) {
       expect(doc.paths[path][method].security, path).toEqual([]);
     }
+    // /metrics takes a bearer credential: the metrics token or root's access token (issue 29, finding 14).
+    expect(doc.paths["/metrics"].get.security).toEqual([{ bearer: [] }]);
   });
 
   it("declares the conditional-request headers and the created resource's Location", () => {
-    const get = doc.paths["/api/v1/projects/{p}"].get;
+    const get = doc.paths["/api/v1/projects/{projectId}"].get;
     expect(get.responses["200"].headers.ETag).toBeDefined();
     expect(get.responses["304"]).toBeDefined();
-    const patch = doc.paths["/api/v1/projects/{p}"].patch;
+    const patch = doc.paths["/api/v1/projects/{projectId}"].patch;
     expect(patch.parameters.map((p: Json) => p.name)).toContain("If-Match");
     expect(patch.responses["412"].content["application/problem+json"].schema).toEqual({ $ref: "#/components/schemas/Problem" });
     expect(doc.paths["/api/v1/projects"].post.responses["201"].headers.Location).toBeDefined();
     expect(doc.paths["/api/v1/events"].get.parameters.map((p: Json) => p.name.toLowerCase())).toContain("last-event-id");
     // Closing and archiving need no body.
-    expect(doc.paths["/api/v1/projects/{p}/subprojects/{s}/workflowitems/{w}/close"].post.requestBody.required).toBe(false);
-    expect(doc.paths["/api/v1/projects/{p}/archive"].post.requestBody.required).toBe(false);
-    expect(doc.paths["/api/v1/projects/{p}/close"].post.requestBody).toBeUndefined();
+    expect(doc.paths["/api/v1/projects/{projectId}/subprojects/{subprojectId}/workflowitems/{workflowitemId}/close"].post.requestBody.required).toBe(false);
+    expect(doc.paths["/api/v1/projects/{projectId}/archive"].post.requestBody.required).toBe(false);
+    expect(doc.paths["/api/v1/projects/{projectId}/close"].post.requestBody).toBeUndefined();
   });
 });

@@ -21,7 +21,7 @@ import { allPartitions, scanAll, type KvStore } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import type { GlobalIntentName as GlobalIntent } from "../../src/identity/wire.js";
 import { formioForm } from "../process-data/helpers.js";
-import { raw, startServer, type Running } from "./harness.js";
+import { METRICS_TOKEN, raw, startServer, type Running } from "./harness.js";
 import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
 
 const API = "/api/v1";
@@ -37,10 +37,25 @@ type Need =
   | { readonly kind: "session" }
   | { readonly kind: "global"; readonly intent: GlobalIntent }
   | { readonly kind: "resource"; readonly intent: string; readonly on: Level }
+  /** /metrics: the metrics token or root's access token, no other (issue 29, finding 14). */
+  | { readonly kind: "scraper" }
   /** Eluvio's governance delete: a token and the parent's governanceDelete flag, no intent at all. */
   | { readonly kind: "governanceFlag" }
   /** TruBudget's close rule: the resource's assignee only; every intent of the type without it is refused. */
-  | { readonly kind: "assignee"; readonly on: Level };
+  | { readonly kind: "assignee"; readonly on: Level }
+  /** A rule of its own, checked by `check` (the transparency log's routes: public to witnesses, proofs for the event's viewers). */
+  | { readonly kind: "own"; readonly rule: string; readonly check: (c: OwnContext) => Promise<void> };
+
+/** What an `own` rule's check works with. */
+interface OwnContext {
+  call(who: string | undefined, method: string, req: Req): Promise<{ status: number; body: unknown }>;
+  readonly eve: string;
+  readonly root: string;
+  fixture(): Promise<Fixture>;
+  grant(path: string, intent: string): Promise<void>;
+  /** Brings the transparency log up to the store's writes (the server's appender is off in tests). */
+  appendLog(): Promise<void>;
+}
 
 interface Req {
   readonly path: string;
@@ -229,16 +244,65 @@ async function rootSnapshot(base: string, root: FlowstoreClient, uniqueId: strin
   return ((await res.json()) as { id: string }).id;
 }
 
-const P = `${API}/projects/:p`;
-const S = `${P}/subprojects/:s`;
-const W = `${S}/workflowitems/:w`;
+const P = `${API}/projects/:projectId`;
+const S = `${P}/subprojects/:subprojectId`;
+const W = `${S}/workflowitems/:workflowitemId`;
 const PD = `${API}/process-data`;
 
 const MATRIX: Record<string, Entry> = {
   // public: no token
   "GET /health": pub("/health"),
   "GET /ready": pub("/ready"),
-  "GET /metrics": pub("/metrics"),
+  "GET /metrics": { need: { kind: "scraper" }, request: () => ({ path: "/metrics" }) },
+  // The transparency log: what witnesses and auditors read is public; a cosignature is taken from a configured witness only.
+  [`GET ${API}/log`]: pub(`${API}/log`),
+  [`GET ${API}/log/checkpoint`]: pub(`${API}/log/checkpoint`),
+  [`GET ${API}/log/proof/consistency`]: pub(`${API}/log/proof/consistency?from=0`),
+  [`GET ${API}/log/checkpoint/cosigned`]: {
+    need: {
+      kind: "own",
+      rule: "is public: the checkpoint witnesses cosigned (none here: 404 to anyone, never 401)",
+      check: async (c) => {
+        await c.appendLog();
+        expect((await c.call(undefined, "GET", { path: `${API}/log/checkpoint/cosigned` })).status).toBe(404);
+        expect((await c.call(c.eve, "GET", { path: `${API}/log/checkpoint/cosigned` })).status).toBe(404);
+      },
+    },
+    request: () => ({ path: `${API}/log/checkpoint/cosigned` }),
+  },
+  [`POST ${API}/log/cosignatures`]: {
+    need: {
+      kind: "own",
+      rule: "takes no token and no cosignature but a configured witness's (none here: 403, nothing kept)",
+      check: async (c) => {
+        const r = await c.call(undefined, "POST", { path: `${API}/log/cosignatures`, body: { cosignature: "— witness AAAA\n" } });
+        expect([400, 403]).toContain(r.status);
+      },
+    },
+    request: () => ({ path: `${API}/log/cosignatures` }),
+  },
+  [`GET ${API}/log/proof/inclusion`]: {
+    need: {
+      kind: "own",
+      rule: "proves an event's inclusion to a caller who may view its history, and answers everyone else as if it did not exist",
+      check: async (c) => {
+        const f = await c.fixture();
+        await c.appendLog();
+        const req = { path: `${API}/log/proof/inclusion?kind=project&id=${f.p}&seq=1` };
+        expect((await c.call(undefined, "GET", req)).status).toBe(401);
+        const unknown = await c.call(c.eve, "GET", req);
+        expect(unknown.status).toBe(404);
+        expect((await c.call(c.eve, "GET", { path: `${API}/log/proof/inclusion?kind=project&id=${f.p}-missing&seq=1` })).status).toBe(404);
+        await c.grant(f.paths.project!, "project.viewDetails");
+        expect((await c.call(c.eve, "GET", req)).status).toBe(404);
+        await c.grant(f.paths.project!, "project.viewHistory");
+        const served = await c.call(c.eve, "GET", req);
+        expect(served.status, JSON.stringify(served.body)).toBe(200);
+        expect((served.body as { proof: unknown[] }).proof).toBeInstanceOf(Array);
+      },
+    },
+    request: () => ({ path: `${API}/log/proof/inclusion` }),
+  },
   "GET /openapi.json": pub("/openapi.json"),
   "GET /": pub("/"),
   "GET /ui/:name": pub("/ui/app.js"),
@@ -257,33 +321,33 @@ const MATRIX: Record<string, Entry> = {
   // any valid token
   [`GET ${API}/users`]: token(`${API}/users`),
   [`GET ${API}/me`]: token(`${API}/me`),
-  [`GET ${API}/users/:u`]: token(`${API}/users/root`),
+  [`GET ${API}/users/:userId`]: token(`${API}/users/root`),
   [`GET ${API}/groups`]: token(`${API}/groups`),
-  [`GET ${API}/groups/:g`]: token(`${API}/groups/watchers`),
+  [`GET ${API}/groups/:groupId`]: token(`${API}/groups/watchers`),
   [`GET ${API}/events`]: token(`${API}/events`, { streamed: true }),
 
   // global intents
   [`POST ${API}/users`]: global("global.createUser", () => ({ path: `${API}/users`, body: { id: unique("user-"), displayName: "U", password: "a long password" } })),
-  [`POST ${API}/users/:u/disable`]: global("global.createUser", () => ({ path: `${API}/users/victim/disable` })),
-  [`POST ${API}/users/:u/enable`]: global("global.createUser", () => ({ path: `${API}/users/victim/enable` })),
-  [`PUT ${API}/users/:u/password`]: global("global.createUser", () => ({ path: `${API}/users/victim/password`, body: { password: "victim password" } })),
-  [`GET ${API}/users/:u/assignments`]: global("global.createUser", () => ({ path: `${API}/users/victim/assignments` })),
+  [`POST ${API}/users/:userId/disable`]: global("global.disableUser", () => ({ path: `${API}/users/victim/disable` })),
+  [`POST ${API}/users/:userId/enable`]: global("global.enableUser", () => ({ path: `${API}/users/victim/enable` })),
+  [`PUT ${API}/users/:userId/password`]: global("global.createUser", () => ({ path: `${API}/users/victim/password`, body: { password: "victim password" } })),
+  [`GET ${API}/users/:userId/assignments`]: global("global.listAssignments", () => ({ path: `${API}/users/victim/assignments` })),
   [`PUT ${API}/me/password`]: {
     need: { kind: "session" },
     request: () => ({ path: `${API}/me/password`, body: { currentPassword: "a long password", password: "a long password" } }),
   },
-  [`DELETE ${API}/groups/:g/members/:u`]: global(
+  [`DELETE ${API}/groups/:groupId/members/:userId`]: global(
     "global.createGroup",
     (f) => ({ path: `${API}/groups/${f.extra.group!}/members/victim` }),
     async (root) => ({ group: (await root.groups.create({ id: unique("crew-"), displayName: "C", members: ["victim"] })).id }),
   ),
   [`POST ${API}/global/permissions/grant-all`]: global(
-    "global.grantPermission",
+    "global.grantAllPermissions",
     (f) => ({ path: `${API}/global/permissions/grant-all`, body: { identity: f.extra.group! } }),
     async (root) => ({ group: (await root.groups.create({ id: unique("all-"), displayName: "A" })).id }),
   ),
   [`POST ${API}/groups`]: global("global.createGroup", () => ({ path: `${API}/groups`, body: { id: unique("group-"), displayName: "G" } })),
-  [`POST ${API}/groups/:g/members`]: global("global.createGroup", () => ({ path: `${API}/groups/watchers/members`, body: { userId: "victim" } })),
+  [`POST ${API}/groups/:groupId/members`]: global("global.createGroup", () => ({ path: `${API}/groups/watchers/members`, body: { userId: "victim" } })),
   [`GET ${API}/global/permissions`]: global("global.listPermissions", () => ({ path: `${API}/global/permissions` })),
   [`POST ${API}/global/permissions/grant`]: global("global.grantPermission", () => ({
     path: `${API}/global/permissions/grant`,
@@ -385,17 +449,17 @@ const MATRIX: Record<string, Entry> = {
     request: (f) => ({ path: `${f.paths.workflowitem}/documents`, body: { fileName: "spec", link: "https://example.org/spec" } }),
   },
   [`GET ${W}/documents`]: { need: { kind: "resource", intent: "workflowitem.viewDetails", on: "workflowitem" }, request: (f) => ({ path: `${f.paths.workflowitem}/documents` }) },
-  [`GET ${W}/documents/:d`]: {
+  [`GET ${W}/documents/:documentId`]: {
     need: { kind: "resource", intent: "workflowitem.viewDetails", on: "workflowitem" },
     setup: async (root, f) => ({ d: await rootDocument(root, f) }),
     request: (f) => ({ path: `${f.paths.workflowitem}/documents/${f.extra.d}` }),
   },
-  [`DELETE ${W}/documents/:d`]: {
+  [`DELETE ${W}/documents/:documentId`]: {
     need: { kind: "resource", intent: "workflowitem.update", on: "workflowitem" },
     setup: async (root, f) => ({ d: await rootDocument(root, f) }),
     request: (f) => ({ path: `${f.paths.workflowitem}/documents/${f.extra.d}` }),
   },
-  [`POST ${W}/documents/:d/validate`]: {
+  [`POST ${W}/documents/:documentId/validate`]: {
     need: { kind: "resource", intent: "workflowitem.viewDetails", on: "workflowitem" },
     setup: async (root, f) => ({ d: await rootDocument(root, f) }),
     request: (f) => ({ path: `${f.paths.workflowitem}/documents/${f.extra.d}/validate`, form: () => documentForm("hello") }),
@@ -603,6 +667,36 @@ describe("permission matrix", () => {
         expect((await call(undefined, method, req)).status).toBe(401);
         expect((await call(token, method, req)).status).toBe(204);
         expect((await call(token, "GET", { path: `${API}/me` })).status).toBe(401);
+      });
+      continue;
+    }
+
+    if (need.kind === "own") {
+      it(`${route} ${need.rule}`, () =>
+        need.check({
+          call,
+          eve: eve.token!,
+          root: s.root.token!,
+          fixture: () => fixture(),
+          grant: async (path, intent) => {
+            const r = await call(s.root.token, "POST", { path: `${path}/permissions/grant`, body: { intent, identity: "eve" } });
+            expect(r.status, `grant ${intent}`).toBe(204);
+          },
+          appendLog: async () => {
+            await s.app.flowstore.log.tree.appendPending();
+          },
+        }));
+      continue;
+    }
+
+    if (need.kind === "scraper") {
+      it(`${route} answers the metrics token and root only`, async () => {
+        const req = entry.request(undefined as never);
+        expect((await call(undefined, method, req)).status).toBe(401);
+        expect((await call(eve.token, method, req)).status).toBe(401);
+        expect((await call("not-the-metrics-token", method, req)).status).toBe(401);
+        expect((await call(s.root.token, method, req)).status).toBe(200);
+        expect((await call(METRICS_TOKEN, method, req)).status).toBe(200);
       });
       continue;
     }

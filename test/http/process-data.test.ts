@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { forEachBackend, httpBackends, type BackendHandle } from "../conformance/backends.js";
 import { raw, startServer, type Running } from "./harness.js";
 import { formioForm } from "../process-data/helpers.js";
@@ -15,12 +15,13 @@ forEachBackend((backend) => {
       body: body === undefined ? undefined : JSON.stringify(body),
     });
 
-  beforeEach(async () => {
+  // One server per backend for the file: the tests use keys and users of their own.
+  beforeAll(async () => {
     h = await backend.create();
     s = await startServer(h.kv);
     root = s.root.token!;
   });
-  afterEach(async () => {
+  afterAll(async () => {
     await s.close();
     await h.destroy();
   });

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FlowstoreClient, ProblemError } from "../../src/client/index.js";
 import { forEachBackend, httpBackends, type BackendHandle } from "../conformance/backends.js";
-import { raw, ROOT_PASSWORD, startServer, type Running } from "./harness.js";
+import { raw, ROOT_PASSWORD, SCRAPE, startServer, type Running } from "./harness.js";
 
 async function problemOf(p: Promise<unknown>): Promise<ProblemError> {
   const e = await p.then(
@@ -148,9 +148,9 @@ forEachBackend((backend) => {
       for (const path of [
         "/api/v1/auth/token",
         "/api/v1/users",
-        "/api/v1/users/{u}/disable",
+        "/api/v1/users/{userId}/disable",
         "/api/v1/groups",
-        "/api/v1/groups/{g}/members",
+        "/api/v1/groups/{groupId}/members",
         "/api/v1/global/permissions",
         "/api/v1/global/permissions/grant",
         "/health",
@@ -181,7 +181,7 @@ forEachBackend((backend) => {
     it("metrics count requests by route and status, latencies and store operations", async () => {
       await s.root.users.list();
       await raw(s.base, "GET", "/api/v1/users");
-      const r = await fetch(s.base + "/metrics");
+      const r = await fetch(s.base + "/metrics", SCRAPE);
       expect(r.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
       const text = await r.text();
       expect(text).toContain('flowstore_http_requests_total{method="GET",route="/api/v1/users",status="200"} 1');

@@ -64,6 +64,28 @@ describe("assign, close and views", () => {
     expect((await call("mallory", "POST", `${P}/empty/close`)).status).toBe(200);
   });
 
+  it("TruBudget's API closes by TruBudget's rule: the assignee who can see the resource, no close intent; anyone else 412", async () => {
+    expect((await call("root", "POST", P, { id: "tbp", displayName: "TruBudget rule" })).status).toBe(201);
+    const tb = await tbLogin(s.base, "alice", "alice password");
+    const close = () => tbCall(s.base, "project.close", { token: tb.token, data: { projectId: "tbp" } });
+    // Neither view nor assignment: nothing to know about.
+    expect((await close()).status).toBe(404);
+    // The view alone (not the assignee): TruBudget's PreconditionError.
+    await grant(`${P}/tbp`, "project.viewDetails", "alice");
+    const notAssignee = await close();
+    expect(notAssignee.status).toBe(412);
+    expect(notAssignee.body.error.message).toContain("assignee");
+    expect((await call("root", "GET", `${P}/tbp`)).body.data.status).toBe("open");
+    // Assigned and able to see it, with no close intent (TruBudget has none a user can be granted): closes.
+    expect((await call("root", "POST", `${P}/tbp/assign`, { assignee: "alice" })).status).toBe(200);
+    expect((await close()).status).toBe(200);
+    expect((await call("root", "GET", `${P}/tbp`)).body.data.status).toBe("closed");
+    // The native API still asks for the close intent of the same assignee.
+    expect((await call("root", "POST", P, { id: "nat", displayName: "Native rule", assignee: "alice" })).status).toBe(201);
+    await grant(`${P}/nat`, "project.viewDetails", "alice");
+    expect((await call("alice", "POST", `${P}/nat/close`)).status).toBe(403);
+  });
+
   it("finding 7: close tells a caller without intents nothing: the very 404 of a missing resource", async () => {
     for (const [there, missing] of [
       [`${P}/p/close`, `${P}/nope/close`],

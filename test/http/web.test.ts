@@ -3,7 +3,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryKv } from "../../src/kv/memory.js";
-import { raw, startServer, type Running } from "./harness.js";
+import { raw, SCRAPE, startServer, type Running } from "./harness.js";
 import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
 
 describe("web explorer static files", () => {
@@ -34,7 +34,7 @@ describe("web explorer static files", () => {
     expect((await raw(missing.base, "GET", "/ui/app.js")).status).toBe(404);
     expect((await raw(missing.base, "GET", "/health")).status).toBe(200);
     expect((await raw(missing.base, "GET", "/openapi.json")).status).toBe(200);
-    expect((await raw(missing.base, "GET", "/metrics")).status).toBe(200);
+    expect((await raw(missing.base, "GET", "/metrics", SCRAPE)).status).toBe(200);
   });
 
   it("serves index.html at / and bundle files at /ui/, with a restrictive CSP and no auth", async () => {

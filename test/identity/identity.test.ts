@@ -101,13 +101,16 @@ forEachBackend((backend) => {
       expect((await id.listUsers(SYSTEM)).items.map((u) => u.id)).toEqual(["alice"]);
     });
 
-    it("checks global.createUser for the actor, system bypasses", async () => {
+    it("checks global.createUser and global.disableUser (each alone) for the actor, system bypasses", async () => {
       await id.createUser(SYSTEM, { id: "alice", displayName: "Alice", password: pw });
       const alice = await id.actorFor("alice");
       await expect(id.createUser(alice, { id: "bob", displayName: "Bob", password: pw })).rejects.toBeInstanceOf(ForbiddenError);
       await expect(id.disableUser(alice, "alice")).rejects.toBeInstanceOf(ForbiddenError);
       await id.global.grant(SYSTEM, "global.createUser", "alice");
       await id.createUser(alice, { id: "bob", displayName: "Bob", password: pw });
+      // creating users is not disabling them (issue 28: TruBudget grants global.disableUser alone)
+      await expect(id.disableUser(alice, "bob")).rejects.toBeInstanceOf(ForbiddenError);
+      await id.global.grant(SYSTEM, "global.disableUser", "alice");
       await id.disableUser(alice, "bob");
       await expect(id.disableUser(alice, "alice")).rejects.toBeInstanceOf(ValidationError);
     });

@@ -35,11 +35,11 @@ const BODY_LIMIT = 1024 * 1024;
 
 /** Ids that exist, per path parameter: a path defect must never name one of them. */
 const EXISTING: Record<string, string[]> = {
-  p: ["p1", "p2"],
-  s: ["s1"],
-  w: ["w1", "w2"],
-  u: ["root", "alice", "bob"],
-  g: ["grp"],
+  projectId: ["p1", "p2"],
+  subprojectId: ["s1"],
+  workflowitemId: ["w1", "w2"],
+  userId: ["root", "alice", "bob"],
+  groupId: ["grp"],
   organization: ["Ministry"],
   currencyCode: ["EUR"],
   keyspace: ["form-submissions", "form-schemas"],
@@ -54,7 +54,7 @@ const EXISTING: Record<string, string[]> = {
  * key parts and archive names are free text by design (any character but "/"), so a strange value
  * there is not a defect.
  */
-const ID_PARAMS = new Set(["p", "s", "w", "u", "g", "organization", "currencyCode"]);
+const ID_PARAMS = new Set(["projectId", "subprojectId", "workflowitemId", "userId", "groupId", "organization", "currencyCode"]);
 const idParams = (route: { params: readonly string[] }): string[] => route.params.filter((p) => ID_PARAMS.has(p));
 /** Body fields that name an id (or hold ids): issue 16's id rule applies to them. */
 const BODY_ID_FIELDS = new Set(["id", "identity", "assignee", "userId", "members", "ordering", "organization"]);
@@ -183,7 +183,11 @@ function routeTable(doc: any): Route[] {
         params: [...template.matchAll(/\{(\w+)\}/g)].map((x) => x[1]!),
         body: schema ? { props: schema.properties ?? {}, required: schema.required ?? [], minProperties: schema.minProperties ?? 0 } : undefined,
         authenticated: template.startsWith("/api/v1/") && template !== "/api/v1/auth/token",
-        ifMatch: m === "PATCH" || (m === "DELETE" && /\{[psw]\}$/.test(template)) || template.endsWith("/assign") || (m === "PUT" && template.endsWith("/workflowitem-ordering")),
+        ifMatch:
+          m === "PATCH" ||
+          (m === "DELETE" && /\{(?:project|subproject|workflowitem)Id\}$/.test(template)) ||
+          template.endsWith("/assign") ||
+          (m === "PUT" && template.endsWith("/workflowitem-ordering")),
       });
     }
   }

@@ -2,9 +2,9 @@
 import { ALL_KINDS } from "../../src/compose/index.js";
 import { allPartitions, scanAll, type KvStore } from "../../src/kv/contract.js";
 
-export async function dumpAll(kv: KvStore): Promise<string[]> {
+export async function dumpAll(kv: KvStore, kinds: readonly string[] = ALL_KINDS): Promise<string[]> {
   const out: string[] = [];
-  for (const kind of ALL_KINDS) {
+  for (const kind of kinds) {
     for await (const p of allPartitions(kv, kind)) for await (const e of scanAll(kv, p)) out.push(`${JSON.stringify(p)} ${e.keyBytes.toString("hex")}=${e.value.toString("hex")}`);
   }
   return out;

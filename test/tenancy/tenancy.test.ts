@@ -78,9 +78,17 @@ forEachBackend((backend) => {
     const counting = new Proxy(h.kv, {
       get(target, prop, receiver) {
         const v = Reflect.get(target, prop, receiver);
-        // A commit is either call (the writer's staged commit, where the backend has one, is a commit too).
+        // A commit is any of these calls (the writer's staged commit, and its one commit across partitions
+        // where the backend has one, are commits too).
         if ((prop === "commit" || prop === "commitVisible") && typeof v === "function")
           return (p: Partition, ops: never[]) => (p[0] === "tenant" && commits++, (v as KvStore["commit"]).call(target, p, ops));
+        if (prop === "commitAcross" && typeof v === "function")
+          return (build: Parameters<NonNullable<KvStore["commitAcross"]>>[0]) =>
+            (v as NonNullable<KvStore["commitAcross"]>).call(target, (tx) => {
+              const batches = build(tx);
+              if (batches.some((b) => b.partition[0] === "tenant")) commits++;
+              return batches;
+            });
         return typeof v === "function" ? v.bind(target) : v;
       },
     });

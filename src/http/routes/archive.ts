@@ -214,13 +214,13 @@ export const archiveRoutes: RoutePlugin = async (app) => {
       schema: {
         tags: [...tags, "project"],
         summary: "Archive a closed project as one snapshot `project:<id>`; with drop, remove the live project (global.writeArchive and project.close)",
-        params: Type.Object({ p: ResourceId }),
+        params: Type.Object({ projectId: ResourceId }),
         body: Type.Optional(ArchiveBody),
         response: { 201: ArchivedProject, ...problems(400, 403, 404, 409, 413, 415) },
       },
     },
     async (request, reply) => {
-      const archived = await app.flowstore.archiveProject(request.actor, request.params.p, { drop: request.body?.drop === true });
+      const archived = await app.flowstore.archiveProject(request.actor, request.params.projectId, { drop: request.body?.drop === true });
       return reply.code(201).send(archived);
     },
   );

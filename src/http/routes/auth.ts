@@ -2,13 +2,14 @@
  * Sessions: POST /auth/token (username and password → an access token and a refresh token) and
  * POST /auth/refresh (a refresh token → new ones; the one shown is spent) are public and rate-limited
  * (rate-limit.ts); POST /auth/logout ends the caller's session, POST /auth/logout-all every session of
- * the caller (its token version is bumped). Tokens: see identity/tokens.ts; shapes: identity/wire.ts.
+ * the caller (its token version is bumped). Answers that carry tokens are `Cache-Control: no-store`. Tokens: see identity/tokens.ts; shapes: identity/wire.ts.
  */
 import { Type } from "@sinclair/typebox";
 import { refreshTokenUser } from "../../identity/index.js";
 import { RefreshRequest, TokenRequest, TokenResponse } from "../../identity/wire.js";
 import { bearerToken, requireAuthentication } from "../auth.js";
 import type { RoutePlugin } from "../context.js";
+import { noStore } from "../conventions.js";
 import { problems } from "../problem.js";
 import { DEFAULT_LOGIN_RATE_LIMITS, loginLimiter, type LoginRateLimits } from "../rate-limit.js";
 
@@ -31,7 +32,10 @@ export const authRoutes: RoutePlugin<AuthRouteOptions> = async (app, options) =>
       // a correct password passes and which TruBudget's log in shares.
       ...(limits ? { onRequest: limits.perAddress } : {}),
     },
-    async (request) => tokens.login(request.body.username, request.body.password, { address: request.ip }),
+    async (request, reply) => {
+      noStore(reply);
+      return tokens.login(request.body.username, request.body.password, { address: request.ip });
+    },
   );
 
   app.post(
@@ -45,7 +49,10 @@ export const authRoutes: RoutePlugin<AuthRouteOptions> = async (app, options) =>
       },
       ...limited((body) => refreshTokenUser((body as RefreshRequest).refreshToken)),
     },
-    async (request) => tokens.refresh(request.body.refreshToken),
+    async (request, reply) => {
+      noStore(reply);
+      return tokens.refresh(request.body.refreshToken);
+    },
   );
 
   await app.register(async (secured) => {

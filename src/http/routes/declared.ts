@@ -15,13 +15,15 @@
  * Bodies: the create body is the type's fields less those a command owns (`ownedFields`, save those a
  * create may set) plus an optional `id`; the update body is some of the fields no command owns. Each
  * type's shapes are named components: `Space`, `NewSpace`, `SpaceUpdate`, `SpacePage`.
+ * OperationIds name the type: `create<Type>`, `list<Type>s`, `get<Type>`, `update<Type>`, `delete<Type>`,
+ * `get<Type>History`, `list<Type>Permissions`, `grant<Type>Permission`… (a test keeps the list stable).
  * Reads answer the stored JSON bytes as they are; the ETag of a resource is its version, and writes take
  * it back as If-Match (a stale one is a 412; routes say so in their `config`, see http/openapi.ts). A domain with rules plugs its commands in (`commands`)
  * and adds its own routes per type (`extend`), with the same paths, parameters and schemas.
  */
 import { Type, type Static, type TObject, type TOptional, type TPartial, type TSchema, type TString } from "@sinclair/typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { FlowstoreError, ValidationError } from "../../errors.js";
+import { FlowstoreError, PreconditionFailedError, ValidationError } from "../../errors.js";
 import type { Actor } from "../../access/actor.js";
 import type { Ref } from "../../resources/model/ref.js";
 import type { Envelope } from "../../resources/model/record.js";
@@ -168,14 +170,32 @@ export async function asBody<T>(run: () => Promise<T>): Promise<T> {
   }
 }
 
-/** `If-Match: "3"` → 3; absent or `*` → undefined. Only on a route whose `config` declares `ifMatch`. */
+/** One entry of an If-Match list that the strong comparison can match: a quoted version, `"3"`. */
+const STRONG_VERSION = /^"(\d{1,9})"$/;
+
+/**
+ * `If-Match: "3"` → 3; absent or `*` → undefined (a server that requires If-Match has refused an absent
+ * one already, see conventions.ts). If-Match compares strongly (RFC 9110 §13.1.1): a weak tag (`W/"3"`),
+ * an unquoted one or a tag that is no version of ours never matches, so the write is refused 412; a list
+ * naming two different versions is a 400. Only on a route whose `config` declares `ifMatch`.
+ */
 export function ifMatch(request: FastifyRequest): number | undefined {
   if (request.routeOptions.config.ifMatch !== true) throw new Error(`${request.routeOptions.url} reads If-Match but does not declare config.ifMatch`);
   const h = request.headers["if-match"];
-  if (h === undefined || h === "*") return undefined;
-  const m = typeof h === "string" ? /^\s*(?:W\/)?"?(\d{1,9})"?\s*$/.exec(h) : null;
-  if (!m) throw new ValidationError('If-Match must be an ETag given by this server, e.g. "3"', "header.if-match");
-  return Number(m[1]);
+  if (h === undefined || h.trim() === "*") return undefined;
+  const versions = new Set(
+    h
+      .split(",")
+      .map((tag) => STRONG_VERSION.exec(tag.trim())?.[1])
+      .filter((v) => v !== undefined),
+  );
+  if (versions.size === 0)
+    throw new PreconditionFailedError(
+      `If-Match ${JSON.stringify(h)} matches no version: send the strong ETag a GET gave, e.g. "3" (a weak W/"3" never matches)`,
+      "header.if-match",
+    );
+  if (versions.size > 1) throw new ValidationError('If-Match names more than one version: send the one ETag a GET gave, e.g. "3"', "header.if-match");
+  return Number([...versions][0]);
 }
 
 /**
@@ -250,13 +270,22 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
     for (const s of served) {
       const { type: t, item, params, tags, schemas } = s;
       const T = t.name;
+      /** The type's name in operationIds (`getWorkflowitem`, `listWorkflowitems`). */
+      const C = cap(T);
       const orderedUnder = t.decl.parent !== null && store.schema.type(t.decl.parent).decl.orderedChildren === T;
 
       app.post(
         s.collection,
         {
           config: { etag: true, location: true },
-          schema: { tags, summary: `Create a ${T}`, params: s.parentParams, body: schemas.create, response: { 201: schemas.written, ...problems(400, 403, 404, 409, 413, 415) } },
+          schema: {
+            tags,
+            operationId: `create${C}`,
+            summary: `Create a ${T}`,
+            params: s.parentParams,
+            body: schemas.create,
+            response: { 201: schemas.written, ...problems(400, 403, 404, 409, 413, 415) },
+          },
         },
         async (request, reply) => {
           const parent = s.parentOf(request.params);
@@ -281,6 +310,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
         {
           schema: {
             tags,
+            operationId: `list${C.endsWith("s") ? C : `${C}s`}`,
             summary: orderedUnder
               ? `List ${T}s in effective order (ordering first, then by creation${sequenced ? "; sequence=closedFirst: closed first, by close time, as TruBudget lists them" : ""})`
               : searchable
@@ -314,6 +344,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
           config: { etag: true },
           schema: {
             tags,
+            operationId: `get${C}`,
             summary: `Get a ${T} (ETag: its version), with the intents the caller holds on it (allowedIntents)`,
             params,
             response: { 200: schemas.resource, ...problems(400, 403, 404) },
@@ -331,6 +362,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
           config: { etag: true, ifMatch: true },
           schema: {
             tags,
+            operationId: `update${C}`,
             summary: `Update some fields of a ${T} (If-Match: a version; a stale one is a 412)`,
             params,
             body: schemas.update,
@@ -353,6 +385,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
           config: { ifMatch: true },
           schema: {
             tags,
+            operationId: `delete${C}`,
             summary:
               t.decl.onDelete === "refuse"
                 ? `Delete a ${T} (refused while it has children)`
@@ -376,21 +409,32 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
         {
           schema: {
             tags,
+            operationId: `get${C}History`,
             summary: `The ${T}'s events, oldest first (order=desc: newest first); filtered by publisher, since, until and type`,
             params,
             querystring: HistoryQuery,
             response: { 200: EventPage, ...problems(400, 403, 404) },
           },
         },
-        async (request) => {
+        async (request, reply) => {
           const { order, ...filters } = request.query;
-          return store.audit.history(request.actor, s.refOf(request.params), { ...filters, reverse: order === "desc" });
+          // the stored event bytes, joined (parsed only where a filter or a redaction needs it)
+          const page = await store.audit.historyJson(request.actor, s.refOf(request.params), { ...filters, reverse: order === "desc" });
+          return sendJsonPage(reply, page.items, page.nextCursor);
         },
       );
 
       app.get(
         `${item}/permissions`,
-        { schema: { tags, summary: `List the ${T}'s permissions (${t.intents.listPermissions})`, params, response: { 200: PermissionMap, ...problems(400, 403, 404) } } },
+        {
+          schema: {
+            tags,
+            operationId: `list${C}Permissions`,
+            summary: `List the ${T}'s permissions (${t.intents.listPermissions})`,
+            params,
+            response: { 200: PermissionMap, ...problems(400, 403, 404) },
+          },
+        },
         async (request) => store.reads.listPermissions(request.actor, s.refOf(request.params)),
       );
 
@@ -400,6 +444,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
           {
             schema: {
               tags,
+              operationId: `${action}${C}Permission`,
               summary: `${action === "grant" ? "Grant" : "Revoke"} an intent on the ${T} to a user or group (${action === "grant" ? t.intents.grantPermission : t.intents.revokePermission})`,
               params,
               body: ResourcePermissionChange,
@@ -424,6 +469,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
             config: { etag: true, ifMatch: true },
             schema: {
               tags,
+              operationId: `${on ? "set" : "clear"}${C}GovernanceFlag`,
               summary: `${on ? "Set" : "Clear"} the ${T}'s governanceDelete flag (${t.intents.governance}): while set, its ${t.children.filter((c) => store.schema.type(c).decl.governanceDelete).join(" and ")} children may be governance-deleted`,
               params,
               response: { 200: schemas.written, ...problems(400, 403, 404, 409) },
@@ -444,6 +490,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
             config: { ifMatch: true },
             schema: {
               tags,
+              operationId: `governanceDelete${C}`,
               summary: `Delete a ${T} with no intent of the caller's, allowed while its ${t.decl.parent} carries the governanceDelete flag (403 otherwise)`,
               params,
               response: { 204: Type.Null(), ...problems(400, 403, 404, 409) },
@@ -459,7 +506,15 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
       if (t.depth === 0) {
         app.get(
           `${item}/verify`,
-          { schema: { tags, summary: `Recompute the ${T}'s hash chain (${t.intents.history})`, params, response: { 200: VerifyResult, ...problems(400, 403, 404) } } },
+          {
+            schema: {
+              tags,
+              operationId: `verify${C}`,
+              summary: `Recompute the ${T}'s hash chain (${t.intents.history})`,
+              params,
+              response: { 200: VerifyResult, ...problems(400, 403, 404) },
+            },
+          },
           async (request) => {
             const ref = s.refOf(request.params);
             await store.audit.history(request.actor, ref, { limit: 1 });
@@ -471,6 +526,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
           {
             schema: {
               tags,
+              operationId: `get${C}Checkpoint`,
               summary: `The ${T}'s chain head signed by the server (${t.intents.history}): keep it, and later prove with \`flowstore verify --checkpoint\` that history extends it`,
               params,
               response: { 200: SignedCheckpoint, ...problems(400, 403, 404) },

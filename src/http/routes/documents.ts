@@ -26,8 +26,13 @@ import { servedLevel } from "./workflow.js";
 
 export { Document };
 
-const ItemParams = Type.Object({ p: ResourceId, s: ResourceId, w: ResourceId });
-const DocParams = Type.Object({ p: ResourceId, s: ResourceId, w: ResourceId, d: Type.String({ minLength: 1, maxLength: 64, pattern: "^[A-Za-z0-9-]+$" }) });
+const ItemParams = Type.Object({ projectId: ResourceId, subprojectId: ResourceId, workflowitemId: ResourceId });
+const DocParams = Type.Object({
+  projectId: ResourceId,
+  subprojectId: ResourceId,
+  workflowitemId: ResourceId,
+  documentId: Type.String({ minLength: 1, maxLength: 64, pattern: "^[A-Za-z0-9-]+$" }),
+});
 export const DocumentLinkBody = Type.Object(
   { fileName: DocumentFileName, link: DocumentLink, comment: Type.Optional(DocumentComment) },
   { additionalProperties: false, $id: "DocumentLinkBody" },
@@ -111,7 +116,7 @@ export const documentRoutes: RoutePlugin = async (app) => {
       },
     },
     async (request, reply) => {
-      const { p, s, w } = request.params;
+      const { projectId: p, subprojectId: s, workflowitemId: w } = request.params;
       if (!request.isMultipart()) {
         // A JSON body was validated against DocumentLinkBody (the body's content schemas are beyond the type provider).
         const body = request.body as Static<typeof DocumentLinkBody> | null | undefined;
@@ -134,13 +139,13 @@ export const documentRoutes: RoutePlugin = async (app) => {
     base,
     { schema: { tags, summary: "The documents of a workflowitem (workflowitem.viewDetails)", params: ItemParams, response: { 200: DocumentList, ...problems(400, 403, 404) } } },
     async (request) => {
-      const { p, s, w } = request.params;
+      const { projectId: p, subprojectId: s, workflowitemId: w } = request.params;
       return { items: await documents.list(request.actor, p, s, w) };
     },
   );
 
   app.get(
-    `${base}/:d`,
+    `${base}/:documentId`,
     {
       schema: {
         tags,
@@ -153,13 +158,13 @@ export const documentRoutes: RoutePlugin = async (app) => {
       },
     },
     async (request, reply) => {
-      const { p, s, w, d } = request.params;
+      const { projectId: p, subprojectId: s, workflowitemId: w, documentId: d } = request.params;
       return sendDocument(reply, await documents.open(request.actor, p, s, w, d));
     },
   );
 
   app.delete(
-    `${base}/:d`,
+    `${base}/:documentId`,
     {
       schema: {
         tags,
@@ -169,14 +174,14 @@ export const documentRoutes: RoutePlugin = async (app) => {
       },
     },
     async (request, reply) => {
-      const { p, s, w, d } = request.params;
+      const { projectId: p, subprojectId: s, workflowitemId: w, documentId: d } = request.params;
       await documents.delete(request.actor, p, s, w, d);
       return reply.code(204).send();
     },
   );
 
   app.post(
-    `${base}/:d/validate`,
+    `${base}/:documentId/validate`,
     {
       schema: {
         tags,
@@ -187,7 +192,7 @@ export const documentRoutes: RoutePlugin = async (app) => {
       },
     },
     async (request) => {
-      const { p, s, w, d } = request.params;
+      const { projectId: p, subprojectId: s, workflowitemId: w, documentId: d } = request.params;
       if (!request.isMultipart()) throw new ValidationError("send multipart/form-data with a part file", "body");
       return drainOnError(request, async () => {
         const { file } = await filePart(request);

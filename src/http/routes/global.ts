@@ -51,7 +51,7 @@ export const globalRoutes: RoutePlugin = async (app) => {
     {
       schema: {
         tags: ["permissions"],
-        summary: "Grant every global intent to a user or group at once (global.grantPermission)",
+        summary: "Grant every global intent to a user or group at once (global.grantAllPermissions)",
         body: GrantAll,
         response: { 200: GrantedAll, ...problems(400, 403, 415) },
       },

@@ -14,7 +14,7 @@
  * global.writeProcessData). A single-record GET is the only answer that carries a decrypted access token.
  * The shapes are process data's (process-data/wire.ts).
  */
-import { Type } from "@sinclair/typebox";
+import { type TSchema, Type } from "@sinclair/typebox";
 import { NotFoundError, ValidationError } from "../../errors.js";
 import {
   AlsoKeysQuery,
@@ -42,20 +42,13 @@ export const processDataRoutes: RoutePlugin = async (app) => {
   const { processData: pd } = app.flowstore;
   const tags = ["process-data"];
 
-  app.get(
-    "/process-data/process-instances/:pid",
-    {
-      schema: {
-        tags,
-        summary: "Records of a process instance (task submissions and signatures)",
-        params: PidParams,
-        querystring: ProcessPageQuery,
-        response: { 200: ProcessRecordPage, ...problems(400, 403) },
-      },
-    },
-    async (request) => {
-      return pd.listByProcessInstance(request.actor, request.params.pid, request.query);
-    },
+  /** The schema of a GET that answers a page of records, addressed by `params`. */
+  const pageOfRecords = <P extends TSchema>(summary: string, params: P) => ({
+    schema: { tags, summary, params, querystring: ProcessPageQuery, response: { 200: ProcessRecordPage, ...problems(400, 403) } },
+  });
+
+  app.get("/process-data/process-instances/:pid", pageOfRecords("Records of a process instance (task submissions and signatures)", PidParams), async (request) =>
+    pd.listByProcessInstance(request.actor, request.params.pid, request.query),
   );
 
   app.delete(
@@ -118,20 +111,8 @@ export const processDataRoutes: RoutePlugin = async (app) => {
     },
   );
 
-  app.get(
-    "/process-data/:keyspace",
-    {
-      schema: {
-        tags,
-        summary: "List a keyspace in key order (access tokens never listed)",
-        params: KeyspaceParams,
-        querystring: ProcessPageQuery,
-        response: { 200: ProcessRecordPage, ...problems(400, 403) },
-      },
-    },
-    async (request) => {
-      return pd.list(request.actor, request.params.keyspace, request.query);
-    },
+  app.get("/process-data/:keyspace", pageOfRecords("List a keyspace in key order (access tokens never listed)", KeyspaceParams), async (request) =>
+    pd.list(request.actor, request.params.keyspace, request.query),
   );
 
   // A record is addressed by its key as ONE path parameter, `{key}`, URL-encoded (`process%2Fp1%2Ftask%2Ft1`),

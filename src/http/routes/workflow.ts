@@ -46,6 +46,7 @@ function commandRoutes(app: App, s: ServedType): void {
   const written = (request: { actor: Actor; params: Record<string, string> }, reply: FastifyReply, r: Envelope) =>
     sendWritten(reply, resources, request.actor, s.refOf(request.params), r);
   const T = s.type.name;
+  const C = T.charAt(0).toUpperCase() + T.slice(1);
 
   app.post(
     `${item}/close`,
@@ -53,6 +54,7 @@ function commandRoutes(app: App, s: ServedType): void {
       config: { etag: true },
       schema: {
         tags,
+        operationId: `close${C}`,
         summary: `Close a ${T}${T === "workflowitem" ? " (optionally rejecting it with a reason)" : " (every child must be closed)"}`,
         params,
         ...(T === "workflowitem" ? { body: Type.Optional(CloseBody) } : {}),
@@ -76,7 +78,7 @@ function commandRoutes(app: App, s: ServedType): void {
     `${item}/assign`,
     {
       config: { etag: true, ifMatch: true },
-      schema: { tags, summary: `Assign a ${T}`, params, body: AssignBody, response: { 200: resource, ...problems(400, 403, 404, 409, 415) } },
+      schema: { tags, operationId: `assign${C}`, summary: `Assign a ${T}`, params, body: AssignBody, response: { 200: resource, ...problems(400, 403, 404, 409, 415) } },
     },
     async (request, reply) => {
       const r = await workflow.assign(request.actor, s.refOf(request.params), request.body.assignee, { ifVersion: ifMatch(request) });
@@ -91,6 +93,7 @@ function commandRoutes(app: App, s: ServedType): void {
         config: { etag: true },
         schema: {
           tags,
+          operationId: `set${C}ProjectedBudget`,
           summary: `Set the projected budget of an organization in a currency (${T}.budget.updateProjected)`,
           params,
           body: ProjectedBudget,
@@ -108,6 +111,7 @@ function commandRoutes(app: App, s: ServedType): void {
         config: { etag: true },
         schema: {
           tags,
+          operationId: `delete${C}ProjectedBudget`,
           summary: `Delete a projected budget (${T}.budget.deleteProjected)`,
           params: Type.Composite([params, BudgetKey]),
           response: { 200: resource, ...problems(400, 403, 404, 409) },
@@ -127,7 +131,13 @@ function commandRoutes(app: App, s: ServedType): void {
       `${item}/workflowitem-ordering`,
       {
         config: { etag: true },
-        schema: { tags, summary: "The manual ordering of the workflowitems (ETag: the subproject's version)", params, response: { 200: Ordering, ...problems(400, 403, 404) } },
+        schema: {
+          tags,
+          operationId: "getWorkflowitemOrdering",
+          summary: "The manual ordering of the workflowitems (ETag: the subproject's version)",
+          params,
+          response: { 200: Ordering, ...problems(400, 403, 404) },
+        },
       },
       async (request, reply) => {
         const { ordering, version } = await app.flowstore.resources.reads.getOrdering(request.actor, s.refOf(request.params));
@@ -140,6 +150,7 @@ function commandRoutes(app: App, s: ServedType): void {
         config: { etag: true, ifMatch: true },
         schema: {
           tags,
+          operationId: "setWorkflowitemOrdering",
           summary: "Replace the ordering, all or nothing (If-Match: the subproject's version; a stale one is a 412)",
           params,
           body: OrderingBody,
@@ -155,13 +166,12 @@ function commandRoutes(app: App, s: ServedType): void {
   }
 }
 
-/** Where each level is served: its collection segment and id parameter (every workflow path derives from these). */
+/** Where each level is served: its collection segment (every workflow path derives from these; the id parameters are the default `<type>Id`). */
 const WORKFLOW_PATHS = {
   segments: { project: "projects", subproject: "subprojects", workflowitem: "workflowitems" },
-  params: { project: "p", subproject: "s", workflowitem: "w" },
 } as const;
 
-/** A level as served (its item path, e.g. `/projects/:p/subprojects/:s`, and parameters), for the routes other plugins add under it. */
+/** A level as served (its item path, e.g. `/projects/:projectId/subprojects/:subprojectId`, and parameters), for the routes other plugins add under it. */
 export function servedLevel(type: keyof WorkflowSchema & string): ServedType {
   return servedTypes(workflowSchema, WORKFLOW_PATHS).find((s) => s.type.name === type)!;
 }

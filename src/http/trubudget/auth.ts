@@ -8,6 +8,7 @@
  *   /api/user.logout). TruBudget 2.18 puts no token in the body; its Postman collection, provisioning and
  *   load tests read `data.user.token`, so the body carries it too (for `Authorization: Bearer`).
  * - Every other route takes the `token` cookie, or else a Bearer header (authenticated(), below).
+ * - Answers that carry a token (authenticate, refreshtoken) are `Cache-Control: no-store`.
  * - `POST /user.refreshtoken` spends the refresh cookie for a new access token cookie (flowstore rotates
  *   the refresh token, so its cookie is renewed as well); `POST /user.logout` ends the session the token
  *   names and clears the cookies.
@@ -16,10 +17,11 @@ import { Type } from "@sinclair/typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { DisabledLoginError, ForbiddenError, UnauthorizedError } from "../../errors.js";
 import { PASSWORD_MAX } from "../../identity/index.js";
-import type { IssuedToken } from "../../identity/index.js";
+import type { ExtraClaims, IssuedToken } from "../../identity/index.js";
 import { bearerToken } from "../auth.js";
 import { DEFAULT_LOGIN_RATE_LIMITS, loginLimiter, type LoginRateLimits } from "../rate-limit.js";
 import type { RoutePlugin } from "../context.js";
+import { noStore } from "../conventions.js";
 import { Envelope, errorBody, ok, Reply } from "./envelope.js";
 import { trubudgetIntents } from "./intents.js";
 import { organizationOf } from "./network.js";
@@ -73,11 +75,28 @@ export function setSessionCookies(request: FastifyRequest, reply: FastifyReply, 
 }
 
 /**
+ * Whether a change authenticated by a cookie comes from another origin, by the browser's own word (Fetch
+ * Metadata: `Sec-Fetch-Site` other than `same-origin` or `none`). SameSite=Strict keeps the cookies from
+ * other sites; this refuses what a sibling origin of the same site (another port or subdomain) would send.
+ * Requests that do not say (other clients, older browsers) are taken: they carry no ambient cookie of a
+ * browser that a page elsewhere could ride on.
+ */
+export function crossOriginCookieChange(request: FastifyRequest): boolean {
+  if (request.method === "GET" || request.method === "HEAD" || request.method === "OPTIONS") return false;
+  const site = request.headers["sec-fetch-site"];
+  return site !== undefined && site !== "same-origin" && site !== "none";
+}
+
+const CROSS_ORIGIN = "a change authenticated by the session cookie must come from this origin";
+
+/**
  * Makes every route of `scope` need a valid access token (cookie or Bearer): `request.actor` is the
- * caller. Without one the answer is TruBudget's 401, before the body is read.
+ * caller. Without one the answer is TruBudget's 401, before the body is read; a change the cookie
+ * authenticates from another origin is 403 (crossOriginCookieChange).
  */
 export function authenticated(scope: FastifyInstance): void {
   scope.addHook("onRequest", async (request, reply) => {
+    if (cookies(request)[TOKEN_COOKIE] !== undefined && crossOriginCookieChange(request)) return reply.code(403).send(errorBody(403, CROSS_ORIGIN));
     try {
       request.actor = await request.server.flowstore.tokens.verify(accessToken(request));
     } catch (e) {
@@ -119,7 +138,25 @@ export interface AuthOptions {
   readonly organization: string;
 }
 
+/** The longest joined group list TruBudget puts into a token (its user_authenticate.ts): longer, `groups` is null. */
+export const MAX_GROUPS_LENGTH = 3000;
+
+/**
+ * TruBudget's claims in an access token (its user_authenticate.ts createJWT), beside flowstore's own:
+ * `userId`, `organization` (the node's for root) and `groups` (null when they would not fit a cookie, as
+ * TruBudget's). Its services (the Excel export) decode them. TruBudget's `address` and
+ * `organizationAddress` are its chain's wallet addresses: a single node has none, so they are left out.
+ */
+export const trubudgetClaims =
+  (node: string): ExtraClaims =>
+  (user) => ({
+    userId: user.id,
+    organization: organizationOf(user, node),
+    groups: user.groups.join(",").length < MAX_GROUPS_LENGTH ? [...user.groups] : null,
+  });
+
 export const authRoutes: RoutePlugin<AuthOptions> = async (app, options) => {
+  const claims = trubudgetClaims(options.organization);
   const { tokens, identity } = app.flowstore;
   const limits = options.rateLimit === false ? undefined : await loginLimiter(app, options.rateLimit ?? DEFAULT_LOGIN_RATE_LIMITS);
   /** The access token's lifetime in milliseconds, as TruBudget's accessTokenExp. */
@@ -134,7 +171,7 @@ export const authRoutes: RoutePlugin<AuthOptions> = async (app, options) => {
     },
     async (request, reply) => {
       const { id, password } = request.body.data.user;
-      const issued = await tokens.login(id, password, { address: request.ip }).catch((e: unknown) => {
+      const issued = await tokens.login(id, password, { address: request.ip, claims }).catch((e: unknown) => {
         // TruBudget answers a disabled user's right password 403 (NotAuthorized), not 401.
         throw e instanceof DisabledLoginError ? new ForbiddenError(`user ${id} is disabled`) : e;
       });
@@ -142,6 +179,7 @@ export const authRoutes: RoutePlugin<AuthOptions> = async (app, options) => {
       const user = await identity.getUser(actor.id);
       const groups = await Promise.all(user.groups.map(async (g) => ({ groupId: g, displayName: (await identity.getGroup(g)).displayName })));
       setSessionCookies(request, reply, issued);
+      noStore(reply);
       return ok({
         user: {
           id: user.id,
@@ -159,14 +197,17 @@ export const authRoutes: RoutePlugin<AuthOptions> = async (app, options) => {
   app.post("/user.refreshtoken", { schema: { body: Optional, response: { 200: RefreshReply } }, ...(limits ? { onRequest: limits.perAddress } : {}) }, async (request, reply) => {
     const refresh = cookies(request)[REFRESH_COOKIE];
     if (refresh === undefined || refresh === "") throw new UnauthorizedError("no refresh token cookie");
-    const issued = await tokens.refresh(refresh);
+    if (crossOriginCookieChange(request)) throw new ForbiddenError(CROSS_ORIGIN);
+    const issued = await tokens.refresh(refresh, { claims });
     setSessionCookies(request, reply, issued);
+    noStore(reply);
     return ok({ accessTokenExp: lifetime(issued) });
   });
 
   // Ends the session the token names (if it still is one) and clears the cookies in any case: logging
   // out of a session that has already ended is done, not an error.
   app.post("/user.logout", { schema: { body: Optional, response: { 200: Done } } }, async (request, reply) => {
+    if (cookies(request)[TOKEN_COOKIE] !== undefined && crossOriginCookieChange(request)) throw new ForbiddenError(CROSS_ORIGIN);
     let session;
     try {
       session = await tokens.verifySession(accessToken(request));

@@ -74,13 +74,15 @@ export function exposeDocument(doc: Document): Record<string, unknown> {
 export function exposeWorkflowitem(r: Served, intents: TbIntents): Exposed {
   const d = r.data;
   if (r.redacted) {
-    // TruBudget's redacted workflowitem: its place, status and creation time; every other field empty.
+    // TruBudget's redacted workflowitem (its redact()): its place, status, creation time, reject reason and
+    // tags (when the caller read them into the record: workflow-common.ts keptWhenRedacted); every other field empty.
     return {
       allowedIntents: [],
       data: {
         id: r.id,
         creationUnixTs: unixTs(r.meta.createdAt),
         status: d.status,
+        rejectReason: d.rejectReason,
         displayName: null,
         description: null,
         amountType: null,
@@ -92,7 +94,7 @@ export function exposeWorkflowitem(r: Served, intents: TbIntents): Exposed {
         exchangeRate: null,
         documents: [],
         additionalData: {},
-        tags: [],
+        tags: or(d.tags, []),
         fundingOrganization: "",
       },
     };

@@ -14,6 +14,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { RoutePlugin } from "../context.js";
 import type { LoginRateLimits } from "../rate-limit.js";
 import { authenticated, authRoutes } from "./auth.js";
+import { collectDocumentation, documentationRoutes } from "./documentation.js";
 import { translateProblems } from "./envelope.js";
 import { globalRoutes } from "./global.js";
 import { groupRoutes } from "./groups.js";
@@ -35,7 +36,7 @@ export { DEFAULT_ORGANIZATION };
 /** Areas anyone may call (besides log in, refresh and log out: auth.ts). */
 const PUBLIC_AREAS: readonly RoutePlugin[] = [
   publicSystemRoutes, // readiness, liveness
-];
+]; // and documentation (documentation.ts)
 
 /** Areas behind authentication (a `token` cookie or a Bearer header): request.actor is the caller. */
 const SECURED_AREAS: readonly RoutePlugin[] = [
@@ -61,6 +62,14 @@ export interface TrubudgetApiOptions {
    * network.list answers it, and the only one global.createUser knows.
    */
   readonly organization?: string;
+  /**
+   * Accept any non-empty password in global.createUser and user.changePassword, as TruBudget does
+   * outside production (its provisioning data's users have the password "test"). Off by default; the
+   * operator's explicit option (--trubudget-test-passwords), logged at start.
+   */
+  readonly testPasswords?: boolean;
+  /** Where the server serves Swagger UI's assets (its own documentation's): the adapter's documentation page loads them. */
+  readonly swaggerUiAssets?: string;
 }
 
 export const trubudgetApi: RoutePlugin<TrubudgetApiOptions> = async (app, options) => {
@@ -74,6 +83,8 @@ export const trubudgetApi: RoutePlugin<TrubudgetApiOptions> = async (app, option
   const native = (url: string) =>
     options.nativePrefix !== undefined && (url === options.nativePrefix || url.startsWith(`${options.nativePrefix}/`) || url.startsWith(`${options.nativePrefix}?`));
   translateProblems(app, (request) => !native(request.url));
+  // The adapter's own OpenAPI document, of the routes registered below (GET /api/documentation).
+  await collectDocumentation(app);
   // An unknown route or a method a path does not serve (404, 405 with Allow) answers TruBudget's error body.
   if (options.notFound) {
     const notFound = options.notFound;
@@ -82,10 +93,11 @@ export const trubudgetApi: RoutePlugin<TrubudgetApiOptions> = async (app, option
   const organization = options.organization ?? DEFAULT_ORGANIZATION;
   await app.register(authRoutes, { rateLimit: options.rateLimit, organization });
   for (const area of PUBLIC_AREAS) await app.register(area);
+  await app.register(documentationRoutes, { mountedAt: TRUBUDGET_PREFIX, uiAssets: options.swaggerUiAssets ?? "/docs/static" });
   await app.register(async (secured) => {
     authenticated(secured);
     for (const area of SECURED_AREAS) await secured.register(area);
-    await secured.register(userRoutes, { organization }); // user.list, user.changePassword, global.createUser|enableUser|disableUser|listAssignments
+    await secured.register(userRoutes, { organization, passwordRule: options.testPasswords === true ? "test" : "standard" }); // user.list, user.changePassword, global.createUser|enableUser|disableUser|listAssignments
     await secured.register(networkRoutes, { organization });
   });
 };

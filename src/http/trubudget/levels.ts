@@ -19,7 +19,7 @@ import type { ResourceEvent } from "../../resources/model/events.js";
 import type { Ref } from "../../resources/model/ref.js";
 import { IdentityId } from "../../identity/wire.js";
 import { ProjectedBudget, ProjectFields, RejectReason, SubprojectFields } from "../../workflow/schema.js";
-import { ConflictError, StaleVersionError } from "../../errors.js";
+import { ConflictError, ForbiddenError, StaleVersionError } from "../../errors.js";
 import type { RoutePlugin } from "../context.js";
 import { Envelope, errorBody, ok } from "./envelope.js";
 import { exposeHistory, nativeEventType } from "./expose.js";
@@ -108,21 +108,25 @@ export const levelRoutes: RoutePlugin = async (app) => {
 
     const closeFields: { rejectReason?: TOptional<typeof RejectReason> } = level === "workflowitem" ? { rejectReason: Type.Optional(RejectReason) } : {};
     const Close = body(`${level}.close`, idsWith(level, closeFields));
-    // A close its preconditions refuse (an open child; an earlier item still open) is TruBudget's PreconditionError, a 412.
+    const byAssignment = { authority: "assignment" } as const;
+    // TruBudget's close rule: the assignee (or validator) who can see the resource closes it; there is no close
+    // intent on its API (rules.ts CloseAuthority). A close its preconditions refuse (not the assignee; an open
+    // child; an earlier item still open) is TruBudget's PreconditionError, a 412.
     app.post(`/${level}.close`, { schema: { body: Close } }, async (request, reply) => {
       const { projectId, subprojectId, workflowitemId, rejectReason } = request.body.data;
       const refused = (e: unknown) => {
         if (e instanceof ConflictError && !(e instanceof StaleVersionError) && e.field === "status") return reply.code(412).send(errorBody(412, e.message));
+        if (e instanceof ForbiddenError && e.field === "assignee") return reply.code(412).send(errorBody(412, e.message));
         throw e;
       };
       await fieldsAt(
         (f) => (f === "rejectReason" ? "data.rejectReason" : f),
         () =>
           level === "project"
-            ? workflow.closeProject(request.actor, projectId)
+            ? workflow.closeProject(request.actor, projectId, byAssignment)
             : level === "subproject"
-              ? workflow.closeSubproject(request.actor, projectId, subprojectId!)
-              : workflow.closeWorkflowitem(request.actor, projectId, subprojectId!, workflowitemId!, { rejectReason }),
+              ? workflow.closeSubproject(request.actor, projectId, subprojectId!, byAssignment)
+              : workflow.closeWorkflowitem(request.actor, projectId, subprojectId!, workflowitemId!, { ...byAssignment, rejectReason }),
       ).then(() => reply.send(ok({})), refused);
     });
 

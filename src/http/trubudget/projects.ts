@@ -8,7 +8,8 @@
  *   POST /project.createSubproject      {projectId, subproject: {…, currency}} → {project: {id}, subproject: {id}}
  *
  * A project the caller may list but not view is listed redacted by flowstore; TruBudget has no redacted
- * project (its list shows viewable ones), so the lists here leave such a project out.
+ * project (its list shows viewable ones), so the lists here leave such a project out. Root reads every
+ * project whole, as TruBudget's root (workflow-common.ts `readerOf`).
  */
 import { Type } from "@sinclair/typebox";
 import { projectRef } from "../../workflow/commands.js";
@@ -20,7 +21,7 @@ import type { RoutePlugin } from "../context.js";
 import { API_VERSION, Envelope, ok } from "./envelope.js";
 import { exposeProject, exposeSubproject, type Served } from "./expose.js";
 import { tbIntents } from "./intents.js";
-import { fieldsAt, notRoot, optional, parsed, readAll, under, uniqueBudgets } from "./workflow-common.js";
+import { fieldsAt, notRoot, optional, ownIntents, parsed, readAll, readerOf, under, uniqueBudgets } from "./workflow-common.js";
 
 const P = ProjectFields.properties;
 const S = SubprojectFields.properties;
@@ -79,10 +80,7 @@ export const projectRoutes: RoutePlugin = async (app) => {
   const store = workflow.store;
   const intents = tbIntents(store);
   /** Viewable projects of a list's pages, exposed. */
-  const exposeAll = (items: Buffer[]) =>
-    parsed<Served>(items)
-      .filter((r) => !r.redacted)
-      .map((r) => exposeProject(r, intents));
+  const exposeAll = (items: Served[]) => items.filter((r) => !r.redacted).map((r) => exposeProject(r, intents));
 
   app.post("/global.createProject", { schema: { body: Envelope(Type.Object({ project: NewProject }, { additionalProperties: false })) } }, async (request) => {
     const { status: _open, ...project } = request.body.data.project;
@@ -100,6 +98,11 @@ export const projectRoutes: RoutePlugin = async (app) => {
   const translated = new PageCache(20_000, 32 * 1024 * 1024);
   const REDACTED = Buffer.alloc(0);
   app.get("/project.list", async (request, reply) => {
+    const reader = readerOf(request.actor);
+    if (reader !== request.actor) {
+      const all = await readAll((cursor, limit) => store.reads.listChildrenJson(reader, null, "project", { cursor, limit, allowedIntents: true }));
+      return ok({ items: (await ownIntents(store, request.actor, "project", [], parsed<Served>(all))).map((r) => exposeProject(r, intents)) });
+    }
     const items = await readAll((cursor, limit) => workflow.store.reads.listChildrenJson(request.actor, null, "project", { cursor, limit, allowedIntents: true }));
     const parts: Buffer[] = [];
     for (const raw of items) {
@@ -118,7 +121,8 @@ export const projectRoutes: RoutePlugin = async (app) => {
   app.get("/v2/project.list", { schema: { querystring: V2Query } }, async (request) => {
     const { page = 1, limit = V2_DEFAULT_LIMIT, search, sort, order } = request.query;
     const q = { search, sort: sort === undefined ? undefined : SORTS[sort], order };
-    const items = exposeAll(await readAll((cursor, max) => store.reads.queryChildrenJson(request.actor, null, "project", { ...q, cursor, limit: max, allowedIntents: true })));
+    const read = await readAll((cursor, max) => store.reads.queryChildrenJson(readerOf(request.actor), null, "project", { ...q, cursor, limit: max, allowedIntents: true }));
+    const items = exposeAll(await ownIntents(store, request.actor, "project", [], parsed<Served>(read)));
     const totalPages = Math.ceil(items.length / limit);
     const rest = new URLSearchParams(Object.entries({ search, sort, order }).filter((e): e is [string, string] => e[1] !== undefined)).toString();
     const link = (n: number) => `/v2/project.list?page=${n}&limit=${limit}${rest ? `&${rest}` : ""}`;
@@ -140,12 +144,15 @@ export const projectRoutes: RoutePlugin = async (app) => {
 
   const ProjectQuery = Type.Object({ projectId: ResourceId }, { additionalProperties: false });
   app.get("/project.viewDetails", { schema: { querystring: ProjectQuery } }, async (request) => {
-    const ref = projectRef(request.query.projectId);
-    const { json } = await store.reads.getJson(request.actor, ref, { allowedIntents: true });
-    const subprojects = await readAll((cursor, limit) => store.reads.listChildrenJson(request.actor, ref, "subproject", { cursor, limit, allowedIntents: true }));
+    const { projectId } = request.query;
+    const ref = projectRef(projectId);
+    const reader = readerOf(request.actor);
+    const { json } = await store.reads.getJson(reader, ref, { allowedIntents: true });
+    const [project] = await ownIntents(store, request.actor, "project", [], [JSON.parse(json.toString("utf8")) as Served]);
+    const subprojects = await readAll((cursor, limit) => store.reads.listChildrenJson(reader, ref, "subproject", { cursor, limit, allowedIntents: true }));
     return ok({
-      project: exposeProject(JSON.parse(json.toString("utf8")) as Served, intents),
-      subprojects: parsed<Served>(subprojects)
+      project: exposeProject(project!, intents),
+      subprojects: (await ownIntents(store, request.actor, "subproject", [projectId], parsed<Served>(subprojects)))
         .filter((r) => !r.redacted)
         .map((r) => exposeSubproject(r, intents)),
     });
@@ -159,7 +166,8 @@ export const projectRoutes: RoutePlugin = async (app) => {
       const { status: _open, ...fields } = subproject;
       notRoot(request.actor, "subproject");
       uniqueBudgets(fields.projectedBudgets, "data.subproject.projectedBudgets");
-      const created = await fieldsAt(under("subproject"), () => workflow.createSubproject(request.actor, projectId, fields));
+      // TruBudget stores a subproject's assignee unchecked (only a workflowitem's creation checks its assignee).
+      const created = await fieldsAt(under("subproject"), () => workflow.createSubproject(request.actor, projectId, fields, { uncheckedAssignee: true }));
       return ok({ project: { id: projectId }, subproject: { id: created.id } });
     },
   );

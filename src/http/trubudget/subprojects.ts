@@ -16,7 +16,7 @@ import { dropsUnknown } from "./validation.js";
 import { Envelope, ok } from "./envelope.js";
 import { exposeSubproject, exposeWorkflowitem, type Served } from "./expose.js";
 import { tbIntents } from "./intents.js";
-import { fieldsAt, idsWith, parsed, readAll } from "./workflow-common.js";
+import { fieldsAt, idsWith, keptWhenRedacted, ownIntents, parsed, readAll, readerOf } from "./workflow-common.js";
 
 export const subprojectRoutes: RoutePlugin = async (app) => {
   const { workflow } = app.flowstore;
@@ -25,27 +25,30 @@ export const subprojectRoutes: RoutePlugin = async (app) => {
 
   const ProjectQuery = Type.Object({ projectId: ResourceId }, { additionalProperties: false });
   app.get("/subproject.list", { schema: { querystring: ProjectQuery } }, async (request) => {
+    const { projectId } = request.query;
     const items = await readAll((cursor, limit) =>
-      store.reads.listChildrenJson(request.actor, projectRef(request.query.projectId), "subproject", { cursor, limit, allowedIntents: true }),
+      store.reads.listChildrenJson(readerOf(request.actor), projectRef(projectId), "subproject", { cursor, limit, allowedIntents: true }),
     );
     return ok({
-      items: parsed<Served>(items)
-        .filter((r) => !r.redacted)
-        .map((r) => exposeSubproject(r, intents)),
+      items: (await ownIntents(store, request.actor, "subproject", [projectId], parsed<Served>(items))).filter((r) => !r.redacted).map((r) => exposeSubproject(r, intents)),
     });
   });
 
   app.get("/subproject.viewDetails", { schema: { querystring: idsWith("subproject") } }, async (request) => {
     const { projectId, subprojectId } = request.query;
-    const project = await store.reads.get(request.actor, { ...projectRef(projectId), type: "project" });
-    const { json } = await store.reads.getJson(request.actor, subprojectRef(projectId, subprojectId), { allowedIntents: true });
+    const reader = readerOf(request.actor);
+    const project = await store.reads.get(reader, { ...projectRef(projectId), type: "project" });
+    const { json } = await store.reads.getJson(reader, subprojectRef(projectId, subprojectId), { allowedIntents: true });
+    const [subproject] = await ownIntents(store, request.actor, "subproject", [projectId], [JSON.parse(json.toString("utf8")) as Served]);
     const items = await readAll((cursor, limit) =>
-      workflow.listWorkflowitemsJson(request.actor, projectId, subprojectId, { cursor, limit, allowedIntents: true, sequence: "closedFirst" }),
+      workflow.listWorkflowitemsJson(reader, projectId, subprojectId, { cursor, limit, allowedIntents: true, sequence: "closedFirst" }),
     );
     return ok({
       parentProject: { id: projectId, displayName: project.data.displayName },
-      subproject: exposeSubproject(JSON.parse(json.toString("utf8")) as Served, intents),
-      workflowitems: parsed<Served>(items).map((r) => exposeWorkflowitem(r, intents)),
+      subproject: exposeSubproject(subproject!, intents),
+      workflowitems: (
+        await keptWhenRedacted(store, [projectId, subprojectId], await ownIntents(store, request.actor, "workflowitem", [projectId, subprojectId], parsed<Served>(items)))
+      ).map((r) => exposeWorkflowitem(r, intents)),
     });
   });
 

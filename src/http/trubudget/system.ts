@@ -138,6 +138,7 @@ export const systemRoutes: RoutePlugin = async (app) => {
         return pipe(request.body as Readable, limited(MAX_BACKUP_BYTES, "as sent"), createGunzip(), limited(MAX_BACKUP_UNPACKED_BYTES, "unpacked"), () => {});
       };
       const staged = await app.flowstore.stageRestore(request.actor, ndjson).catch((e: unknown) => Promise.reject(uploadError(e)));
+      let applying = false;
       try {
         let importing = false;
         const progress = (): void => {
@@ -148,13 +149,16 @@ export const systemRoutes: RoutePlugin = async (app) => {
         const counts = await app.flowstore.gate.run(
           "a restore is replacing the store",
           reply,
-          () => staged.apply(progress),
+          () => {
+            applying = true;
+            return staged.apply(progress);
+          },
           async () => ((await unfinishedImport(kv)) ? `the restore failed midway; refusing to serve: ${UNFINISHED_IMPORT}` : null),
         );
         request.log.info({ counts }, "backup restored");
       } catch (e) {
-        // The file stays while the store holds the unfinished import: `import --resume` needs it.
-        if (!(await unfinishedImport(kv).catch(() => null))) await staged.discard();
+        // A restore that began applying settles itself (the store as it was, or resumable from the file it keeps).
+        if (!applying) await staged.discard();
         throw e;
       }
       return ok({});

@@ -5,10 +5,13 @@
  * page by page (TruBudget answers lists whole).
  */
 import { Type, type TObject, type TOptional, type TProperties, type TSchema } from "@sinclair/typebox";
-import type { Actor } from "../../access/actor.js";
+import { allows, ROOT_ID, SYSTEM, type Actor } from "../../access/actor.js";
 import { ConflictError, FlowstoreError } from "../../errors.js";
 import type { Page } from "../../resources/core/core.js";
 import type { Ref } from "../../resources/model/ref.js";
+import type { ResourceStore } from "../../resources/store.js";
+import type { WorkflowSchema } from "../../workflow/schema.js";
+import type { Served } from "./expose.js";
 import { ResourceId } from "../../resources/model/wire.js";
 import { PAGE_LIMIT } from "../../resources/model/wire.js";
 import { PreconditionError } from "./envelope.js";
@@ -101,6 +104,46 @@ export const OffsetLimit = {
 /** The given fields, each optional (TruBudget's optional fields, typed as flowstore declares them). */
 export const optional = <T extends Record<string, TSchema>>(props: T): { [K in keyof T]: TOptional<T[K]> } =>
   Object.fromEntries(Object.entries(props).map(([k, v]) => [k, Type.Optional(v)])) as { [K in keyof T]: TOptional<T[K]> };
+
+/**
+ * TruBudget's root reads every project, subproject and workflowitem whole: its project_list.ts,
+ * subproject_list.ts, workflowitem_list.ts and *_get.ts let "root" past every view check (root is the
+ * node's operator there). On the adapter, root's reads of the three levels are the system actor's.
+ * Only reads: flowstore checks root's writes as anyone's, so the intents root is shown stay its own
+ * (`ownIntents`; TruBudget shows root every intent because it lets root write everywhere).
+ */
+export const readerOf = (actor: Actor): Actor => (actor.id === ROOT_ID && actor.system !== true ? SYSTEM : actor);
+
+/**
+ * Items read by `readerOf(actor)` with allowedIntents, with the allowedIntents `actor` holds: unchanged
+ * when the reader was the actor itself; for root, each recomputed from the resource's permissions.
+ */
+export async function ownIntents(store: ResourceStore<WorkflowSchema>, actor: Actor, level: Level, parent: readonly string[], items: Served[]): Promise<Served[]> {
+  if (readerOf(actor) === actor) return items;
+  const all = store.schema.type(level).intents.all;
+  return Promise.all(
+    items.map(async (r) => {
+      const permissions = await store.reads.listPermissions(SYSTEM, { type: level, ids: [...parent, r.id] });
+      return { ...r, allowedIntents: all.filter((i) => allows(permissions, actor, i)) };
+    }),
+  );
+}
+
+/**
+ * TruBudget's redacted workflowitem keeps its `rejectReason` and `tags` (its workflowitem.ts `redact()`);
+ * flowstore's redacted record holds id, status and creation time only, so for each redacted item of
+ * `items` these two fields are read from the record (as the system actor) into its data.
+ */
+export async function keptWhenRedacted(store: ResourceStore<WorkflowSchema>, parent: readonly [string, string], items: Served[]): Promise<Served[]> {
+  return Promise.all(
+    items.map(async (r) => {
+      if (!r.redacted) return r;
+      const { json } = await store.reads.getJson(SYSTEM, { type: "workflowitem", ids: [...parent, r.id] });
+      const { data } = JSON.parse(json.toString("utf8")) as Served;
+      return { ...r, data: { ...r.data, rejectReason: data.rejectReason, tags: data.tags } };
+    }),
+  );
+}
 
 /** TruBudget's rule: root (the node's operator) creates no project, subproject or workflowitem (a PreconditionError, 412). */
 export function notRoot(actor: Actor, level: Level): void {

@@ -18,22 +18,31 @@
  * is recorded as a link. Everything a request carries is checked before the first write (fields, file
  * names, sizes), so bad input changes nothing; the item is written first, then each document in a
  * commit of its own, as the native routes do.
+ *
+ * Bodies are bounded (http/body-limits.ts): a JSON body carries at most one largest document's worth of
+ * base64 beside the server's limit; a multipart file is never buffered: when its part arrives, the fields
+ * before it (TruBudget's frontend sends them first) name the item, the caller's permission to add documents
+ * there is checked, and only then is the file streamed into the file store under a hold (`Documents.stage`),
+ * committed with the item or undone.
  */
 import { createHash } from "node:crypto";
 import multipart from "@fastify/multipart";
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
-import type { FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { Readable } from "node:stream";
 import { TooLargeError, ValidationError } from "../../errors.js";
 import type { Actor } from "../../access/actor.js";
 import { PAGE_LIMIT } from "../../resources/model/wire.js";
 import { DocumentComment, DocumentFileName, DocumentLink, MAX_DOCUMENTS, WorkflowitemFields } from "../../workflow/schema.js";
 import { subprojectRef } from "../../workflow/commands.js";
+import type { StagedDocument } from "../../workflow/documents.js";
+import { documentBodyLimit, largeBodySlots } from "../body-limits.js";
 import type { RoutePlugin } from "../context.js";
 import { dropsUnknown, trubudgetValidatorCompiler } from "./validation.js";
 import { Envelope, ok } from "./envelope.js";
 import { exposeWorkflowitem, type Served } from "./expose.js";
 import { tbIntents } from "./intents.js";
-import { fieldsAt, idsWith, notRoot, optional, parsed, readAll, type Ids } from "./workflow-common.js";
+import { fieldsAt, idsWith, keptWhenRedacted, notRoot, optional, ownIntents, parsed, readAll, readerOf, type Ids } from "./workflow-common.js";
 
 const W = WorkflowitemFields.properties;
 /** TruBudget accepts an empty due date for none. */
@@ -107,8 +116,10 @@ async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
 }
 
 type NewDoc = Static<typeof NewDocument>;
-/** A document to attach: a file's bytes or a link. */
-type Pending = { fileName?: string; comment?: string; content?: Uint8Array; link?: string };
+/** A document to attach: a file's bytes (JSON), a file already streamed into the file store (multipart), or a link. */
+type Pending = { fileName?: string; comment?: string; content?: Uint8Array; staged?: StagedDocument; link?: string };
+/** Streams one multipart file into the file store, given the fields that came before it. */
+type Stage = (fields: Record<string, unknown>, file: Readable) => Promise<StagedDocument>;
 type ItemIds = Required<Ids>;
 type NewItem = Static<typeof NewItem>;
 type ItemUpdate = Static<typeof ItemUpdate>;
@@ -121,9 +132,12 @@ const Validate = dropsUnknown(idsWith("workflowitem", { id: Type.String({ minLen
 export const workflowitemRoutes: RoutePlugin = async (app) => {
   const { workflow, documents } = app.flowstore;
   const intents = tbIntents(workflow.store);
-  const base64Limit = Math.ceil((documents.maxBytes * 4) / 3) * MAX_DOCUMENTS;
-  const jsonLimit = Math.max(app.initialConfig.bodyLimit ?? 0, Math.min(base64Limit, 2 ** 31 - 1));
-  await app.register(multipart, { limits: { fileSize: documents.maxBytes + 1, files: MAX_DOCUMENTS, fields: 200, fieldSize: 1024 * 1024 } });
+  const bodyLimit = app.initialConfig.bodyLimit!;
+  const jsonLimit = documentBodyLimit(bodyLimit, documents.maxBytes);
+  const preParsing = largeBodySlots(bodyLimit);
+  // Each file streamed (fileSize one byte over the limit, so the hold sees it is too large); the text parts
+  // together bounded by the server's body limit (below).
+  await app.register(multipart, { limits: { fileSize: documents.maxBytes + 1, files: MAX_DOCUMENTS, fields: 2 * MAX_DOCUMENTS + 50, fieldSize: bodyLimit } });
 
   /** The documents of a JSON request, decoded and checked before anything is written. */
   function pendingOf(docs: NewDoc[] | undefined): Pending[] {
@@ -139,14 +153,43 @@ export const workflowitemRoutes: RoutePlugin = async (app) => {
   async function attach(actor: Actor, ids: ItemIds, pending: Pending[]): Promise<void> {
     const { projectId: p, subprojectId: s, workflowitemId: w } = ids;
     for (const [i, d] of pending.entries()) {
+      const input = { fileName: d.fileName!, comment: d.comment };
+      const staged = d.staged;
+      d.staged = undefined; // committed or undone by commitStaged, whatever happens
       await fieldsAt(
         (f) => `data.documents[${i}].${f}`,
         () =>
           d.link !== undefined
-            ? documents.addLink(actor, p, s, w, { fileName: d.fileName!, link: d.link, comment: d.comment })
-            : documents.upload(actor, p, s, w, { fileName: d.fileName!, comment: d.comment }, d.content!),
+            ? documents.addLink(actor, p, s, w, { ...input, link: d.link })
+            : staged !== undefined
+              ? documents.commitStaged(actor, p, s, w, input, staged)
+              : documents.upload(actor, p, s, w, input, d.content!),
       );
     }
+  }
+
+  /** Undoes the staged files a failed request did not commit. */
+  async function discard(pending: Pending[]): Promise<void> {
+    await Promise.all(pending.map((d) => (d.staged ? documents.discardStaged(d.staged).catch(() => undefined) : undefined)));
+  }
+
+  /** `run`, undoing the request's staged files when it fails. */
+  async function undoingStaged<T>(pending: Pending[], run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (e) {
+      await discard(pending);
+      throw e;
+    }
+  }
+
+  /** The ids a multipart body names before its first file (TruBudget's frontend sends its fields first). */
+  function idsBefore(fields: Record<string, unknown>, names: readonly (keyof Ids)[]): string[] {
+    return names.map((n) => {
+      const v = fields[n];
+      if (typeof v !== "string" || v === "") throw new ValidationError(`${n} must come before the files of the form`, `body.${n}`);
+      return v;
+    });
   }
 
   /** The fields of a create as the workflow takes them: an empty due date is none. */
@@ -162,18 +205,24 @@ export const workflowitemRoutes: RoutePlugin = async (app) => {
     return fields.dueDate === "" ? { ...fields, dueDate: null } : fields;
   }
 
-  async function create(actor: Actor, data: NewItem, pending: Pending[]) {
+  /**
+   * A restricted item assigned to another leaves its creator only workflowitem.list (TruBudget's rule), so
+   * its documents could not be added after it: refused before anything is written, never half-made.
+   */
+  async function assertCreatorMayAddDocuments(actor: Actor, p: string, s: string, fields: { assignee?: unknown; workflowitemType?: unknown }): Promise<void> {
+    if (fields.assignee === undefined || fields.assignee === actor.id) return;
+    const sp = await workflow.store.reads.get(actor, { ...subprojectRef(p, s), type: "subproject" });
+    if ((sp.data.workflowitemType ?? fields.workflowitemType) === "restricted") {
+      throw new ValidationError("documents of a restricted workflowitem assigned to another user are added by its assignee, after the create", "data.documents");
+    }
+  }
+
+  /** Creates the item (with the id its staged files are held under, if any), then attaches its documents. */
+  async function create(actor: Actor, data: NewItem, pending: Pending[], id?: string) {
     notRoot(actor, "workflowitem");
     if (pending.length > MAX_DOCUMENTS) throw new ValidationError(`a workflowitem holds at most ${MAX_DOCUMENTS} documents`, "data.documents");
-    if (pending.length > 0 && data.assignee !== undefined && data.assignee !== actor.id) {
-      // A restricted item assigned to another leaves its creator only workflowitem.list (TruBudget's rule), so
-      // its documents could not be added after it: refused before anything is written, never half-made.
-      const sp = await workflow.store.reads.get(actor, { ...subprojectRef(data.projectId, data.subprojectId), type: "subproject" });
-      if ((sp.data.workflowitemType ?? data.workflowitemType) === "restricted") {
-        throw new ValidationError("documents of a restricted workflowitem assigned to another user are added by its assignee, after the create", "data.documents");
-      }
-    }
-    const item = await workflow.createWorkflowitem(actor, data.projectId, data.subprojectId, newFields(data));
+    if (pending.length > 0) await assertCreatorMayAddDocuments(actor, data.projectId, data.subprojectId, data);
+    const item = await workflow.createWorkflowitem(actor, data.projectId, data.subprojectId, { ...newFields(data), ...(id !== undefined ? { id } : {}) });
     await attach(actor, { projectId: data.projectId, subprojectId: data.subprojectId, workflowitemId: item.id }, pending);
     return { project: { id: data.projectId }, subproject: { id: data.subprojectId }, workflowitem: { id: item.id } };
   }
@@ -206,67 +255,99 @@ export const workflowitemRoutes: RoutePlugin = async (app) => {
   /**
    * TruBudget's multipart form (its parseMultiPartRequest): each field a part, `tags` comma-separated,
    * "null"/"undefined" for none, JSON objects as text; each file part a document, `link_<n>` a link
-   * document as JSON and `comment_<n>` the comment of document n. Files are read whole, as TruBudget does.
+   * document as JSON and `comment_<n>` the comment of document n. Each file is handed to `stage` as it
+   * arrives (checked, then streamed into the file store), never read whole; the text parts together are
+   * bounded by the server's body limit. On failure the files staged so far are undone.
    */
-  async function multipartData(request: FastifyRequest): Promise<{ data: Record<string, unknown>; pending: Pending[] }> {
+  async function multipartData(request: FastifyRequest, reply: FastifyReply, stage: Stage): Promise<{ data: Record<string, unknown>; pending: Pending[] }> {
     if (!request.isMultipart()) throw new ValidationError("send multipart/form-data", "body");
     const data: Record<string, unknown> = {};
     const pending: Pending[] = [];
-    for await (const part of request.parts()) {
-      if (part.type === "file") {
-        const content = await part.toBuffer();
-        if (part.file.truncated || content.length > documents.maxBytes)
-          throw new TooLargeError(`the file ${part.filename} exceeds the limit of ${documents.maxBytes} bytes`, documents.maxBytes);
-        pending.push({ content, fileName: part.filename });
-        continue;
-      }
-      const name = part.fieldname;
-      const value = String(part.value);
-      if (name === "apiVersion") continue;
-      if (name.includes("link")) {
-        let link: Record<string, unknown>;
-        try {
-          link = JSON.parse(value) as Record<string, unknown>;
-        } catch {
-          throw new ValidationError(`${name} must be JSON {link, fileName, comment}`, `body.${name}`);
+    let text = 0;
+    // Refused before the body is read to its end (no permission for a file, a part over a limit): the rest is
+    // not read, and the connection closes after the answer (RFC 9112 §9.6) instead of draining it.
+    const closeIfUnread = (e: unknown) => {
+      if (!request.raw.complete) reply.header("connection", "close");
+      throw e;
+    };
+    return undoingStaged(pending, async () => {
+      for await (const part of request.parts()) {
+        if (part.type === "file") {
+          if (pending.length >= MAX_DOCUMENTS) throw new ValidationError(`a workflowitem holds at most ${MAX_DOCUMENTS} documents`, "data.documents");
+          pending.push({ staged: await stage(data, part.file), fileName: part.filename });
+          continue;
         }
-        checkDocument(link);
-        const url = "link" in link ? link.link : undefined;
-        pending.push({ link: url, fileName: link.fileName ?? url, comment: link.comment || undefined });
-      } else if (/^comment_\d+$/.test(name)) {
-        const i = Number(name.slice("comment_".length));
-        if (!pending[i]) throw new ValidationError(`${name} names no document before it`, `body.${name}`);
-        if (value !== "" && value !== "undefined" && value !== "null") pending[i]!.comment = value;
-      } else if (name === "tags") {
-        data.tags = value === "" ? [] : value.split(",");
-      } else if (value === "null" || value === "undefined") {
-      } else if (name === "additionalData") {
-        try {
-          data.additionalData = JSON.parse(value);
-        } catch {
-          throw new ValidationError("additionalData must be a JSON object", "body.data.additionalData");
-        }
-      } else {
-        data[name] = value;
+        const name = part.fieldname;
+        const value = String(part.value);
+        text += Buffer.byteLength(name) + Buffer.byteLength(value);
+        if (text > bodyLimit) throw new TooLargeError(`the fields of the form exceed the limit of ${bodyLimit} bytes`, bodyLimit);
+        takeField(data, pending, name, value);
       }
-    }
-    for (const [i, d] of pending.entries()) {
-      if (d.comment !== undefined && d.comment.length > (DocumentComment.maxLength ?? Infinity))
-        throw new ValidationError(`the comment of document ${i} is too long`, `body.comment_${i}`);
-    }
-    return { data, pending };
+      for (const [i, d] of pending.entries()) {
+        if (d.comment !== undefined && d.comment.length > (DocumentComment.maxLength ?? Infinity))
+          throw new ValidationError(`the comment of document ${i} is too long`, `body.comment_${i}`);
+      }
+      return { data, pending };
+    }).catch(closeIfUnread);
   }
 
-  app.post("/subproject.createWorkflowitem", { bodyLimit: jsonLimit, schema: { body: Envelope(NewItem) } }, async (request) => {
+  /** One text part of TruBudget's multipart form, into the fields or the documents. */
+  function takeField(data: Record<string, unknown>, pending: Pending[], name: string, value: string): void {
+    if (name === "apiVersion") return;
+    // Files are staged under the ids the form names before them: an id given twice could name another item.
+    if ((name === "projectId" || name === "subprojectId" || name === "workflowitemId") && name in data) throw new ValidationError(`${name} is given twice`, `body.${name}`);
+    if (name.includes("link")) {
+      let link: Record<string, unknown>;
+      try {
+        link = JSON.parse(value) as Record<string, unknown>;
+      } catch {
+        throw new ValidationError(`${name} must be JSON {link, fileName, comment}`, `body.${name}`);
+      }
+      checkDocument(link);
+      const url = "link" in link ? link.link : undefined;
+      pending.push({ link: url, fileName: link.fileName ?? url, comment: link.comment || undefined });
+    } else if (/^comment_\d+$/.test(name)) {
+      const i = Number(name.slice("comment_".length));
+      if (!pending[i]) throw new ValidationError(`${name} names no document before it`, `body.${name}`);
+      if (value !== "" && value !== "undefined" && value !== "null") pending[i]!.comment = value;
+    } else if (name === "tags") {
+      data.tags = value === "" ? [] : value.split(",");
+    } else if (value === "null" || value === "undefined") {
+    } else if (name === "additionalData") {
+      try {
+        data.additionalData = JSON.parse(value);
+      } catch {
+        throw new ValidationError("additionalData must be a JSON object", "body.data.additionalData");
+      }
+    } else {
+      data[name] = value;
+    }
+  }
+
+  app.post("/subproject.createWorkflowitem", { bodyLimit: jsonLimit, preParsing, schema: { body: Envelope(NewItem) } }, async (request) => {
     const { data } = request.body;
     return ok(await create(request.actor, data, pendingOf(data.documents)));
   });
 
-  app.post("/v2/subproject.createWorkflowitem", async (request) => {
-    const { data, pending } = await multipartData(request);
-    const body = { apiVersion: "1.0", data };
-    checkNewItem(body);
-    return { apiVersion: "2.0", data: await create(request.actor, body.data, pending) };
+  app.post("/v2/subproject.createWorkflowitem", { preParsing }, async (request, reply) => {
+    const actor = request.actor;
+    notRoot(actor, "workflowitem");
+    // The id the new item will have, so that its files can be held under it before it exists (a kill before
+    // the create leaves holds that `recover` undoes: no such item holds them).
+    let id: string | undefined;
+    const { data, pending } = await multipartData(request, reply, async (fields, file) => {
+      const [p, s] = idsBefore(fields, ["projectId", "subprojectId"]) as [string, string];
+      if (id === undefined) {
+        await assertCreatorMayAddDocuments(actor, p, s, fields);
+        id = workflow.store.newId();
+      }
+      return documents.stage(actor, p, s, id, file, { newItem: true });
+    });
+    return undoingStaged(pending, async () => {
+      const body = { apiVersion: "1.0", data };
+      checkNewItem(body);
+      return { apiVersion: "2.0", data: await create(actor, body.data, pending, id) };
+    });
   });
 
   /**
@@ -279,6 +360,11 @@ export const workflowitemRoutes: RoutePlugin = async (app) => {
   app.get("/workflowitem.list", { schema: { querystring: ListQuery } }, async (request, reply) => {
     const { projectId, subprojectId } = request.query;
     const options = { allowedIntents: true, sequence: "closedFirst" } as const;
+    const reader = readerOf(request.actor);
+    if (reader !== request.actor) {
+      const all = parsed<Served>(await readAll((cursor, limit) => workflow.listWorkflowitemsJson(reader, projectId, subprojectId, { ...options, cursor, limit })));
+      return ok({ workflowitems: (await ownIntents(workflow.store, request.actor, "workflowitem", [projectId, subprojectId], all)).map((r) => exposeWorkflowitem(r, intents)) });
+    }
     const first = (await workflow.listWorkflowitemsPage(request.actor, projectId, subprojectId, { ...options, limit: PAGE_LIMIT.max })).json;
     let body = translated.get(first);
     if (body === undefined) {
@@ -289,7 +375,8 @@ export const workflowitemRoutes: RoutePlugin = async (app) => {
           : parsed<Served>(
               await readAll((cursor, limit) => workflow.listWorkflowitemsJson(request.actor, projectId, subprojectId, { ...options, cursor: cursor ?? page.nextCursor, limit })),
             );
-      body = Buffer.from(JSON.stringify(ok({ workflowitems: [...page.items, ...rest].map((r) => exposeWorkflowitem(r, intents)) })));
+      const all = await keptWhenRedacted(workflow.store, [projectId, subprojectId], [...page.items, ...rest]);
+      body = Buffer.from(JSON.stringify(ok({ workflowitems: all.map((r) => exposeWorkflowitem(r, intents)) })));
       if (page.nextCursor === null) translated.set(first, body);
     }
     return reply.type("application/json; charset=utf-8").send(body);
@@ -297,25 +384,33 @@ export const workflowitemRoutes: RoutePlugin = async (app) => {
 
   app.get("/workflowitem.viewDetails", { schema: { querystring: idsWith("workflowitem") } }, async (request) => {
     const { projectId, subprojectId, workflowitemId } = request.query;
-    const { json } = await workflow.store.reads.getJson(request.actor, { type: "workflowitem", ids: [projectId, subprojectId, workflowitemId] }, { allowedIntents: true });
-    return ok({ workflowitem: exposeWorkflowitem(JSON.parse(json.toString("utf8")) as Served, intents) });
+    const ref = { type: "workflowitem", ids: [projectId, subprojectId, workflowitemId] };
+    const { json } = await workflow.store.reads.getJson(readerOf(request.actor), ref, { allowedIntents: true });
+    const [item] = await ownIntents(workflow.store, request.actor, "workflowitem", [projectId, subprojectId], [JSON.parse(json.toString("utf8")) as Served]);
+    return ok({ workflowitem: exposeWorkflowitem(item!, intents) });
   });
 
-  app.post("/workflowitem.update", { bodyLimit: jsonLimit, schema: { body: Envelope(ItemUpdate) } }, async (request) => {
+  app.post("/workflowitem.update", { bodyLimit: jsonLimit, preParsing, schema: { body: Envelope(ItemUpdate) } }, async (request) => {
     const { data } = request.body;
     await update(request.actor, data, pendingOf(data.documents));
     return ok({});
   });
 
-  app.post("/v2/workflowitem.update", async (request) => {
-    const { data, pending } = await multipartData(request);
-    const body = { apiVersion: "1.0", data };
-    checkItemUpdate(body);
-    await update(request.actor, body.data, pending);
-    return { apiVersion: "2.0", data: {} };
+  app.post("/v2/workflowitem.update", { preParsing }, async (request, reply) => {
+    const actor = request.actor;
+    const { data, pending } = await multipartData(request, reply, (fields, file) => {
+      const [p, s, w] = idsBefore(fields, ["projectId", "subprojectId", "workflowitemId"]) as [string, string, string];
+      return documents.stage(actor, p, s, w, file);
+    });
+    return undoingStaged(pending, async () => {
+      const body = { apiVersion: "1.0", data };
+      checkItemUpdate(body);
+      await update(actor, body.data, pending);
+      return { apiVersion: "2.0", data: {} };
+    });
   });
 
-  app.post("/workflowitem.validateDocument", { bodyLimit: jsonLimit, schema: { body: Envelope(Validate) } }, async (request) => {
+  app.post("/workflowitem.validateDocument", { bodyLimit: jsonLimit, preParsing, schema: { body: Envelope(Validate) } }, async (request) => {
     const { projectId, subprojectId, workflowitemId, id, base64String, hash } = request.body.data;
     const content = Buffer.from(base64String, "base64");
     const { valid } = await fieldsAt(

@@ -51,6 +51,9 @@ function historyFilter(o: HistoryOptions): ((e: ResourceEvent) => boolean) | nul
 }
 
 /** A grant or a revoke: shown only to those who may list the resource's permissions. */
+/** In the bytes of every event that may hold what only a permission lister sees (a `permissions` map, a `…permission_granted` type). */
+const PERMISSION = Buffer.from("permission", "latin1");
+
 function isPermissionChange(e: ResourceEvent): boolean {
   const verb = e.type.slice(e.type.lastIndexOf(".") + 1);
   return verb === "permission_granted" || verb === "permission_revoked";
@@ -72,6 +75,19 @@ export class Audit {
 
   /** One range read of the history index plus one batched read of the log. The system actor also reads a deleted resource's. */
   async history(actor: Actor, ref: Ref, options: HistoryOptions = {}): Promise<Page<ResourceEvent>> {
+    return (await this.#history(actor, ref, options, false)) as Page<ResourceEvent>;
+  }
+
+  /**
+   * `history` as the stored event bytes, for a response that joins them (the HTTP route): an event is
+   * parsed only when a filter is asked or it may hold what the caller may not see (its bytes name a
+   * permission and the caller may not list permissions); every other is served as stored.
+   */
+  async historyJson(actor: Actor, ref: Ref, options: HistoryOptions = {}): Promise<{ items: Buffer[]; nextCursor: string | null }> {
+    return (await this.#history(actor, ref, options, true)) as { items: Buffer[]; nextCursor: string | null };
+  }
+
+  async #history(actor: Actor, ref: Ref, options: HistoryOptions, bytes: boolean): Promise<{ items: (ResourceEvent | Buffer)[]; nextCursor: string | null }> {
     const { kv } = this.core;
     const l = locate(this.core.schema, ref);
     const read = this.core.reader(l);
@@ -88,9 +104,12 @@ export class Audit {
       const { permissions: _, ...payload } = e.payload;
       return { ...e, payload };
     };
+    // As stored, unparsed: no filter asked, and nothing to hide (the caller sees permissions, or the
+    // event's bytes do not name one: a permission map and a grant or revoke event both do).
+    const asStored = (raw: Buffer): boolean => bytes && asked === null && (seesPermissions || raw.indexOf(PERMISSION) < 0);
     // Unfiltered: one page of the index. Filtered: index pages are read on until the page is full or the
     // history ends; the cursor stays a position in the index, so paging on continues after the last read.
-    const items: ResourceEvent[] = [];
+    const items: (ResourceEvent | Buffer)[] = [];
     let cursor = options.cursor ?? null;
     do {
       const page = await kv.scan(l.partition, { prefix: layout.history(l), after: cursor, limit: limit - items.length, reverse: options.reverse === true });
@@ -100,8 +119,12 @@ export class Audit {
       );
       for (const e of logs) {
         if (e === undefined) continue;
+        if (asStored(e.value)) {
+          items.push(e.value);
+          continue;
+        }
         const event = JSON.parse(e.value.toString("utf8")) as ResourceEvent;
-        if (!keep || keep(event)) items.push(shown(event));
+        if (!keep || keep(event)) items.push(bytes ? Buffer.from(JSON.stringify(shown(event))) : shown(event));
       }
       cursor = page.cursor;
     } while (keep && cursor !== null && items.length < limit);

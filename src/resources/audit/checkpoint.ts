@@ -5,7 +5,10 @@
  * the event at `seq` still has `hash`, and the chain after it is intact. Anyone holding the public key
  * (carried in the checkpoint, with its SHA-256 fingerprint to pin) checks the signature offline.
  *
- * The signed bytes: "flowstore-checkpoint-v1\n" + canonical JSON of {partition, seq, hash, time}.
+ * The signed bytes: "flowstore-checkpoint-v1\n" + canonical JSON of {partition, seq, hash, time}, and
+ * `log` when the store-wide transparency log (src/tlog) covers the head: the log checkpoint (origin,
+ * size, base64 root) that includes the event at `seq`, and its leaf index, so the holder can ask for its
+ * inclusion proof and check it against a cosigned checkpoint (issue 27).
  *
  * The key: `FLOWSTORE_CHECKPOINT_KEY` (a PKCS#8 PEM Ed25519 private key) when set, else
  * `<dataDir>/checkpoint-key.pem` generated on first use (mode 0600, as the token secret in
@@ -28,6 +31,8 @@ export interface Checkpoint {
   readonly hash: string | null;
   /** When it was signed (ISO 8601). */
   readonly time: string;
+  /** The log checkpoint covering the head (absent when the log does not hold it yet, or there is none). */
+  readonly log?: LogCovering;
   /** The signer's public key, SPKI DER, base64. */
   readonly publicKey: string;
   /** SHA-256 of the SPKI DER, hex: what an auditor pins. */
@@ -36,13 +41,25 @@ export interface Checkpoint {
   readonly signature: string;
 }
 
+/** Where the store-wide log holds a partition's head: the log checkpoint (origin, size, root) and the leaf. */
+export interface LogCovering {
+  readonly origin: string;
+  readonly size: number;
+  /** The root hash of the tree of `size` leaves, base64 (the checkpoint's third line). */
+  readonly root: string;
+  readonly index: number;
+}
+
+/** Finds the log checkpoint covering a partition's event (injected by the composition root; the log is a layer above). */
+export type LogCoverage = (partition: Partition, seq: number) => Promise<LogCovering | null>;
+
 export interface CheckpointKey {
   readonly privateKey: KeyObject;
   readonly publicKey: KeyObject;
 }
 
-const signed = (c: Pick<Checkpoint, "partition" | "seq" | "hash" | "time">): Buffer =>
-  Buffer.from(DOMAIN + canonicalJson({ partition: c.partition, seq: c.seq, hash: c.hash, time: c.time }), "utf8");
+const signed = (c: Pick<Checkpoint, "partition" | "seq" | "hash" | "time" | "log">): Buffer =>
+  Buffer.from(DOMAIN + canonicalJson({ partition: c.partition, seq: c.seq, hash: c.hash, time: c.time, ...(c.log ? { log: c.log } : {}) }), "utf8");
 
 const spki = (k: KeyObject): Buffer => k.export({ type: "spki", format: "der" });
 
@@ -78,13 +95,15 @@ export class Checkpoints {
     private readonly kv: KvStore,
     private readonly key: CheckpointKey,
     private readonly clock: () => number = Date.now,
+    private readonly coverage?: LogCoverage,
   ) {}
 
   /** The partition's current head, signed. */
   async take(partition: Partition): Promise<Checkpoint> {
     const e = await this.kv.get(partition, layout.head);
     const head = e ? (JSON.parse(e.value.toString("utf8")) as { seq: number; hash: string }) : { seq: 0, hash: null };
-    const body = { partition: [...partition], seq: head.seq, hash: head.hash, time: new Date(this.clock()).toISOString() };
+    const log = head.seq > 0 && this.coverage ? await this.coverage(partition, head.seq) : null;
+    const body = { partition: [...partition], seq: head.seq, hash: head.hash, time: new Date(this.clock()).toISOString(), ...(log ? { log } : {}) };
     const der = spki(this.key.publicKey);
     return { ...body, publicKey: der.toString("base64"), keyFingerprint: fingerprint(der), signature: sign(null, signed(body), this.key.privateKey).toString("base64") };
   }

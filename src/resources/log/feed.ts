@@ -10,7 +10,9 @@
  * processes are serialized by the backend (a lost race re-reads the head and tries again).
  *
  * The partition writer appends after each commit with events and before the command's caller hears of
- * success, so a write that answered is in the feed. Entries are only read, never rewritten; the events
+ * success, so a write that answered is in the feed. Where the backend commits across partitions
+ * (`commitAcross`: memory, LMDB) the entry is written in the partition's own commit (`stage`), so it
+ * can never be missing. Entries are only read, never rewritten; the events
  * stay in the partitions' logs (the feed holds no payload).
  *
  * A crash between a commit and its feed entry leaves those events without an entry. They are not lost
@@ -21,7 +23,7 @@
  * its ledger entry, which the repair appends to the feed (later, and out of order with other entries).
  */
 import { ConflictError } from "../../errors.js";
-import type { KvStore, Partition } from "../../kv/contract.js";
+import type { KvStore, Partition, PartitionOps, TxReader } from "../../kv/contract.js";
 import type { ResourceEvent } from "../model/events.js";
 import { layout } from "../model/layout.js";
 
@@ -93,6 +95,24 @@ export class Feed {
         if (!(err instanceof ConflictError)) throw err;
       }
     }
+  }
+
+  /**
+   * The ops that append `ranges` to the feed inside a commit across partitions (`KvStore.commitAcross`,
+   * writer.ts): the head is read inside that write transaction, so the positions follow every append
+   * committed before, by any process, with no gap; the entries and the head are those `append` writes.
+   */
+  stage(tx: TxReader, ranges: readonly { partition: Partition; from: number; to: number }[]): PartitionOps {
+    const e = tx.get(layout.feed, layout.head);
+    const head = e ? (JSON.parse(e.value.toString("utf8")) as { position: number }).position : 0;
+    return {
+      partition: layout.feed,
+      ops: [
+        { type: "check", key: layout.head, version: e?.version ?? null },
+        ...ranges.map((r, i) => ({ type: "put" as const, key: layout.feedEntry(head + 1 + i), value: Buffer.from(JSON.stringify({ p: r.partition, from: r.from, to: r.to })) })),
+        { type: "put", key: layout.head, value: Buffer.from(JSON.stringify({ position: head + ranges.length })) },
+      ],
+    };
   }
 
   /** The entries after `position`, oldest first (one range read). */

@@ -300,6 +300,17 @@ export class PartitionWriter {
       if (overlay.events.length > 0) {
         ops.push({ type: "put", key: layout.head, value: Buffer.from(JSON.stringify({ seq: chain.seq, hash: chain.hash })) });
       }
+      if (this.kv.commitAcross) {
+        if (await this.#commitAtomic(id, partition, startHead, chain, overlay, ops, results)) return;
+        this.#heads.delete(id);
+        if (attempt < 50) {
+          live = results.map((r) => r.p);
+          continue;
+        }
+        const conflict = new ConflictError("the partition kept changing under the group: try again");
+        for (const r of results) r.p.reject(conflict);
+        return;
+      }
       try {
         // The widening side ops first (see Tx.widenFirst): a failure fails the group, as its own commit's would.
         await this.#commitSide(overlay.before, "throw");
@@ -321,19 +332,7 @@ export class PartitionWriter {
           await Promise.all([durable, ...anchors]);
         };
         durable.catch(() => undefined); // awaited in settle, after the previous group
-        this.#acknowledgeInOrder(
-          id,
-          settle,
-          () => {
-            for (const r of results) r.p.resolve(r.value);
-            for (const l of this.#groupListeners) l(results.length);
-            if (events.length > 0) for (const l of this.#listeners) l(partition, events);
-          },
-          (e) => {
-            this.#heads.delete(id);
-            for (const r of results) r.p.reject(e);
-          },
-        );
+        this.#acknowledgeGroup(id, settle, partition, events, results);
         return;
       } catch (e) {
         this.#heads.delete(id);
@@ -345,6 +344,85 @@ export class PartitionWriter {
         return;
       }
     }
+  }
+
+  /**
+   * The group's ONE commit where the backend commits across partitions (`KvStore.commitAcross`: memory,
+   * LMDB): the partition's ops, its ledger entry, its feed entry (positions read inside the transaction),
+   * the widening index ops and the derived index ops, all in one atomic and durable commit, so no crash
+   * can leave the ledger behind, the feed without the range or an index without its entry. Returns false
+   * on a conflict (the caller re-runs the group against fresh state); any other failure rejects the group.
+   */
+  async #commitAtomic(
+    id: string,
+    partition: Partition,
+    startHead: Head,
+    chain: { seq: number; hash: string | null },
+    overlay: Overlay,
+    ops: Op[],
+    results: { p: Pending<unknown>; value: unknown }[],
+  ): Promise<boolean> {
+    const events = overlay.events;
+    let committed: { versions: readonly number[]; durable: Promise<void> };
+    try {
+      committed = await this.kv.commitAcross!((tx) => {
+        const byPartition = new Map<string, { partition: Partition; ops: Op[] }>();
+        const add = (p: Partition, op: Op) => {
+          const key = latin1(encodeNested(p));
+          let g = byPartition.get(key);
+          if (!g) byPartition.set(key, (g = { partition: p, ops: [] }));
+          g.ops.push(op);
+        };
+        for (const { partition: p, op } of overlay.before) add(p, op);
+        for (const { partition: p, op } of overlay.side) add(p, op);
+        const batches = [{ partition, ops }, ...byPartition.values()];
+        if (events.length > 0) {
+          batches.push({
+            partition: layout.ledger,
+            ops: [{ type: "put", key: layout.ledgerEntry(partition), value: Buffer.from(JSON.stringify({ seq: chain.seq, hash: chain.hash })) }],
+          });
+          batches.push(this.feed.stage(tx, [{ partition, from: startHead.seq + 1, to: chain.seq }]) as { partition: Partition; ops: Op[] });
+        }
+        return batches;
+      });
+    } catch (e) {
+      if (e instanceof ConflictError) return false;
+      this.#heads.delete(id);
+      for (const r of results) r.p.reject(e);
+      return true;
+    }
+    if (events.length > 0) this.#heads.set(id, { seq: chain.seq, hash: chain.hash, version: committed.versions[0]! });
+    const { durable } = committed;
+    durable.catch(() => undefined); // awaited in order, after the previous group
+    this.#acknowledgeGroup(id, () => durable, partition, events, results);
+    return true;
+  }
+
+  /**
+   * A written group's acknowledgement, in order (`#acknowledgeInOrder`): once `settle` holds, its commands
+   * resolve and the group and commit listeners hear of it; otherwise they reject and the cached head goes
+   * (the next group reads it again). The same on the one-commit path and the per-partition one.
+   */
+  #acknowledgeGroup(
+    id: string,
+    settle: () => Promise<void>,
+    partition: Partition,
+    events: readonly ResourceEvent[],
+    results: readonly { p: Pending<unknown>; value: unknown }[],
+  ): void {
+    this.#acknowledgeInOrder(
+      id,
+      settle,
+      () => {
+        for (const r of results) r.p.resolve(r.value);
+        for (const l of this.#groupListeners) l(results.length);
+        if (events.length > 0) for (const l of this.#listeners) l(partition, events);
+      },
+      (e) => {
+        this.#heads.delete(id);
+        for (const r of results) r.p.reject(e);
+      },
+    );
   }
 
   /** Once every earlier group of the partition was acknowledged: runs `settle`, then `ok` (or `failed` with its error). */

@@ -33,7 +33,7 @@
  * whole nested subtree of a resource at depth d is one prefix per level: `["s", l, ...pairs]` for l > d.
  */
 import type { Key, Partition } from "../../kv/contract.js";
-import { PartitionKind, Subspace } from "../../kv/subspace.js";
+import { keyFamilies, PartitionKind, Subspace } from "../../kv/subspace.js";
 import type { TupleItem } from "../../kv/tuple.js";
 import type { Located } from "./ref.js";
 
@@ -47,17 +47,7 @@ export const kinds = {
 } as const;
 
 /** The key families of a resource partition (the first tuple item), one Subspace each. */
-export const families = {
-  s: new Subspace(["s"]),
-  a: new Subspace(["a"]),
-  c: new Subspace(["c"]),
-  o: new Subspace(["o"]),
-  n: new Subspace(["n"]),
-  x: new Subspace(["x"]),
-  h: new Subspace(["h"]),
-  l: new Subspace(["l"]),
-  m: new Subspace(["m"]),
-} as const;
+export const families = keyFamilies(["s", "a", "c", "o", "n", "x", "h", "l", "m"]);
 const { s: S, a: A, c: C, o: O, n: N, x: X, h: H, l: L, m: M } = families;
 /** The feed partition's families: its entries and (past them) the end of a scan. */
 const FEED_ENTRY = new Subspace(["e"]);

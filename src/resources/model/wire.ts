@@ -115,9 +115,20 @@ export const SignedCheckpoint = Type.Object(
     seq: Type.Integer(),
     hash: Type.Union([Type.String(), Type.Null()]),
     time: Type.String({ format: "date-time" }),
+    log: Type.Optional(
+      Type.Object(
+        {
+          origin: Type.String(),
+          size: Type.Integer({ minimum: 0 }),
+          root: Type.String({ description: "base64 root hash of the log's tree of `size` leaves" }),
+          index: Type.Integer({ minimum: 0, description: "the leaf of the event at `seq`" }),
+        },
+        { description: "the transparency log checkpoint (GET /api/v1/log/checkpoint) that covers the head, signed with it" },
+      ),
+    ),
     publicKey: Type.String({ description: "the signer's Ed25519 public key, SPKI DER, base64" }),
     keyFingerprint: Type.String({ description: "SHA-256 of the public key's DER, hex: what an auditor pins" }),
-    signature: Type.String({ description: 'Ed25519 over "flowstore-checkpoint-v1\\n" + canonical JSON of {partition, seq, hash, time}, base64' }),
+    signature: Type.String({ description: 'Ed25519 over "flowstore-checkpoint-v1\\n" + canonical JSON of {partition, seq, hash, time} (and log when present), base64' }),
   },
   { $id: "SignedCheckpoint" },
 );

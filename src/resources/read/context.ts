@@ -6,11 +6,11 @@
  * as they are at that moment.
  */
 import { scanAll, type KvStore, type Partition } from "../../kv/contract.js";
-import { decode } from "../../kv/tuple.js";
+import { decode, encode } from "../../kv/tuple.js";
 import type { Actor, Permissions } from "../../access/actor.js";
 import { layout } from "../model/layout.js";
 import { RecordView, type Envelope } from "../model/record.js";
-import { locate, parentRef, type Located, type Ref } from "../model/ref.js";
+import { childRef, locate, parentRef, type Located, type Ref } from "../model/ref.js";
 import type { Schema } from "../model/schema.js";
 import type { Tx } from "../log/writer.js";
 
@@ -32,6 +32,14 @@ export interface ReadContext {
   children(childType: string): Promise<ChildRow[]>;
   /** The stored ordering of the resource's children of a type (ids as set; [] when none was set). */
   ordering(childType: string): Promise<string[]>;
+  /**
+   * The order index of the resource's ordered children of a type (layout's `x` family: one small entry per
+   * live child, no record read): every child's id, with its creation time when it stands outside the
+   * ordering (its key holds it), null when the ordering lists it (`childCreatedAt` reads it).
+   */
+  orderIndex(childType: string): Promise<{ id: string; createdAtMs: number | null }[]>;
+  /** The creation time of one child (its record's header), undefined when there is no such child. */
+  childCreatedAt(childType: string, id: string): Promise<number | undefined>;
   /** The children of the resource's parent of the resource's own type (itself included). */
   siblings(): Promise<ChildRow[]>;
   /** The parent's stored ordering of the resource's own type. */
@@ -101,6 +109,22 @@ class ResourceReads {
     const raw = await this.r.get(layout.ordering(this.at, childType));
     return raw ? (JSON.parse(raw.toString("utf8")) as string[]) : [];
   }
+
+  async orderIndex(childType: string): Promise<{ id: string; createdAtMs: number | null }[]> {
+    const prefix = layout.orderIndex(this.at, childType);
+    // [...prefix, 0, place] listed; [...prefix, 1, createdAtMs, id] the rest. A prefix's bytes prefix its
+    // keys' (tuple.ts), so only each key's tail is decoded.
+    const skip = encode(prefix).length;
+    return (await this.r.scanPrefix(prefix)).map((e) => {
+      const tail = decode(e.keyBytes.subarray(skip));
+      return { id: e.value.toString("utf8"), createdAtMs: tail[0] === 1 ? (tail[1] as number) : null };
+    });
+  }
+
+  async childCreatedAt(childType: string, id: string): Promise<number | undefined> {
+    const raw = await this.r.get(layout.state(locate(this.schema, childRef(this.schema, this.at.ref, childType, id))));
+    return raw ? new RecordView(raw).createdAtMs : undefined;
+  }
 }
 
 function contextOf(actor: Actor, now: string, type: string, parent: () => Promise<ResourceReads | null>, self: ResourceReads | null): ReadContext {
@@ -110,6 +134,8 @@ function contextOf(actor: Actor, now: string, type: string, parent: () => Promis
     parent: async () => (await (await parent())?.envelope()) ?? null,
     children: async (childType) => (self ? self.children(childType) : []),
     ordering: async (childType) => (self ? self.ordering(childType) : []),
+    orderIndex: async (childType) => (self ? self.orderIndex(childType) : []),
+    childCreatedAt: async (childType, id) => (self ? self.childCreatedAt(childType, id) : undefined),
     siblings: async () => (await (await parent())?.children(type)) ?? [],
     siblingOrdering: async () => (await (await parent())?.ordering(type)) ?? [],
   };

@@ -178,14 +178,7 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
     const page = await this.core.kv.scan(l.partition, { prefix: layout.children(l, childType), after: options.cursor ?? null, limit });
     const views = page.entries.map((e) => RecordView.listable(e.value, `${childType} list`)).filter((v) => v !== null);
     return {
-      items: await this.#withIntents(
-        actor,
-        t,
-        parent,
-        views,
-        views.map((view) => listed(actor, t, view)),
-        options,
-      ),
+      items: await this.#listedWithIntents(actor, t, parent, views, options),
       nextCursor: page.cursor,
     };
   }
@@ -221,14 +214,7 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
       page.entries.map((e) => layout.flatChildOf(e.key).id),
     );
     return {
-      items: await this.#withIntents(
-        actor,
-        t,
-        parent.ref,
-        views,
-        views.map((view) => listed(actor, t, view)),
-        options,
-      ),
+      items: await this.#listedWithIntents(actor, t, parent.ref, views, options),
       nextCursor: page.cursor,
     };
   }
@@ -266,7 +252,14 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
       const view = e ? RecordView.listable(e.value, `${childType} list`) : null;
       if (view) views.push(view);
     }
-    const items = await this.#withIntents(
+    const items = await this.#listedWithIntents(actor, t, parent, views, options);
+    const next = page.entries.length > limit ? cursorOf(entries.at(-1)!.keyBytes) : null;
+    return { items, nextCursor: next, version: parentView.version };
+  }
+
+  /** The list rows of `views` (what `actor` may see of each), with their allowed intents when asked. */
+  #listedWithIntents(actor: Actor, t: Parameters<typeof listed>[1], parent: Ref, views: RecordView[], options: PageOptions) {
+    return this.#withIntents(
       actor,
       t,
       parent,
@@ -274,8 +267,6 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
       views.map((view) => listed(actor, t, view)),
       options,
     );
-    const next = page.entries.length > limit ? cursorOf(entries.at(-1)!.keyBytes) : null;
-    return { items, nextCursor: next, version: parentView.version };
   }
 
   /**
@@ -308,14 +299,7 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
     }
     const ordering = orderingEntry ? (JSON.parse(orderingEntry.value.toString("utf8")) as string[]) : [];
     const views = effectiveOrder(ordering, children);
-    const items = await this.#withIntents(
-      actor,
-      t,
-      parent,
-      views,
-      views.map((view) => listed(actor, t, view)),
-      options,
-    );
+    const items = await this.#listedWithIntents(actor, t, parent, views, options);
     return { items, nextCursor: null, version: parentView.version };
   }
 

@@ -7,7 +7,7 @@ import { ConflictError, StaleVersionError, ForbiddenError, ValidationError } fro
 import type { Actor, Permissions } from "../../access/actor.js";
 import { assertIdentityExists } from "../../access/global.js";
 import type { Intent } from "../../access/intents.js";
-import { creationContext, readContext, type ChildRow, type MutateContext, type ReadContext } from "../read/context.js";
+import { creationContext, readContext, type MutateContext, type ReadContext } from "../read/context.js";
 import { countChild, encodeAccess, encodeResource, type Core } from "../core/core.js";
 import { INDEX_VERBS, type EventPayload } from "../model/events.js";
 import { layout } from "../model/layout.js";
@@ -279,7 +279,9 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
     if (!childType || !t.intents.reorder) throw new ValidationError(`${parent.type} has no ordered children`, "parent");
     let valid: string[] = [];
     let before: string[] = [];
-    let rows = new Map<string, ChildRow>();
+    let rows = new Map<string, { id: string; createdAtMs: number }>();
+    let live = new Set<string>();
+    const nested = this.core.schema.type(childType).decl.idStyle === "nested";
     return this.#mutate(
       actor,
       parent,
@@ -289,9 +291,24 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
         ifVersion: options.ifVersion,
         change: async (current, ctx) => {
           options.guard?.(current);
-          rows = new Map((await ctx.children(childType)).map((c) => [c.id, c]));
-          valid = validateOrdering(ordering, new Set(rows.keys()));
           before = await ctx.ordering(childType);
+          if (nested) {
+            // The children named by the order index (one small entry each), not their records: a reorder
+            // reads the records of the children that leave the ordering only (their creation time places them).
+            const index = await ctx.orderIndex(childType);
+            live = new Set(index.map((e) => e.id));
+            valid = validateOrdering(ordering, live);
+            const now = new Set(valid);
+            rows = new Map();
+            for (const e of index) {
+              if (e.createdAtMs !== null) rows.set(e.id, { id: e.id, createdAtMs: e.createdAtMs });
+              else if (!now.has(e.id)) rows.set(e.id, { id: e.id, createdAtMs: (await ctx.childCreatedAt(childType, e.id))! });
+            }
+          } else {
+            rows = new Map((await ctx.children(childType)).map((c) => [c.id, c]));
+            live = new Set(rows.keys());
+            valid = validateOrdering(ordering, live);
+          }
           return { record: { childType, ordering: valid } };
         },
       },
@@ -302,7 +319,7 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
         tx.deletePrefix(layout.orderIndexListed(l, childType));
         valid.forEach((id, i) => tx.put(layout.orderIndexListedEntry(l, childType, i), Buffer.from(id, "utf8")));
         const now = new Set(valid);
-        const was = new Set(before.filter((id) => rows.has(id)));
+        const was = new Set(before.filter((id) => live.has(id)));
         for (const id of was) if (!now.has(id)) tx.put(layout.orderIndexRestEntry(l, childType, restSortKey(rows.get(id)!)), Buffer.from(id, "utf8"));
         for (const id of now) if (!was.has(id)) tx.delete(layout.orderIndexRestEntry(l, childType, restSortKey(rows.get(id)!)));
       },

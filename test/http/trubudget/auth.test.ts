@@ -135,3 +135,54 @@ describe("TruBudget sessions", () => {
     expect(Object.keys(doc.paths).filter((p) => !p.startsWith("/api/v1/") && p.startsWith("/api/"))).toEqual([]);
   });
 });
+
+/** Issue 29, finding 14: cookie-authenticated changes from another origin, and Secure cookies behind a TLS proxy. */
+describe("TruBudget sessions: origins and TLS", () => {
+  let s: TbRunning;
+  beforeAll(async () => {
+    s = await startTruBudget(undefined, { trustProxy: "127.0.0.1" });
+  });
+  afterAll(async () => s?.close());
+
+  it("refuses a change the session cookie authenticates from another origin of the same site; takes same-origin ones and Bearer callers", async () => {
+    const { cookie, token } = await tbLogin(s.base, "root", ROOT_PASSWORD);
+    const group = (id: string) => ({ group: { id, displayName: id, users: [] } });
+    const sibling = await s.call("global.createGroup", { cookie, data: group("sibling"), headers: { "sec-fetch-site": "same-site" } });
+    expectError(sibling, 403, "origin");
+    const crossSite = await s.call("global.createGroup", { cookie, data: group("cross"), headers: { "sec-fetch-site": "cross-site" } });
+    expectError(crossSite, 403, "origin");
+    const groups = async () => (await s.call("group.list", { token })).body.data.groups.map((g: { groupId: string }) => g.groupId);
+    expect(await groups()).not.toContain("sibling");
+    expect(await groups()).not.toContain("cross");
+    expect((await s.call("global.createGroup", { cookie, data: group("same"), headers: { "sec-fetch-site": "same-origin" } })).status).toBe(200);
+    // A Bearer caller carries no ambient credential: the header is not the browser's cookie.
+    expect((await s.call("global.createGroup", { token, data: group("bearer"), headers: { "sec-fetch-site": "cross-site" } })).status).toBe(200);
+    // Reads are not changes.
+    expect((await s.call("group.list", { cookie, headers: { "sec-fetch-site": "same-site" } })).status).toBe(200);
+    // The refresh cookie is not spent from another origin; logging out from one is refused too.
+    expectError(await s.call("user.refreshtoken", { cookie, data: {}, headers: { "sec-fetch-site": "same-site" } }), 403);
+    expectError(await s.call("user.logout", { cookie, data: {}, headers: { "sec-fetch-site": "cross-site" } }), 403);
+    expect((await s.call("group.list", { cookie })).status).toBe(200);
+  });
+
+  it("sets Secure cookies when a trusted proxy says the request came over TLS, and believes no one else", async () => {
+    const proxied = await tbCall(s.base, "user.authenticate", {
+      body: { apiVersion: "1.0", data: { user: { id: "root", password: ROOT_PASSWORD } } },
+      headers: { "x-forwarded-proto": "https" },
+    });
+    expect(proxied.status).toBe(200);
+    expect(setCookies(proxied).lines.every((l) => l.includes("; Secure"))).toBe(true);
+    const plain = await tbLogin(s.base, "root", ROOT_PASSWORD);
+    expect(setCookies(plain.answer).lines.some((l) => l.includes("Secure"))).toBe(false);
+    const untrusting = await startTruBudget();
+    try {
+      const forged = await tbCall(untrusting.base, "user.authenticate", {
+        body: { apiVersion: "1.0", data: { user: { id: "root", password: ROOT_PASSWORD } } },
+        headers: { "x-forwarded-proto": "https" },
+      });
+      expect(setCookies(forged).lines.some((l) => l.includes("Secure"))).toBe(false);
+    } finally {
+      await untrusting.close();
+    }
+  });
+});

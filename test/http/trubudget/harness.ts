@@ -70,8 +70,10 @@ export async function tbLogin(base: string, id: string, password: string): Promi
 }
 
 export interface TbRunning extends Running {
-  /** Root's access token, from TruBudget's log in. */
+  /** Root's access token, from TruBudget's log in (the latest `loginRoot`'s). */
   readonly rootToken: string;
+  /** Logs root in again (a restore ends every session): `call` and `rootToken` use the new token. */
+  loginRoot(): Promise<string>;
   /** Calls `/api/<intent>` as root (Bearer) unless the options name another token or cookie. */
   call(intent: string, options?: CallOptions): Promise<Answer>;
   /** Creates a user through `global.createUser` (as root) and logs it in; its token. */
@@ -81,11 +83,17 @@ export interface TbRunning extends Running {
 /** A server with TruBudget's API on, over `kv` (default: memory) which stays the caller's to close. */
 export async function startTruBudget(kv: KvStore = new MemoryKv(), options: StartOptions = {}): Promise<TbRunning> {
   const s = await startServer(kv, { webRoot: false, loginRateLimit: false, ...options, trubudgetApi: { organization: TB_ORGANIZATION } });
-  const { token: rootToken } = await tbLogin(s.base, "root", ROOT_PASSWORD);
+  let { token: rootToken } = await tbLogin(s.base, "root", ROOT_PASSWORD);
   const call = (intent: string, o: CallOptions = {}) => tbCall(s.base, intent, o.token || o.cookie ? o : { ...o, token: rootToken });
   return {
     ...s,
-    rootToken,
+    get rootToken() {
+      return rootToken;
+    },
+    async loginRoot() {
+      ({ token: rootToken } = await tbLogin(s.base, "root", ROOT_PASSWORD));
+      return rootToken;
+    },
     call,
     async user(id, password = `${id} password 123`, extra = {}) {
       const created = await call("global.createUser", { data: { user: { id, displayName: id, organization: TB_ORGANIZATION, password, ...extra } } });

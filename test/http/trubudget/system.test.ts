@@ -133,7 +133,7 @@ describe("TruBudget system and network routes", () => {
     expectError(await s.call("network.registerNode", { data: { address: "1abc" } }), 400, "data.organization");
   });
 
-  it("creates a backup for root only: a gzip of flowstore's export, which an empty store imports whole", async () => {
+  it("creates a backup for root only: a gzip of flowstore's export without credentials, which an empty store imports whole", async () => {
     expectError(await s.call("system.createBackup", { token: ann }), 403);
     const res = await fetch(`${s.base}${TB}/system.createBackup`, { headers: { authorization: `Bearer ${s.rootToken}` } });
     expect(res.status).toBe(200);
@@ -149,7 +149,9 @@ describe("TruBudget system and network routes", () => {
     const restored = await openFlowstore(copy);
     try {
       expect((await restored.identity.getUser("ann")).organization).toBe("KfW");
-      expect((await restored.identity.authenticate("ann", "ann password 123")).id).toBe("ann");
+      // A backup taken over HTTP holds no password hash (issue 29): the copy knows ann, not her password.
+      expect(text).not.toContain('"password"');
+      await expect(restored.identity.authenticate("ann", "ann password 123")).rejects.toThrow();
     } finally {
       await restored.close();
     }

@@ -14,7 +14,9 @@
  * | password | user.changePassword: one's own (staying logged in) or, with global.createUser, another's |
  * | assignments | global.listAssignments?userId → {userId, projects, subprojects, workflowitems} |
  * | groups | global.createGroup, group.list {groups: [{groupId, displayName, users, permissions}]}, group.addUser/removeUser of several |
- * | global permissions | listPermissions (intent → identities, TruBudget's names), grant, revoke, grantAll; an alias refused |
+ * | unchecked members | a member id no user has is listed (TruBudget does not check members): the user created later with it is a member; removed before, it is not |
+ * | global permissions | listPermissions (intent → identities, TruBudget's names), grant, revoke, grantAll; a network intent refused |
+ * | the split intents | global.enableUser, global.disableUser, global.listAssignments, global.grantAllPermissions granted alone, each checked alone |
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { envelopeOf, expectError, expectShape, setCookies, startTruBudget, tbCall, tbLogin, type TbRunning } from "./harness.js";
@@ -209,14 +211,31 @@ describe("TruBudget users, groups and global permissions", () => {
     expect((await listed()).find((i) => i.id === "reviewers")).toMatchObject({ isGroup: true, displayName: "Reviewers" });
     const { answer } = await tbLogin(s.base, "hal", "hal password 123");
     expect(answer.body.data.user.groups).toEqual([{ groupId: "reviewers", displayName: "Reviewers" }]);
-    // a bad id among several: nothing is written
-    expectError(await s.call("group.addUser", { data: { groupId: "reviewers", userIds: ["eve", "nobody"] } }), 400, "data.userIds[1]");
-    expectError(await s.call("group.removeUser", { data: { groupId: "reviewers", userIds: ["bob", "nobody"] } }), 400, "data.userIds[1]");
+    // a bad id among several (a group is no member): nothing is written
+    expectError(await s.call("group.addUser", { data: { groupId: "reviewers", userIds: ["eve", "reviewers"] } }), 400, "data.userIds[1]");
+    expectError(await s.call("group.removeUser", { data: { groupId: "reviewers", userIds: ["bob", "reviewers"] } }), 400, "data.userIds[1]");
     expect((await groups()).find((g) => g.groupId === "reviewers")!.users).toEqual(["ann", "bob", "hal"]);
     expect((await s.call("group.removeUser", { data: { groupId: "reviewers", userIds: ["bob", "hal"] } })).status).toBe(200);
     expect((await groups()).find((g) => g.groupId === "reviewers")!.users).toEqual(["ann"]);
     expectError(await s.call("group.addUser", { data: { groupId: "nogroup", userIds: ["bob"] } }), 404);
     expectError(await s.call("group.addUser", { data: { groupId: "reviewers" } }), 400, "data.userIds");
+  });
+
+  it("lists member ids no user has yet, as TruBudget: a user created later with the id starts as a member", async () => {
+    const created = await s.call("global.createGroup", { data: { group: { id: "early", displayName: "Early", users: ["ann", "later1"] } } });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    expect((await s.call("group.addUser", { data: { groupId: "early", userIds: ["later2", "later3"] } })).status).toBe(200);
+    expect((await s.call("group.removeUser", { data: { groupId: "early", userIds: ["later3"] } })).status).toBe(200);
+    const early = (await s.call("group.list")).body.data.groups.find((g: { groupId: string }) => g.groupId === "early");
+    expect(early.users).toEqual(["ann", "later1", "later2"]);
+    for (const id of ["later1", "later2", "later3"]) await s.user(id);
+    const groupsOf = async (id: string) => (await tbLogin(s.base, id, `${id} password 123`)).answer.body.data.user.groups.map((g: { groupId: string }) => g.groupId);
+    expect(await groupsOf("later1")).toEqual(["early"]);
+    expect(await groupsOf("later2")).toEqual(["early"]);
+    expect(await groupsOf("later3")).toEqual([]);
+    // a member now: removing it takes it out of the user's groups too
+    expect((await s.call("group.removeUser", { data: { groupId: "early", userIds: ["later1"] } })).status).toBe(200);
+    expect(await groupsOf("later1")).toEqual([]);
   });
 
   it("lists, grants and revokes global permissions with TruBudget's intent names", async () => {
@@ -228,9 +247,8 @@ describe("TruBudget users, groups and global permissions", () => {
     };
     const before = await list();
     expect(before["global.createUser"]).toContain("root");
-    // TruBudget's split intents are shown for the holders of flowstore's one
-    expect(before["global.enableUser"]).toEqual(before["global.createUser"]);
-    expect(before["global.grantAllPermissions"]).toEqual(before["global.grantPermission"]);
+    // root holds every intent TruBudget has, the once-merged ones among them
+    for (const i of ["global.enableUser", "global.disableUser", "global.listAssignments", "global.grantAllPermissions"]) expect(before[i]).toContain("root");
     const grant = await s.call("global.grantPermission", { data: { identity: "ann", intent: "global.createProject" } });
     expect(grant.status).toBe(200);
     expectShape(EMPTY, grant.body);
@@ -239,8 +257,7 @@ describe("TruBudget users, groups and global permissions", () => {
     expect(answer.body.data.user.allowedIntents).toEqual(["global.createProject"]);
     expect((await s.call("global.revokePermission", { data: { identity: "ann", intent: "global.createProject" } })).status).toBe(200);
     expect((await list())["global.createProject"] ?? []).not.toContain("ann");
-    // an alias would grant more than asked: refused, naming the intent to use; unknown intents and identities too
-    expectError(await s.call("global.grantPermission", { data: { identity: "ann", intent: "global.enableUser" } }), 400, "global.createUser");
+    // a network intent is refused (a single node has no network); unknown intents and identities too
     expectError(await s.call("global.grantPermission", { data: { identity: "ann", intent: "network.list" } }), 400, "data.intent");
     expectError(await s.call("global.grantPermission", { data: { identity: "ann", intent: "global.fly" } }), 400, "data.intent");
     expectError(await s.call("global.grantPermission", { data: { identity: "nobody", intent: "global.createProject" } }), 400);
@@ -257,5 +274,60 @@ describe("TruBudget users, groups and global permissions", () => {
     expect([...answer.body.data.user.allowedIntents].sort()).toEqual([...root.answer.body.data.user.allowedIntents].sort());
     expect(answer.body.data.user.allowedIntents).toContain("global.disableUser");
     expectError(await s.call("global.grantAllPermissions", { data: {} }), 400, "data.identity");
+  });
+});
+
+describe("the intents TruBudget grants one by one (issue 28)", () => {
+  let s: TbRunning;
+  beforeAll(async () => {
+    s = await startTruBudget();
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  const grant = async (identity: string, intent: string) => {
+    const r = await s.call(`global.grantPermission`, { data: { identity, intent } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+  };
+
+  it("global.enableUser, global.disableUser, global.listAssignments and global.grantAllPermissions are granted alone and each lets its route alone", async () => {
+    const admin = await s.user("adm");
+    await s.user("vic");
+    await s.user("wes");
+    // nothing held: each route is a 403
+    expectError(await s.call("global.disableUser", { token: admin, data: { userId: "vic" } }), 403);
+    expectError(await s.call("global.listAssignments", { token: admin, query: { userId: "vic" } }), 403);
+    expectError(await s.call("global.grantAllPermissions", { token: admin, data: { identity: "vic" } }), 403);
+
+    await grant("adm", "global.disableUser");
+    const held = async () => (await tbLogin(s.base, "adm", "adm password 123")).answer.body.data.user.allowedIntents as string[];
+    expect(await held()).toEqual(["global.disableUser"]);
+    expect((await s.call("global.disableUser", { token: admin, data: { userId: "vic" } })).status).toBe(200);
+    // disabling is not enabling
+    expectError(await s.call("global.enableUser", { token: admin, data: { userId: "vic" } }), 403);
+    await grant("adm", "global.enableUser");
+    expect((await s.call("global.enableUser", { token: admin, data: { userId: "vic" } })).status).toBe(200);
+    // neither is creating users or listing assignments
+    expectError(await s.call("global.createUser", { token: admin, data: { user: { id: "x1", displayName: "X", organization: "KfW", password: "x1 password 123" } } }), 403);
+    expectError(await s.call("global.listAssignments", { token: admin, query: { userId: "vic" } }), 403);
+    await grant("adm", "global.listAssignments");
+    expect((await s.call("global.listAssignments", { token: admin, query: { userId: "vic" } })).status).toBe(200);
+
+    // global.grantAllPermissions alone: granting everything needs holding everything (the hierarchy), so adm is refused until it does
+    await grant("adm", "global.grantAllPermissions");
+    expectError(await s.call("global.grantAllPermissions", { token: admin, data: { identity: "wes" } }), 403, "lacks");
+    expectError(await s.call("global.grantPermission", { token: admin, data: { identity: "wes", intent: "global.enableUser" } }), 403);
+    expect((await s.call("global.grantAllPermissions", { data: { identity: "adm" } })).status).toBe(200);
+    expect((await s.call("global.grantAllPermissions", { token: admin, data: { identity: "wes" } })).status).toBe(200);
+    const perms = (await s.call("global.listPermissions")).body.data as Record<string, string[]>;
+    for (const i of ["global.enableUser", "global.disableUser", "global.listAssignments", "global.grantAllPermissions"])
+      expect(perms[i]).toEqual(expect.arrayContaining(["root", "adm", "wes"]));
+
+    // revoked alone too
+    expect((await s.call("global.revokePermission", { data: { identity: "wes", intent: "global.listAssignments" } })).status).toBe(200);
+    const wes = (await tbLogin(s.base, "wes", "wes password 123")).answer.body.data.user.allowedIntents as string[];
+    expect(wes).not.toContain("global.listAssignments");
+    expect(wes).toContain("global.createUser");
   });
 });

@@ -1,0 +1,360 @@
+/**
+ * The store-wide transparency log (issue 27): an append-only RFC 9162 Merkle tree whose leaves are the
+ * events of every chained partition, in the change feed's order (resources/log/feed.ts), appended by a
+ * follower that trails the feed (`appendPending`, driven by compose/background.ts).
+ *
+ * A leaf is the bytes `flowstore-leaf/v1\n` + canonical JSON `{"e":epoch,"h":eventHash,"p":partition,"s":seq}`:
+ * it names the event by its partition and seq and binds its content through the event's chain hash
+ * (which covers the event's JSON and the hash before it), so an auditor holding an export recomputes
+ * every leaf. `e` is the epoch: 0 at first, one more after each restore of the whole store (the
+ * restored events are appended again as new leaves of the new epoch; nothing is ever truncated).
+ *
+ * Layout (one partition, `["tlog"]`, so every append is one atomic commit):
+ * - `["m","head"]` → `{size, cursor, mark, epoch}`: leaves so far, the feed position consumed, a mark of the
+ *   feed entry at that position (to notice a feed that was replaced), the epoch;
+ * - `["n", level, index]` → the 32-byte hash of each complete subtree (level 0: the leaf hashes);
+ * - `["l", index]` → the leaf's bytes; `["i", epoch, partition, seq]` → the leaf index of an event;
+ * - `["p", epoch, partition]` → the last seq of that partition in the log (so a feed entry that a
+ *   repair appended late, or one that starts after a gap, yields each event exactly once);
+ * - `["w", size, name]` → a witness's cosignature line of the checkpoint of that size.
+ * An append of k leaves writes O(k + log n) keys and reads the O(log n) frontier nodes; a root, an
+ * inclusion or a consistency proof reads O(log n) nodes (one batch read).
+ *
+ * Several processes may append (a fleet, a CLI beside a server): every append is guarded by the head's
+ * version, so two appenders never fork the tree — the loser re-reads and goes on from the winner's
+ * state, and since the leaves are a function of the feed and the stored state, both would have written
+ * the same. A SIGKILL loses at most an uncommitted batch: the next pass starts from the stored head.
+ */
+import { createHash } from "node:crypto";
+import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
+import { canonicalJson } from "../kv/canonical.js";
+import type { KvStore, Op, Partition } from "../kv/contract.js";
+import { PartitionKind } from "../kv/subspace.js";
+import type { Feed, FeedEntry } from "../resources/log/feed.js";
+import { appendNodes, consistencyRanges, EMPTY_ROOT, frontierOf, type Hash, inclusionRanges, leafHash, type NodeId, nodeHash, nodeKey, nodesOf, rangeHash } from "./merkle.js";
+
+/** The transparency log's partition kind, declared once (compose/kinds.ts gathers it; kept across a restore). */
+export const TLOG = new PartitionKind("tlog");
+export const TLOG_KINDS: readonly string[] = [TLOG.kind];
+
+const P = TLOG.partition();
+const K = {
+  head: ["m", "head"],
+  node: (n: NodeId) => ["n", n.level, n.index],
+  leaf: (i: number) => ["l", i],
+  index: (epoch: number, partition: Partition, seq: number) => ["i", epoch, [...partition], seq],
+  last: (epoch: number, partition: Partition) => ["p", epoch, [...partition]],
+  cosig: (size: number, name: string) => ["w", size, name],
+  cosigs: (size: number) => ["w", size],
+} as const;
+
+export const LEAF_PREFIX = "flowstore-leaf/v1\n";
+
+export interface LeafData {
+  readonly epoch: number;
+  readonly partition: Partition;
+  readonly seq: number;
+  /** The event's chain hash (hex). */
+  readonly hash: string;
+}
+
+export function leafBytes(l: LeafData): Buffer {
+  return Buffer.from(LEAF_PREFIX + canonicalJson({ e: l.epoch, h: l.hash, p: l.partition, s: l.seq }), "utf8");
+}
+
+export function parseLeaf(bytes: Uint8Array): LeafData {
+  const s = Buffer.from(bytes).toString("utf8");
+  if (!s.startsWith(LEAF_PREFIX)) throw new ValidationError("not a flowstore leaf", "leaf");
+  const v = JSON.parse(s.slice(LEAF_PREFIX.length)) as { e: number; h: string; p: Partition; s: number };
+  return { epoch: v.e, partition: v.p, seq: v.s, hash: v.h };
+}
+
+interface Head {
+  size: number;
+  cursor: number;
+  mark: string | null;
+  epoch: number;
+}
+
+const EMPTY_HEAD: Head = { size: 0, cursor: 0, mark: null, epoch: 0 };
+
+/** The mark of a feed entry: what the head remembers of the entry at its cursor. */
+const markOf = (e: FeedEntry): string =>
+  createHash("sha256")
+    .update(canonicalJson({ p: e.partition, from: e.from, to: e.to }))
+    .digest("base64")
+    .slice(0, 16);
+
+export interface TreeHead {
+  readonly size: number;
+  readonly root: Hash;
+  readonly epoch: number;
+  /** The feed position the log has consumed. */
+  readonly cursor: number;
+}
+
+export interface InclusionProof {
+  readonly index: number;
+  readonly size: number;
+  readonly leaf: Buffer;
+  readonly proof: Hash[];
+}
+
+export interface AppendOptions {
+  /** At most this many feed entries per commit (default 128). */
+  readonly entries?: number;
+  /** Says whether appending must wait (an unfinished import); checked before each batch. */
+  readonly blocked?: () => Promise<boolean>;
+}
+
+/** The log over one store: appends from the feed, roots and proofs, cosignatures kept. */
+export class TransparencyLog {
+  constructor(
+    private readonly kv: KvStore,
+    private readonly feed: Feed,
+  ) {}
+
+  async #head(): Promise<{ head: Head; version: number | null }> {
+    const e = await this.kv.get(P, K.head);
+    return e ? { head: JSON.parse(e.value.toString("utf8")) as Head, version: e.version } : { head: EMPTY_HEAD, version: null };
+  }
+
+  /** The tree's current size, root, epoch and feed cursor. */
+  async head(): Promise<TreeHead> {
+    const { head } = await this.#head();
+    return { size: head.size, root: await this.root(head.size), epoch: head.epoch, cursor: head.cursor };
+  }
+
+  /** How far the log trails the feed, in feed entries. */
+  async lag(): Promise<number> {
+    const [{ head }, feedHead] = await Promise.all([this.#head(), this.feed.head()]);
+    return Math.max(0, feedHead - head.cursor);
+  }
+
+  async #nodes(ids: readonly NodeId[]): Promise<Map<string, Hash>> {
+    const got = await this.kv.getMany(
+      P,
+      ids.map((n) => K.node(n)),
+    );
+    const out = new Map<string, Hash>();
+    ids.forEach((n, i) => {
+      const e = got[i];
+      if (!e) throw new Error(`transparency log: node ${nodeKey(n)} is missing`);
+      out.set(nodeKey(n), e.value);
+    });
+    return out;
+  }
+
+  async #assertSize(size: number, field: string): Promise<number> {
+    const { head } = await this.#head();
+    if (!Number.isSafeInteger(size) || size < 0) throw new ValidationError(`${field} is a whole number of leaves`, field);
+    if (size > head.size) throw new ValidationError(`${field} ${size} is beyond the log's size ${head.size}`, field);
+    return head.size;
+  }
+
+  /** The root hash of the tree of `size` leaves (any size the log has reached). */
+  async root(size: number): Promise<Hash> {
+    if (size === 0) return EMPTY_ROOT;
+    const nodes = await this.#nodes(frontierOf(size));
+    return rangeHash(0, size, (n) => nodes.get(nodeKey(n))!);
+  }
+
+  async #rangesHashes(ranges: readonly (readonly [number, number])[]): Promise<Hash[]> {
+    const nodes = await this.#nodes(nodesOf(ranges));
+    return ranges.map(([s, e]) => rangeHash(s, e, (n) => nodes.get(nodeKey(n))!));
+  }
+
+  /** The inclusion proof of leaf `index` in the tree of `size` leaves (default: the current size). */
+  async inclusion(index: number, size?: number): Promise<InclusionProof> {
+    const current = (await this.#head()).head.size;
+    const at = size ?? current;
+    await this.#assertSize(at, "size");
+    if (!Number.isSafeInteger(index) || index < 0 || index >= at) throw new ValidationError(`index ${index} is not a leaf of the tree of ${at}`, "index");
+    const leaf = await this.kv.get(P, K.leaf(index));
+    if (!leaf) throw new Error(`transparency log: leaf ${index} is missing`);
+    return { index, size: at, leaf: leaf.value, proof: await this.#rangesHashes(inclusionRanges(index, at)) };
+  }
+
+  /** The leaf index of an event (the newest epoch that holds it), or null when the log does not hold it (yet). */
+  async indexOf(partition: Partition, seq: number): Promise<number | null> {
+    const { head } = await this.#head();
+    for (let epoch = head.epoch; epoch >= 0; epoch--) {
+      const e = await this.kv.get(P, K.index(epoch, partition, seq));
+      if (e) return Number(e.value.toString("utf8"));
+    }
+    return null;
+  }
+
+  /** The consistency proof from the tree of `from` leaves to the tree of `to` leaves (default: the current size). */
+  async consistency(from: number, to?: number): Promise<{ from: number; to: number; proof: Hash[] }> {
+    const current = (await this.#head()).head.size;
+    const at = to ?? current;
+    await this.#assertSize(at, "to");
+    if (!Number.isSafeInteger(from) || from < 0 || from > at) throw new ValidationError(`from ${from} is not a size between 0 and ${at}`, "from");
+    return { from, to: at, proof: await this.#rangesHashes(consistencyRanges(from, at)) };
+  }
+
+  /**
+   * Starts a new epoch: the feed was replaced (a restore of the whole store), so the log goes on from
+   * the new feed's first entry, appending the restored events again as new leaves; nothing is removed.
+   */
+  async newEpoch(): Promise<number> {
+    for (;;) {
+      const { head, version } = await this.#head();
+      const next: Head = { ...head, cursor: 0, mark: null, epoch: head.epoch + 1 };
+      try {
+        await this.kv.commit(P, [
+          { type: "check", key: K.head, version },
+          { type: "put", key: K.head, value: Buffer.from(JSON.stringify(next)) },
+        ]);
+        return next.epoch;
+      } catch (err) {
+        if (!(err instanceof ConflictError)) throw err;
+      }
+    }
+  }
+
+  /**
+   * Appends what the feed holds past the log's cursor, batch by batch, until it is caught up; returns
+   * the leaves appended. Safe to run in several processes at once (see the file header).
+   */
+  async appendPending(options: AppendOptions = {}): Promise<number> {
+    let appended = 0;
+    for (;;) {
+      if (await options.blocked?.()) return appended;
+      const step = await this.#appendBatch(options.entries ?? 128);
+      if (step === null) return appended;
+      appended += step;
+    }
+  }
+
+  /** One batch: the number of leaves appended (possibly 0 when entries held no new event), or null when caught up. */
+  async #appendBatch(maxEntries: number): Promise<number | null> {
+    const { head, version } = await this.#head();
+    // The feed at the cursor must still be the one consumed; otherwise it was replaced (a restore).
+    if (head.cursor > 0) {
+      const [atCursor] = await this.feed.read(head.cursor - 1, 1);
+      if (!atCursor || atCursor.position !== head.cursor || markOf(atCursor) !== head.mark) {
+        await this.newEpoch();
+        return 0;
+      }
+    }
+    const entries = await this.feed.read(head.cursor, maxEntries);
+    if (entries.length === 0) return null;
+    const { epoch } = head;
+    // The last seq logged of each partition the batch names.
+    const byName = new Map<string, { partition: Partition; last: number; stored: number }>();
+    for (const e of entries) byName.set(JSON.stringify(e.partition), { partition: e.partition, last: 0, stored: 0 });
+    const parts = [...byName.values()];
+    const lasts = await this.kv.getMany(
+      P,
+      parts.map((p) => K.last(epoch, p.partition)),
+    );
+    parts.forEach((p, i) => {
+      const e = lasts[i];
+      p.last = p.stored = e ? Number(e.value.toString("utf8")) : 0;
+    });
+    const leaves: LeafData[] = [];
+    for (const e of entries) {
+      const p = byName.get(JSON.stringify(e.partition))!;
+      if (e.to <= p.last) continue;
+      for (const ev of await this.feed.events(e.partition, p.last + 1, e.to)) {
+        if (ev.seq <= p.last) continue;
+        leaves.push({ epoch, partition: e.partition, seq: ev.seq, hash: ev.hash });
+        p.last = ev.seq;
+      }
+    }
+    const last = entries.at(-1)!;
+    const nextHead: Head = { size: head.size + leaves.length, cursor: last.position, mark: markOf(last), epoch };
+    const ops: Op[] = [{ type: "check", key: K.head, version }];
+    if (leaves.length > 0) {
+      const frontier = head.size > 0 ? await this.#nodes(frontierOf(head.size)) : new Map<string, Hash>();
+      const bytes = leaves.map(leafBytes);
+      const created = appendNodes(
+        head.size,
+        bytes.map((b) => leafHash(b)),
+        (n) => {
+          const h = frontier.get(nodeKey(n));
+          if (!h) throw new Error(`transparency log: frontier node ${nodeKey(n)} is missing`);
+          return h;
+        },
+      );
+      for (const { node, hash } of created.values()) ops.push({ type: "put", key: K.node(node), value: hash });
+      leaves.forEach((l, i) => {
+        ops.push({ type: "put", key: K.leaf(head.size + i), value: bytes[i]! });
+        ops.push({ type: "put", key: K.index(epoch, l.partition, l.seq), value: Buffer.from(String(head.size + i)) });
+      });
+      for (const p of parts) if (p.last !== p.stored) ops.push({ type: "put", key: K.last(epoch, p.partition), value: Buffer.from(String(p.last)) });
+    }
+    ops.push({ type: "put", key: K.head, value: Buffer.from(JSON.stringify(nextHead)) });
+    try {
+      await this.kv.commit(P, ops);
+    } catch (err) {
+      if (err instanceof ConflictError) return 0; // another appender went first: go on from its state
+      throw err;
+    }
+    return leaves.length;
+  }
+
+  /** Stores a witness's cosignature line for the checkpoint of `size` (the caller has checked it). */
+  async addCosignature(size: number, name: string, line: string): Promise<void> {
+    await this.kv.commit(P, [{ type: "put", key: K.cosig(size, name), value: Buffer.from(line, "utf8") }]);
+  }
+
+  /** The cosignature lines stored for the checkpoint of `size`. */
+  async cosignatures(size: number): Promise<string[]> {
+    const page = await this.kv.scan(P, { prefix: K.cosigs(size), limit: 64 });
+    return page.entries.map((e) => e.value.toString("utf8"));
+  }
+
+  /** The largest size that has cosignatures, or null. */
+  async latestCosigned(): Promise<number | null> {
+    const page = await this.kv.scan(P, { prefix: ["w"], reverse: true, limit: 1 });
+    const e = page.entries[0];
+    return e ? (e.key[1] as number) : null;
+  }
+
+  /**
+   * Recomputes the tree of `size` leaves from the stored leaves (not the stored nodes) and checks each
+   * leaf of the current epoch against its partition's log: the event must still be there with the hash
+   * the leaf names. Returns the recomputed root and the leaves whose events are gone or changed (a
+   * history rewritten after the log took it in). Reads every leaf: O(size).
+   */
+  async audit(size: number): Promise<{ root: Hash; checked: number; earlierEpochs: number; mismatches: { index: number; partition: Partition; seq: number; reason: string }[] }> {
+    const { head } = await this.#head();
+    await this.#assertSize(size, "size");
+    const stack: { level: number; hash: Hash }[] = [];
+    const mismatches: { index: number; partition: Partition; seq: number; reason: string }[] = [];
+    let checked = 0;
+    let earlierEpochs = 0;
+    for (let from = 0; from < size; from += 1000) {
+      const page = await this.kv.scan(P, { start: K.leaf(from), end: K.leaf(Math.min(size, from + 1000)), limit: 1000 });
+      for (const [i, e] of page.entries.entries()) {
+        const index = from + i;
+        if ((e.key[1] as number) !== index) throw new Error(`transparency log: leaf ${index} is missing`);
+        let node = { level: 0, hash: leafHash(e.value) };
+        while (stack.length > 0 && stack.at(-1)!.level === node.level) node = { level: node.level + 1, hash: nodeHash(stack.pop()!.hash, node.hash) };
+        stack.push(node);
+        const l = parseLeaf(e.value);
+        if (l.epoch !== head.epoch) {
+          earlierEpochs++;
+          continue;
+        }
+        const [event] = await this.feed.events(l.partition, l.seq, l.seq);
+        checked++;
+        if (!event) mismatches.push({ index, partition: l.partition, seq: l.seq, reason: "the event is gone from its partition" });
+        else if (event.hash !== l.hash) mismatches.push({ index, partition: l.partition, seq: l.seq, reason: "the event's hash is not the one the log holds (history rewritten)" });
+      }
+    }
+    let root = stack.pop()?.hash ?? EMPTY_ROOT;
+    while (stack.length > 0) root = nodeHash(stack.pop()!.hash, root);
+    return { root, checked, earlierEpochs, mismatches };
+  }
+
+  /** The leaf at `index` (its data). */
+  async leaf(index: number): Promise<LeafData> {
+    const e = await this.kv.get(P, K.leaf(index));
+    if (!e) throw new NotFoundError(`leaf ${index} is not in the log`);
+    return parseLeaf(e.value);
+  }
+}
