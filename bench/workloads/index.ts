@@ -7,9 +7,10 @@ import { pagination } from "./pagination.js";
 import { processData } from "./process-data.js";
 import { resources } from "./resources.js";
 import { scale } from "./scale.js";
+import { tlog } from "./tlog.js";
 import { trubudget } from "./trubudget.js";
 import { verify } from "./verify.js";
 import { visibility } from "./visibility.js";
 import { workflow } from "./workflow.js";
 
-export const workloads: Workload[] = [kv, resources, workflow, pagination, http, processData, archive, verify, visibility, trubudget, scale];
+export const workloads: Workload[] = [kv, resources, workflow, pagination, http, processData, archive, verify, visibility, trubudget, scale, tlog];

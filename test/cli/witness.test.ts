@@ -79,4 +79,4 @@ it("cosigns, then refuses a truncated log with exit code 4 and keeps the evidenc
   } finally {
     await state.close();
   }
-});
+}, 600_000);
