@@ -21,6 +21,7 @@ import type {
 import type { DocumentLinkBody, DocumentList, DocumentValidation } from "../http/routes/documents.js";
 import type { Notification as NotificationSchema, NotificationCount as NotificationCountSchema, NotificationPage as NotificationPageSchema } from "../http/routes/notifications.js";
 import type { Document as DocumentSchema, ProjectedBudget } from "../workflow/schema.js";
+import type { PROJECT_QUERY } from "../workflow/search.js";
 import { API, ifMatchHeaders, seg, type HttpCore, type Page, type PageParams, type WriteOptions } from "./core.js";
 
 export type Project = Static<typeof ProjectSchemas.resource>;
@@ -95,7 +96,8 @@ export class OrderedCollection<R, N, P> extends Collection<R, N, P> {
 export interface SearchParams extends PageParams {
   /** TruBudget's syntax: free text, `name:`, `tag:`, `status:` prefixes. */
   search?: string;
-  sort?: "displayName" | "createdAt" | "status" | "assignee";
+  /** One of the sort fields the workflow declares (search.ts). */
+  sort?: (typeof PROJECT_QUERY)["sort"][number];
   order?: "asc" | "desc";
 }
 
