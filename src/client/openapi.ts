@@ -2937,10 +2937,11 @@ export interface components {
             additionalData?: components["schemas"]["AdditionalData"];
         };
         ProjectedBudget: {
+            /** @description a name without control or invisible characters, and not . or .. */
             organization: string;
-            /** @description a decimal number as a string, e.g. "1234.50" */
+            /** @description a decimal number as a string, e.g. "1200.50" */
             value: string;
-            /** @description an ISO 4217 currency code */
+            /** @description an ISO 4217 currency code, e.g. "EUR" */
             currencyCode: string;
         };
         /** @description free-form data of the client */
@@ -3078,7 +3079,7 @@ export interface components {
             tags?: string[];
             thumbnail?: string;
             additionalData?: components["schemas"]["AdditionalData"];
-            /** @description an ISO 4217 currency code */
+            /** @description an ISO 4217 currency code, e.g. "EUR" */
             currency: string;
             validator?: string;
             workflowitemType?: "general" | "restricted";
@@ -3097,7 +3098,7 @@ export interface components {
                 tags?: string[];
                 thumbnail?: string;
                 additionalData?: components["schemas"]["AdditionalData"];
-                /** @description an ISO 4217 currency code */
+                /** @description an ISO 4217 currency code, e.g. "EUR" */
                 currency: string;
                 validator?: string;
                 workflowitemType?: "general" | "restricted";
@@ -3116,7 +3117,7 @@ export interface components {
             tags?: string[];
             thumbnail?: string;
             additionalData?: components["schemas"]["AdditionalData"];
-            /** @description an ISO 4217 currency code */
+            /** @description an ISO 4217 currency code, e.g. "EUR" */
             currency?: string;
             validator?: string;
             workflowitemType?: "general" | "restricted";
@@ -3136,15 +3137,15 @@ export interface components {
             description?: string;
             assignee?: string;
             amountType: "N/A" | "disbursed" | "allocated";
-            /** @description a signed decimal number as a string; commas may group thousands on input ("-1,000.50"), the stored form has none ("-1000.50") */
+            /** @description a signed decimal number as a string, e.g. "-1000.50"; commas may group thousands on input ("-1,000.50"), the stored form has none ("-1000.50") */
             amount?: string;
-            /** @description an ISO 4217 currency code */
+            /** @description an ISO 4217 currency code, e.g. "EUR" */
             currency?: string;
             /** @description a positive decimal number as a string */
             exchangeRate?: string;
-            /** @description an ISO 8601 date or date-time */
+            /** @description an ISO 8601 date or date-time, e.g. "2026-12-31" */
             billingDate?: string;
-            /** @description an ISO 8601 date or date-time */
+            /** @description an ISO 8601 date or date-time, e.g. "2026-12-31" */
             dueDate?: string;
             tags?: string[];
             additionalData?: components["schemas"]["AdditionalData"];
@@ -3162,15 +3163,15 @@ export interface components {
                 status: "open" | "closed";
                 assignee?: string;
                 amountType: "N/A" | "disbursed" | "allocated";
-                /** @description a signed decimal number as a string; commas may group thousands on input ("-1,000.50"), the stored form has none ("-1000.50") */
+                /** @description a signed decimal number as a string, e.g. "-1000.50"; commas may group thousands on input ("-1,000.50"), the stored form has none ("-1000.50") */
                 amount?: string;
-                /** @description an ISO 4217 currency code */
+                /** @description an ISO 4217 currency code, e.g. "EUR" */
                 currency?: string;
                 /** @description a positive decimal number as a string */
                 exchangeRate?: string;
-                /** @description an ISO 8601 date or date-time */
+                /** @description an ISO 8601 date or date-time, e.g. "2026-12-31" */
                 billingDate?: string;
-                /** @description an ISO 8601 date or date-time */
+                /** @description an ISO 8601 date or date-time, e.g. "2026-12-31" */
                 dueDate?: string;
                 documents?: components["schemas"]["Document"][];
                 rejectReason?: string;
@@ -3206,15 +3207,15 @@ export interface components {
             displayName?: string;
             description?: string;
             amountType?: "N/A" | "disbursed" | "allocated";
-            /** @description a signed decimal number as a string; commas may group thousands on input ("-1,000.50"), the stored form has none ("-1000.50") */
+            /** @description a signed decimal number as a string, e.g. "-1000.50"; commas may group thousands on input ("-1,000.50"), the stored form has none ("-1000.50") */
             amount?: string;
-            /** @description an ISO 4217 currency code */
+            /** @description an ISO 4217 currency code, e.g. "EUR" */
             currency?: string;
             /** @description a positive decimal number as a string */
             exchangeRate?: string;
-            /** @description an ISO 8601 date or date-time */
+            /** @description an ISO 8601 date or date-time, e.g. "2026-12-31" */
             billingDate?: string;
-            /** @description an ISO 8601 date or date-time */
+            /** @description an ISO 8601 date or date-time, e.g. "2026-12-31" */
             dueDate?: string;
             tags?: string[];
             additionalData?: components["schemas"]["AdditionalData"];
@@ -5664,7 +5665,7 @@ export interface operations {
                 /** @description free text over display name and id; name:, tag:, status: prefixes (TruBudget's syntax) */
                 search?: string;
                 /** @description default createdAt */
-                sort?: "displayName" | "createdAt" | "status" | "assignee";
+                sort?: "id" | "displayName" | "createdAt" | "status" | "assignee";
                 /** @description default asc */
                 order?: "asc" | "desc";
             };
@@ -7139,7 +7140,7 @@ export interface operations {
                 /** @description free text over display name and id; name:, tag:, status: prefixes (TruBudget's syntax) */
                 search?: string;
                 /** @description default createdAt */
-                sort?: "displayName" | "createdAt" | "status" | "assignee";
+                sort?: "id" | "displayName" | "createdAt" | "status" | "assignee";
                 /** @description default asc */
                 order?: "asc" | "desc";
             };

@@ -81,7 +81,7 @@ export class OrderedCollection<R, N, P> extends Collection<R, N, P> {
 export interface SearchParams extends PageParams {
   /** TruBudget's syntax: free text, `name:`, `tag:`, `status:` prefixes. */
   search?: string;
-  sort?: "displayName" | "createdAt" | "status" | "assignee";
+  sort?: Query<"listProjects">["sort"];
   order?: "asc" | "desc";
 }
 

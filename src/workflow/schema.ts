@@ -29,7 +29,12 @@ const ClosedAt = Type.String({ ...IsoDate, description: "when it was closed (ISO
  * control, bidirectional-formatting or zero-width character — since it names a budget in a path
  * (`…/projected-budgets/{organization}/{currencyCode}`).
  */
-const Organization = Type.String({ minLength: 1, maxLength: 200, pattern: `^(?!\\.\\.?$)[^${FORBIDDEN_ID_CHARS}]+$` });
+const Organization = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  pattern: `^(?!\\.\\.?$)[^${FORBIDDEN_ID_CHARS}]+$`,
+  description: "a name without control or invisible characters, and not . or ..",
+});
 
 export const ProjectedBudget = Type.Object({ organization: Organization, value: Decimal, currencyCode: CurrencyCode }, { additionalProperties: false, $id: "ProjectedBudget" });
 export type ProjectedBudget = Static<typeof ProjectedBudget>;
