@@ -9,9 +9,10 @@
  * reason is a 400 naming the header, and nothing is written.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ProblemError, type FlowstoreClient, type HistoryEvent } from "../../src/client/index.js";
+import { ProblemError, type FeedMessage, type FlowstoreClient, type HistoryEvent } from "../../src/client/index.js";
 import { layout } from "../../src/resources/model/layout.js";
 import { locate } from "../../src/resources/model/ref.js";
+import { eventually } from "../support/eventually.js";
 import { raw } from "./harness.js";
 import { startTruBudget, type TbRunning } from "./trubudget/harness.js";
 
@@ -194,6 +195,31 @@ describe("diffs and what the caller may see", () => {
     expect(theirs.payload).toMatchObject({ reason: "handover", changes: [{ path: "/assignee", old: "root", new: "alice" }] });
     // and with ?diff=true (every event parsed): the same redaction
     expect((await last(carol.project("p").subproject("s").workflowitem("w3"), true)).payload.permissions).toBeUndefined();
+  });
+
+  it("the change feed (SSE) serves the same diff and reason under the same redaction", async () => {
+    const carol = s.client();
+    await carol.login("carol", "carol password");
+    const ctrl = new AbortController();
+    const seen: FeedMessage[] = [];
+    let opened!: () => void;
+    const open = new Promise<void>((r) => (opened = r));
+    const reading = (async () => {
+      for await (const m of carol.events({ signal: ctrl.signal, onOpen: opened })) seen.push(m);
+    })().catch(() => undefined);
+    await open;
+    try {
+      // alice, the assignee now, hands it back (the restricted item's assign: a new permission map)
+      await because(alice, "back to root", () => alice.project("p").subproject("s").workflowitem("w3").assign("root"));
+      const m = await eventually(() => seen.find((x) => x.event === "workflowitem.assigned" && x.data.payload.reason === "back to root") ?? false, {
+        what: "the reassignment on carol's feed",
+      });
+      expect(m.data.payload.changes).toEqual([{ path: "/assignee", old: "alice", new: "root" }]);
+      expect(m.data.payload.permissions).toBeUndefined();
+    } finally {
+      ctrl.abort();
+      await reading;
+    }
   });
 
   it("no history intent, no diff: the item's history is refused", async () => {
