@@ -95,6 +95,11 @@ export class HttpCore {
   readonly baseUrl: string;
   token: string | undefined;
   refreshToken: string | undefined;
+  /**
+   * The reason sent with every write from now on (the `Flowstore-Reason` header, percent-encoded), which
+   * the server records in each event the write appends (`payload.reason`); undefined sends none.
+   */
+  reason: string | undefined;
   readonly #fetch: typeof fetch;
   readonly #onUnauthorized: ((error: ProblemError) => void) | undefined;
   readonly #onTokens: ((tokens: TokenPair) => void) | undefined;
@@ -155,6 +160,7 @@ export class HttpCore {
     const headers: Record<string, string> = { accept: "application/json", ...options.headers };
     const token = options.anonymous ? undefined : this.token;
     if (token !== undefined) headers.authorization = `Bearer ${token}`;
+    if (this.reason !== undefined && method !== "GET" && method !== "HEAD") headers["flowstore-reason"] ??= encodeURIComponent(this.reason);
     let body: string | FormData | undefined;
     if (options.body instanceof FormData)
       body = options.body; // fetch writes the multipart boundary

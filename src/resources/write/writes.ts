@@ -9,6 +9,7 @@ import { assertIdentityExists } from "../../access/global.js";
 import type { Intent } from "../../access/intents.js";
 import { creationContext, readContext, type MutateContext, type ReadContext } from "../read/context.js";
 import { countChild, encodeAccess, encodeResource, type Core } from "../core/core.js";
+import { diffData } from "../model/diff.js";
 import { INDEX_VERBS, type EventPayload } from "../model/events.js";
 import { layout } from "../model/layout.js";
 import { restSortKey, validateOrdering } from "../model/ordering.js";
@@ -212,7 +213,12 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
       writeAssignment(tx, l, assigneeOf(l.type, current.data), assigneeOf(l.type, data));
       // New permissions decided by a command (a reassignment) are recorded whole, so a replay knows them;
       // a grant or revoke records its intent and identity instead.
-      const payload = { ...(patch ? { data: patch } : {}), ...(permissions && record?.intent === undefined ? { permissions } : {}), ...(record ?? {}) };
+      // A data patch records the diff it made (diff.ts): the fields as validated and stored, before and after.
+      const payload = {
+        ...(patch ? { data: patch, changes: diffData(current.data, data, l.type.decl.keyedArrays) } : {}),
+        ...(permissions && record?.intent === undefined ? { permissions } : {}),
+        ...(record ?? {}),
+      };
       tx.append(`${l.type.name}.${spec.verb}`, pathOf(l), payload, (seq) => layout.historyEntry(l, seq));
       return written(next, perms);
     });
