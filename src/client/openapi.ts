@@ -3015,6 +3015,7 @@ export interface components {
             type: string;
             /** @description from the partition owner down to the resource */
             path: components["schemas"]["PathItem"][];
+            /** @description what the event did: data (a create's data, a change's patch), changes (a change of the data field by field: [{path (a JSON Pointer), old?, new?, key? (a keyed array element's key)}]), reason (the writer's, from the Flowstore-Reason header), and the verb's own members */
             payload: {
                 [key: string]: unknown;
             };
@@ -6183,6 +6184,8 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
+                /** @description every event that changed the data with its field-level diff (payload.changes: FieldChange[]); events written before diffs were recorded get theirs from a replay */
+                diff?: boolean;
             };
             header?: never;
             path: {
@@ -7670,6 +7673,8 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
+                /** @description every event that changed the data with its field-level diff (payload.changes: FieldChange[]); events written before diffs were recorded get theirs from a replay */
+                diff?: boolean;
             };
             header?: never;
             path: {
@@ -9242,6 +9247,8 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
+                /** @description every event that changed the data with its field-level diff (payload.changes: FieldChange[]); events written before diffs were recorded get theirs from a replay */
+                diff?: boolean;
             };
             header?: never;
             path: {
@@ -10379,6 +10386,8 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
+                /** @description every event that changed the data with its field-level diff (payload.changes: FieldChange[]); events written before diffs were recorded get theirs from a replay */
+                diff?: boolean;
             };
             header?: never;
             path: {
@@ -11640,6 +11649,8 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
+                /** @description every event that changed the data with its field-level diff (payload.changes: FieldChange[]); events written before diffs were recorded get theirs from a replay */
+                diff?: boolean;
             };
             header?: never;
             path: {
@@ -12801,6 +12812,8 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
+                /** @description every event that changed the data with its field-level diff (payload.changes: FieldChange[]); events written before diffs were recorded get theirs from a replay */
+                diff?: boolean;
             };
             header?: never;
             path: {
@@ -13690,6 +13703,8 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
+                /** @description every event that changed the data with its field-level diff (payload.changes: FieldChange[]); events written before diffs were recorded get theirs from a replay */
+                diff?: boolean;
             };
             header?: never;
             path: {
@@ -14851,6 +14866,8 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
+                /** @description every event that changed the data with its field-level diff (payload.changes: FieldChange[]); events written before diffs were recorded get theirs from a replay */
+                diff?: boolean;
             };
             header?: never;
             path: {
@@ -15746,6 +15763,8 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
+                /** @description every event that changed the data with its field-level diff (payload.changes: FieldChange[]); events written before diffs were recorded get theirs from a replay */
+                diff?: boolean;
             };
             header?: never;
             path: {
@@ -16651,6 +16670,8 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
+                /** @description every event that changed the data with its field-level diff (payload.changes: FieldChange[]); events written before diffs were recorded get theirs from a replay */
+                diff?: boolean;
             };
             header?: never;
             path: {
