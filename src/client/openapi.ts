@@ -3014,6 +3014,7 @@ export interface components {
             type: string;
             /** @description from the partition owner down to the resource */
             path: components["schemas"]["PathItem"][];
+            /** @description what the event did: data (a create's data, a change's patch), changes (a change of the data field by field: [{path (a JSON Pointer), old?, new?, key? (a keyed array element's key)}]), reason (the writer's, from the Flowstore-Reason header), and the verb's own members */
             payload: {
                 [key: string]: unknown;
             };
@@ -6182,6 +6183,8 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
+                /** @description every event that changed the data with its field-level diff (payload.changes: [{path, old?, new?, key?}]); events written before diffs were recorded get theirs from a replay */
+                diff?: boolean;
             };
             header?: never;
             path: {
@@ -7669,6 +7672,8 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
+                /** @description every event that changed the data with its field-level diff (payload.changes: [{path, old?, new?, key?}]); events written before diffs were recorded get theirs from a replay */
+                diff?: boolean;
             };
             header?: never;
             path: {
@@ -9241,6 +9246,8 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
+                /** @description every event that changed the data with its field-level diff (payload.changes: [{path, old?, new?, key?}]); events written before diffs were recorded get theirs from a replay */
+                diff?: boolean;
             };
             header?: never;
             path: {
@@ -10378,6 +10385,8 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
+                /** @description every event that changed the data with its field-level diff (payload.changes: [{path, old?, new?, key?}]); events written before diffs were recorded get theirs from a replay */
+                diff?: boolean;
             };
             header?: never;
             path: {
@@ -11639,6 +11648,8 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
+                /** @description every event that changed the data with its field-level diff (payload.changes: [{path, old?, new?, key?}]); events written before diffs were recorded get theirs from a replay */
+                diff?: boolean;
             };
             header?: never;
             path: {
@@ -12800,6 +12811,8 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
+                /** @description every event that changed the data with its field-level diff (payload.changes: [{path, old?, new?, key?}]); events written before diffs were recorded get theirs from a replay */
+                diff?: boolean;
             };
             header?: never;
             path: {
@@ -13689,6 +13702,8 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
+                /** @description every event that changed the data with its field-level diff (payload.changes: [{path, old?, new?, key?}]); events written before diffs were recorded get theirs from a replay */
+                diff?: boolean;
             };
             header?: never;
             path: {
@@ -14850,6 +14865,8 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
+                /** @description every event that changed the data with its field-level diff (payload.changes: [{path, old?, new?, key?}]); events written before diffs were recorded get theirs from a replay */
+                diff?: boolean;
             };
             header?: never;
             path: {
@@ -15745,6 +15762,8 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
+                /** @description every event that changed the data with its field-level diff (payload.changes: [{path, old?, new?, key?}]); events written before diffs were recorded get theirs from a replay */
+                diff?: boolean;
             };
             header?: never;
             path: {
@@ -16650,6 +16669,8 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
+                /** @description every event that changed the data with its field-level diff (payload.changes: [{path, old?, new?, key?}]); events written before diffs were recorded get theirs from a replay */
+                diff?: boolean;
             };
             header?: never;
             path: {
