@@ -6184,7 +6184,7 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
-                /** @description every event that changed the data with its field-level diff (payload.changes: FieldChange[]); events written before diffs were recorded get theirs from a replay */
+                /** @description every event that changed the data with its field-level diff (payload.changes: [{path, old?, new?, key?}]); events written before diffs were recorded get theirs from a replay */
                 diff?: boolean;
             };
             header?: never;
@@ -7673,7 +7673,7 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
-                /** @description every event that changed the data with its field-level diff (payload.changes: FieldChange[]); events written before diffs were recorded get theirs from a replay */
+                /** @description every event that changed the data with its field-level diff (payload.changes: [{path, old?, new?, key?}]); events written before diffs were recorded get theirs from a replay */
                 diff?: boolean;
             };
             header?: never;
@@ -9247,7 +9247,7 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
-                /** @description every event that changed the data with its field-level diff (payload.changes: FieldChange[]); events written before diffs were recorded get theirs from a replay */
+                /** @description every event that changed the data with its field-level diff (payload.changes: [{path, old?, new?, key?}]); events written before diffs were recorded get theirs from a replay */
                 diff?: boolean;
             };
             header?: never;
@@ -10386,7 +10386,7 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
-                /** @description every event that changed the data with its field-level diff (payload.changes: FieldChange[]); events written before diffs were recorded get theirs from a replay */
+                /** @description every event that changed the data with its field-level diff (payload.changes: [{path, old?, new?, key?}]); events written before diffs were recorded get theirs from a replay */
                 diff?: boolean;
             };
             header?: never;
@@ -11649,7 +11649,7 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
-                /** @description every event that changed the data with its field-level diff (payload.changes: FieldChange[]); events written before diffs were recorded get theirs from a replay */
+                /** @description every event that changed the data with its field-level diff (payload.changes: [{path, old?, new?, key?}]); events written before diffs were recorded get theirs from a replay */
                 diff?: boolean;
             };
             header?: never;
@@ -12812,7 +12812,7 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
-                /** @description every event that changed the data with its field-level diff (payload.changes: FieldChange[]); events written before diffs were recorded get theirs from a replay */
+                /** @description every event that changed the data with its field-level diff (payload.changes: [{path, old?, new?, key?}]); events written before diffs were recorded get theirs from a replay */
                 diff?: boolean;
             };
             header?: never;
@@ -13703,7 +13703,7 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
-                /** @description every event that changed the data with its field-level diff (payload.changes: FieldChange[]); events written before diffs were recorded get theirs from a replay */
+                /** @description every event that changed the data with its field-level diff (payload.changes: [{path, old?, new?, key?}]); events written before diffs were recorded get theirs from a replay */
                 diff?: boolean;
             };
             header?: never;
@@ -14866,7 +14866,7 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
-                /** @description every event that changed the data with its field-level diff (payload.changes: FieldChange[]); events written before diffs were recorded get theirs from a replay */
+                /** @description every event that changed the data with its field-level diff (payload.changes: [{path, old?, new?, key?}]); events written before diffs were recorded get theirs from a replay */
                 diff?: boolean;
             };
             header?: never;
@@ -15763,7 +15763,7 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
-                /** @description every event that changed the data with its field-level diff (payload.changes: FieldChange[]); events written before diffs were recorded get theirs from a replay */
+                /** @description every event that changed the data with its field-level diff (payload.changes: [{path, old?, new?, key?}]); events written before diffs were recorded get theirs from a replay */
                 diff?: boolean;
             };
             header?: never;
@@ -16670,7 +16670,7 @@ export interface operations {
                 until?: string;
                 /** @description only events of this type, e.g. workflowitem.closed */
                 type?: string;
-                /** @description every event that changed the data with its field-level diff (payload.changes: FieldChange[]); events written before diffs were recorded get theirs from a replay */
+                /** @description every event that changed the data with its field-level diff (payload.changes: [{path, old?, new?, key?}]); events written before diffs were recorded get theirs from a replay */
                 diff?: boolean;
             };
             header?: never;

@@ -52,7 +52,7 @@ export const HistoryQuery = Type.Object(
       Type.Boolean({
         default: false,
         description:
-          "every event that changed the data with its field-level diff (payload.changes: FieldChange[]); events written before diffs were recorded get theirs from a replay",
+          "every event that changed the data with its field-level diff (payload.changes: [{path, old?, new?, key?}]); events written before diffs were recorded get theirs from a replay",
       }),
     ),
   },
