@@ -4,10 +4,12 @@
  * status) becomes a thrown ProblemError carrying the problem. Domain APIs are built on this.
  *
  * It runs in Node and in a browser alike (the web explorer bundles it): only fetch, Headers,
- * URLSearchParams and FormData, and types from the http layer imported as types, so nothing of the
- * server reaches a bundle. The token travels in the Authorization header only, never in a URL.
+ * URLSearchParams and FormData, and the OpenAPI document's types (./openapi.ts), so nothing of the
+ * server reaches a bundle or a consumer's node_modules. The token travels in the Authorization header only, never in a URL.
  */
-import type { Problem } from "../http/problem.js";
+import type { Schemas } from "./types.js";
+
+type Problem = Schemas["Problem"];
 
 export type { Problem };
 

@@ -4,6 +4,7 @@
  */
 import { useState } from "preact/hooks";
 import type { HistoryEvent, PermissionMap, WorkflowitemUpdate } from "../../src/client/index.js";
+import { LogCoverage } from "./log-coverage.js";
 import { client, handleOf, session } from "./session.js";
 import { ErrorBox, Field, FormError, fmtDate, useForm, useLive, useLoad } from "./ui.js";
 
@@ -95,6 +96,7 @@ export function HistoryPanel({ ids }: { ids: readonly string[] }) {
   return (
     <div class="history">
       <ErrorBox error={first.error} />
+      {events[0] ? <LogCoverage project={ids[0]!} seq={events[0].seq} /> : null}
       <ol class="timeline">
         {events.map((e) => (
           <li>
