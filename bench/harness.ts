@@ -69,7 +69,13 @@ export function rateAtLeast(what: string, rate: number, target: number): Goal {
 }
 
 /** A latency under a bound. */
-export function msBelow(what: string, ms: number, bound: number): Goal {
+/**
+ * A latency bound. With the run's counts (`load`), a run that answered nothing or had requests time out
+ * (each longer than any bound) does not meet it, whatever the latency of the answered ones.
+ */
+export function msBelow(what: string, ms: number, bound: number, load?: { readonly total: number; readonly timeouts: number }): Goal {
+  if (load && load.total === 0) return { text: `${what} < ${bound} ms (no request answered)`, met: false };
+  if (load && load.timeouts > 0) return { text: `${what} < ${bound} ms (${ms} ms, ${load.timeouts} timed out)`, met: false };
   return { text: `${what} < ${bound} ms (${ms} ms)`, met: ms < bound };
 }
 

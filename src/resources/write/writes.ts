@@ -305,18 +305,17 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
             const listedNow = await ctx.orderIndexListed(childType);
             live = new Set(listedNow);
             rows = new Map();
-            if (Array.isArray(ordering)) {
-              for (const id of new Set(ordering)) {
-                if (typeof id !== "string" || live.has(id)) continue;
-                const createdAtMs = await ctx.childCreatedAt(childType, id);
-                if (createdAtMs === undefined) continue;
-                live.add(id);
-                rows.set(id, { id, createdAtMs });
-              }
+            // The records are read at once, not one after another (a round trip each on a remote backend).
+            const createdAt = (ids: readonly string[]) => Promise.all(ids.map(async (id) => ({ id, createdAtMs: await ctx.childCreatedAt(childType, id) })));
+            const named = Array.isArray(ordering) ? [...new Set(ordering)].filter((id): id is string => typeof id === "string" && !live.has(id)) : [];
+            for (const { id, createdAtMs } of await createdAt(named)) {
+              if (createdAtMs === undefined) continue;
+              live.add(id);
+              rows.set(id, { id, createdAtMs });
             }
             valid = validateOrdering(ordering, live);
             const now = new Set(valid);
-            for (const id of listedNow) if (!now.has(id)) rows.set(id, { id, createdAtMs: (await ctx.childCreatedAt(childType, id))! });
+            for (const { id, createdAtMs } of await createdAt(listedNow.filter((id) => !now.has(id)))) rows.set(id, { id, createdAtMs: createdAtMs! });
           } else {
             rows = new Map((await ctx.children(childType)).map((c) => [c.id, c]));
             live = new Set(rows.keys());
