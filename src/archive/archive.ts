@@ -27,6 +27,7 @@ import {
   readSnapshot,
   requireHeader,
   snapshotIdOf,
+  snapshotsHolding,
   type Page,
   type PageOptions,
   type Snapshot,
@@ -43,18 +44,51 @@ declare module "../access/intents.js" {
   }
 }
 
+/**
+ * Whether an actor may read a snapshot beyond the archive's global intent (issue 29, finding 8): a domain
+ * that archives its own records with their permissions (a project archive, workflow/archive.ts) keeps
+ * them sealed in the document, and answers here from them. `document` reads the snapshot's document
+ * (only when the policy needs it). A snapshot the actor may not read is answered as a missing one (404).
+ */
+export type SnapshotReadPolicy = (actor: Actor, uniqueId: string, document: () => Promise<ArchiveDocument>) => Promise<boolean>;
+
 export interface ArchiveServiceOptions extends ArchiveOptions {
   /** Where the archive's intents are checked (default: the global permissions over the same store). */
   readonly global?: GlobalPermissions;
+  /** Which snapshots an actor holding `global.readArchive` may read (default: every one). */
+  readonly readPolicy?: SnapshotReadPolicy;
 }
 
 export class Archive {
   readonly #ctx: ArchiveContext;
   readonly #global: GlobalPermissions;
+  readonly #policy: SnapshotReadPolicy | undefined;
 
   constructor(kv: KvStore, options: ArchiveServiceOptions = {}) {
     this.#ctx = createContext(kv, options);
     this.#global = options.global ?? new GlobalPermissions(kv, { intents: new IntentRegistry(ARCHIVE_INTENTS) });
+    this.#policy = options.readPolicy;
+  }
+
+  /** Whether the read policy lets `actor` read the snapshot `snapshotId` of `uniqueId` (the system actor always). */
+  async #mayReadSnapshot(actor: Actor, uniqueId: string, snapshotId: string): Promise<boolean> {
+    if (this.#policy === undefined || actor.system) return true;
+    return this.#policy(actor, uniqueId, async () => (await readSnapshot(this.#ctx.kv, snapshotId)).document);
+  }
+
+  /** The snapshot's header, or the NotFoundError of a missing one when the read policy refuses it. */
+  async #readable(actor: Actor, snapshotId: string): Promise<Awaited<ReturnType<typeof requireHeader>>> {
+    const found = await requireHeader(this.#ctx.kv, snapshotId);
+    if (!(await this.#mayReadSnapshot(actor, found.header.uniqueId, found.header.id))) throw new NotFoundError(`snapshot ${snapshotId} does not exist`);
+    return found;
+  }
+
+  /** A page of summaries without those the read policy refuses (a page may hold fewer items than its limit). */
+  async #filtered(actor: Actor, page: Page<SnapshotSummary>): Promise<Page<SnapshotSummary>> {
+    if (this.#policy === undefined || actor.system) return page;
+    const items: SnapshotSummary[] = [];
+    for (const s of page.items) if (await this.#mayReadSnapshot(actor, s.uniqueId, s.id)) items.push(s);
+    return { items, nextCursor: page.nextCursor };
   }
 
   #may(actor: Actor, what: "read" | "write"): Promise<void> {
@@ -81,6 +115,7 @@ export class Archive {
 
   async read(actor: Actor, snapshotId: string): Promise<Snapshot> {
     await this.#may(actor, "read");
+    await this.#readable(actor, snapshotId);
     return readSnapshot(this.#ctx.kv, snapshotId);
   }
 
@@ -89,15 +124,16 @@ export class Archive {
     await this.#may(actor, "read");
     validateUniqueId(uniqueId);
     const millis = await latestMillis(this.#ctx.kv, uniqueId);
-    if (millis === undefined) throw new NotFoundError(`unique id ${uniqueId} has no snapshot`);
-    return readSnapshot(this.#ctx.kv, snapshotIdOf(uniqueId, millis));
+    const id = millis === undefined ? undefined : snapshotIdOf(uniqueId, millis);
+    if (id === undefined || !(await this.#mayReadSnapshot(actor, uniqueId, id))) throw new NotFoundError(`unique id ${uniqueId} has no snapshot`);
+    return readSnapshot(this.#ctx.kv, id);
   }
 
   /** A file of a snapshot as a stream, with its size and sha-256 (an ETag). */
   async openFile(actor: Actor, snapshotId: string, name: string): Promise<OpenedFile> {
     await this.#may(actor, "read");
     if (typeof name !== "string" || name === "") throw new ValidationError("a file name is a non-empty string", "name");
-    const { header } = await requireHeader(this.#ctx.kv, snapshotId);
+    const { header } = await this.#readable(actor, snapshotId);
     const file = header.files.find((f) => f.name === name);
     if (!file) throw new NotFoundError(`snapshot ${snapshotId} has no file ${JSON.stringify(name)}`);
     return openStoredFile(this.#ctx.kv, file.sha256);
@@ -109,20 +145,33 @@ export class Archive {
     if (typeof hash !== "string" || !/^([0-9a-f]{32}|[0-9a-f]{64})$/.test(hash)) {
       throw new ValidationError("a file hash is a sha-256 (64 lowercase hex digits) or an MD5 (32)", "hash");
     }
+    const missing = () => new NotFoundError(`no stored file has the ${hash.length === 64 ? "sha-256" : "MD5"} ${hash}`);
     const sha256 = hash.length === 64 ? hash : await sha256OfMd5(this.#ctx.kv, hash);
-    if (sha256 === undefined) throw new NotFoundError(`no stored file has the MD5 ${hash}`);
+    if (sha256 === undefined) throw missing();
+    // Only content a snapshot the actor may read holds: not a workflowitem's document (a held file, read
+    // through its item's permissions), not a file of a project archive the actor may not view (finding 8).
+    if (!actor.system) {
+      let readable = false;
+      for await (const holder of snapshotsHolding(this.#ctx.kv, sha256)) {
+        if (await this.#mayReadSnapshot(actor, holder.uniqueId, holder.snapshotId)) {
+          readable = true;
+          break;
+        }
+      }
+      if (!readable) throw missing();
+    }
     return openStoredFile(this.#ctx.kv, sha256);
   }
 
   async findSnapshotsByUniqueId(actor: Actor, uniqueId: string, options?: PageOptions): Promise<Page<SnapshotSummary>> {
     await this.#may(actor, "read");
-    return findByUniqueId(this.#ctx.kv, uniqueId, options);
+    return this.#filtered(actor, await findByUniqueId(this.#ctx.kv, uniqueId, options));
   }
 
   /** Snapshots whose time falls on `date` (`YYYY-MM-DD`, UTC). */
   async findSnapshotsByDate(actor: Actor, date: string, options?: PageOptions): Promise<Page<SnapshotSummary>> {
     await this.#may(actor, "read");
-    return findByDate(this.#ctx.kv, date, options);
+    return this.#filtered(actor, await findByDate(this.#ctx.kv, date, options));
   }
 
   /** Deletes a snapshot and every file no other snapshot holds; NotFoundError when it does not exist. */

@@ -20,7 +20,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
 import { ConflictError, FlowstoreError, NotFoundError, ValidationError } from "../errors.js";
-import type { KvStore, Partition, ScanPage } from "../kv/contract.js";
+import { scanAll, type KvStore, type Partition, type ScanPage } from "../kv/contract.js";
 import { layout } from "./layout.js";
 import { fromJson, journalDelete, journalPut, toJson } from "./journal.js";
 import { MiB, type SizeBudget } from "./limits.js";
@@ -191,11 +191,28 @@ async function readMeta(kv: KvStore, sha256: string, store: StoreId) {
 }
 
 /**
+ * What a reference names of its holder: the unique id of the snapshot whose upload it is (so a read by
+ * content hash finds the snapshots holding a content, archive.ts), nothing for a held file (a domain's
+ * record, held.ts) or a reference written before it was kept.
+ */
+export interface RefHolder {
+  readonly uniqueId?: string;
+}
+
+/** The references of a stored content: each slot and what it names of its holder. */
+export async function* refsOf(kv: KvStore, sha256: string): AsyncGenerator<{ store: StoreId; holder: RefHolder }> {
+  for await (const e of scanAll(kv, filePartition(sha256), { prefix: layout.refs, limit: 500 })) {
+    const [upload, index] = layout.refOf(e.key);
+    yield { store: [upload, index], holder: fromJson<RefHolder>(e.value) };
+  }
+}
+
+/**
  * Adds the reference `ref` (a snapshot's file slot) to the file `staged`, whose chunks sit in the
  * staging partition of `ref`. Returns whether the content was already stored (then the staged chunks
  * are no longer needed and the caller drops them). Idempotent.
  */
-export async function addRef(kv: KvStore, staged: StagedFile, ref: StoreId): Promise<{ deduplicated: boolean }> {
+export async function addRef(kv: KvStore, staged: StagedFile, ref: StoreId, holder: RefHolder = {}): Promise<{ deduplicated: boolean }> {
   const partition = filePartition(staged.sha256);
   for (let attempt = 0; attempt < MAX_RETRIES; attempt++) {
     const { meta, hasRef } = await readMeta(kv, staged.sha256, ref);
@@ -206,7 +223,7 @@ export async function addRef(kv: KvStore, staged: StagedFile, ref: StoreId): Pro
         await kv.commit(partition, [
           { type: "check", key: META, version: null },
           { type: "put", key: META, value: toJson(value) },
-          { type: "put", key: refKey(ref), value: toJson({}) },
+          { type: "put", key: refKey(ref), value: toJson(holder) },
         ]);
         return { deduplicated: false };
       }
@@ -214,7 +231,7 @@ export async function addRef(kv: KvStore, staged: StagedFile, ref: StoreId): Pro
       await kv.commit(partition, [
         { type: "check", key: META, version: meta.version },
         { type: "put", key: META, value: toJson(value) },
-        { type: "put", key: refKey(ref), value: toJson({}) },
+        { type: "put", key: refKey(ref), value: toJson(holder) },
       ]);
       return { deduplicated: true };
     } catch (e) {

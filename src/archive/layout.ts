@@ -53,6 +53,7 @@ export const layout = {
   meta: META.pack(),
   refs: REF.prefix as Key,
   refKey: ([upload, index]: readonly [string, number]): Key => REF.pack([upload, index]),
+  refOf: (key: Key): [string, number] => REF.unpack(key) as [string, number],
   chunkPartition: ([upload, index]: readonly [string, number]): Partition => kinds.chunks.partition(upload, index),
   chunk: (i: number): Key => BARE.pack([i]),
   indexOfChunk: (key: Key): unknown => BARE.unpack(key)[0],

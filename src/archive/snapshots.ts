@@ -16,6 +16,7 @@ import { layout } from "./layout.js";
 import { decodeDocument, type ArchiveDocument } from "./document.js";
 import { dayOf, parseSnapshotId, snapshotIdOf, validateDay, validateUniqueId } from "./ids.js";
 import { fromJson, toJson } from "./journal.js";
+import { refsOf } from "./files.js";
 import { MiB } from "./limits.js";
 
 export const DOC_PIECE = MiB;
@@ -166,6 +167,19 @@ export async function findByDate(kv: KvStore, date: unknown, options: PageOption
   validateDay(date);
   const page = await kv.scan(datePartition(date), { limit: pageLimit(options.limit), after: options.cursor ?? null });
   return { items: page.entries.map((e) => fromJson<SnapshotSummary>(e.value)), nextCursor: page.cursor };
+}
+
+/**
+ * The snapshots holding a stored content, by its references (files.ts `refsOf`): each reference that
+ * names its snapshot's unique id and whose upload became a snapshot there. Held files and references
+ * written before they named their unique id are not found.
+ */
+export async function* snapshotsHolding(kv: KvStore, sha256: string): AsyncGenerator<{ uniqueId: string; snapshotId: string }> {
+  for await (const { store, holder } of refsOf(kv, sha256)) {
+    if (typeof holder.uniqueId !== "string") continue;
+    const e = await kv.get(snapshotPartition(holder.uniqueId), uploadKey(store[0]));
+    if (e) yield { uniqueId: holder.uniqueId, snapshotId: snapshotIdOf(holder.uniqueId, fromJson<number>(e.value)) };
+  }
 }
 
 export { snapshotIdOf };

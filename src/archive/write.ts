@@ -127,7 +127,7 @@ export async function writeSnapshot(
         if (file.size !== undefined && staged.size !== file.size) {
           throw new ValidationError(`the file was declared ${file.size} bytes but ${staged.size} arrived`, `${field}.size`);
         }
-        await addRef(kv, staged, [upload, i]);
+        await addRef(kv, staged, [upload, i], { uniqueId });
         archived.push({ name: file.name, size: staged.size, sha256: staged.sha256, ...(staged.md5 ? { md5: staged.md5 } : {}) });
         i++;
       }

@@ -31,7 +31,7 @@ import { ACCESS_SPLITS } from "../access/intents.js";
 import { ResourceStore, type Assignment, type Verified } from "../resources/store.js";
 import { verifyAll, verifyCheckpoint, type ChainedKind, type VerifiedHead, type VerifyAllResult as BaseVerifyAllResult } from "../resources/audit/verify-all.js";
 import type { TenancySchema } from "../tenancy/schema.js";
-import { archiveProject, restoreProject, type ArchivedProject, type RestoredProject } from "../workflow/archive.js";
+import { archiveProject, projectArchiveReadPolicy, restoreProject, type ArchivedProject, type RestoredProject } from "../workflow/archive.js";
 import { Assignees } from "../workflow/assignees.js";
 import { Workflow } from "../workflow/commands.js";
 import { Documents, type DocumentsOptions } from "../workflow/documents.js";
@@ -254,7 +254,8 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   const resources = new ResourceStore(kv, SCHEMAS.workflow, { clock, pageCache: options.pageCache, global, identities: identity });
   const tenancy = new ResourceStore(kv, SCHEMAS.tenancy, { clock, global, identities: identity });
   const { recoverOlderThanMs = DEFAULT_ARCHIVE_RECOVERY_AGE_MS, ...archiveOptions } = options.archive ?? {};
-  const archive = new Archive(kv, { ...archiveOptions, now: clock, global });
+  // A project's archive is read by whoever may view the project by its sealed permissions (issue 29, finding 8).
+  const archive = new Archive(kv, { ...archiveOptions, now: clock, global, readPolicy: projectArchiveReadPolicy(resources) });
   const pd = options.processData ?? {};
   const keyGiven = pd.encryptionKey !== undefined || pd.dataDir !== undefined;
   // A configured key must be the one the store's tokens were sealed with: refused here, at open.

@@ -29,13 +29,13 @@
  */
 import { createHash } from "node:crypto";
 import { Transform, type Readable } from "node:stream";
-import type { Archive } from "../archive/archive.js";
+import type { Archive, SnapshotReadPolicy } from "../archive/archive.js";
 import { SEAL_ITEM, sealHolds, sealOf } from "../archive/seal.js";
 import { canonicalJson } from "../kv/canonical.js";
 import type { ArchiveDocument } from "../archive/document.js";
 import type { SnapshotSummary } from "../archive/snapshots.js";
 import { ConflictError, ValidationError } from "../errors.js";
-import { SYSTEM, type Actor } from "../access/actor.js";
+import { allows, SYSTEM, type Actor, type Permissions } from "../access/actor.js";
 import type { VerifyResult } from "../resources/model/events.js";
 import type { ChainHead, DumpNames, PartitionCounts, ResourceStore } from "../resources/store.js";
 import { projectRef } from "./commands.js";
@@ -191,6 +191,23 @@ export async function restoreProject(deps: ProjectArchiveDeps, actor: Actor, sna
     NAMES,
   );
   return { projectId, snapshotId: snapshot.id, entries, verify };
+}
+
+/**
+ * The archive's read policy for project archives (issue 29, finding 8): a project's snapshot is read, and
+ * its files fetched (by name or by content hash), only by whoever may view the project by the
+ * permissions sealed in it (the project type's view intent, `project.viewDetails`, held by the actor or
+ * one of its groups as they are now), as the live project was; anyone else is answered as if it did not
+ * exist. Other snapshots are read with `global.readArchive` alone.
+ */
+export function projectArchiveReadPolicy(store: ResourceStore): SnapshotReadPolicy {
+  const view = store.schema.types.get(projectRef("-").type)?.intents.view;
+  return async (actor, uniqueId, document) => {
+    if (!uniqueId.startsWith(projectUniqueId(""))) return true;
+    const doc = await document();
+    if (docValue(doc, "kind") !== PROJECT_ARCHIVE_KIND) return true;
+    return view !== undefined && allows(docValue(doc, "permissions") as Permissions | undefined, actor, view);
+  };
 }
 
 /** The stream, its bytes fed to `hash` on the way. */

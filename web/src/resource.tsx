@@ -4,6 +4,7 @@
  */
 import { useState } from "preact/hooks";
 import type { HistoryEvent, PermissionMap, WorkflowitemUpdate } from "../../src/client/index.js";
+import { LogCoverage } from "./log-coverage.js";
 import { labelOf, type Operation } from "./checks.js";
 import { describeIntent, intentsAt } from "./intents.js";
 import { IdentityPicker, identityName, useDirectory } from "./picker.js";
@@ -136,6 +137,7 @@ export function HistoryPanel({ ids, children }: { ids: readonly string[]; childr
   return (
     <div class="history">
       <ErrorBox error={first.error} />
+      {events[0] ? <LogCoverage project={ids[0]!} seq={events[0].seq} /> : null}
       {children && children.length > 0 ? (
         <p class="muted small">
           With the latest events of{" "}

@@ -64,6 +64,12 @@ export interface TypeDecl {
    * indexed (assignments.ts), so "what is assigned to u" reads that index, not the store.
    */
   readonly assigneeField?: string;
+  /**
+   * Array fields whose elements are identified by some of their members (projected budgets by
+   * organization and currency, documents by id): a diff matches their elements by key, not by place,
+   * and does not count a change of their order (diff.ts).
+   */
+  readonly keyedArrays?: Readonly<Record<string, readonly string[]>>;
   /** Server-side search and sort of this type's lists (query.ts); a root's rows come from the index of visible roots. */
   readonly query?: ListQueryDecl;
 }
