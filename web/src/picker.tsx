@@ -1,6 +1,6 @@
 /**
  * Choosing a user or a group by name: the directory (every user and group, which any logged-in user
- * may list) read once per page, and a select of them for the permission and assignment forms.
+ * may list) read when a form shows, and a select of them for the permission and assignment forms.
  */
 import type { Group, User } from "../../src/client/index.js";
 import { client, every } from "./session.js";
@@ -11,17 +11,16 @@ export interface Directory {
   readonly groups: readonly Group[];
 }
 
-let cached: Promise<Directory> | null = null;
+let inflight: Promise<Directory> | null = null;
 
-/** Every user and group; read again after `forget()` (a user or group was created). */
+/** Every user and group, read anew for each form that asks (forms opened together share one read). */
 export function directory(): Promise<Directory> {
-  cached ??= Promise.all([every<User>((page) => client.users.list(page)), every<Group>((page) => client.groups.list(page))]).then(([users, groups]) => ({ users, groups }));
-  cached.catch(() => (cached = null));
-  return cached;
-}
-
-export function forgetDirectory(): void {
-  cached = null;
+  inflight ??= Promise.all([every<User>((page) => client.users.list(page)), every<Group>((page) => client.groups.list(page))])
+    .then(([users, groups]) => ({ users, groups }))
+    .finally(() => {
+      inflight = null;
+    });
+  return inflight;
 }
 
 export function useDirectory() {

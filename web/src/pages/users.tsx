@@ -10,7 +10,7 @@ import type { Group, NewUser, User } from "../../../src/client/index.js";
 import { go, href } from "../router.js";
 import { asProblem, client, every, session, setSession } from "../session.js";
 import { ErrorBox, Field, fmtDate, FormError, useForm, useLoad } from "../ui.js";
-import { forgetDirectory, IdentityPicker } from "../picker.js";
+import { IdentityPicker } from "../picker.js";
 import { resourceHref } from "./notifications.js";
 
 const enc = encodeURIComponent;
@@ -96,7 +96,6 @@ function CreateUser({ onCreated }: { onCreated: (id: string) => void }) {
         e.preventDefault();
         const body: NewUser = { id: v.id.trim(), displayName: v.displayName, password: v.password, ...(v.organization.trim() ? { organization: v.organization.trim() } : {}) };
         if (await form.submit(() => client.users.create(body), body)) {
-          forgetDirectory();
           onCreated(body.id);
         }
       }}
@@ -251,7 +250,6 @@ export function GroupsPage({ g }: { g?: string }) {
             e.preventDefault();
             const id = v.id.trim();
             if (await form.submit(() => client.groups.create({ id, displayName: v.displayName }), { id, displayName: v.displayName })) {
-              forgetDirectory();
               setCreating(false);
               setV({ id: "", displayName: "" });
               void groups.reload();
@@ -304,7 +302,6 @@ function GroupPanel({ id, onChange }: { id: string; onChange: () => void }) {
   const change = (run: () => Promise<Group>, body?: unknown) =>
     form.submit(async () => {
       group.set(await run());
-      forgetDirectory();
       onChange();
     }, body);
   return (
