@@ -65,7 +65,7 @@ export default defineConfig({
   test: {
     reporters: ["default"],
     projects: [
-      { test: { ...shared, name: "fast", include: ["test/**/*.test.ts"], exclude: slow, pool: "threads", isolate: false } },
+      { test: { ...shared, name: "fast", include: ["test/**/*.test.ts"], exclude: [...slow, "**/node_modules/**"], pool: "threads", isolate: false } },
       { test: { ...shared, name: "slow", include: slow } },
     ],
   },

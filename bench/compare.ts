@@ -86,6 +86,14 @@ function prepare(side: Side): void {
     process.stdout.write(`${side.label} (${side.ref}) has other dependencies: npm ci in its worktree\n`);
     execFileSync("npm", ["ci", "--no-audit", "--no-fund"], { cwd: side.dir, stdio: "inherit" });
   }
+  // The benchmark peers (better-sqlite3, autocannon) are bench/'s own package since the quick start left them out.
+  const benchLock = (dir: string) => (existsSync(join(dir, "bench", "package-lock.json")) ? readFileSync(join(dir, "bench", "package-lock.json"), "utf8") : undefined);
+  if (benchLock(side.dir) === undefined) return;
+  if (existsSync(join(ROOT, "bench", "node_modules")) && benchLock(side.dir) === benchLock(ROOT)) {
+    symlinkSync(join(ROOT, "bench", "node_modules"), join(side.dir, "bench", "node_modules"));
+  } else {
+    execFileSync("npm", ["ci", "--no-audit", "--no-fund"], { cwd: join(side.dir, "bench"), stdio: "inherit" });
+  }
 }
 
 /** Runs the side's workloads in a process of its own with its own code; resolves with their results. */

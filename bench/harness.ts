@@ -399,8 +399,10 @@ export function table(result: WorkloadResult): string {
       lines.push(`| ${r.name} | skipped: ${r.skipped} | ${r.reference ?? ""} |  | |`);
       continue;
     }
-    const ratio = r.costRatio === undefined ? "" : `${r.costRatio.toFixed(2)}×`;
-    const verdict = r.goals ? ` ${goalsText(r.goals)}` : r.goal === undefined || r.costRatio === undefined ? "" : r.costRatio <= r.goal ? ` ≤ ${r.goal}× ✓` : ` ≤ ${r.goal}× ✗`;
+    // A row that answered nothing has an infinite ratio, which its results file holds as null (JSON has no Infinity).
+    const cost = r.costRatio === undefined ? undefined : (r.costRatio ?? Number.POSITIVE_INFINITY);
+    const ratio = cost === undefined ? "" : Number.isFinite(cost) ? `${cost.toFixed(2)}×` : "∞";
+    const verdict = r.goals ? ` ${goalsText(r.goals)}` : r.goal === undefined || cost === undefined ? "" : cost <= r.goal ? ` ≤ ${r.goal}× ✓` : ` ≤ ${r.goal}× ✗`;
     lines.push(`| ${r.name}${r.note ? ` (${r.note})` : ""} | ${fmt(r.opsPerSec)} | ${r.reference ?? ""} | ${ratio} |${verdict} |`);
   }
   return lines.join("\n");

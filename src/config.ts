@@ -134,6 +134,12 @@ export const CONFIG = {
     shownDefault: "(none)",
     doc: "comma-separated C2SP verifier keys (type 0x04, cosignature/v1) of the witnesses whose cosignatures the server keeps",
   }),
+  FLOWSTORE_LOG_CHECKPOINT: v({
+    type: Text(),
+    option: "--log-checkpoint <file>",
+    shownDefault: "(none)",
+    doc: "a cosigned log checkpoint note kept outside the store: serve refuses a store whose log does not extend it",
+  }),
   FLOWSTORE_CORS_ORIGINS: v({ type: Text(), option: "--cors-origin <origins>", shownDefault: "(none: CORS off)", doc: "comma-separated origins whose pages may call the API" }),
   FLOWSTORE_MAX_EVENT_LOOP_DELAY: v({
     type: Count(),

@@ -36,6 +36,7 @@ export async function buildWeb(outdir: string = resolve(here, "../dist/web")): P
   if (strays.length > 0) throw new Error(`the web bundle pulls in modules it must not: ${strays.join(", ")}`);
   await copyFile(join(here, "style.css"), join(outdir, "app.css"));
   await copyFile(join(here, "index.html"), join(outdir, "index.html"));
+  await copyFile(join(here, "favicon.svg"), join(outdir, "favicon.svg"));
   return { outdir, files: Object.keys(result.metafile.outputs) };
 }
 

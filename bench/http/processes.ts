@@ -10,7 +10,6 @@ import { fileURLToPath } from "node:url";
 import type { DriverResult, DriverSpec } from "./driver.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const ROOT = join(HERE, "..", "..");
 
 export interface Ready {
   type: "ready";
@@ -91,7 +90,16 @@ export interface CannonOptions {
 
 /** autocannon in its own process; fails on any error or non-2xx answer. */
 export function cannon(url: string, token: string, seconds: number, options: CannonOptions): Promise<Cannon> {
-  const args = [join(ROOT, "node_modules", "autocannon", "autocannon.js"), "-c", String(options.connections), "-d", String(seconds), "-j", "-H", `authorization=Bearer ${token}`];
+  const args = [
+    join(HERE, "..", "node_modules", "autocannon", "autocannon.js"),
+    "-c",
+    String(options.connections),
+    "-d",
+    String(seconds),
+    "-j",
+    "-H",
+    `authorization=Bearer ${token}`,
+  ];
   if (options.post !== undefined) args.push("-m", "POST", "-H", "content-type=application/json", "-b", options.post);
   args.push(url);
   const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });

@@ -88,8 +88,9 @@ export class FlowstorePeer implements Peer {
   }
 
   async history(p: string, s: string, w: string): Promise<{ count: number; body: string }> {
-    const page = await this.wf.history(MARY, workflowitemRef(p, s, w), { limit: 10_000 });
-    return { count: page.items.length, body: JSON.stringify(page) };
+    // the body the HTTP route sends: the stored event bytes, joined
+    const page = await this.wf.historyJson(MARY, workflowitemRef(p, s, w), { limit: 10_000 });
+    return { count: page.items.length, body: joinItems(page.items).toString("utf8") };
   }
 
   async reorder(p: string, s: string, ordering: readonly string[]): Promise<void> {

@@ -6,6 +6,11 @@ export interface Actor {
   readonly id: string;
   readonly groups: readonly string[];
   readonly system?: boolean;
+  /**
+   * Why the actor writes what it writes now (a request's `Flowstore-Reason` header): recorded as `reason`
+   * in every event of its writes (resources/log/writer.ts). Absent when none was given.
+   */
+  readonly reason?: string;
 }
 
 export const SYSTEM: Actor = Object.freeze({ id: "system", groups: [], system: true });

@@ -22,10 +22,14 @@ export const EXIT_CODES_HELP =
 /** A bad option value or argument, found by a command itself (commander finds the others). */
 export class UsageError extends Error {}
 
+/** A store that does not verify, found by a command that refuses to go on with it (serve). */
+export class VerificationFailed extends Error {}
+
 /** The exit code of an error that ended a command. */
 export function exitCodeOf(e: unknown): number {
   if (e instanceof CommanderError) return e.exitCode === 0 ? EXIT.ok : EXIT.usage;
   if (e instanceof UsageError) return EXIT.usage;
+  if (e instanceof VerificationFailed) return EXIT.verificationFailed;
   if (e instanceof ConfigurationError || e instanceof UnavailableError) return EXIT.configuration;
   if (e instanceof FlowstoreError && e.status >= 400 && e.status < 500) return EXIT.usage;
   return EXIT.configuration;

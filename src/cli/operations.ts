@@ -19,8 +19,9 @@ import { PRIVATE_FILE_MODE, writePrivateFile } from "../private-files.js";
 import { sealingKeyOf } from "../process-data/sealing-key.js";
 import { CHECKPOINT_KEY_FILE, fingerprintOf, loadCheckpointKey } from "../resources/audit/checkpoint.js";
 import { ensureDemoIdentities, generateDemo } from "../workflow/demo.js";
-import { parseVkey, SIG_COSIGNATURE_V1, type Verifier } from "../tlog/note.js";
+import { parseVkey } from "../tlog/note.js";
 import { type CosignedVerification, verifyCosigned } from "../tlog/verify.js";
+import { type CosignedOptions, vkeyArg, witnessQuorum } from "./cosigned.js";
 import { EXIT, UsageError } from "./exit.js";
 import { keysNeeded } from "./keys.js";
 import { configOption, storeOptions, type StoreOptions } from "./options.js";
@@ -28,31 +29,15 @@ import { print, withStore } from "./store.js";
 import { progressBar } from "./progress.js";
 import { countPartitions, importStore, UNFINISHED_IMPORT, unfinishedImport } from "./transfer.js";
 
-interface LogVerifyOptions {
+interface LogVerifyOptions extends CosignedOptions {
   logCheckpoint?: string;
-  witness?: string[];
-  quorum?: string;
-  logKey?: string;
   logOrigin?: string;
-}
-
-/** A vkey given inline or in a file. */
-async function vkeyArg(value: string, option: string): Promise<Verifier> {
-  const text = value.includes("+") ? value : await readFile(value, "utf8").catch(() => value);
-  try {
-    return parseVkey(text);
-  } catch (e) {
-    throw new UsageError(`${option} ${value}: ${e instanceof Error ? e.message : String(e)}`);
-  }
 }
 
 /** `verify --log-checkpoint`: the store's log against a cosigned checkpoint (tlog/verify.ts). */
 async function verifyLogCheckpoint(options: StoreOptions & LogVerifyOptions): Promise<CosignedVerification> {
   const note = await readFile(options.logCheckpoint!, "utf8");
-  const witnesses = await Promise.all((options.witness ?? []).map((w) => vkeyArg(w, "--witness")));
-  if (witnesses.some((w) => w.type !== SIG_COSIGNATURE_V1)) throw new UsageError("--witness takes cosignature/v1 verifier keys (type 0x04)");
-  const quorum = options.quorum === undefined ? witnesses.length : Number(options.quorum);
-  if (!Number.isInteger(quorum) || quorum < 1 || quorum > witnesses.length) throw new UsageError(`--quorum must be from 1 to the number of --witness keys (${witnesses.length})`);
+  const { witnesses, quorum } = await witnessQuorum(options);
   const checkpointKey = { pem: readEnv("FLOWSTORE_CHECKPOINT_KEY"), dataDir: options.data };
   return withStore(
     options,

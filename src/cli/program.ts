@@ -1,6 +1,7 @@
 /** The flowstore command tree (main.ts runs it; tests build it in-process). */
 import { Command } from "commander";
 import { archiveCommands } from "./archive.js";
+import { auditCommand } from "./audit.js";
 import { EXIT_CODES_HELP } from "./exit.js";
 import { identityCommands } from "./identity.js";
 import { keysCommands } from "./keys.js";
@@ -22,5 +23,6 @@ export function buildProgram(): Command {
   archiveCommands(program);
   keysCommands(program);
   witnessCommand(program);
+  auditCommand(program);
   return program;
 }

@@ -6,7 +6,7 @@
  * files it had created are removed again (a retry with the password starts from scratch).
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { rm } from "node:fs/promises";
+import { readFile, rm } from "node:fs/promises";
 import type { Server } from "node:http";
 import { join, resolve } from "node:path";
 import { Option, type Command } from "commander";
@@ -18,9 +18,10 @@ import { loadTokenSecret, ORGANIZATION_MAX } from "../identity/index.js";
 import { createLogger } from "../http/logging.js";
 import { buildServer } from "../http/server.js";
 import { parseVkey, SIG_COSIGNATURE_V1 } from "../tlog/note.js";
+import { unservableLog } from "../tlog/verify.js";
 import { Metrics, serveMetrics } from "../http/metrics.js";
 import { openFlowstore } from "../compose/index.js";
-import { EXIT, UsageError } from "./exit.js";
+import { EXIT, UsageError, VerificationFailed } from "./exit.js";
 import { configOption, parsePort, storeOptions, type StoreOptions } from "./options.js";
 import { archiveSealOf, defaultStoreUrl, isPersistent } from "./store.js";
 import { importSource, UNFINISHED_IMPORT, unfinishedImport } from "./transfer.js";
@@ -55,6 +56,7 @@ interface ServeOptions extends StoreOptions {
   organization: string;
   logOrigin?: string;
   logWitness?: string;
+  logCheckpoint?: string;
 }
 
 /** A yes/no environment variable: 1/true/yes or 0/false/no/empty (anything else is a usage error). */
@@ -151,6 +153,7 @@ export function serveCommand(program: Command): void {
     .addOption(configOption("FLOWSTORE_ORGANIZATION"))
     .addOption(configOption("FLOWSTORE_LOG_ORIGIN"))
     .addOption(configOption("FLOWSTORE_LOG_WITNESSES"))
+    .addOption(configOption("FLOWSTORE_LOG_CHECKPOINT"))
     .addOption(new Option("--require-if-match", `${CONFIG.FLOWSTORE_REQUIRE_IF_MATCH.doc} (env FLOWSTORE_REQUIRE_IF_MATCH=1)`))
     .addOption(new Option("--no-compress", "do not compress JSON answers"))
     .addOption(new Option("--no-security-headers", "do not send security headers (helmet)"))
@@ -256,6 +259,11 @@ export function serveCommand(program: Command): void {
           const source = await importSource(flowstore.kv);
           throw new ConfigurationError(`refusing to serve: ${UNFINISHED_IMPORT}${source ? ` (a restore was reading ${source})` : ""}`);
         }
+        // History rewritten under the log, or a log rebuilt under the witnesses' cosignatures: not served.
+        const pinned = options.logCheckpoint === undefined ? undefined : await readFile(options.logCheckpoint, "utf8");
+        await flowstore.log.tree.appendPending();
+        const unservable = await unservableLog(flowstore.log.tree, flowstore.log.checkpoints, { witnesses: witnessesOf(options.logWitness).map((k) => parseVkey(k)), pinned });
+        if (unservable.length > 0) throw new VerificationFailed(`refusing to serve: the store's history is not the one its transparency log holds:\n${unservable.join("\n")}`);
         const tokenSecret = await loadTokenSecret({ dataDir: options.data, env: readEnv("FLOWSTORE_JWT_SECRET") });
         app = await buildServer(flowstore, {
           tokenSecret,

@@ -3,17 +3,15 @@
  * files), find snapshots by unique id or by day, read one, download a file as a stream, delete, and
  * restore an archived project. Archiving a project is `client.project(p).archive()`.
  */
-import type { Static } from "@sinclair/typebox";
-import type { Document, ListQuery, Snapshot as SnapshotSchema, Summary } from "../archive/wire.js";
-import type { RestoredProject as RestoredSchema } from "../workflow/wire.js";
 import { API, seg, type HttpCore, type Page, type PageParams } from "./core.js";
+import type { Query, Schemas } from "./types.js";
 
-export type SnapshotSummary = Static<typeof Summary>;
-export type Snapshot = Static<typeof SnapshotSchema>;
-export type ArchiveDocument = Static<typeof Document>;
+export type SnapshotSummary = Schemas["SnapshotSummary"];
+export type Snapshot = Schemas["Snapshot"];
+export type ArchiveDocument = Schemas["SnapshotDocument"];
 /** Exactly one of `uniqueId` and `date` (YYYY-MM-DD, UTC), with the page's cursor and limit. */
-export type SnapshotQuery = Omit<Static<typeof ListQuery>, keyof PageParams> & PageParams;
-export type RestoredProject = Static<typeof RestoredSchema>;
+export type SnapshotQuery = Omit<Query<"getArchiveSnapshots">, keyof PageParams> & PageParams;
+export type RestoredProject = Schemas["RestoredProject"];
 /** A file of a new snapshot: its name in the snapshot (it may hold a path) and its bytes. */
 export interface ArchiveFileInput {
   readonly name: string;

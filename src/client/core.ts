@@ -4,10 +4,12 @@
  * status) becomes a thrown ProblemError carrying the problem. Domain APIs are built on this.
  *
  * It runs in Node and in a browser alike (the web explorer bundles it): only fetch, Headers,
- * URLSearchParams and FormData, and types from the http layer imported as types, so nothing of the
- * server reaches a bundle. The token travels in the Authorization header only, never in a URL.
+ * URLSearchParams and FormData, and the OpenAPI document's types (./openapi.ts), so nothing of the
+ * server reaches a bundle or a consumer's node_modules. The token travels in the Authorization header only, never in a URL.
  */
-import type { Problem } from "../http/problem.js";
+import type { Schemas } from "./types.js";
+
+type Problem = Schemas["Problem"];
 
 export type { Problem };
 
@@ -93,6 +95,11 @@ export class HttpCore {
   readonly baseUrl: string;
   token: string | undefined;
   refreshToken: string | undefined;
+  /**
+   * The reason sent with every write from now on (the `Flowstore-Reason` header, percent-encoded), which
+   * the server records in each event the write appends (`payload.reason`); undefined sends none.
+   */
+  reason: string | undefined;
   readonly #fetch: typeof fetch;
   readonly #onUnauthorized: ((error: ProblemError) => void) | undefined;
   readonly #onTokens: ((tokens: TokenPair) => void) | undefined;
@@ -153,6 +160,7 @@ export class HttpCore {
     const headers: Record<string, string> = { accept: "application/json", ...options.headers };
     const token = options.anonymous ? undefined : this.token;
     if (token !== undefined) headers.authorization = `Bearer ${token}`;
+    if (this.reason !== undefined && method !== "GET" && method !== "HEAD") headers["flowstore-reason"] ??= encodeURIComponent(this.reason);
     let body: string | FormData | undefined;
     if (options.body instanceof FormData)
       body = options.body; // fetch writes the multipart boundary

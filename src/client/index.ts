@@ -5,13 +5,12 @@
  * `processData`, `archive`, and `events()` (the change feed). Types are the server's route schemas.
  * The web explorer is built on this client too (web/src/session.ts).
  */
-import type { Static } from "@sinclair/typebox";
-import type { Assignments, Group, GroupPage, Me as MeSchema, NewGroup, NewUser, PermissionChange, PermissionMap, TokenResponse, User, UserPage } from "../identity/wire.js";
 import { ArchiveApi } from "./archive.js";
 import { API, HttpCore, seg, type ClientOptions, type PageParams } from "./core.js";
 import { changeFeed, type FeedMessage, type FeedOptions } from "./events.js";
 import { LogApi } from "./log.js";
 import { ProcessDataApi } from "./process-data.js";
+import type { Schemas } from "./types.js";
 import { NotificationsApi, ProjectHandle, projectPath, projectsPath, SearchableCollection, type NewProject, type Project, type ProjectPage } from "./workflow.js";
 
 export { ProblemError, type TokenPair, type ClientOptions, type Page, type PageParams, type Problem, type RequestOptions, type WriteOptions } from "./core.js";
@@ -21,9 +20,22 @@ export type { ConsistencyProofBody, InclusionProofBody, LogInfoBody } from "./lo
 export type { ProcessFields, ProcessRecord, ProcessRecordCreated, PutOptions as ProcessPutOptions, TtlOptions } from "./process-data.js";
 export type * from "./workflow.js";
 export { whole } from "./workflow.js";
-export type { TokenResponse, PermissionMap, Group, GroupPage, NewGroup, NewUser, User, UserPage };
+export type { components, operations, paths } from "./openapi.js";
+export type { Schemas } from "./types.js";
+type Assignments = Schemas["Assignments"];
+type PermissionChange = Schemas["GlobalPermissionChange"];
+/** A global intent by name (`global.createProject`…). */
+export type GlobalIntent = PermissionChange["intent"];
+export type TokenResponse = Schemas["TokenResponse"];
+export type PermissionMap = Schemas["Permissions"];
+export type Group = Schemas["Group"];
+export type GroupPage = Schemas["GroupPage"];
+export type NewGroup = Schemas["NewGroup"];
+export type NewUser = Schemas["NewUser"];
+export type User = Schemas["User"];
+export type UserPage = Schemas["UserPage"];
 /** The caller: its id, groups and the global intents it holds. */
-export type Me = Static<typeof MeSchema>;
+export type Me = Schemas["Me"];
 
 export class FlowstoreClient extends HttpCore {
   constructor(options: ClientOptions = {}) {

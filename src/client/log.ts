@@ -3,13 +3,12 @@
  * cosignature intake. Proofs come back as the server sends them (base64 hashes); `flowstore/tlog`'s
  * verifiers (src/tlog/merkle.ts, note.ts) check them without trusting the server.
  */
-import type { Static } from "@sinclair/typebox";
-import type { ConsistencyProof, InclusionProof, LogInfo } from "../http/routes/log.js";
 import { API, type HttpCore } from "./core.js";
+import type { Schemas } from "./types.js";
 
-export type LogInfoBody = Static<typeof LogInfo>;
-export type ConsistencyProofBody = Static<typeof ConsistencyProof>;
-export type InclusionProofBody = Static<typeof InclusionProof>;
+export type LogInfoBody = Schemas["LogInfo"];
+export type ConsistencyProofBody = Schemas["ConsistencyProof"];
+export type InclusionProofBody = Schemas["InclusionProof"];
 
 export class LogApi {
   constructor(private readonly http: HttpCore) {}

@@ -2,15 +2,14 @@
  * Process data (the registry platform's BPM interim storage): records addressed by keyspace and key (the
  * key as one URL-encoded path segment, its `/`s as %2F: the `{key}` parameter of the OpenAPI document), start forms and start messages under generated uuids, and process instances.
  */
-import type { Static } from "@sinclair/typebox";
-import type { ProcessRecord as ProcessRecordSchema, ProcessRecordCreated as CreatedSchema, PutQuery, TtlQuery } from "../process-data/wire.js";
 import { API, seg, type HttpCore, type Page, type PageParams } from "./core.js";
+import type { Query, Schemas } from "./types.js";
 
-export type ProcessRecord = Static<typeof ProcessRecordSchema>;
-export type ProcessRecordCreated = Static<typeof CreatedSchema>;
-export type TtlOptions = Static<typeof TtlQuery>;
+export type ProcessRecord = Schemas["ProcessRecord"];
+export type ProcessRecordCreated = Schemas["ProcessRecordCreated"];
+export type TtlOptions = Pick<Query<"putProcessDataByKey">, "ttlMs">;
 /** A write's options: its time to live, and the process instance it is registered under (a batch signature's root). */
-export type PutOptions = Static<typeof PutQuery>;
+export type PutOptions = Query<"putProcessDataByKey">;
 export type ProcessFields = Record<string, unknown>;
 
 const base = `${API}/process-data`;

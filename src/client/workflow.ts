@@ -1,57 +1,43 @@
 /**
  * Projects, subprojects and workflowitems. Collections (`client.projects`, `project.subprojects`,
  * `subproject.workflowitems`) create and list; handles (`client.project(p)`, `.subproject(s)`,
- * `.workflowitem(w)`) address one resource. Every type is the route schema's own (Static<typeof …>).
+ * `.workflowitem(w)`) address one resource. Every type is the OpenAPI document's own (./openapi.ts).
  */
-import type { Static } from "@sinclair/typebox";
-import type { PermissionMap } from "../identity/wire.js";
-import type { ArchiveBody, ArchivedProject as ArchivedProjectSchema } from "../workflow/wire.js";
-import type {
-  CloseBody,
-  HistoryEvent as HistoryEventSchema,
-  HistoryQuery,
-  OrderedListQuery,
-  Ordering as OrderingSchema,
-  ProjectSchemas,
-  Redacted,
-  SubprojectSchemas,
-  VerifyResult as VerifyResultSchema,
-  WorkflowitemSchemas,
-} from "../http/routes/workflow.js";
-import type { DocumentLinkBody, DocumentList, DocumentValidation } from "../http/routes/documents.js";
-import type { Notification as NotificationSchema, NotificationCount as NotificationCountSchema, NotificationPage as NotificationPageSchema } from "../http/routes/notifications.js";
-import type { Document as DocumentSchema, ProjectedBudget } from "../workflow/schema.js";
 import { API, ifMatchHeaders, seg, type HttpCore, type Page, type PageParams, type WriteOptions } from "./core.js";
+import type { Body, Query, Schemas } from "./types.js";
 
-export type Project = Static<typeof ProjectSchemas.resource>;
-export type NewProject = Static<typeof ProjectSchemas.create>;
-export type ProjectUpdate = Static<typeof ProjectSchemas.update>;
-export type ProjectPage = Static<typeof ProjectSchemas.page>;
-export type Subproject = Static<typeof SubprojectSchemas.resource>;
-export type NewSubproject = Static<typeof SubprojectSchemas.create>;
-export type SubprojectUpdate = Static<typeof SubprojectSchemas.update>;
-export type SubprojectPage = Static<typeof SubprojectSchemas.page>;
-export type Workflowitem = Static<typeof WorkflowitemSchemas.resource>;
-export type NewWorkflowitem = Static<typeof WorkflowitemSchemas.create>;
-export type WorkflowitemUpdate = Static<typeof WorkflowitemSchemas.update>;
-export type WorkflowitemPage = Static<typeof WorkflowitemSchemas.page>;
-export type HistoryEvent = Static<typeof HistoryEventSchema>;
-export type HistoryParams = Static<typeof HistoryQuery>;
+type PermissionMap = Schemas["Permissions"];
+type Redacted = Schemas["Redacted"];
+type Ordering = Schemas["Ordering"];
+export type Project = Schemas["Project"];
+export type NewProject = Schemas["NewProject"];
+export type ProjectUpdate = Schemas["ProjectUpdate"];
+export type ProjectPage = Schemas["ProjectPage"];
+export type Subproject = Schemas["Subproject"];
+export type NewSubproject = Schemas["NewSubproject"];
+export type SubprojectUpdate = Schemas["SubprojectUpdate"];
+export type SubprojectPage = Schemas["SubprojectPage"];
+export type Workflowitem = Schemas["Workflowitem"];
+export type NewWorkflowitem = Schemas["NewWorkflowitem"];
+export type WorkflowitemUpdate = Schemas["WorkflowitemUpdate"];
+export type WorkflowitemPage = Schemas["WorkflowitemPage"];
+export type HistoryEvent = Schemas["Event"];
+export type HistoryParams = Query<"getProjectHistory">;
 /** A page of an ordered list, and the order: `manual` (the ordering, then by creation; default) or `closedFirst` (TruBudget's). */
 export interface OrderedListParams extends PageParams {
-  readonly sequence?: Static<typeof OrderedListQuery>["sequence"];
+  readonly sequence?: Query<"listWorkflowitems">["sequence"];
 }
-export type VerifyResult = Static<typeof VerifyResultSchema>;
-export type Budget = ProjectedBudget;
-export type CloseOptions = Static<typeof CloseBody>;
-export type ArchiveOptions = Static<typeof ArchiveBody>;
-export type ArchivedProject = Static<typeof ArchivedProjectSchema>;
-export type WorkflowitemDocument = Static<typeof DocumentSchema>;
-export type Notification = Static<typeof NotificationSchema>;
-export type NotificationCount = Static<typeof NotificationCountSchema>;
-export type NotificationPage = Static<typeof NotificationPageSchema>;
-export type DocumentLinkInput = Static<typeof DocumentLinkBody>;
-export type DocumentValidationResult = Static<typeof DocumentValidation>;
+export type VerifyResult = Schemas["VerifyResult"];
+export type Budget = Schemas["ProjectedBudget"];
+export type CloseOptions = Body<"closeWorkflowitem">;
+export type ArchiveOptions = Body<"postProjectArchive">;
+export type ArchivedProject = Schemas["ArchivedProject"];
+export type WorkflowitemDocument = Schemas["Document"];
+export type Notification = Schemas["Notification"];
+export type NotificationCount = Schemas["NotificationCount"];
+export type NotificationPage = Schemas["NotificationPage"];
+export type DocumentLinkInput = Schemas["DocumentLinkBody"];
+export type DocumentValidationResult = Schemas["DocumentValidation"];
 /** A file to add as a document: its bytes (a Blob or File), its name, an optional comment. */
 export interface DocumentUpload {
   readonly content: Blob;
@@ -59,10 +45,10 @@ export interface DocumentUpload {
   readonly comment?: string;
 }
 /** The ordering and its ETag (the subproject's version), to send back as If-Match. */
-export type OrderingWithEtag = Static<typeof OrderingSchema> & { etag: string };
+export type OrderingWithEtag = Ordering & { etag: string };
 
 /** What a write answers: the resource, or its redacted form to a caller who may act on it but not view it. */
-export type Written<R> = R | Static<typeof Redacted>;
+export type Written<R> = R | Redacted;
 
 /** The resource a write answered, for a caller that may view it; throws on the redacted form. */
 export function whole<R extends object>(written: Written<R>): R {
@@ -95,7 +81,7 @@ export class OrderedCollection<R, N, P> extends Collection<R, N, P> {
 export interface SearchParams extends PageParams {
   /** TruBudget's syntax: free text, `name:`, `tag:`, `status:` prefixes. */
   search?: string;
-  sort?: "displayName" | "createdAt" | "status" | "assignee";
+  sort?: Query<"listProjects">["sort"];
   order?: "asc" | "desc";
 }
 
@@ -173,12 +159,12 @@ export class SubprojectHandle extends BudgetedHandle<Subproject, SubprojectUpdat
     return new WorkflowitemHandle(this.core, `${this.path}/workflowitems/${seg(w)}`);
   }
   async getOrdering(): Promise<OrderingWithEtag> {
-    const { body, headers } = await this.core.exchange<Static<typeof OrderingSchema>>("GET", `${this.path}/workflowitem-ordering`);
+    const { body, headers } = await this.core.exchange<Ordering>("GET", `${this.path}/workflowitem-ordering`);
     return { ...body, etag: headers.get("etag") ?? "" };
   }
   /** Replaces the ordering; with `ifMatch` (an ETag or version) a stale write is a 412. */
   async setOrdering(ordering: readonly string[], options: WriteOptions = {}): Promise<OrderingWithEtag> {
-    const { body, headers } = await this.core.exchange<Static<typeof OrderingSchema>>("PUT", `${this.path}/workflowitem-ordering`, {
+    const { body, headers } = await this.core.exchange<Ordering>("PUT", `${this.path}/workflowitem-ordering`, {
       body: { ordering },
       headers: ifMatchHeaders(options),
     });
@@ -213,7 +199,7 @@ export class DocumentsApi {
     return this.core.request("POST", this.path, { body: link });
   }
   async list(): Promise<WorkflowitemDocument[]> {
-    return (await this.core.request<Static<typeof DocumentList>>("GET", this.path)).items;
+    return (await this.core.request<Schemas["DocumentList"]>("GET", this.path)).items;
   }
   /** The content as the server's answer, its body not yet read (ETag: the sha-256). */
   download(id: string): Promise<Response> {

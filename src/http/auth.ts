@@ -7,6 +7,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { UnauthorizedError } from "../errors.js";
 import { problems } from "./problem.js";
+import { withReason } from "./reason.js";
 
 const BEARER = /^Bearer +([A-Za-z0-9_.~+/-]+=*) *$/i;
 const MAX_TOKEN = 4096;
@@ -19,7 +20,7 @@ export function requireAuthentication(app: FastifyInstance): void {
     Object.assign(response, { ...problems(401), ...response });
   });
   app.addHook("onRequest", async (request: FastifyRequest) => {
-    request.actor = await request.server.flowstore.tokens.verify(bearerToken(request));
+    request.actor = withReason(request, await request.server.flowstore.tokens.verify(bearerToken(request)));
   });
 }
 

@@ -351,6 +351,37 @@ export class TransparencyLog {
     return { root, checked, earlierEpochs, mismatches };
   }
 
+  /**
+   * Checks that each partition's newest logged event is still in the store with the hash the log holds
+   * (reads O(partitions) keys: what `serve` checks at start). A history rewritten after the log took it
+   * in (re-chained by hand, so its chain alone verifies) changes the head's hash; a history cut back
+   * lacks the logged seq. A partition with no events left (purged) is not counted.
+   */
+  async headsProblems(limit = 20): Promise<{ partition: Partition; seq: number; reason: string }[]> {
+    const { head } = await this.#head();
+    const problems: { partition: Partition; seq: number; reason: string }[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await this.kv.scan(P, { prefix: ["p", head.epoch], limit: 500, after: cursor });
+      for (const e of page.entries) {
+        const partition = e.key[2] as Partition;
+        const seq = Number(e.value.toString("utf8"));
+        const at = await this.kv.get(P, K.index(head.epoch, partition, seq));
+        if (!at) throw new Error(`transparency log: the index of ${JSON.stringify(partition)} seq ${seq} is missing`);
+        const leaf = await this.leaf(Number(at.value.toString("utf8")));
+        const [event] = await this.feed.events(partition, seq, seq);
+        if (event) {
+          if (event.hash !== leaf.hash) problems.push({ partition, seq, reason: "the event's hash is not the one the log holds (history rewritten)" });
+        } else if ((await this.feed.events(partition, 1, 1)).length > 0) {
+          problems.push({ partition, seq, reason: "the event is gone from a partition that still has history (history cut back)" });
+        }
+        if (problems.length >= limit) return problems;
+      }
+      cursor = page.cursor;
+    } while (cursor !== null);
+    return problems;
+  }
+
   /** The leaf at `index` (its data). */
   async leaf(index: number): Promise<LeafData> {
     const e = await this.kv.get(P, K.leaf(index));

@@ -241,6 +241,11 @@ export class Workflow {
     return this.store.audit.history(actor, ref, options);
   }
 
+  /** `history` as the stored event bytes (for serving: parsed only where a filter or a redaction needs it). */
+  historyJson(actor: Actor, ref: Ref, options: HistoryOptions = {}) {
+    return this.store.audit.historyJson(actor, ref, options);
+  }
+
   /** Whether the actor may view the resource now (false when it does not exist). */
   canView(actor: Actor, ref: Ref): Promise<boolean> {
     return this.store.reads.canView(actor, ref);

@@ -18,7 +18,7 @@ export const ISO_4217 = new Set(
 );
 
 /** A non-negative decimal amount as a string: digits, optionally a point and more digits. */
-export const Decimal = Type.String({ pattern: "^(0|[1-9][0-9]{0,29})(\\.[0-9]{1,18})?$", description: 'a decimal number as a string, e.g. "1234.50"' });
+export const Decimal = Type.String({ pattern: "^(0|[1-9][0-9]{0,29})(\\.[0-9]{1,18})?$", description: 'a decimal number as a string, e.g. "1200.50"' });
 
 /**
  * A workflowitem's amount as TruBudget accepts it: signed, and with commas grouping the integer part by
@@ -29,7 +29,7 @@ export const Decimal = Type.String({ pattern: "^(0|[1-9][0-9]{0,29})(\\.[0-9]{1,
 export const AMOUNT_INPUT = "^-?\\s?(0|[1-9][0-9]{0,29}|[1-9][0-9]{0,2}(,[0-9]{3}){1,9})(\\.[0-9]{1,18})?$";
 export const Amount = Type.String({
   pattern: AMOUNT_INPUT,
-  description: 'a signed decimal number as a string; commas may group thousands on input ("-1,000.50"), the stored form has none ("-1000.50")',
+  description: 'a signed decimal number as a string, e.g. "-1000.50"; commas may group thousands on input ("-1,000.50"), the stored form has none ("-1000.50")',
 });
 const AMOUNT_RE = new RegExp(AMOUNT_INPUT);
 
@@ -44,10 +44,10 @@ export function normalizeAmount(value: unknown): unknown {
 export const PositiveDecimal = Type.String({ pattern: "^(0\\.[0-9]*[1-9][0-9]*|[1-9][0-9]{0,29}(\\.[0-9]{1,18})?)$", description: "a positive decimal number as a string" });
 /** The exchange rate a workflowitem with an amount gets when none is given (TruBudget's default). */
 export const DEFAULT_EXCHANGE_RATE = "1.0";
-export const CurrencyCode = Type.String({ pattern: "^[A-Z]{3}$", description: "an ISO 4217 currency code" });
+export const CurrencyCode = Type.String({ pattern: "^[A-Z]{3}$", description: 'an ISO 4217 currency code, e.g. "EUR"' });
 export const IsoDate = Type.String({
   pattern: "^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2}))?$",
-  description: "an ISO 8601 date or date-time",
+  description: 'an ISO 8601 date or date-time, e.g. "2026-12-31"',
 });
 
 export function isCurrency(code: unknown): boolean {

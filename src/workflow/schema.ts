@@ -29,7 +29,12 @@ const ClosedAt = Type.String({ ...IsoDate, description: "when it was closed (ISO
  * control, bidirectional-formatting or zero-width character — since it names a budget in a path
  * (`…/projected-budgets/{organization}/{currencyCode}`).
  */
-const Organization = Type.String({ minLength: 1, maxLength: 200, pattern: `^(?!\\.\\.?$)[^${FORBIDDEN_ID_CHARS}]+$` });
+const Organization = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  pattern: `^(?!\\.\\.?$)[^${FORBIDDEN_ID_CHARS}]+$`,
+  description: "a name without control or invisible characters, and not . or ..",
+});
 
 export const ProjectedBudget = Type.Object({ organization: Organization, value: Decimal, currencyCode: CurrencyCode }, { additionalProperties: false, $id: "ProjectedBudget" });
 export type ProjectedBudget = Static<typeof ProjectedBudget>;
@@ -136,6 +141,8 @@ export const AMOUNT_FIELDS = ["amount", "currency", "exchangeRate", "billingDate
 const assignee = { by: "assign", initial: true } as const;
 const status = { by: "close" } as const;
 const projectedBudgets = { by: "the projected budget commands", initial: true } as const;
+/** A projected budget is one organization's in one currency: a diff names it so, wherever the command put it in the list. */
+const budgetKeys = { projectedBudgets: ["organization", "currencyCode"] } as const;
 
 export const workflowSchema = defineSchema({
   project: {
@@ -145,6 +152,7 @@ export const workflowSchema = defineSchema({
     statusField: "status",
     extraIntents: ["project.assign", "project.close", "project.budget.updateProjected", "project.budget.deleteProjected"],
     ownedFields: { status, assignee, projectedBudgets },
+    keyedArrays: budgetKeys,
     rules: checkBudgets,
     assigneeField: "assignee",
     query: PROJECT_QUERY,
@@ -159,6 +167,7 @@ export const workflowSchema = defineSchema({
     closedFirst: { status: "closed", at: "closedAt" },
     extraIntents: ["subproject.assign", "subproject.close", "subproject.budget.updateProjected", "subproject.budget.deleteProjected"],
     ownedFields: { status, assignee, projectedBudgets },
+    keyedArrays: budgetKeys,
     assigneeField: "assignee",
     query: PROJECT_QUERY,
     rules: (d) => {
@@ -181,6 +190,7 @@ export const workflowSchema = defineSchema({
       workflowitemType: { by: "create (it cannot change)", initial: true },
       documents: { by: "the document routes" },
     },
+    keyedArrays: { documents: ["id"] },
     rules: (d) => {
       checkCurrency(d.currency, "data.currency");
       for (const f of ["billingDate", "dueDate"] as const) {

@@ -55,6 +55,6 @@ export function projectSearch(text: string): (row: ListRow) => boolean {
 /** The search and sort of projects and of a project's subprojects (`GET …?search=&sort=&order=`). */
 export const PROJECT_QUERY = {
   fields: ["displayName", "assignee", "tags"],
-  sort: ["displayName", "createdAt", "status", "assignee"],
+  sort: ["id", "displayName", "createdAt", "status", "assignee"],
   search: projectSearch,
 } as const;

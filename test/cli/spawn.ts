@@ -33,8 +33,8 @@ export function run(args: string[], env: Record<string, string> = {}, input?: st
   return { child, out: () => out, err: () => err, exit };
 }
 
-/** Polls `base`/health until it answers 200 (bounded: 60 s); throws at once when the process exits first. */
-export async function waitHealthy(base: string, r: Run): Promise<void> {
+/** Polls `base`/health until it answers 200 (bounded: 60 s unless told); throws at once when the process exits first. */
+export async function waitHealthy(base: string, r: Run, timeoutMs = 60_000): Promise<void> {
   let exited = false;
   void r.exit.then(() => (exited = true));
   await eventually(
@@ -42,6 +42,6 @@ export async function waitHealthy(base: string, r: Run): Promise<void> {
       if (exited) throw new GiveUp(`serve exited early: ${r.err()} ${r.out()}`);
       return (await fetch(`${base}/health`)).ok;
     },
-    { what: `${base}/health to answer 200`, timeoutMs: 60_000, intervalMs: 100 },
+    { what: `${base}/health to answer 200`, timeoutMs, intervalMs: 100 },
   );
 }

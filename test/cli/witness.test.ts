@@ -1,8 +1,10 @@
 /**
  * The real `flowstore witness` process against a server over HTTP: `--once` cosigns (exit 0, its
  * verifier key printed, the server keeps the cosignature); after the server's log is truncated, the
- * next run refuses with exit code 4 (EXIT.witnessRefused) and its LMDB state keeps the evidence.
+ * next run refuses with exit code 4 (EXIT.witnessRefused) and its LMDB state keeps the evidence; its
+ * metrics file (Prometheus text) shows the size it cosigned, then `flowstore_witness_refused 1`.
  */
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { EXIT } from "../../src/cli/exit.js";
@@ -28,7 +30,22 @@ it("cosigns, then refuses a truncated log with exit code 4 and keeps the evidenc
   await s.root.projects.create({ id: "p1", displayName: "Schools" });
   await s.app.flowstore.log.tree.appendPending();
   const logKey = (await s.root.log.info()).vkey;
-  const args = ["witness", "--once", "--log", s.base, "--log-key", logKey, "--key", join(dir, "witness.pem"), "--state", join(dir, "state"), "--name", "witness.example/cli"];
+  const args = [
+    "witness",
+    "--once",
+    "--log",
+    s.base,
+    "--log-key",
+    logKey,
+    "--key",
+    join(dir, "witness.pem"),
+    "--state",
+    join(dir, "state"),
+    "--name",
+    "witness.example/cli",
+    "--metrics-file",
+    join(dir, "witness.prom"),
+  ];
   const first = run(args);
   const { code } = await first.exit;
   expect(code, first.err()).toBe(EXIT.ok);
@@ -41,12 +58,18 @@ it("cosigns, then refuses a truncated log with exit code 4 and keeps the evidenc
   expect(lines[1]).toMatchObject({ outcome: "cosigned" });
   const vkey = lines[0]!.vkey as string;
   expect(parseVkey(vkey).type).toBe(0x04);
+  const cosignedSize = (lines[1] as { size: number }).size;
+  const metrics = await readFile(join(dir, "witness.prom"), "utf8");
+  expect(metrics).toMatch(/^flowstore_witness_refused 0$/m);
+  expect(metrics).toMatch(new RegExp(`^flowstore_witness_cosigned_size ${cosignedSize}$`, "m"));
+  expect(metrics).toMatch(/^flowstore_witness_steps_total\{outcome="cosigned"\} 1$/m);
 
   // Truncated: the tree is dropped, so the server serves a log of size 0.
   await s.app.flowstore.kv.dropPartition(TLOG.partition());
   const second = run(args);
   expect((await second.exit).code, second.err()).toBe(EXIT.witnessRefused);
   expect(second.out()).toMatch(/"outcome":"inconsistent"/);
+  expect(await readFile(join(dir, "witness.prom"), "utf8")).toMatch(/^flowstore_witness_refused 1$/m);
   const state = LmdbKv.open(join(dir, "state"));
   try {
     const page = await state.scan(["witness"], { prefix: ["evidence"] });

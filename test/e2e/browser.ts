@@ -3,7 +3,8 @@
  * bundle built by esbuild, Debian's Chromium driven by playwright-core, and a page logged in to the
  * explorer as a given user (optionally with the change feed blocked, or in a given locale).
  */
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { LmdbKv } from "../../src/kv/lmdb.js";
@@ -71,4 +72,34 @@ export async function startExplorer(options: StartOptions = {}): Promise<Explore
     await close();
     throw e;
   }
+}
+
+/** The page's document, inside page.evaluate (this file is type-checked without the DOM lib). */
+declare const document: { documentElement: { scrollWidth: number; clientWidth: number } };
+
+/** axe-core's engine, read once: run in the page through the DevTools protocol (the page's CSP allows no inline script). */
+let axeSource: string | undefined;
+
+export interface AxeViolation {
+  readonly id: string;
+  readonly impact: string | null;
+  readonly help: string;
+  readonly targets: string[];
+}
+
+/** The WCAG 2.x A/AA violations axe-core finds on the page as it is now. */
+export async function axeViolations(page: Page): Promise<AxeViolation[]> {
+  axeSource ??= readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+  const loaded = await page.evaluate("typeof window.axe === 'object'");
+  if (!loaded) await page.evaluate(`${axeSource}\n;0`);
+  return page.evaluate(async () => {
+    const axe = (globalThis as any).axe;
+    const result = await axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"] } });
+    return result.violations.map((v: any) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n: any) => n.target.join(" ")) }));
+  });
+}
+
+/** How far the page is wider than its viewport (0 when nothing scrolls sideways). */
+export function overflowX(page: Page): Promise<number> {
+  return page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
 }

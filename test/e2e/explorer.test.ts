@@ -148,7 +148,7 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
     await expect.poll(() => serverOrder()).toEqual(["contract", "survey", "tender"]);
     expect(await shownOrder(page)).toEqual(["contract", "survey", "tender"]);
 
-    await page.getByRole("button", { name: "Move tender up" }).focus();
+    await page.getByRole("button", { name: "Move Tender up" }).focus();
     await page.keyboard.press("Enter");
     await expect.poll(() => serverOrder()).toEqual(["contract", "tender", "survey"]);
 
@@ -196,7 +196,7 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
     const panel = page.getByRole("complementary", { name: "Workflowitem" });
     await panel.locator(".resource-head[data-level=workflowitem]").waitFor();
     await shot(page, "workflowitem");
-    await panel.getByRole("button", { name: "Close", exact: true }).click();
+    await panel.getByRole("button", { name: "Close workflowitem", exact: true }).click();
     const alert = panel.getByRole("alert");
     const refused = await server.root.request("POST", `${subprojectPath(P, S)}/workflowitems/contract/close`, { body: {} }).then(
       () => "closed",
@@ -208,14 +208,14 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
     // Edit: a bad amount is refused at its field; a good one is saved. Then assign.
     await panel.getByRole("button", { name: "Edit" }).click();
     const edit = panel.getByRole("form", { name: "Update workflowitem" });
-    await edit.getByLabel("amount", { exact: true }).fill("12,5");
+    await edit.getByLabel("Amount", { exact: true }).fill("12,5");
     await edit.getByRole("button", { name: "Save" }).click();
     await expect(edit.locator(".field-error[data-field=amount]").textContent()).resolves.toBeTruthy();
-    await edit.getByLabel("amount", { exact: true }).fill("47000.00");
+    await edit.getByLabel("Amount", { exact: true }).fill("47000.00");
     await edit.getByRole("button", { name: "Save" }).click();
     await page.locator('.wi[data-id="contract"] .amount', { hasText: "47,000.00 BRL" }).waitFor();
-    await panel.getByLabel("Assign to").fill("root");
-    await panel.getByRole("button", { name: "Assign" }).click();
+    await panel.getByLabel("Assign to").selectOption("root");
+    await panel.getByRole("button", { name: "Assign workflowitem" }).click();
     await panel.getByRole("button", { name: "Edit" }).waitFor();
     const contract = await server.root.request<{ data: { amount: string; assignee: string } }>("GET", `${subprojectPath(P, S)}/workflowitems/contract`);
     expect(contract.data.amount).toBe("47000.00");
@@ -224,7 +224,7 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
     await page.locator('.wi[data-id="survey"] a.name').click();
     const first = page.getByRole("complementary", { name: "Workflowitem" });
     await first.getByLabel("Reject reason (optional)").fill("Survey done by the city already");
-    await first.getByRole("button", { name: "Reject" }).click();
+    await first.getByRole("button", { name: "Reject workflowitem" }).click();
     await expect(first.locator(".reject-reason").textContent()).resolves.toBe("Survey done by the city already");
     await page.locator('.wi[data-id="survey"] .badge.closed').waitFor();
   });
@@ -240,13 +240,13 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
     await page.getByRole("tab", { name: "Permissions" }).click();
     const perms = page.locator(".permissions");
     for (const intent of ["project.list", "project.viewDetails", "project.update"]) {
-      await perms.getByLabel("Intent", { exact: true }).selectOption(intent);
-      await perms.getByLabel("User or group").fill("eve");
+      await perms.getByLabel("Permission", { exact: true }).selectOption(intent);
+      await perms.getByLabel("User or group").selectOption("eve");
       await perms.getByRole("button", { name: "Grant", exact: true }).click();
-      await perms.locator("tr", { hasText: intent }).locator(".chip", { hasText: "eve" }).waitFor();
+      await perms.locator(`tr[data-intent="${intent}"]`).locator(".chip", { hasText: "Eve Viewer (eve)" }).waitFor();
     }
-    await perms.getByRole("button", { name: "Revoke project.update from eve" }).click();
-    await perms.getByRole("button", { name: "Revoke project.update from eve" }).waitFor({ state: "detached" });
+    await perms.getByRole("button", { name: "Revoke Edit from Eve Viewer (eve)" }).click();
+    await perms.getByRole("button", { name: "Revoke Edit from Eve Viewer (eve)" }).waitFor({ state: "detached" });
     const map = await server.root.request<Record<string, string[]>>("GET", `/api/v1/projects/${P}/permissions`);
     expect(map["project.viewDetails"]).toContain("eve");
     expect(map["project.update"] ?? []).not.toContain("eve");
@@ -265,7 +265,7 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
       expect((await permissions).status()).toBe(403);
       await eve.page.locator(".resource-head[data-level=project]").waitFor();
       await eve.page.evaluate(() => new Promise<void>((r) => requestAnimationFrame(() => r())));
-      for (const name of ["Edit", "Assign", "Close", "New subproject"]) {
+      for (const name of ["Edit", "Assign project", "Close project", "New subproject"]) {
         expect(await eve.page.getByRole("button", { name, exact: true }).count()).toBe(0);
       }
       await shot(eve.page, "project-no-permission");
@@ -316,7 +316,7 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
     await page.locator('.wi[data-id="w09999"]').waitFor();
     expect(await page.locator(".vrow").count()).toBeLessThan(60);
     // Still usable at the bottom: move the last item up, and the server has it.
-    await page.getByRole("button", { name: "Move w09999 up" }).click();
+    await page.getByRole("button", { name: "Move Step 10000 up" }).click();
     await page.locator(".notice[data-kind=ok]").waitFor();
     const ordering = await server.root.request<{ ordering: string[] }>("GET", `${subprojectPath(P, "big")}/workflowitem-ordering`);
     expect(ordering.ordering.slice(-2)).toEqual(["w09999", "w09998"]);

@@ -16,9 +16,8 @@ import { openFlowstore, type Flowstore } from "../../src/compose/index.js";
 import { buildServer } from "../../src/http/server.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { CHECKPOINT_KEY_FILE, Checkpoints, loadCheckpointKey } from "../../src/resources/audit/checkpoint.js";
-import { sealEvent, type ResourceEvent } from "../../src/resources/model/events.js";
-import { layout } from "../../src/resources/model/layout.js";
 import { raw, ROOT_PASSWORD, SECRET } from "./harness.js";
+import { rewriteFrom } from "../support/rechain.js";
 import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -51,23 +50,6 @@ afterEach(async () => {
   await kv.close();
   await removeTempDir(dir);
 });
-
-/** Rewrites event `seq` (with `edit`) and re-chains everything after it, head and ledger included. */
-async function rewriteFrom(seq: number, edit: (e: ResourceEvent) => void): Promise<void> {
-  const head = JSON.parse((await kv.get(P, layout.head))!.value.toString("utf8"));
-  let prev = seq > 1 ? (JSON.parse((await kv.get(P, layout.log(seq - 1)))!.value.toString("utf8")) as ResourceEvent).hash : null;
-  const ops = [];
-  for (let s = seq; s <= head.seq; s++) {
-    const { hash: _old, ...e } = JSON.parse((await kv.get(P, layout.log(s)))!.value.toString("utf8")) as ResourceEvent;
-    if (s === seq) edit(e as ResourceEvent);
-    const sealed = sealEvent({ ...e, prev });
-    prev = sealed.hash;
-    ops.push({ type: "put" as const, key: layout.log(s), value: Buffer.from(JSON.stringify(sealed)) });
-  }
-  ops.push({ type: "put" as const, key: layout.head, value: Buffer.from(JSON.stringify({ seq: head.seq, hash: prev })) });
-  await kv.commit(P, ops);
-  await kv.commit(layout.ledger, [{ type: "put", key: layout.ledgerEntry(P), value: Buffer.from(JSON.stringify({ seq: head.seq, hash: prev })) }]);
-}
 
 it("serves a signed checkpoint to holders of project.viewHistory; verify --checkpoint proves history extends it and names a rewritten seq", async () => {
   const app = await buildServer(fs, { tokenSecret: SECRET, logger: false });
@@ -116,7 +98,7 @@ it("serves a signed checkpoint to holders of project.viewHistory; verify --check
     // History rewritten from event 3 on (re-chained): the chain alone is sound, the checkpoint is not.
     kv = LmdbKv.open(dir);
     fs = await openFlowstore(kv, { checkpointKey: { dataDir: dir } });
-    await rewriteFrom(3, (e) => {
+    await rewriteFrom(kv, P, 3, (e) => {
       e.at = "2020-01-01T00:00:00.000Z";
     });
     await writeFile(file, JSON.stringify(checkpoint));
@@ -192,7 +174,7 @@ it("verify --incremental records the verified heads, next checks only the chain 
   // History rewritten from event 2 on (re-chained, head and ledger too): the recorded head no longer holds.
   kv = LmdbKv.open(dir);
   fs = await openFlowstore(kv, { checkpointKey: { dataDir: dir } });
-  await rewriteFrom(2, (e) => {
+  await rewriteFrom(kv, P, 2, (e) => {
     e.actor = "mallory";
   });
   await fs.close();

@@ -15,6 +15,8 @@ import { raw, startServer, type Running } from "./harness.js";
 import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
 
 const run = promisify(execFile);
+/** The linters are test/package.json's dependencies (scripts/extras.mjs installs them before the suite). */
+const TOOLS = join(import.meta.dirname, "..", "node_modules", ".bin");
 type Json = Record<string, any>;
 
 const REDOCLY_CONFIG = `extends:
@@ -49,7 +51,7 @@ const findings = (report: Report, file: string): Findings => report.get(file) ??
 async function redocly(dir: string, specs: string[]): Promise<Report> {
   const out = join(dir, "redocly.json");
   // Exits 1 when it finds an error: the report is what counts.
-  await run("node_modules/.bin/redocly", ["lint", ...specs, "--config", join(dir, "redocly.yaml"), "--format=json", "--max-problems=10000"], { maxBuffer: 64 << 20 })
+  await run(join(TOOLS, "redocly"), ["lint", ...specs, "--config", join(dir, "redocly.yaml"), "--format=json", "--max-problems=10000"], { maxBuffer: 64 << 20 })
     .then((r) => writeFileSync(out, r.stdout))
     .catch((e: { stdout?: string }) => writeFileSync(out, e.stdout ?? "{}"));
   // One JSON report per file, in the order given, written one after the other.
@@ -70,7 +72,7 @@ async function redocly(dir: string, specs: string[]): Promise<Report> {
 
 async function spectral(dir: string, specs: string[]): Promise<Report> {
   const out = join(dir, "spectral.json");
-  await run("node_modules/.bin/spectral", ["lint", ...specs, "--ruleset", join(dir, "spectral.yaml"), "--format=json", "--output", out, "--quiet"]).catch(() => undefined);
+  await run(join(TOOLS, "spectral"), ["lint", ...specs, "--ruleset", join(dir, "spectral.yaml"), "--format=json", "--output", out, "--quiet"]).catch(() => undefined);
   const results = JSON.parse(readFileSync(out, "utf8")) as { code: string; severity: number; message: string; path: string[]; source: string }[];
   const byFile: Report = new Map(specs.map((f) => [f, { errors: [], warnings: 0 }]));
   for (const r of results) {

@@ -19,7 +19,7 @@ import { ALL_KINDS } from "../../src/compose/kinds.js";
 import type { FlowstoreClient } from "../../src/client/index.js";
 import { allPartitions, scanAll, type KvStore } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
-import type { GlobalIntentName as GlobalIntent } from "../../src/identity/wire.js";
+import type { GlobalIntent } from "../../src/client/index.js";
 import { formioForm } from "../process-data/helpers.js";
 import { METRICS_TOKEN, raw, startServer, type Running } from "./harness.js";
 import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";

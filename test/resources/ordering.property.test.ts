@@ -125,7 +125,12 @@ forEachBackend((backend) => {
   });
 });
 
-type IndexOp = { kind: "create"; id: string; tick: number } | { kind: "reorder"; pick: number[] } | { kind: "delete"; pick: number };
+type IndexOp =
+  | { kind: "create"; id: string; tick: number }
+  | { kind: "reorder"; pick: number[] }
+  | { kind: "delete"; pick: number }
+  /** A reorder that also names an id no live child has (a deleted child's, an unknown one, one no child can have): refused whole. */
+  | { kind: "stale"; pick: number[]; stale: number; at: number };
 
 // The order index (ordering.ts) against the rule it keeps: every page, walked with its cursors at any
 // limit, is the slice of effectiveOrder over the live children; verify recomputes the index from the log.
@@ -147,6 +152,7 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
               fc.record({ kind: fc.constant("create" as const), id: fc.constantFrom("a", "B", "z9", "é", "\u{1F600}", "\uFF21", "aa", "Z"), tick: fc.nat(2) }),
               fc.record({ kind: fc.constant("reorder" as const), pick: fc.array(fc.nat(30), { maxLength: 10 }) }),
               fc.record({ kind: fc.constant("delete" as const), pick: fc.nat(30) }),
+              fc.record({ kind: fc.constant("stale" as const), pick: fc.array(fc.nat(30), { maxLength: 10 }), stale: fc.nat(2), at: fc.nat(10) }),
             ),
             { maxLength: 40 },
           ),
@@ -160,6 +166,7 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
             await store.writes.create(SYSTEM, "folder", null, { title: "f" }, { id: `g${run}` });
             await store.writes.create(SYSTEM, "list", folder, { title: "l" }, { id: "l" });
             const live: { id: string; createdAtMs: number }[] = [];
+            const deleted: string[] = [];
             let n = 0;
             for (const op of ops) {
               if (op.kind === "create") {
@@ -169,9 +176,17 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
                 live.push({ id, createdAtMs: t });
               } else if (op.kind === "reorder") {
                 await store.writes.setOrdering(SYSTEM, list, [...new Set(op.pick.filter((i) => i < live.length).map((i) => live[i]!.id))]);
+              } else if (op.kind === "stale") {
+                const ids = [...new Set(op.pick.filter((i) => i < live.length).map((i) => live[i]!.id))];
+                const at = op.at % (ids.length + 1);
+                ids.splice(at, 0, [deleted.at(-1) ?? "gone", "unknown", "bad\u0000id"][op.stale]!);
+                const before = await store.reads.getOrdering(SYSTEM, list);
+                await expect(store.writes.setOrdering(SYSTEM, list, ids)).rejects.toMatchObject({ code: "validation", field: `ordering[${at}]` });
+                expect(await store.reads.getOrdering(SYSTEM, list)).toEqual(before);
               } else if (live.length > 0) {
                 const [gone] = live.splice(op.pick % live.length, 1);
                 await store.lifecycle.delete(SYSTEM, { type: "item", ids: [...list.ids, gone!.id] });
+                deleted.push(gone!.id);
               }
             }
             const { ordering } = await store.reads.getOrdering(SYSTEM, list);

@@ -128,6 +128,24 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
       }
     });
 
+    it("sorts by id as a reader orders: case-insensitively, numbers by value, with cursors that cover the list once", async () => {
+      for (const id of ["Item-9", "item-10", "item-2", "ITEM-002x"]) {
+        await wf.createProject(SYSTEM, { id, displayName: id });
+        await wf.grant(SYSTEM, { type: "project", ids: [id] }, "project.list", "bob");
+      }
+      const asc = ["item-2", "ITEM-002x", "Item-9", "item-10", "p03", "p04"];
+      for (const order of ["asc", "desc"] as const) {
+        const seen: string[] = [];
+        let cursor: string | null = null;
+        do {
+          const page: Page<Buffer> = await query(bob, { sort: "id", order, limit: 4, cursor });
+          seen.push(...ids(page));
+          cursor = page.nextCursor;
+        } while (cursor !== null);
+        expect(seen).toEqual(order === "asc" ? asc : [...asc].reverse());
+      }
+    });
+
     it("keeps a cursor correct when projects are created and deleted between pages", async () => {
       const first = await query(alice, { sort: "displayName", limit: 2 });
       expect(ids(first)).toEqual(["p05", "p06"]);

@@ -219,7 +219,10 @@ forEachBackend((backend) => {
       "project.projected_budget_deleted",
       "project.assigned",
     ]);
+    // the same events as the stored bytes (what a response joins)
+    expect((await wf.historyJson(mary, projectRef("p"))).items.map((b) => JSON.parse(b.toString("utf8")))).toEqual(history.items);
     await expect(wf.history(jane, projectRef("p"))).rejects.toBeInstanceOf(NotFoundError);
+    await expect(wf.historyJson(jane, projectRef("p"))).rejects.toBeInstanceOf(NotFoundError);
     expect((await wf.store.audit.verify(["project", "p"])).ok).toBe(true);
   });
 

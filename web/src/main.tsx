@@ -90,7 +90,7 @@ function App() {
     <>
       <header class="top">
         <strong class="brand">flowstore</strong>
-        <nav>
+        <nav aria-label="Sections">
           <a href={href("/projects")} class={section === "projects" ? "active" : ""}>
             Projects
           </a>
@@ -106,12 +106,16 @@ function App() {
             </a>
           ) : null}
         </nav>
-        <a href={href("/notifications")} class={`inbox${section === "notifications" ? " active" : ""}`} aria-label={`Notifications${unreadCount ? `, ${unreadCount} unread` : ""}`}>
+        <a href={href("/notifications")} class={`inbox${section === "notifications" ? " active" : ""}`}>
           Notifications
           {unreadCount ? (
-            <span class="unread" data-count={unreadCount}>
-              {unreadCount}
-            </span>
+            <>
+              {" "}
+              <span class="unread" data-count={unreadCount}>
+                {unreadCount}
+              </span>
+              <span class="visually-hidden"> unread</span>
+            </>
           ) : null}
         </a>
         <span class={`feed ${feed}`} title="live updates">
@@ -120,7 +124,7 @@ function App() {
         <a href={href("/me")} class="user" data-user={s.user} title="your account">
           {s.user}
         </a>
-        <button class="secondary" onClick={logout}>
+        <button type="button" class="secondary" onClick={logout}>
           Log out
         </button>
       </header>

@@ -4,6 +4,10 @@
  */
 import { useState } from "preact/hooks";
 import type { HistoryEvent, PermissionMap, WorkflowitemUpdate } from "../../src/client/index.js";
+import { LogCoverage } from "./log-coverage.js";
+import { labelOf, type Operation } from "./checks.js";
+import { describeIntent, intentsAt } from "./intents.js";
+import { IdentityPicker, identityName, useDirectory } from "./picker.js";
 import { client, handleOf, session } from "./session.js";
 import { ErrorBox, Field, FormError, fmtDate, useForm, useLive, useLoad } from "./ui.js";
 
@@ -22,6 +26,9 @@ export interface Resource {
   /** The intents the user holds on it, as the server answers with every read and list item. */
   allowedIntents?: string[];
 }
+
+/** What a reader calls a resource: its display name, or its type and id when it is redacted. */
+export const nameOf = (r: Resource): string => (r.redacted || !r.data.displayName ? `${r.type} ${r.id}` : String(r.data.displayName));
 
 export const levelOf = (ids: readonly string[]): Level => (["project", "subproject", "workflowitem"] as const)[ids.length - 1]!;
 
@@ -50,23 +57,18 @@ export function isAssignee(resource: Resource): boolean {
   return s !== null && typeof a === "string" && (a === s.user || s.groups.includes(a));
 }
 
-const INTENTS: Record<Level, string[]> = {
-  project: ["list", "viewDetails", "viewHistory", "update", "assign", "close", "createSubproject", "budget.updateProjected", "budget.deleteProjected"],
-  subproject: ["list", "viewDetails", "viewHistory", "update", "assign", "close", "createWorkflowitem", "reorderWorkflowitems", "budget.updateProjected", "budget.deleteProjected"],
-  workflowitem: ["list", "viewDetails", "viewHistory", "update", "assign", "close"],
-};
-
 export function intentsOf(level: Level, perms: PermissionMap | null): string[] {
-  const all = new Set([...INTENTS[level], "intent.listPermissions", "intent.grantPermission", "intent.revokePermission"].map((v) => `${level}.${v}`));
+  const all = new Set(intentsAt(level));
   for (const k of Object.keys(perms ?? {})) all.add(k);
-  return [...all].sort();
+  return [...all];
 }
 
-function describe(e: HistoryEvent): string {
+/** An event in words; ids of the resources it names are shown by their names where known. */
+function describe(e: HistoryEvent, names: ReadonlyMap<string, string>): string {
   const p = e.payload as Record<string, any>;
   const verb = e.type.slice(e.type.indexOf(".") + 1).replace(/_/g, " ");
-  if (p.intent) return `${verb}: ${p.intent} → ${p.identity}`;
-  if (p.ordering) return `${verb}: ${(p.ordering as string[]).length} items`;
+  if (p.intent) return `${verb}: ${describeIntent(p.intent).name} (${p.intent}) → ${p.identity}`;
+  if (Array.isArray(p.ordering)) return `${verb}: ${(p.ordering as string[]).map((id) => names.get(id) ?? id).join(", ") || "(none)"}`;
   if (p.data && typeof p.data === "object") {
     const fields = Object.entries(p.data as Record<string, unknown>)
       .slice(0, 6)
@@ -76,14 +78,53 @@ function describe(e: HistoryEvent): string {
   return verb;
 }
 
-export function HistoryPanel({ ids }: { ids: readonly string[] }) {
+/** The most children whose events a history shows beside its own (the most recently changed first). */
+const CHILD_HISTORIES = 50;
+const EVENTS_PER_PAGE = 50;
+
+/** Runs `f` over `items`, at most `width` at a time. */
+async function mapLimit<T, R>(items: readonly T[], width: number, f: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(width, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        out[i] = await f(items[i]!);
+      }
+    }),
+  );
+  return out;
+}
+
+const newestFirst = (a: HistoryEvent, b: HistoryEvent) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0);
+
+/**
+ * A resource's history, newest first; with `children` (a subproject's workflowitems, a project's
+ * subprojects), their latest events too, each named by its child, and an ordering by the names it set.
+ */
+export function HistoryPanel({ ids, children }: { ids: readonly string[]; children?: readonly Resource[] }) {
   const path = ids.join("/");
   const [more, setMore] = useState<HistoryEvent[]>([]);
-  const page = (cursor?: string) => handleOf(ids).history({ order: "desc", limit: 50, cursor });
+  const page = (cursor?: string) => handleOf(ids).history({ order: "desc", limit: EVENTS_PER_PAGE, cursor });
+  const shownChildren = [...(children ?? [])]
+    .filter((c) => !c.redacted)
+    .sort((a, b) => ((a.meta.updatedAt ?? a.meta.createdAt) < (b.meta.updatedAt ?? b.meta.createdAt) ? 1 : -1))
+    .slice(0, CHILD_HISTORIES);
+  const childKey = shownChildren.map((c) => `${c.id}@${c.meta.version ?? ""}`).join(",");
   const first = useLoad(async () => {
     setMore([]);
-    return page();
-  }, [path]);
+    const [own, ...theirs] = await Promise.all([
+      page(),
+      mapLimit(shownChildren, 4, (c) =>
+        handleOf([...ids, c.id])
+          .history({ order: "desc", limit: EVENTS_PER_PAGE })
+          .then((p) => p.items)
+          .catch(() => [] as HistoryEvent[]),
+      ),
+    ]);
+    return { ...own, children: (theirs[0] ?? []).flat() };
+  }, [path, childKey]);
   useLive(
     (e) => e.path.length >= ids.length && ids.every((id, i) => e.path[i]?.id === id),
     () => void first.reload(),
@@ -91,31 +132,40 @@ export function HistoryPanel({ ids }: { ids: readonly string[] }) {
   );
   const [cursor, setCursor] = useState<string | null | undefined>(undefined);
   const next = cursor === undefined ? first.data?.nextCursor : cursor;
-  const events = [...(first.data?.items ?? []), ...more];
+  const events = [...(first.data?.items ?? []), ...more, ...(first.data?.children ?? [])].sort(newestFirst);
+  const names = new Map((children ?? []).filter((c) => !c.redacted).map((c) => [c.id, String(c.data.displayName ?? c.id)]));
   return (
     <div class="history">
       <ErrorBox error={first.error} />
+      {events[0] ? <LogCoverage project={ids[0]!} seq={events[0].seq} /> : null}
+      {children && children.length > 0 ? (
+        <p class="muted small">
+          With the latest events of{" "}
+          {shownChildren.length < children.length ? `the ${shownChildren.length} most recently changed of its ${children.length}` : `its ${children.length}`}{" "}
+          {levelOf([...ids, ""])}s.
+        </p>
+      ) : null}
       <ol class="timeline">
         {events.map((e) => (
           <li>
-            <time>{fmtDate(e.at)}</time> <strong>{e.actor}</strong> <span class="what">{describe(e)}</span>
+            <time>{fmtDate(e.at)}</time> <strong>{e.actor}</strong>{" "}
             {e.path.length > ids.length ? (
-              <span class="muted">
-                {" "}
-                (
+              <span class="child">
                 {e.path
                   .slice(ids.length)
-                  .map((p) => `${p.type} ${p.id}`)
+                  .map((p) => `${p.type} ${names.get(p.id) ?? p.id}`)
                   .join(" / ")}
-                )
+                :{" "}
               </span>
             ) : null}
+            <span class="what">{describe(e, names)}</span>
           </li>
         ))}
       </ol>
       {first.data && events.length === 0 ? <p class="muted">No events.</p> : null}
       {next ? (
         <button
+          type="button"
           onClick={async () => {
             const older = await page(next);
             setMore((m) => [...m, ...older.items]);
@@ -131,59 +181,81 @@ export function HistoryPanel({ ids }: { ids: readonly string[] }) {
 
 export function PermissionsPanel({ ids }: { ids: readonly string[] }) {
   const { perms, can } = useIntents(ids);
+  const dir = useDirectory();
   const level = levelOf(ids);
   const intents = intentsOf(level, perms.data);
   const [intent, setIntent] = useState(`${level}.viewDetails`);
   const [identity, setIdentity] = useState("");
-  const form = useForm();
+  const form = useForm(`POST /api/v1/${["projects/{}", "subprojects/{}", "workflowitems/{}"].slice(0, ids.length).join("/")}/permissions/grant` as Operation);
   if (perms.error) return <ErrorBox error={perms.error} />;
   if (!perms.data) return <p class="muted">Loading…</p>;
   const change = (action: "grant" | "revoke", i: string, who: string) =>
-    form.submit(async () => {
-      await handleOf(ids)[action](i, who);
-      await perms.reload();
-    });
+    form.submit(
+      async () => {
+        await handleOf(ids)[action](i, who);
+        await perms.reload();
+      },
+      action === "grant" ? { intent: i, identity: who } : undefined,
+    );
   return (
     <div class="permissions">
       <table>
+        <caption>Who may do what on this {level}</caption>
         <thead>
           <tr>
-            <th>Intent</th>
-            <th>Users and groups</th>
+            <th scope="col">Permission</th>
+            <th scope="col">Users and groups</th>
           </tr>
         </thead>
         <tbody>
           {intents
             .filter((i) => (perms.data![i] ?? []).length > 0)
-            .map((i) => (
-              <tr>
-                <td>{i}</td>
-                <td>
-                  {perms.data![i]!.map((who) => (
-                    <span class="chip">
-                      {who}
-                      {can("intent.revokePermission") ? (
-                        <button class="link" aria-label={`Revoke ${i} from ${who}`} onClick={() => change("revoke", i, who)}>
-                          ×
-                        </button>
-                      ) : null}
-                    </span>
-                  ))}
-                </td>
-              </tr>
-            ))}
+            .map((i) => {
+              const d = describeIntent(i);
+              return (
+                <tr data-intent={i}>
+                  <th scope="row">
+                    <span class="intent-name">{d.name}</span>
+                    {d.explain ? <span class="muted small intent-explain">{d.explain}</span> : null}
+                  </th>
+                  <td>
+                    {perms.data![i]!.map((who) => (
+                      <span class="chip" data-identity={who}>
+                        {identityName(dir.data, who)}
+                        {can("intent.revokePermission") ? (
+                          <button type="button" class="link" aria-label={`Revoke ${d.name} from ${identityName(dir.data, who)}`} onClick={() => change("revoke", i, who)}>
+                            ×
+                          </button>
+                        ) : null}
+                      </span>
+                    ))}
+                  </td>
+                </tr>
+              );
+            })}
         </tbody>
       </table>
       {can("intent.grantPermission") ? (
         <form
           class="inline"
+          aria-label="Grant a permission"
           onSubmit={async (e) => {
             e.preventDefault();
-            if (await change("grant", intent, identity.trim())) setIdentity("");
+            if (await change("grant", intent, identity)) setIdentity("");
           }}
         >
-          <Field form={form} name="intent" label="Intent" value={intent} onInput={setIntent} options={intents} />
-          <Field form={form} name="identity" label="User or group" value={identity} onInput={setIdentity} placeholder="user or group id" />
+          <Field
+            form={form}
+            name="intent"
+            label="Permission"
+            value={intent}
+            onInput={setIntent}
+            choices={intents.map((i) => {
+              const d = describeIntent(i);
+              return { value: i, label: d.explain ? `${d.name}: ${d.explain}` : d.name };
+            })}
+          />
+          <IdentityPicker form={form} name="identity" label="User or group" value={identity} onInput={setIdentity} />
           <button type="submit" disabled={form.busy}>
             Grant
           </button>
@@ -213,6 +285,7 @@ export function Actions({
   const [reason, setReason] = useState("");
   const assign = useForm();
   const close = useForm();
+  const what = level === "workflowitem" && reason.trim() ? "Reject" : "Close";
   const open = resource.data.status !== "closed";
   return (
     <div class="actions">
@@ -221,15 +294,15 @@ export function Actions({
           class="inline"
           onSubmit={async (e) => {
             e.preventDefault();
-            if (await assign.submit(() => handleOf(ids).assign(assignee.trim(), { ifMatch: version ?? undefined }))) {
+            if (await assign.submit(() => handleOf(ids).assign(assignee, { ifMatch: version ?? undefined }))) {
               setAssignee("");
               onChange();
             }
           }}
         >
-          <Field form={assign} name="assignee" label="Assign to" value={assignee} onInput={setAssignee} placeholder="user or group id" />
-          <button type="submit" disabled={assign.busy}>
-            Assign
+          <IdentityPicker form={assign} name="assignee" label="Assign to" value={assignee} onInput={setAssignee} />
+          <button type="submit" disabled={assign.busy || !assignee}>
+            Assign {level}
           </button>
           <FormError form={assign} fields={["assignee"]} />
         </form>
@@ -250,7 +323,7 @@ export function Actions({
         >
           {level === "workflowitem" ? <Field form={close} name="rejectReason" label="Reject reason (optional)" value={reason} onInput={setReason} /> : null}
           <button type="submit" disabled={close.busy} class="danger">
-            {level === "workflowitem" && reason.trim() ? "Reject" : "Close"}
+            {what} {level}
           </button>
           <FormError form={close} fields={["rejectReason"]} />
         </form>
@@ -264,7 +337,7 @@ export function UpdateForm({ ids, resource, version, onDone }: { ids: readonly s
   const level = levelOf(ids);
   const names = level === "workflowitem" ? ["displayName", "description", "amountType", "amount", "currency", "dueDate"] : ["displayName", "description"];
   const [values, setValues] = useState<Record<string, string>>(() => Object.fromEntries(names.map((n) => [n, resource.data[n] == null ? "" : String(resource.data[n])])));
-  const form = useForm();
+  const form = useForm(`PATCH /api/v1/${["projects/{}", "subprojects/{}", "workflowitems/{}"].slice(0, ids.length).join("/")}` as Operation);
   return (
     <form
       class="stack"
@@ -278,14 +351,14 @@ export function UpdateForm({ ids, resource, version, onDone }: { ids: readonly s
           if (values[n] !== before) patch[n] = values[n];
         }
         if (Object.keys(patch).length === 0) return onDone();
-        if (await form.submit(() => handleOf(ids).update(patch as WorkflowitemUpdate, { ifMatch: version ?? undefined }))) onDone();
+        if (await form.submit(() => handleOf(ids).update(patch as WorkflowitemUpdate, { ifMatch: version ?? undefined }), patch)) onDone();
       }}
     >
       {names.map((n) => (
         <Field
           form={form}
           name={n}
-          label={n}
+          label={labelOf(n)}
           value={values[n] ?? ""}
           multiline={n === "description"}
           options={n === "amountType" ? ["N/A", "disbursed", "allocated"] : undefined}

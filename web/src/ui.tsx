@@ -3,6 +3,7 @@ import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import type { HistoryEvent, ProblemError } from "../../src/client/index.js";
 import { onEvent } from "./feed.js";
+import { check, explain, type Operation } from "./checks.js";
 import { asProblem, fieldOf } from "./session.js";
 
 export interface Loaded<T> {
@@ -59,6 +60,22 @@ export function useLive(match: (e: HistoryEvent) => boolean, refresh: () => void
   }, deps);
 }
 
+/** The width below which the pages take one column (style.css's narrow layout uses the same). */
+export const NARROW = "(max-width: 700px)";
+
+/** Whether a media query matches now, following it as it changes. */
+export function useMedia(query: string): boolean {
+  const [matches, setMatches] = useState(() => window.matchMedia(query).matches);
+  useEffect(() => {
+    const m = window.matchMedia(query);
+    const on = () => setMatches(m.matches);
+    on();
+    m.addEventListener("change", on);
+    return () => m.removeEventListener("change", on);
+  }, [query]);
+  return matches;
+}
+
 export function ErrorBox({ error }: { error: ProblemError | string | null | undefined }) {
   if (!error) return null;
   const text =
@@ -82,28 +99,46 @@ export function Status({ status, redacted }: { status?: string; redacted?: boole
 
 export interface FormState {
   busy: boolean;
+  /** The server's refusal, when it named no field of the form (or the form shows it as a whole). */
   error: ProblemError | null;
-  /** The message for a field, when the server named it. */
+  /** The message for a field: from the check before sending, or the server's refusal naming it. */
   fieldError: (name: string) => string | undefined;
-  submit: (run: () => Promise<unknown>) => Promise<boolean>;
+  /**
+   * Checks `body` against the operation's schema (when the form names one): a field it refuses is
+   * shown at the field and nothing is sent. Otherwise runs `run`; a refusal naming a field is shown
+   * at it, in words.
+   */
+  submit: (run: () => Promise<unknown>, body?: unknown) => Promise<boolean>;
 }
 
-export function useForm(): FormState {
+/** A form's state; `op` names the operation whose request schema its body is checked against. */
+export function useForm(op?: Operation): FormState {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<ProblemError | null>(null);
-  const field = error ? fieldOf(error) : undefined;
+  const [fields, setFields] = useState<Record<string, string>>({});
   return {
     busy,
     error,
-    fieldError: (name) => (field && (field === name || field.startsWith(`${name}.`)) ? error!.detail : undefined),
-    async submit(run) {
+    fieldError: (name) => fields[name] ?? Object.entries(fields).find(([f]) => f.startsWith(`${name}.`))?.[1],
+    async submit(run, body) {
       setBusy(true);
       setError(null);
+      setFields({});
       try {
+        if (op && body !== undefined) {
+          const refused = await check(op, body);
+          if (refused.length > 0) {
+            setFields(Object.fromEntries(refused.map((r) => [r.field, r.message])));
+            return false;
+          }
+        }
         await run();
         return true;
       } catch (e) {
-        setError(asProblem(e));
+        const problem = asProblem(e);
+        const field = fieldOf(problem);
+        if (field) setFields({ [field]: await explain(op, field, problem.detail) });
+        setError(problem);
         return false;
       } finally {
         setBusy(false);
@@ -120,6 +155,13 @@ export function FormError({ form, fields }: { form: FormState; fields: string[] 
   return <ErrorBox error={e} />;
 }
 
+export interface Choice {
+  readonly value: string;
+  readonly label: string;
+  /** The heading it is listed under (an optgroup). */
+  readonly group?: string;
+}
+
 export function Field(props: {
   form: FormState;
   name: string;
@@ -129,22 +171,36 @@ export function Field(props: {
   type?: string;
   placeholder?: string;
   options?: string[];
+  /** A select of these (grouped by their `group`), with the placeholder as its empty first choice. */
+  choices?: readonly Choice[];
   multiline?: boolean;
+  /** A line under the input saying what is expected. */
+  hint?: string;
 }) {
   const error = props.form.fieldError(props.name);
-  const id = useRef(`f-${props.name}-${Math.random().toString(36).slice(2, 8)}`).current;
+  const id = useRef(`f-${props.name.replace(/[^A-Za-z0-9_-]/g, "-")}-${Math.random().toString(36).slice(2, 8)}`).current;
+  const described = [error ? `${id}-err` : "", props.hint ? `${id}-hint` : ""].filter(Boolean).join(" ");
   const common = {
     id,
     name: props.name,
     value: props.value,
     "aria-invalid": error ? true : undefined,
-    "aria-describedby": error ? `${id}-err` : undefined,
+    "aria-describedby": described || undefined,
     onInput: (e: Event) => props.onInput((e.currentTarget as HTMLInputElement).value),
   };
+  const groups = props.choices ? [...new Set(props.choices.map((c) => c.group ?? ""))] : [];
   return (
     <div class={`field${error ? " invalid" : ""}`}>
       <label for={id}>{props.label}</label>
-      {props.options ? (
+      {props.choices ? (
+        <select {...common} onChange={common.onInput}>
+          <option value="">{props.placeholder ?? "Choose…"}</option>
+          {groups.map((g) => {
+            const options = props.choices!.filter((c) => (c.group ?? "") === g).map((c) => <option value={c.value}>{c.label}</option>);
+            return g ? <optgroup label={g}>{options}</optgroup> : options;
+          })}
+        </select>
+      ) : props.options ? (
         <select {...common} onChange={common.onInput}>
           {props.options.map((o) => (
             <option value={o}>{o}</option>
@@ -155,6 +211,11 @@ export function Field(props: {
       ) : (
         <input {...common} type={(props.type ?? "text") as "text"} placeholder={props.placeholder} />
       )}
+      {props.hint ? (
+        <span class="muted small" id={`${id}-hint`}>
+          {props.hint}
+        </span>
+      ) : null}
       {error ? (
         <span class="field-error" id={`${id}-err`} data-field={props.name}>
           {error}
@@ -172,7 +233,7 @@ export function Tabs(props: { tabs: { key: string; label: string; show?: boolean
     <section class="tabs">
       <div role="tablist">
         {visible.map((t) => (
-          <button role="tab" aria-selected={t === tab} class={t === tab ? "active" : ""} onClick={() => setActive(t.key)}>
+          <button type="button" role="tab" aria-selected={t === tab} class={t === tab ? "active" : ""} onClick={() => setActive(t.key)}>
             {t.label}
           </button>
         ))}

@@ -30,23 +30,16 @@ export function VirtualList<T>(props: {
   for (let i = first; i < last; i++) {
     const item = items[i]!;
     rows.push(
-      <div key={props.keyOf(item)} class="vrow" role="listitem" aria-posinset={i + 1} aria-setsize={items.length} style={{ top: `${i * rowHeight}px`, height: `${rowHeight}px` }}>
+      <li key={props.keyOf(item)} class="vrow" aria-posinset={i + 1} aria-setsize={items.length} style={{ top: `${i * rowHeight}px`, height: `${rowHeight}px` }}>
         {props.row(item, i)}
-      </div>,
+      </li>,
     );
   }
   return (
-    <div
-      ref={box}
-      class="vlist"
-      role="list"
-      aria-label={props.label}
-      style={{ height: `${Math.min(height, Math.max(items.length, 1) * rowHeight + 2)}px` }}
-      onScroll={(e) => setTop(e.currentTarget.scrollTop)}
-    >
-      <div class="vspacer" style={{ height: `${items.length * rowHeight}px` }}>
+    <div ref={box} class="vlist" style={{ height: `${Math.min(height, Math.max(items.length, 1) * rowHeight + 2)}px` }} onScroll={(e) => setTop(e.currentTarget.scrollTop)}>
+      <ul class="vspacer" aria-label={props.label} style={{ height: `${items.length * rowHeight}px` }}>
         {rows}
-      </div>
+      </ul>
     </div>
   );
 }

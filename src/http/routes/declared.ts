@@ -48,6 +48,13 @@ export const HistoryQuery = Type.Object(
     type: Type.Optional(
       Type.String({ minLength: 1, maxLength: 200, pattern: "^[a-z][a-zA-Z0-9_]*\\.[a-z][a-zA-Z0-9_]*$", description: "only events of this type, e.g. workflowitem.closed" }),
     ),
+    diff: Type.Optional(
+      Type.Boolean({
+        default: false,
+        description:
+          "every event that changed the data with its field-level diff (payload.changes: FieldChange[]); events written before diffs were recorded get theirs from a replay",
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -19,6 +19,8 @@ import { DisabledLoginError, ForbiddenError, UnauthorizedError } from "../../err
 import { PASSWORD_MAX } from "../../identity/index.js";
 import type { ExtraClaims, IssuedToken } from "../../identity/index.js";
 import { bearerToken } from "../auth.js";
+import { withReason } from "../reason.js";
+import type { Actor } from "../../access/actor.js";
 import { DEFAULT_LOGIN_RATE_LIMITS, loginLimiter, type LoginRateLimits } from "../rate-limit.js";
 import type { RoutePlugin } from "../context.js";
 import { noStore } from "../conventions.js";
@@ -97,12 +99,14 @@ const CROSS_ORIGIN = "a change authenticated by the session cookie must come fro
 export function authenticated(scope: FastifyInstance): void {
   scope.addHook("onRequest", async (request, reply) => {
     if (cookies(request)[TOKEN_COOKIE] !== undefined && crossOriginCookieChange(request)) return reply.code(403).send(errorBody(403, CROSS_ORIGIN));
+    let actor: Actor;
     try {
-      request.actor = await request.server.flowstore.tokens.verify(accessToken(request));
+      actor = await request.server.flowstore.tokens.verify(accessToken(request));
     } catch (e) {
       if (!(e instanceof UnauthorizedError)) throw e;
       return reply.code(401).send(errorBody(401, TOKEN_REQUIRED));
     }
+    request.actor = withReason(request, actor);
     return undefined;
   });
 }

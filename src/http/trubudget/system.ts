@@ -4,7 +4,8 @@
  * - public: `readiness` (200 "Ready" while the store answers, else 504 as TruBudget's) and `liveness`
  *   (the process's uptime);
  * - authenticated: `version` (TruBudget's shape: `api` is flowstore's release, `blockchain` the store
- *   with the time a read of it took, `multichain` the backend with the time a raw read of it took),
+ *   with the time a read of it took, `multichain` the backend with the time a raw read of it took, `storage` the document store, which is
+ *   the store itself: TruBudget's frontend offers file uploads only when `storage.ping` is there),
  *   `provisioned` (true once root recorded `provisioning.end`; `provisioning.start|end` are root's),
  *   `system.createBackup` (root only, as TruBudget, unless `global.createBackup` is granted: flowstore's
  *   own export format, gzip) and `system.restoreBackup` (root only unless `global.restoreBackup` is
@@ -50,10 +51,15 @@ export const publicSystemRoutes: RoutePlugin = async (app) => {
 export const systemRoutes: RoutePlugin = async (app) => {
   const { kv, identity } = app.flowstore;
 
-  app.get("/version", { schema: { response: { 200: Reply(Type.Object({ api: Release, blockchain: Release, multichain: Release })) } } }, async () => {
+  app.get("/version", { schema: { response: { 200: Reply(Type.Object({ api: Release, blockchain: Release, multichain: Release, storage: Release })) } } }, async () => {
     const store = await elapsed(() => app.flowstore.ready());
     const backend = await elapsed(() => kv.listPartitions("identity", { limit: 1 }));
-    return ok({ api: { release: RELEASE }, blockchain: { release: RELEASE, ping: store }, multichain: { release: kv.backend, ping: backend } });
+    return ok({
+      api: { release: RELEASE },
+      blockchain: { release: RELEASE, ping: store },
+      multichain: { release: kv.backend, ping: backend },
+      storage: { release: RELEASE, ping: backend },
+    });
   });
 
   // Provisioned once root recorded provisioning.end (TruBudget's system information), not merely because root exists:

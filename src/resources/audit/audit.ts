@@ -8,6 +8,7 @@ import { type Entry, scanAll, type Key, type Partition, type ScanPage } from "..
 import { decode, encode } from "../../kv/tuple.js";
 import { allows, type Actor, type Permissions } from "../../access/actor.js";
 import { pageLimit, MAX_PAGE, type Core, type Page } from "../core/core.js";
+import { renderChanges } from "../model/diff.js";
 import { checkLink, fold, type ResourceEvent, type VerifyResult } from "../model/events.js";
 import { layout } from "../model/layout.js";
 import { RecordView, type Envelope } from "../model/record.js";
@@ -27,6 +28,12 @@ export interface HistoryOptions {
   until?: string;
   /** Only events of this type (`<resourceType>.<verb>`). */
   type?: string;
+  /**
+   * Every event that changed the resource's data with its field-level diff (`payload.changes`): events
+   * written since diffs are recorded carry theirs; an older one gets it rendered from a replay of the
+   * resource's history (diff.ts renderChanges).
+   */
+  diff?: boolean;
 }
 
 function timeOf(value: string | undefined, field: string): number | null {
@@ -53,6 +60,11 @@ function historyFilter(o: HistoryOptions): ((e: ResourceEvent) => boolean) | nul
 /** A grant or a revoke: shown only to those who may list the resource's permissions. */
 /** In the bytes of every event that may hold what only a permission lister sees (a `permissions` map, a `…permission_granted` type). */
 const PERMISSION = Buffer.from("permission", "latin1");
+
+/** An event that changed the data (a patch) without the diff diffs are recorded with now: written before they were. */
+function lacksChanges(e: ResourceEvent): boolean {
+  return e.payload.data !== undefined && e.payload.changes === undefined && !e.type.endsWith(".created");
+}
 
 function isPermissionChange(e: ResourceEvent): boolean {
   const verb = e.type.slice(e.type.lastIndexOf(".") + 1);
@@ -106,7 +118,8 @@ export class Audit {
     };
     // As stored, unparsed: no filter asked, and nothing to hide (the caller sees permissions, or the
     // event's bytes do not name one: a permission map and a grant or revoke event both do).
-    const asStored = (raw: Buffer): boolean => bytes && asked === null && (seesPermissions || raw.indexOf(PERMISSION) < 0);
+    const asStored = (raw: Buffer): boolean => bytes && asked === null && options.diff !== true && (seesPermissions || raw.indexOf(PERMISSION) < 0);
+    const parsed: ResourceEvent[] = [];
     // Unfiltered: one page of the index. Filtered: index pages are read on until the page is full or the
     // history ends; the cursor stays a position in the index, so paging on continues after the last read.
     const items: (ResourceEvent | Buffer)[] = [];
@@ -124,11 +137,33 @@ export class Audit {
           continue;
         }
         const event = JSON.parse(e.value.toString("utf8")) as ResourceEvent;
-        if (!keep || keep(event)) items.push(bytes ? Buffer.from(JSON.stringify(shown(event))) : shown(event));
+        if (keep && !keep(event)) continue;
+        if (options.diff === true) parsed.push(shown(event));
+        else items.push(bytes ? Buffer.from(JSON.stringify(shown(event))) : shown(event));
       }
       cursor = page.cursor;
-    } while (keep && cursor !== null && items.length < limit);
+    } while (keep && cursor !== null && items.length + parsed.length < limit);
+    if (options.diff === true) {
+      const rendered = parsed.some(lacksChanges) ? renderChanges(await this.#wholeHistory(actor, ref), l.type.decl.keyedArrays) : null;
+      for (const e of parsed) {
+        const changes = lacksChanges(e) ? rendered?.get(e.seq) : undefined;
+        const event = changes === undefined ? e : { ...e, payload: { ...e.payload, changes } };
+        items.push(bytes ? Buffer.from(JSON.stringify(event)) : event);
+      }
+    }
     return { items, nextCursor: cursor };
+  }
+
+  /** Every event of a resource's history the actor may read, oldest first. */
+  async #wholeHistory(actor: Actor, ref: Ref): Promise<ResourceEvent[]> {
+    const events: ResourceEvent[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: Page<ResourceEvent> = await this.history(actor, ref, { cursor, limit: MAX_PAGE });
+      events.push(...page.items);
+      cursor = page.nextCursor;
+    } while (cursor !== null);
+    return events;
   }
 
   /**
@@ -163,13 +198,7 @@ export class Audit {
   async asOf(actor: Actor, ref: Ref, time: Date | string): Promise<Envelope | null> {
     const at = new Date(time);
     if (Number.isNaN(at.getTime())) throw new ValidationError("time must be an ISO 8601 date-time", "time");
-    const events: ResourceEvent[] = [];
-    let cursor: string | null = null;
-    do {
-      const page: Page<ResourceEvent> = await this.history(actor, ref, { cursor, limit: MAX_PAGE });
-      for (const e of page.items) if (Date.parse(e.at) <= at.getTime()) events.push(e);
-      cursor = page.nextCursor;
-    } while (cursor !== null);
+    const events = (await this.#wholeHistory(actor, ref)).filter((e) => Date.parse(e.at) <= at.getTime());
     const s = fold(events);
     if (!s || s.deleted) return null;
     return {

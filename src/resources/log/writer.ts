@@ -526,7 +526,9 @@ export class PartitionWriter {
         const hk = historyKey(seq + 1);
         const hkey = keyOf(hk);
         seq++;
-        const { event, bytes } = sealEventBytes({ seq, at: now, actor: actor.id, type, path, payload, prev });
+        // The reason the actor gave for this write goes with each of its events.
+        const recorded = actor.reason === undefined ? payload : { ...payload, reason: actor.reason };
+        const { event, bytes } = sealEventBytes({ seq, at: now, actor: actor.id, type, path, payload: recorded, prev });
         prev = event.hash;
         layer.ops.push({ type: "put", key: layout.log(seq), value: bytes });
         layer.values.set(latin1(encode(layout.log(seq))), bytes);

@@ -12,11 +12,13 @@ import * as crypto from "node:crypto";
 import { createHash } from "node:crypto";
 import type { Static } from "@sinclair/typebox";
 import type { Permissions } from "../../access/actor.js";
-import type { Event, PathItem as PathItemSchema, VerifyResult as VerifyResultSchema } from "./wire.js";
+import type { Event, FieldChange as FieldChangeSchema, PathItem as PathItemSchema, VerifyResult as VerifyResultSchema } from "./wire.js";
 import { canonicalJson } from "../../kv/canonical.js";
 
 /** The shapes are declared once, as TypeBox schemas, in wire.ts. */
 export type PathItem = Static<typeof PathItemSchema>;
+/** One field an update changed (diff.ts computes them). */
+export type FieldChange = Static<typeof FieldChangeSchema>;
 
 /** What an event did, in a shape a generic fold can replay (see `fold`). */
 export interface EventPayload {
@@ -32,6 +34,10 @@ export interface EventPayload {
   /** Ordering changes. */
   childType?: string;
   ordering?: string[];
+  /** On a change of the data (an update, a domain command's patch): what changed, field by field (diff.ts). */
+  changes?: FieldChange[];
+  /** The reason the actor gave for the write (`Actor.reason`), on each event of it. */
+  reason?: string;
   /** Anything else a domain command records (reasons, ids of swept children, ...). */
   [extra: string]: unknown;
 }
@@ -149,39 +155,42 @@ export interface Folded {
 /** Replays one resource's events (oldest first) into its state. */
 export function fold(events: readonly ResourceEvent[]): Folded | null {
   let s: Folded | null = null;
-  for (const e of events) {
-    const verb = e.type.slice(e.type.indexOf(".") + 1);
-    if (verb === "created") {
-      s = {
-        data: { ...(e.payload.data ?? {}) },
-        permissions: structuredClone(e.payload.permissions ?? {}),
-        createdAt: e.payload.origin?.createdAt ?? e.at,
-        createdBy: e.payload.origin?.createdBy ?? e.actor,
-        updatedAt: e.at,
-        version: 1,
-        deleted: false,
-      };
-      continue;
-    }
-    if (!s || !changesRecord(verb)) continue;
-    s.updatedAt = e.at;
-    if (verb === "deleted") {
-      s.deleted = true;
-      continue;
-    }
-    if (e.payload.data) {
-      for (const [k, v] of Object.entries(e.payload.data)) {
-        if (v === null) delete s.data[k];
-        else s.data[k] = v;
-      }
-    }
-    if (verb === "permission_granted" && e.payload.intent && e.payload.identity) {
-      const list = (s.permissions[e.payload.intent] ??= []);
-      if (!list.includes(e.payload.identity)) list.push(e.payload.identity);
-    } else if (verb === "permission_revoked" && e.payload.intent && e.payload.identity) {
-      s.permissions[e.payload.intent] = (s.permissions[e.payload.intent] ?? []).filter((i) => i !== e.payload.identity);
-    }
-    s.version++;
+  for (const e of events) s = foldStep(s, e);
+  return s;
+}
+
+/** One step of `fold`: the state after `e`, given the state before it (changed in place, except on create). */
+export function foldStep(s: Folded | null, e: ResourceEvent): Folded | null {
+  const verb = e.type.slice(e.type.indexOf(".") + 1);
+  if (verb === "created") {
+    return {
+      data: { ...(e.payload.data ?? {}) },
+      permissions: structuredClone(e.payload.permissions ?? {}),
+      createdAt: e.payload.origin?.createdAt ?? e.at,
+      createdBy: e.payload.origin?.createdBy ?? e.actor,
+      updatedAt: e.at,
+      version: 1,
+      deleted: false,
+    };
   }
+  if (!s || !changesRecord(verb)) return s;
+  s.updatedAt = e.at;
+  if (verb === "deleted") {
+    s.deleted = true;
+    return s;
+  }
+  if (e.payload.data) {
+    for (const [k, v] of Object.entries(e.payload.data)) {
+      if (v === null) delete s.data[k];
+      else s.data[k] = v;
+    }
+  }
+  if (verb === "permission_granted" && e.payload.intent && e.payload.identity) {
+    const list = (s.permissions[e.payload.intent] ??= []);
+    if (!list.includes(e.payload.identity)) list.push(e.payload.identity);
+  } else if (verb === "permission_revoked" && e.payload.intent && e.payload.identity) {
+    s.permissions[e.payload.intent] = (s.permissions[e.payload.intent] ?? []).filter((i) => i !== e.payload.identity);
+  }
+  s.version++;
   return s;
 }

@@ -64,6 +64,12 @@ export interface TypeDecl {
    * indexed (assignments.ts), so "what is assigned to u" reads that index, not the store.
    */
   readonly assigneeField?: string;
+  /**
+   * Array fields whose elements are identified by some of their members (projected budgets by
+   * organization and currency, documents by id): a diff matches their elements by key, not by place,
+   * and does not count a change of their order (diff.ts).
+   */
+  readonly keyedArrays?: Readonly<Record<string, readonly string[]>>;
   /** Server-side search and sort of this type's lists (query.ts); a root's rows come from the index of visible roots. */
   readonly query?: ListQueryDecl;
 }
@@ -79,7 +85,7 @@ export interface ListRow {
 export interface ListQueryDecl {
   /** Data fields copied into a row (a root's are kept in its listers' index of visible roots). */
   readonly fields: readonly string[];
-  /** What a list may be sorted by: `createdAt`, `status` (the status field) or one of `fields`. */
+  /** What a list may be sorted by: `id` (natural order), `createdAt`, `status` (the status field) or one of `fields`. */
   readonly sort: readonly string[];
   /** Compiles a search text into a row predicate (throws ValidationError on field "search"). */
   readonly search: (text: string) => (row: ListRow) => boolean;
@@ -182,7 +188,7 @@ export class Schema<S extends SchemaDecl = SchemaDecl> {
         if (!(f in d.fields.properties)) throw new Error(`type ${name}: query field ${f} is not one of its fields`);
       }
       for (const f of d.query?.sort ?? []) {
-        if (f !== "createdAt" && f !== "status" && !d.query!.fields.includes(f)) throw new Error(`type ${name}: sort field ${f} is not one of its query fields`);
+        if (f !== "id" && f !== "createdAt" && f !== "status" && !d.query!.fields.includes(f)) throw new Error(`type ${name}: sort field ${f} is not one of its query fields`);
       }
       if (d.orderedChildren && decl[d.orderedChildren]?.parent !== name) {
         throw new Error(`type ${name}: ordered children ${d.orderedChildren} is not a child type`);

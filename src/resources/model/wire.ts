@@ -75,6 +75,27 @@ export type Redacted = Static<typeof Redacted>;
 
 export const PathItem = Type.Object({ type: Type.String(), id: Type.String() }, { $id: "PathItem" });
 
+/**
+ * One field an update changed (diff.ts): `path` a JSON Pointer into the resource's data, `old` its value
+ * before (absent when the field was added), `new` its value after (absent when it was removed).
+ */
+export const FieldChange = Type.Object(
+  {
+    path: Type.String({ description: "RFC 6901 JSON Pointer into the resource's data, e.g. /amount or /projectedBudgets/0/value" }),
+    old: Type.Optional(Type.Unknown({ description: "the value before; absent when the field was added" })),
+    new: Type.Optional(Type.Unknown({ description: "the value after; absent when the field was removed" })),
+    key: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), {
+        description: "in an array its type declares keyed (keyedArrays, e.g. projected budgets by organization and currency): the key of the element changed",
+      }),
+    ),
+  },
+  { $id: "FieldChange" },
+);
+
+/** The most characters of the reason a writer gives for a change (the `Flowstore-Reason` header; an event's `payload.reason`). */
+export const REASON_MAX = 1000;
+
 /** An event of a partition's log (see events.ts): the change feed and history answer these. */
 export const Event = Type.Object(
   {
@@ -83,7 +104,10 @@ export const Event = Type.Object(
     actor: Type.String(),
     type: Type.String({ description: "<resourceType>.<verb>, e.g. project.created" }),
     path: Type.Array(PathItem, { description: "from the partition owner down to the resource" }),
-    payload: Type.Record(Type.String(), Type.Unknown()),
+    payload: Type.Record(Type.String(), Type.Unknown(), {
+      description:
+        "what the event did: data (a create's data, a change's patch), changes (a change of the data field by field: [{path (a JSON Pointer), old?, new?, key? (a keyed array element's key)}]), reason (the writer's, from the Flowstore-Reason header), and the verb's own members",
+    }),
     prev: Type.Union([Type.String(), Type.Null()]),
     hash: Type.String(),
   },

@@ -5,8 +5,9 @@
  * covers them); a flat resource's parent and a flat child's state live in other partitions and are read
  * as they are at that moment.
  */
-import { scanAll, type KvStore, type Partition } from "../../kv/contract.js";
-import { decode, encode } from "../../kv/tuple.js";
+import { ValidationError } from "../../errors.js";
+import { scanAll, type Key, type KvStore, type Partition } from "../../kv/contract.js";
+import { decode } from "../../kv/tuple.js";
 import type { Actor, Permissions } from "../../access/actor.js";
 import { layout } from "../model/layout.js";
 import { RecordView, type Envelope } from "../model/record.js";
@@ -33,12 +34,12 @@ export interface ReadContext {
   /** The stored ordering of the resource's children of a type (ids as set; [] when none was set). */
   ordering(childType: string): Promise<string[]>;
   /**
-   * The order index of the resource's ordered children of a type (layout's `x` family: one small entry per
-   * live child, no record read): every child's id, with its creation time when it stands outside the
-   * ordering (its key holds it), null when the ordering lists it (`childCreatedAt` reads it).
+   * The listed part of the order index of the resource's ordered children of a type (layout's `x` family,
+   * one small entry per child): the ids of the live children the stored ordering names, in its order. The
+   * rest of the index (the children it does not name) is not read: its size is the collection's.
    */
-  orderIndex(childType: string): Promise<{ id: string; createdAtMs: number | null }[]>;
-  /** The creation time of one child (its record's header), undefined when there is no such child. */
+  orderIndexListed(childType: string): Promise<string[]>;
+  /** The creation time of one child (its record's header), undefined when there is no such child (an id no child can have included). */
   childCreatedAt(childType: string, id: string): Promise<number | undefined>;
   /** The children of the resource's parent of the resource's own type (itself included). */
   siblings(): Promise<ChildRow[]>;
@@ -110,19 +111,20 @@ class ResourceReads {
     return raw ? (JSON.parse(raw.toString("utf8")) as string[]) : [];
   }
 
-  async orderIndex(childType: string): Promise<{ id: string; createdAtMs: number | null }[]> {
-    const prefix = layout.orderIndex(this.at, childType);
-    // [...prefix, 0, place] listed; [...prefix, 1, createdAtMs, id] the rest. A prefix's bytes prefix its
-    // keys' (tuple.ts), so only each key's tail is decoded.
-    const skip = encode(prefix).length;
-    return (await this.r.scanPrefix(prefix)).map((e) => {
-      const tail = decode(e.keyBytes.subarray(skip));
-      return { id: e.value.toString("utf8"), createdAtMs: tail[0] === 1 ? (tail[1] as number) : null };
-    });
+  async orderIndexListed(childType: string): Promise<string[]> {
+    // [...prefix, 0, place] → id, in place order; the value holds the id, so no key is decoded.
+    return (await this.r.scanPrefix(layout.orderIndexListed(this.at, childType))).map((e) => e.value.toString("utf8"));
   }
 
   async childCreatedAt(childType: string, id: string): Promise<number | undefined> {
-    const raw = await this.r.get(layout.state(locate(this.schema, childRef(this.schema, this.at.ref, childType, id))));
+    let key: Key;
+    try {
+      key = layout.state(locate(this.schema, childRef(this.schema, this.at.ref, childType, id)));
+    } catch (e) {
+      if (e instanceof ValidationError) return undefined; // an id no child can have
+      throw e;
+    }
+    const raw = await this.r.get(key);
     return raw ? new RecordView(raw).createdAtMs : undefined;
   }
 }
@@ -134,7 +136,7 @@ function contextOf(actor: Actor, now: string, type: string, parent: () => Promis
     parent: async () => (await (await parent())?.envelope()) ?? null,
     children: async (childType) => (self ? self.children(childType) : []),
     ordering: async (childType) => (self ? self.ordering(childType) : []),
-    orderIndex: async (childType) => (self ? self.orderIndex(childType) : []),
+    orderIndexListed: async (childType) => (self ? self.orderIndexListed(childType) : []),
     childCreatedAt: async (childType, id) => (self ? self.childCreatedAt(childType, id) : undefined),
     siblings: async () => (await (await parent())?.children(type)) ?? [],
     siblingOrdering: async () => (await (await parent())?.ordering(type)) ?? [],

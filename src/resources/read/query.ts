@@ -49,8 +49,15 @@ export function listedJson(actor: Actor, t: CompiledType, view: RecordView): Buf
 
 const redactedRow = (view: RecordView): ListRow => ({ id: view.id, createdAt: new Date(view.createdAtMs).toISOString(), status: view.status, data: {} });
 
-/** The key a row is sorted by: text compares case-insensitively, a list by its joined items, an absent field first. */
+/** An id as a reader orders it: case-insensitively, and runs of digits by their value (item-2 before item-10). */
+const naturalKey = (id: string): string => id.toLowerCase().replace(/\d+/g, (digits) => digits.replace(/^0+(?=\d)/, "").padStart(24, "0"));
+
+/**
+ * The key a row is sorted by: text compares case-insensitively, a list by its joined items, an absent
+ * field first; `id` (when a type declares it sortable) in natural order.
+ */
 function sortKey(row: ListRow, sort: string): string {
+  if (sort === "id") return naturalKey(row.id);
   const v = sort === "createdAt" ? row.createdAt : sort === "status" ? row.status : row.data[sort];
   if (v === undefined || v === null) return "";
   return (Array.isArray(v) ? v.join("\u0000") : String(v)).toLowerCase();

@@ -9,6 +9,7 @@ import { assertIdentityExists } from "../../access/global.js";
 import type { Intent } from "../../access/intents.js";
 import { creationContext, readContext, type MutateContext, type ReadContext } from "../read/context.js";
 import { countChild, encodeAccess, encodeResource, type Core } from "../core/core.js";
+import { diffData } from "../model/diff.js";
 import { INDEX_VERBS, type EventPayload } from "../model/events.js";
 import { layout } from "../model/layout.js";
 import { restSortKey, validateOrdering } from "../model/ordering.js";
@@ -212,7 +213,12 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
       writeAssignment(tx, l, assigneeOf(l.type, current.data), assigneeOf(l.type, data));
       // New permissions decided by a command (a reassignment) are recorded whole, so a replay knows them;
       // a grant or revoke records its intent and identity instead.
-      const payload = { ...(patch ? { data: patch } : {}), ...(permissions && record?.intent === undefined ? { permissions } : {}), ...(record ?? {}) };
+      // A data patch records the diff it made (diff.ts): the fields as validated and stored, before and after.
+      const payload = {
+        ...(patch ? { data: patch, changes: diffData(current.data, data, l.type.decl.keyedArrays) } : {}),
+        ...(permissions && record?.intent === undefined ? { permissions } : {}),
+        ...(record ?? {}),
+      };
       tx.append(`${l.type.name}.${spec.verb}`, pathOf(l), payload, (seq) => layout.historyEntry(l, seq));
       return written(next, perms);
     });
@@ -293,17 +299,24 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
           options.guard?.(current);
           before = await ctx.ordering(childType);
           if (nested) {
-            // The children named by the order index (one small entry each), not their records: a reorder
-            // reads the records of the children that leave the ordering only (their creation time places them).
-            const index = await ctx.orderIndex(childType);
-            live = new Set(index.map((e) => e.id));
+            // What the ordering names, not the whole collection: the listed part of the order index (the live
+            // children the current ordering names, one small entry each), and the record of each id the new
+            // ordering adds to it (a child when it exists; its creation time places its entry) or drops from it.
+            const listedNow = await ctx.orderIndexListed(childType);
+            live = new Set(listedNow);
+            rows = new Map();
+            if (Array.isArray(ordering)) {
+              for (const id of new Set(ordering)) {
+                if (typeof id !== "string" || live.has(id)) continue;
+                const createdAtMs = await ctx.childCreatedAt(childType, id);
+                if (createdAtMs === undefined) continue;
+                live.add(id);
+                rows.set(id, { id, createdAtMs });
+              }
+            }
             valid = validateOrdering(ordering, live);
             const now = new Set(valid);
-            rows = new Map();
-            for (const e of index) {
-              if (e.createdAtMs !== null) rows.set(e.id, { id: e.id, createdAtMs: e.createdAtMs });
-              else if (!now.has(e.id)) rows.set(e.id, { id: e.id, createdAtMs: (await ctx.childCreatedAt(childType, e.id))! });
-            }
+            for (const id of listedNow) if (!now.has(id)) rows.set(id, { id, createdAtMs: (await ctx.childCreatedAt(childType, id))! });
           } else {
             rows = new Map((await ctx.children(childType)).map((c) => [c.id, c]));
             live = new Set(rows.keys());

@@ -5,7 +5,7 @@
  * | case | TruBudget's contract |
  * |---|---|
  * | readiness, liveness | public; "Ready" with 200, {uptime} |
- * | version | data {api, blockchain, multichain} with release (and ping), as its frontend's status page reads them |
+ * | version | data {api, blockchain, multichain, storage} with release (and ping), as its frontend's status page reads them; storage (documents enabled) lets its dialogs upload files |
  * | provisioned | data {isProvisioned, message}: false until root's provisioning.end |
  * | provisioning.start, provisioning.end | root only (403 otherwise), `data` {} (unknown properties dropped) |
  * | network.list | data.nodes [{address: {address, organization}, myVote, currentAccess {accessType, approvers, decliners}}]: one node |
@@ -27,14 +27,15 @@ const RELEASE = {
   required: ["release"],
   properties: { release: { type: "string" }, commit: { type: "string" }, buildTimeStamp: { type: "string" }, ping: { type: "number" } },
 };
-/** version's 200 (its frontend reads blockchain.ping and multichain.ping). */
+/** version's 200 (its frontend reads blockchain.ping and multichain.ping, and offers file uploads only when storage.ping is there). */
 const VERSION = envelopeOf({
   type: "object",
-  required: ["api", "blockchain", "multichain"],
+  required: ["api", "blockchain", "multichain", "storage"],
   properties: {
     api: RELEASE,
     blockchain: { ...RELEASE, required: ["release", "ping"] },
     multichain: { ...RELEASE, required: ["release", "ping"] },
+    storage: { ...RELEASE, required: ["release", "ping"] },
   },
 });
 const PROVISIONED = envelopeOf({ type: "object", required: ["isProvisioned", "message"], properties: { isProvisioned: { type: "boolean" }, message: { type: "string" } } });

@@ -95,7 +95,7 @@ function SnapshotView({ id }: { id: string }) {
             <ul class="files">
               {s.data.files.map((f) => (
                 <li>
-                  <button class="link" onClick={() => download(id, f.name).catch((e) => setError(`download failed: ${asProblem(e).detail}`))}>
+                  <button type="button" class="link" onClick={() => download(id, f.name).catch((e) => setError(`download failed: ${asProblem(e).detail}`))}>
                     {f.name}
                   </button>{" "}
                   <span class="muted">{size(f.size)}</span>

@@ -1,6 +1,7 @@
 /** The head of a resource page: fields, status, assignee, budgets and the actions the user may take. */
 import { useState } from "preact/hooks";
 import { Actions, levelOf, UpdateForm, useIntents, type Resource } from "../resource.js";
+import { identityName, useDirectory } from "../picker.js";
 import { handleOf } from "../session.js";
 import { ErrorBox, fmtAmount, fmtDate, Status, useLive, useLoad, type Loaded } from "../ui.js";
 
@@ -28,6 +29,7 @@ export function useResource(ids: readonly string[]): Loaded<Loadedresource> {
 export function ResourceHead({ ids, loaded, children }: { ids: readonly string[]; loaded: Loaded<Loadedresource>; children?: preact.ComponentChildren }) {
   const { can } = useIntents(ids);
   const [editing, setEditing] = useState(false);
+  const dir = useDirectory();
   if (loaded.error) return <ErrorBox error={loaded.error} />;
   if (!loaded.data) return <p class="muted">Loading…</p>;
   const { resource, version } = loaded.data;
@@ -42,7 +44,7 @@ export function ResourceHead({ ids, loaded, children }: { ids: readonly string[]
         </h1>
         <Status status={d.status} />
         {can("update") && !closed && !editing ? (
-          <button class="secondary" onClick={() => setEditing(true)}>
+          <button type="button" class="secondary" onClick={() => setEditing(true)}>
             Edit
           </button>
         ) : null}
@@ -68,7 +70,7 @@ export function ResourceHead({ ids, loaded, children }: { ids: readonly string[]
             </>
           ) : null}
           <dt>Assignee</dt>
-          <dd class="assignee">{d.assignee ?? <span class="muted">nobody</span>}</dd>
+          <dd class="assignee">{d.assignee ? identityName(dir.data, d.assignee) : <span class="muted">nobody</span>}</dd>
           {d.currency ? (
             <>
               <dt>Currency</dt>
@@ -114,9 +116,9 @@ export function ResourceHead({ ids, loaded, children }: { ids: readonly string[]
           <caption>Projected budgets</caption>
           <thead>
             <tr>
-              <th>Organization</th>
-              <th>Value</th>
-              <th>Currency</th>
+              <th scope="col">Organization</th>
+              <th scope="col">Value</th>
+              <th scope="col">Currency</th>
             </tr>
           </thead>
           <tbody>

@@ -100,7 +100,11 @@ export function DocumentsPanel({ ids, resource, can }: { ids: readonly string[];
             <th>Size</th>
             <th>Added</th>
             <th>Validate</th>
-            {writable ? <th /> : null}
+            {writable ? (
+              <th>
+                <span class="visually-hidden">Delete</span>
+              </th>
+            ) : null}
           </tr>
         </thead>
         <tbody>
@@ -113,6 +117,7 @@ export function DocumentsPanel({ ids, resource, can }: { ids: readonly string[];
                   </a>
                 ) : (
                   <button
+                    type="button"
                     class="link"
                     aria-label={`Download ${d.fileName}`}
                     onClick={async () => {
@@ -170,6 +175,7 @@ export function DocumentsPanel({ ids, resource, can }: { ids: readonly string[];
               {writable ? (
                 <td>
                   <button
+                    type="button"
                     class="link danger"
                     aria-label={`Delete ${d.fileName}`}
                     onClick={async () => {
@@ -261,7 +267,7 @@ function UploadForm({ ids, onDone }: { ids: readonly string[]; onDone: () => voi
 /** An external link recorded as a document (no content, no hash). */
 function LinkForm({ ids, onDone }: { ids: readonly string[]; onDone: () => void }) {
   const [v, setV] = useState({ fileName: "", link: "", comment: "" });
-  const form = useForm();
+  const form = useForm("POST /api/v1/projects/{}/subprojects/{}/workflowitems/{}/documents");
   const set = (k: keyof typeof v) => (x: string) => setV((st) => ({ ...st, [k]: x }));
   return (
     <form
@@ -270,7 +276,8 @@ function LinkForm({ ids, onDone }: { ids: readonly string[]; onDone: () => void 
       onSubmit={async (e) => {
         e.preventDefault();
         const comment = v.comment.trim();
-        if (await form.submit(() => documentsOf(ids).addLink({ fileName: v.fileName.trim(), link: v.link.trim(), ...(comment ? { comment } : {}) }))) {
+        const link = { fileName: v.fileName.trim(), link: v.link.trim(), ...(comment ? { comment } : {}) };
+        if (await form.submit(() => documentsOf(ids).addLink(link), link)) {
           setV({ fileName: "", link: "", comment: "" });
           onDone();
         }

@@ -61,7 +61,7 @@ export function NotificationsPage() {
       <div class="head">
         <h1>Notifications</h1>
         {unreadShown ? (
-          <button class="secondary" disabled={form.busy} onClick={() => void mark(() => client.notifications.markAllRead())}>
+          <button type="button" class="secondary" disabled={form.busy} onClick={() => void mark(() => client.notifications.markAllRead())}>
             Mark all read
           </button>
         ) : null}
@@ -87,7 +87,13 @@ export function NotificationsPage() {
                 {n.read ? (
                   <span class="muted small">read</span>
                 ) : (
-                  <button class="link" aria-label={`Mark ${n.displayName} read`} disabled={form.busy} onClick={() => void mark(() => client.notifications.markRead([n.id]))}>
+                  <button
+                    type="button"
+                    class="link"
+                    aria-label={`Mark read: ${n.displayName}`}
+                    disabled={form.busy}
+                    onClick={() => void mark(() => client.notifications.markRead([n.id]))}
+                  >
                     Mark read
                   </button>
                 )}
@@ -99,6 +105,7 @@ export function NotificationsPage() {
       {list.data && items.length === 0 ? <p class="muted">No notifications.</p> : null}
       {list.data?.cursor ? (
         <button
+          type="button"
           onClick={() => {
             wanted.current++;
             void list.reload();

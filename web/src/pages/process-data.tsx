@@ -19,7 +19,7 @@ export function ProcessDataPage({ keyspace, recordKey }: { keyspace?: string; re
   return (
     <main>
       <h1>Process data</h1>
-      <nav class="keyspaces">
+      <nav class="keyspaces" aria-label="Keyspaces">
         {KEYSPACES.map((k) => (
           <a class={k === keyspace ? "active" : ""} href={href(`/process-data/${k}`)}>
             {k}
@@ -68,6 +68,7 @@ function Keyspace({ keyspace, selected }: { keyspace: string; selected?: string 
         {first.data && records.length === 0 ? <p class="muted">No records.</p> : null}
         {next ? (
           <button
+            type="button"
             onClick={async () => {
               const page = await client.processData.list(keyspace, { limit: 50, cursor: next });
               setMore((m) => [...m, ...page.items]);

@@ -5,6 +5,7 @@ import { HistoryPanel, PermissionsPanel, useIntents, type Resource } from "../re
 import { go, href } from "../router.js";
 import { client, every } from "../session.js";
 import { ErrorBox, Field, FormError, Status, Tabs, useForm, useLive, useLoad } from "../ui.js";
+import { IdentityPicker } from "../picker.js";
 import { ResourceHead, useResource } from "./detail.js";
 
 export function ProjectPage({ p }: { p: string }) {
@@ -20,7 +21,7 @@ export function ProjectPage({ p }: { p: string }) {
   const [creating, setCreating] = useState(false);
   return (
     <main>
-      <nav class="crumbs">
+      <nav class="crumbs" aria-label="Breadcrumb">
         <a href={href("/projects")}>Projects</a> / {p}
       </nav>
       <ResourceHead ids={ids} loaded={loaded} />
@@ -32,7 +33,9 @@ export function ProjectPage({ p }: { p: string }) {
             render: () => (
               <div>
                 {can("createSubproject") && loaded.data?.resource.data.status !== "closed" ? (
-                  <button onClick={() => setCreating((c) => !c)}>{creating ? "Cancel" : "New subproject"}</button>
+                  <button type="button" onClick={() => setCreating((c) => !c)}>
+                    {creating ? "Cancel" : "New subproject"}
+                  </button>
                 ) : null}
                 {creating ? <CreateSubproject p={p} onCreated={(s) => go(`/projects/${encodeURIComponent(p)}/subprojects/${encodeURIComponent(s)}`)} /> : null}
                 <ErrorBox error={subs.error} />
@@ -80,7 +83,7 @@ export function ProjectPage({ p }: { p: string }) {
 
 function CreateSubproject({ p, onCreated }: { p: string; onCreated: (id: string) => void }) {
   const [v, setV] = useState({ id: "", displayName: "", currency: "EUR", workflowMode: "ordered", validator: "" });
-  const form = useForm();
+  const form = useForm("POST /api/v1/projects/{}/subprojects");
   const set = (k: keyof typeof v) => (x: string) => setV((s) => ({ ...s, [k]: x }));
   return (
     <form
@@ -96,14 +99,14 @@ function CreateSubproject({ p, onCreated }: { p: string; onCreated: (id: string)
           ...(v.validator.trim() ? { validator: v.validator.trim() } : {}),
         };
         let id = "";
-        if (await form.submit(async () => (id = (await client.project(p).subprojects.create(body)).id))) onCreated(id);
+        if (await form.submit(async () => (id = (await client.project(p).subprojects.create(body)).id), body)) onCreated(id);
       }}
     >
       <Field form={form} name="id" label="Id (optional)" value={v.id} onInput={set("id")} />
       <Field form={form} name="displayName" label="Name" value={v.displayName} onInput={set("displayName")} />
       <Field form={form} name="currency" label="Currency" value={v.currency} onInput={set("currency")} />
       <Field form={form} name="workflowMode" label="Mode" value={v.workflowMode} onInput={set("workflowMode")} options={["ordered", "unordered"]} />
-      <Field form={form} name="validator" label="Validator (optional)" value={v.validator} onInput={set("validator")} />
+      <IdentityPicker form={form} name="validator" label="Validator (optional)" value={v.validator} onInput={set("validator")} />
       <FormError form={form} fields={["id", "displayName", "currency", "workflowMode", "validator"]} />
       <button type="submit" disabled={form.busy}>
         Create subproject

@@ -9,11 +9,11 @@ import { go, href } from "../router.js";
 
 const PAGE = 25;
 
-type SortField = "" | "displayName" | "createdAt" | "status" | "assignee";
+type SortField = "id" | "displayName" | "createdAt" | "status" | "assignee";
 
 export function ProjectsPage() {
   const [query, setQuery] = useState("");
-  const [sort, setSort] = useState<SortField>("");
+  const [sort, setSort] = useState<SortField>("id");
   const [order, setOrder] = useState<"asc" | "desc">("asc");
   const q = query.trim();
   // How many pages the reader has asked for. A live reload refetches all of them (under one
@@ -23,12 +23,9 @@ export function ProjectsPage() {
   const first = useLoad(async () => {
     const pages: Resource[][] = [];
     let cursor: string | null = null;
-    const searched = q !== "" || sort !== "";
     do {
       const paging: { limit: number; cursor?: string } = { limit: PAGE, ...(cursor ? { cursor } : {}) };
-      const page: { items: Resource[]; nextCursor: string | null } = searched
-        ? await client.projects.search({ ...paging, ...(q ? { search: q } : {}), ...(sort ? { sort, order } : {}) })
-        : await client.projects.list(paging);
+      const page: { items: Resource[]; nextCursor: string | null } = await client.projects.search({ ...paging, ...(q ? { search: q } : {}), sort, order });
       pages.push(page.items);
       cursor = page.nextCursor;
     } while (cursor && pages.length < wanted.current);
@@ -48,7 +45,11 @@ export function ProjectsPage() {
     <main>
       <div class="head">
         <h1>Projects</h1>
-        {mayCreate ? <button onClick={() => setCreating((c) => !c)}>{creating ? "Cancel" : "New project"}</button> : null}
+        {mayCreate ? (
+          <button type="button" onClick={() => setCreating((c) => !c)}>
+            {creating ? "Cancel" : "New project"}
+          </button>
+        ) : null}
       </div>
       {creating ? <CreateProject onCreated={(id) => go(`/projects/${encodeURIComponent(id)}`)} /> : null}
       <div class="row">
@@ -71,7 +72,7 @@ export function ProjectsPage() {
             setSort(e.currentTarget.value as SortField);
           }}
         >
-          <option value="">By id</option>
+          <option value="id">By id</option>
           <option value="displayName">By name</option>
           <option value="createdAt">By creation</option>
           <option value="status">By status</option>
@@ -115,6 +116,7 @@ export function ProjectsPage() {
       {first.data && shown.length === 0 ? <p class="muted">{q ? "No project matches." : "No projects yet."}</p> : null}
       {cursor ? (
         <button
+          type="button"
           onClick={() => {
             wanted.current = pages.length + 1;
             void first.reload();
@@ -132,7 +134,7 @@ export function ProjectsPage() {
 
 function CreateProject({ onCreated }: { onCreated: (id: string) => void }) {
   const [v, setV] = useState({ id: "", displayName: "", description: "", organization: "", value: "", currencyCode: "" });
-  const form = useForm();
+  const form = useForm("POST /api/v1/projects");
   const set = (k: keyof typeof v) => (x: string) => setV((s) => ({ ...s, [k]: x }));
   return (
     <form
@@ -148,7 +150,7 @@ function CreateProject({ onCreated }: { onCreated: (id: string) => void }) {
           ...(budget ? { projectedBudgets: [budget] } : {}),
         };
         let id = "";
-        if (await form.submit(async () => (id = (await client.projects.create(body)).id))) onCreated(id);
+        if (await form.submit(async () => (id = (await client.projects.create(body)).id), body)) onCreated(id);
       }}
     >
       <Field form={form} name="id" label="Id (optional)" value={v.id} onInput={set("id")} />

@@ -6,10 +6,10 @@
  */
 import { useState } from "preact/hooks";
 import type { NewWorkflowitem } from "../../../src/client/index.js";
-import { HistoryPanel, PermissionsPanel, useIntents, type Resource } from "../resource.js";
+import { HistoryPanel, nameOf, PermissionsPanel, useIntents, type Resource } from "../resource.js";
 import { go, href } from "../router.js";
 import { asProblem, client, every } from "../session.js";
-import { ErrorBox, Field, fmtAmount, FormError, Status, Tabs, useForm, useLive, useLoad } from "../ui.js";
+import { ErrorBox, Field, fmtAmount, FormError, NARROW, Status, Tabs, useForm, useLive, useLoad, useMedia } from "../ui.js";
 import { VirtualList } from "../virtual-list.js";
 import { ResourceHead, useResource } from "./detail.js";
 import { DocumentsPanel } from "./documents.js";
@@ -43,6 +43,8 @@ export function SubprojectPage({ p, s, w }: { p: string; s: string; w?: string }
   const [focusIndex, setFocusIndex] = useState<number | null>(null);
   const [creating, setCreating] = useState(false);
   const mayReorder = can("reorderWorkflowitems");
+  // Phones: a row on two lines (name, then status, amount and assignee).
+  const narrow = useMedia(NARROW);
 
   async function reorder(from: number, to: number): Promise<void> {
     const current = list.data;
@@ -58,7 +60,7 @@ export function SubprojectPage({ p, s, w }: { p: string; s: string; w?: string }
         { ifMatch: current.etag },
       );
       list.set({ items, etag });
-      setNotice({ kind: "ok", text: `Moved "${moved!.redacted ? moved!.id : moved!.data.displayName}" to position ${to + 1}.` });
+      setNotice({ kind: "ok", text: `Moved "${nameOf(moved!)}" to position ${to + 1}.` });
     } catch (e) {
       const problem = asProblem(e);
       if (problem.status === 412) {
@@ -79,7 +81,9 @@ export function SubprojectPage({ p, s, w }: { p: string; s: string; w?: string }
           Workflowitems <span class="muted small">({items.length})</span>
         </h2>
         {can("createWorkflowitem") && loaded.data?.resource.data.status !== "closed" ? (
-          <button onClick={() => setCreating((c) => !c)}>{creating ? "Cancel" : "New workflowitem"}</button>
+          <button type="button" onClick={() => setCreating((c) => !c)}>
+            {creating ? "Cancel" : "New workflowitem"}
+          </button>
         ) : null}
       </div>
       {creating ? <CreateWorkflowitem p={p} s={s} currency={loaded.data?.resource.data.currency} onCreated={() => (setCreating(false), void list.reload())} /> : null}
@@ -92,12 +96,13 @@ export function SubprojectPage({ p, s, w }: { p: string; s: string; w?: string }
       {mayReorder ? <p class="muted small">Drag a row to reorder, or use its ↑ ↓ buttons.</p> : null}
       <VirtualList
         items={items}
-        rowHeight={40}
+        rowHeight={narrow ? 52 : 40}
         height={480}
         label="Workflowitems in order"
         scrollTo={focusIndex}
         keyOf={(i) => i.id}
         row={(item, index) => (
+          // biome-ignore lint/a11y/noStaticElementInteractions: dragging is the pointer's shortcut; the keyboard's way is the row's move buttons
           <div
             class={`wi${item.redacted ? " redacted" : ""}${dragId === item.id ? " dragging" : ""}${w === item.id ? " selected" : ""}`}
             data-id={item.id}
@@ -127,15 +132,17 @@ export function SubprojectPage({ p, s, w }: { p: string; s: string; w?: string }
                 {item.data.displayName}
               </a>
             )}
-            <Status status={item.data.status} redacted={item.redacted} />
-            <span class="amount">{item.redacted ? "" : fmtAmount(item.data.amount, item.data.currency)}</span>
-            <span class="assignee">{item.redacted ? "" : (item.data.assignee ?? "")}</span>
+            <span class="meta">
+              <Status status={item.data.status} redacted={item.redacted} />
+              <span class="amount">{item.redacted ? "" : fmtAmount(item.data.amount, item.data.currency)}</span>
+              <span class="assignee">{item.redacted ? "" : (item.data.assignee ?? "")}</span>
+            </span>
             {mayReorder ? (
               <span class="move">
-                <button class="icon" aria-label={`Move ${item.id} up`} disabled={index === 0} onClick={() => void reorder(index, index - 1)}>
+                <button type="button" class="icon" aria-label={`Move ${nameOf(item)} up`} disabled={index === 0} onClick={() => void reorder(index, index - 1)}>
                   ↑
                 </button>
-                <button class="icon" aria-label={`Move ${item.id} down`} disabled={index === items.length - 1} onClick={() => void reorder(index, index + 1)}>
+                <button type="button" class="icon" aria-label={`Move ${nameOf(item)} down`} disabled={index === items.length - 1} onClick={() => void reorder(index, index + 1)}>
                   ↓
                 </button>
               </span>
@@ -149,7 +156,7 @@ export function SubprojectPage({ p, s, w }: { p: string; s: string; w?: string }
 
   return (
     <main>
-      <nav class="crumbs">
+      <nav class="crumbs" aria-label="Breadcrumb">
         <a href={href("/projects")}>Projects</a> / <a href={href(`/projects/${encodeURIComponent(p)}`)}>{p}</a> / {s}
       </nav>
       <ResourceHead ids={ids} loaded={loaded} />
@@ -157,7 +164,7 @@ export function SubprojectPage({ p, s, w }: { p: string; s: string; w?: string }
         <Tabs
           tabs={[
             { key: "items", label: "Workflowitems", render: () => listView },
-            { key: "history", label: "History", render: () => <HistoryPanel ids={ids} /> },
+            { key: "history", label: "History", render: () => <HistoryPanel ids={ids} children={items} /> },
             { key: "permissions", label: "Permissions", render: () => <PermissionsPanel ids={ids} /> },
           ]}
         />
@@ -172,7 +179,7 @@ function WorkflowitemPanel({ ids, onClose }: { ids: string[]; onClose: () => voi
   const { can } = useIntents(ids);
   return (
     <aside class="panel" aria-label="Workflowitem">
-      <button class="link close-panel" aria-label="Close panel" onClick={onClose}>
+      <button type="button" class="link close-panel" aria-label="Hide the workflowitem" title="Hide the workflowitem" onClick={onClose}>
         ×
       </button>
       <ResourceHead ids={ids} loaded={loaded} />
@@ -189,7 +196,7 @@ function WorkflowitemPanel({ ids, onClose }: { ids: string[]; onClose: () => voi
 
 function CreateWorkflowitem({ p, s, currency, onCreated }: { p: string; s: string; currency?: string; onCreated: () => void }) {
   const [v, setV] = useState({ id: "", displayName: "", amountType: "N/A", amount: "", currency: currency ?? "", dueDate: "", description: "" });
-  const form = useForm();
+  const form = useForm("POST /api/v1/projects/{}/subprojects/{}/workflowitems");
   const set = (k: keyof typeof v) => (x: string) => setV((st) => ({ ...st, [k]: x }));
   const names = ["id", "displayName", "amountType", "amount", "currency", "dueDate", "description"];
   return (
@@ -205,7 +212,7 @@ function CreateWorkflowitem({ p, s, currency, onCreated }: { p: string; s: strin
           ...Object.fromEntries(given.map((k) => [k, v[k].trim()])),
           ...(v.amountType !== "N/A" && v.currency.trim() ? { currency: v.currency.trim() } : {}),
         };
-        if (await form.submit(() => client.project(p).subproject(s).workflowitems.create(body))) onCreated();
+        if (await form.submit(() => client.project(p).subproject(s).workflowitems.create(body), body)) onCreated();
       }}
     >
       <Field form={form} name="id" label="Id (optional)" value={v.id} onInput={set("id")} />

@@ -10,13 +10,14 @@ import type { Group, NewUser, User } from "../../../src/client/index.js";
 import { go, href } from "../router.js";
 import { asProblem, client, every, session, setSession } from "../session.js";
 import { ErrorBox, Field, fmtDate, FormError, useForm, useLoad } from "../ui.js";
+import { forgetDirectory, IdentityPicker } from "../picker.js";
 import { resourceHref } from "./notifications.js";
 
 const enc = encodeURIComponent;
 
 function AdminNav({ active }: { active: "users" | "groups" }) {
   return (
-    <nav class="keyspaces">
+    <nav class="keyspaces" aria-label="Users and groups">
       <a class={active === "users" ? "active" : ""} href={href("/users")}>
         Users
       </a>
@@ -34,7 +35,9 @@ export function UsersPage({ u }: { u?: string }) {
     <main>
       <div class="head">
         <h1>Users</h1>
-        <button onClick={() => setCreating((c) => !c)}>{creating ? "Cancel" : "New user"}</button>
+        <button type="button" onClick={() => setCreating((c) => !c)}>
+          {creating ? "Cancel" : "New user"}
+        </button>
       </div>
       <AdminNav active="users" />
       {creating ? (
@@ -82,7 +85,7 @@ export function UsersPage({ u }: { u?: string }) {
 
 function CreateUser({ onCreated }: { onCreated: (id: string) => void }) {
   const [v, setV] = useState({ id: "", displayName: "", organization: "", password: "" });
-  const form = useForm();
+  const form = useForm("POST /api/v1/users");
   const set = (k: keyof typeof v) => (x: string) => setV((s) => ({ ...s, [k]: x }));
   const names = ["id", "displayName", "organization", "password"];
   return (
@@ -92,7 +95,10 @@ function CreateUser({ onCreated }: { onCreated: (id: string) => void }) {
       onSubmit={async (e) => {
         e.preventDefault();
         const body: NewUser = { id: v.id.trim(), displayName: v.displayName, password: v.password, ...(v.organization.trim() ? { organization: v.organization.trim() } : {}) };
-        if (await form.submit(() => client.users.create(body))) onCreated(body.id);
+        if (await form.submit(() => client.users.create(body), body)) {
+          forgetDirectory();
+          onCreated(body.id);
+        }
       }}
     >
       <Field form={form} name="id" label="User id" value={v.id} onInput={set("id")} />
@@ -111,7 +117,7 @@ function UserPanel({ id, onChange }: { id: string; onChange: () => void }) {
   const user = useLoad(() => client.users.get(id), [id]);
   const assignments = useLoad(() => client.users.assignments(id), [id]);
   const toggle = useForm();
-  const password = useForm();
+  const password = useForm("PUT /api/v1/users/{}/password");
   const grant = useForm();
   const [newPassword, setNewPassword] = useState("");
   const [notice, setNotice] = useState<string | null>(null);
@@ -155,15 +161,16 @@ function UserPanel({ id, onChange }: { id: string; onChange: () => void }) {
           </dl>
           <div class="row">
             {u.enabled ? (
-              <button class="danger" disabled={toggle.busy} onClick={() => void disable(false)}>
+              <button type="button" class="danger" disabled={toggle.busy} onClick={() => void disable(false)}>
                 Disable
               </button>
             ) : (
-              <button disabled={toggle.busy} onClick={() => void toggle.submit(async () => (await client.users.enable(id), await changed(`${id} is enabled.`)))}>
+              <button type="button" disabled={toggle.busy} onClick={() => void toggle.submit(async () => (await client.users.enable(id), await changed(`${id} is enabled.`)))}>
                 Enable
               </button>
             )}
             <button
+              type="button"
               class="secondary"
               disabled={grant.busy}
               onClick={() => void grant.submit(async () => changed(`Granted ${(await client.globalPermissions.grantAll(id)).intents.length} global intents to ${id}.`))}
@@ -174,7 +181,7 @@ function UserPanel({ id, onChange }: { id: string; onChange: () => void }) {
           {refused ? (
             <div class="notice conflict" role="alert" data-kind="conflict">
               <p>Not disabled: {refused}</p>
-              <button class="danger" onClick={() => void disable(true)}>
+              <button type="button" class="danger" onClick={() => void disable(true)}>
                 Disable anyway
               </button>
             </div>
@@ -191,7 +198,7 @@ function UserPanel({ id, onChange }: { id: string; onChange: () => void }) {
             onSubmit={async (e) => {
               e.preventDefault();
               setNotice(null);
-              if (await password.submit(() => client.users.resetPassword(id, newPassword))) {
+              if (await password.submit(() => client.users.resetPassword(id, newPassword), { password: newPassword })) {
                 setNewPassword("");
                 setNotice(`The password of ${id} is reset; its sessions are ended.`);
               }
@@ -226,12 +233,14 @@ export function GroupsPage({ g }: { g?: string }) {
   const groups = useLoad(() => every<Group>((page) => client.groups.list(page)), []);
   const [v, setV] = useState({ id: "", displayName: "" });
   const [creating, setCreating] = useState(false);
-  const form = useForm();
+  const form = useForm("POST /api/v1/groups");
   return (
     <main>
       <div class="head">
         <h1>Groups</h1>
-        <button onClick={() => setCreating((c) => !c)}>{creating ? "Cancel" : "New group"}</button>
+        <button type="button" onClick={() => setCreating((c) => !c)}>
+          {creating ? "Cancel" : "New group"}
+        </button>
       </div>
       <AdminNav active="groups" />
       {creating ? (
@@ -241,7 +250,8 @@ export function GroupsPage({ g }: { g?: string }) {
           onSubmit={async (e) => {
             e.preventDefault();
             const id = v.id.trim();
-            if (await form.submit(() => client.groups.create({ id, displayName: v.displayName }))) {
+            if (await form.submit(() => client.groups.create({ id, displayName: v.displayName }), { id, displayName: v.displayName })) {
+              forgetDirectory();
               setCreating(false);
               setV({ id: "", displayName: "" });
               void groups.reload();
@@ -290,12 +300,13 @@ export function GroupsPage({ g }: { g?: string }) {
 function GroupPanel({ id, onChange }: { id: string; onChange: () => void }) {
   const group = useLoad(() => client.groups.get(id), [id]);
   const [member, setMember] = useState("");
-  const form = useForm();
-  const change = (run: () => Promise<Group>) =>
+  const form = useForm("POST /api/v1/groups/{}/members");
+  const change = (run: () => Promise<Group>, body?: unknown) =>
     form.submit(async () => {
       group.set(await run());
+      forgetDirectory();
       onChange();
-    });
+    }, body);
   return (
     <aside class="panel" aria-label="Group">
       <h2>{id}</h2>
@@ -307,7 +318,7 @@ function GroupPanel({ id, onChange }: { id: string; onChange: () => void }) {
             {group.data.members.map((m) => (
               <li data-member={m}>
                 <a href={href(`/users/${enc(m)}`)}>{m}</a>{" "}
-                <button class="link" aria-label={`Remove ${m}`} disabled={form.busy} onClick={() => void change(() => client.groups.removeMember(id, m))}>
+                <button type="button" class="link" aria-label={`Remove ${m}`} disabled={form.busy} onClick={() => void change(() => client.groups.removeMember(id, m))}>
                   ×
                 </button>
               </li>
@@ -319,10 +330,10 @@ function GroupPanel({ id, onChange }: { id: string; onChange: () => void }) {
             aria-label="Add member"
             onSubmit={async (e) => {
               e.preventDefault();
-              if (await change(() => client.groups.addMember(id, member.trim()))) setMember("");
+              if (await change(() => client.groups.addMember(id, member), { userId: member })) setMember("");
             }}
           >
-            <Field form={form} name="userId" label="User" value={member} onInput={setMember} placeholder="user id" />
+            <IdentityPicker form={form} name="userId" label="User" value={member} onInput={setMember} groups={false} />
             <button type="submit" disabled={form.busy}>
               Add member
             </button>
@@ -338,7 +349,7 @@ export function MePage() {
   const me = session.value;
   const [current, setCurrent] = useState("");
   const [next, setNext] = useState("");
-  const form = useForm();
+  const form = useForm("PUT /api/v1/me/password");
   return (
     <main>
       <h1>{me?.user}</h1>
@@ -351,7 +362,7 @@ export function MePage() {
         onSubmit={async (e) => {
           e.preventDefault();
           // The server revokes every token of the user: this session is over, log in again.
-          if (await form.submit(() => client.changePassword(current, next))) setSession(null);
+          if (await form.submit(() => client.changePassword(current, next), { currentPassword: current, password: next })) setSession(null);
         }}
       >
         <Field form={form} name="currentPassword" label="Current password" type="password" value={current} onInput={setCurrent} />

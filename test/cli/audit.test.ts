@@ -1,0 +1,116 @@
+/**
+ * `flowstore audit` (the real process), offline: an export checked against a checkpoint two witnesses
+ * cosigned, with no server and no store. It accepts the export (and one taken later, whose log extends
+ * the checkpoint); it refuses a doctored export (an event rewritten and its partition re-chained by hand,
+ * so the chains alone verify), a quorum the cosignatures do not reach, and a log key that did not sign;
+ * a bad witness key is a usage error.
+ */
+import { createPublicKey } from "node:crypto";
+import { createReadStream, createWriteStream } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { finished } from "node:stream/promises";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { EXIT } from "../../src/cli/exit.js";
+import { exportStore, importStore } from "../../src/compose/transfer.js";
+import type { KvStore } from "../../src/kv/contract.js";
+import { MemoryKv } from "../../src/kv/memory.js";
+import { newKeyPem, parseVkey, privateKeyFromPem, rawPublicKey, SIG_COSIGNATURE_V1, SIG_ED25519, vkey } from "../../src/tlog/note.js";
+import { Witness } from "../../src/tlog/witness.js";
+import { startLmdbServer, type Running } from "../http/harness.js";
+import { rewriteFrom } from "../support/rechain.js";
+import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
+import { run } from "./spawn.js";
+
+function signer(name: string, type = SIG_COSIGNATURE_V1) {
+  const privateKey = privateKeyFromPem(newKeyPem());
+  return { name, privateKey, vkey: vkey(name, type, rawPublicKey(createPublicKey(privateKey))) };
+}
+const w1 = signer("witness.example/one");
+const w2 = signer("witness.example/two");
+const w3 = signer("witness.example/three");
+
+let s: Running;
+let dir: string;
+let note: string;
+let logKey: string;
+
+async function exportTo(kv: KvStore, file: string): Promise<string> {
+  const out = createWriteStream(file);
+  await exportStore(kv, out);
+  out.end();
+  await finished(out);
+  return file;
+}
+
+async function audit(args: string[]): Promise<{ code: number | null; out: Record<string, unknown> | null; err: string }> {
+  const r = run(["audit", ...args]);
+  const { code } = await r.exit;
+  const line = r.out().trim();
+  return { code, out: line ? (JSON.parse(line) as Record<string, unknown>) : null, err: r.err() };
+}
+
+beforeAll(async () => {
+  dir = await makeTempDir("audit");
+  s = await startLmdbServer("audit-server", { logWitnesses: [w1.vkey, w2.vkey] });
+  await s.root.projects.create({ id: "p1", displayName: "Schools" });
+  await s.root.project("p1").subprojects.create({ id: "s1", displayName: "Roofs", currency: "EUR" });
+  await s.root.projects.create({ id: "p2", displayName: "Roads" });
+  await s.app.flowstore.log.tree.appendPending();
+  logKey = (await s.root.log.info()).vkey;
+  for (const w of [w1, w2]) {
+    const witness = new Witness({ log: s.base, logKey: parseVkey(logKey), signer: w, state: new MemoryKv() });
+    expect(await witness.step()).toMatchObject({ outcome: "cosigned", posted: true });
+  }
+  note = await s.client().log.cosignedCheckpoint();
+  await writeFile(join(dir, "cp.note"), note);
+  await exportTo(s.app.flowstore.kv, join(dir, "export.ndjson"));
+  // Later writes: an export taken now still covers the checkpoint.
+  await s.root.project("p2").update({ description: "later" });
+  await s.app.flowstore.log.tree.appendPending();
+  await exportTo(s.app.flowstore.kv, join(dir, "later.ndjson"));
+  // A doctored export: p1's creation says another name, the partition re-chained by hand.
+  const kv = new MemoryKv();
+  await importStore(kv, createReadStream(join(dir, "export.ndjson")));
+  await rewriteFrom(kv, ["project", "p1"], 1, (e) => {
+    (e as unknown as { at: string }).at = "2020-01-01T00:00:00.000Z";
+  });
+  await exportTo(kv, join(dir, "doctored.ndjson"));
+});
+
+afterAll(async () => {
+  await s?.close();
+  await removeTempDir(dir);
+});
+
+it("accepts an export the cosigned checkpoint covers, and refuses a doctored one, a short quorum and the wrong log key", async () => {
+  const cp = join(dir, "cp.note");
+  const both = ["--witness", w1.vkey, "--witness", w2.vkey];
+  const wrongLog = signer(parseVkey(logKey).name, SIG_ED25519);
+  // (The runs go side by side: each is a process start of its own.)
+  const [ok, later, doctored, short, wrongKey, usage] = await Promise.all([
+    audit(["--in", join(dir, "export.ndjson"), "--checkpoint", cp, ...both, "--log-key", logKey]),
+    audit(["--in", join(dir, "later.ndjson"), "--checkpoint", cp, ...both]),
+    audit(["--in", join(dir, "doctored.ndjson"), "--checkpoint", cp, ...both]),
+    audit(["--in", join(dir, "export.ndjson"), "--checkpoint", cp, ...both, "--witness", w3.vkey, "--quorum", "3"]),
+    audit(["--in", join(dir, "export.ndjson"), "--checkpoint", cp, ...both, "--log-key", wrongLog.vkey]),
+    audit(["--in", join(dir, "export.ndjson"), "--checkpoint", cp, "--witness", "not-a-key"]),
+  ]);
+  expect(ok.code, ok.err).toBe(EXIT.ok);
+  expect(ok.out).toMatchObject({ ok: true, reasons: [], checkpoint: { cosigners: [expect.stringContaining(w1.name), expect.stringContaining(w2.name)], logSignature: "checked" } });
+  expect((ok.out!.covered as number) > 0).toBe(true);
+
+  expect(later.code, later.err).toBe(EXIT.ok);
+
+  expect(doctored.code, doctored.err).toBe(EXIT.verificationFailed);
+  expect((doctored.out!.reasons as string[]).join("\n")).toMatch(/another root/);
+
+  expect(short.code).toBe(EXIT.verificationFailed);
+  expect((short.out!.reasons as string[]).join("\n")).toMatch(/2 valid cosignature\(s\).*3 required/);
+
+  expect(wrongKey.code).toBe(EXIT.verificationFailed);
+  expect((wrongKey.out!.reasons as string[]).join("\n")).toMatch(/not signed by the log's key/);
+
+  expect(usage.code).toBe(EXIT.usage);
+  expect(usage.err).toMatch(/--witness/);
+}, 600_000);
