@@ -64,6 +64,16 @@ export class DisabledLoginError extends UnauthorizedError {
 
 export class ForbiddenError extends kind("forbidden") {}
 
+/**
+ * Right credentials of a user whose password an administrator reset requiring a new one (issue 29): no
+ * session opens until the user sets its own password (`POST /auth/password`).
+ */
+export class PasswordChangeRequiredError extends ForbiddenError {
+  constructor(by: string) {
+    super(`${by} reset this password and requires a new one: choose yours at POST /auth/password (username, currentPassword, password)`, "password");
+  }
+}
+
 export class NotFoundError extends kind("not_found") {}
 
 /** A failed precondition (key absent / key at version), a stale version or a duplicate id. */

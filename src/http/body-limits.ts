@@ -25,6 +25,12 @@ export const DEFAULT_BODY_LIMIT = 1024 * 1024;
  */
 export const COSIGNATURE_BODY_LIMIT = 64 * 1024;
 
+/** The largest backup a restore takes (both APIs, http/backup.ts), as sent (gzip): 1 GiB, TruBudget's own bound. */
+export const MAX_BACKUP_BYTES = 1024 * 1024 * 1024;
+
+/** The largest a backup may grow to once gunzipped: a bound on the disk a gzip bomb sent by a restorer can fill. */
+export const MAX_BACKUP_UNPACKED_BYTES = 16 * MAX_BACKUP_BYTES;
+
 /** How many bodies over the server's limit are read at once: by the whole server, by one user. */
 export const LARGE_BODIES = { perServer: 2, perUser: 1 } as const;
 

@@ -39,6 +39,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   workflowitems: "Workflowitems of a subproject, in their ordering",
   archive: "Snapshots of process instances and archived projects",
   "process-data": "BPM interim storage: form submissions, message payloads, form schemas and scripts",
+  store: "Backup and restore of the whole store (each restore a new epoch)",
 };
 
 /** Response headers, as @fastify/swagger takes them (a JSON schema with its description). */

@@ -36,6 +36,7 @@ import { archiveRoutes } from "./routes/archive.js";
 import { documentRoutes } from "./routes/documents.js";
 import { notificationRoutes } from "./routes/notifications.js";
 import { logPublicRoutes, logRoutes } from "./routes/log.js";
+import { backupRoutes } from "./routes/backup.js";
 import { serializerCompiler } from "./serialization.js";
 import { TRUBUDGET_PREFIX, trubudgetApi, type TrubudgetApiOptions } from "./trubudget/index.js";
 import { DEFAULT_BODY_LIMIT } from "./body-limits.js";
@@ -132,6 +133,7 @@ export const CORE_ROUTES: readonly FastifyPluginAsync[] = [
   documentRoutes,
   notificationRoutes,
   logRoutes,
+  backupRoutes,
 ];
 
 /** Builds the server over an opened store; tokens use the store's clock. */

@@ -10,7 +10,7 @@
  * the actor lacks. A password set by another account is recorded as that account's act (`["reset", id]`)
  * and answered with the user's next logins until the user sets its own.
  */
-import { ConflictError, DisabledLoginError, ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from "../errors.js";
+import { ConflictError, DisabledLoginError, ForbiddenError, NotFoundError, PasswordChangeRequiredError, UnauthorizedError, ValidationError } from "../errors.js";
 import type { Entry, KvStore, Op } from "../kv/contract.js";
 import { ROOT_ID, SYSTEM, type Actor } from "../access/actor.js";
 import { GlobalPermissions, type IdentityDirectory } from "../access/global.js";
@@ -228,7 +228,7 @@ export class Identity implements IdentityDirectory {
    * password set by another actor is recorded as its act and shown at the user's next logins
    * (`credentials`); the user setting its own clears that record.
    */
-  async setPassword(actor: Actor, id: string, password: string, options: { passwordRule?: PasswordRule } = {}): Promise<void> {
+  async setPassword(actor: Actor, id: string, password: string, options: { passwordRule?: PasswordRule; mustChange?: boolean } = {}): Promise<void> {
     checkId(id, "id");
     checkPassword(password, "password", options.passwordRule);
     const own = actor.system !== true && actor.id === id;
@@ -244,7 +244,7 @@ export class Identity implements IdentityDirectory {
       if (!current) throw new NotFoundError(`no user ${id}`);
       const user = decodeRecord<UserRecord>(current);
       if (!own) await this.global.assertOutranks(actor, { id: user.id, groups: user.groups });
-      const reset: PasswordReset = { by: actor.id, at: this.#now().toISOString() };
+      const reset: PasswordReset = { by: actor.id, at: this.#now().toISOString(), ...(options.mustChange === true ? { mustChange: true as const } : {}) };
       await commitOrRace(this.kv, [
         { type: "check", key: userKey(id), version: current.version },
         { type: "put", key: passwordKey(id), value: Buffer.from(hash) },
@@ -293,7 +293,11 @@ export class Identity implements IdentityDirectory {
    * user record, the password and the token version are still those that were read, so a password
    * change or a logout-all racing with the login wins.
    */
-  async credentials(username: unknown, password: unknown): Promise<{ user: UserRecord; tokenVersion: number; checks: Op[]; passwordReset?: PasswordReset }> {
+  async credentials(
+    username: unknown,
+    password: unknown,
+    options: { changing?: boolean } = {},
+  ): Promise<{ user: UserRecord; tokenVersion: number; checks: Op[]; passwordReset?: PasswordReset }> {
     const refused = () => new UnauthorizedError("invalid username or password");
     const validName = typeof username === "string" && /^[A-Za-z0-9._@-]{1,64}$/.test(username);
     const pw = typeof password === "string" && password.length <= 1024 ? password : "";
@@ -309,7 +313,10 @@ export class Identity implements IdentityDirectory {
       { type: "check", key: passwordKey(user.id), version: hashEntry.version },
       { type: "check", key: tokenStateKey(user.id), version: tokens?.version ?? null },
     ];
-    return { user, tokenVersion: tokenVersion(tokens), checks, ...(reset ? { passwordReset: JSON.parse(reset.value.toString("utf8")) as PasswordReset } : {}) };
+    const passwordReset = reset ? (JSON.parse(reset.value.toString("utf8")) as PasswordReset) : undefined;
+    // A reset that requires a new password opens no session on these credentials, only the change (`changing`).
+    if (passwordReset?.mustChange && !options.changing) throw new PasswordChangeRequiredError(passwordReset.by);
+    return { user, tokenVersion: tokenVersion(tokens), checks, ...(passwordReset ? { passwordReset } : {}) };
   }
 
   /** The Actor a user acts as (its groups included), in one read. UnauthorizedError when missing or disabled. */

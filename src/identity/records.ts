@@ -64,6 +64,8 @@ export interface GroupRecord {
 export interface PasswordReset {
   readonly by: string;
   readonly at: string;
+  /** The administrator requires the user to choose a new password before any session opens (native API). */
+  readonly mustChange?: true;
 }
 
 export interface TokenState {

@@ -148,6 +148,27 @@ export class Tokens {
     return passwordReset ? { ...issued, passwordReset } : issued;
   }
 
+  /**
+   * A user sets its own password proving its current one, and logs in with the new one: what a user
+   * whose password an administrator reset requiring a new one must do first (`login` refuses it with a
+   * PasswordChangeRequiredError until then); any user may. Guarded as a log in (the current password is
+   * a guess like any other).
+   */
+  async changePassword(username: unknown, current: unknown, password: string, options: { address?: string; claims?: ExtraClaims } = {}): Promise<IssuedToken> {
+    const name = typeof username === "string" ? username.slice(0, 256) : "";
+    this.guard?.check(name, options.address);
+    let user: UserRecord;
+    try {
+      ({ user } = await this.identity.credentials(username, current, { changing: true }));
+    } catch (e) {
+      if (e instanceof UnauthorizedError) this.guard?.failed(name, options.address);
+      throw e;
+    }
+    this.guard?.succeeded(name, options.address);
+    await this.identity.setPassword({ id: user.id, groups: user.groups }, user.id, password);
+    return this.login(user.id, password, options);
+  }
+
   /** Opens a session for a user without credentials (the caller vouches for it). */
   async issue(userId: string, options: { claims?: ExtraClaims } = {}): Promise<IssuedToken> {
     const [user, tokens] = await this.identity.kv.getMany(PARTITION, [userKey(userId), tokenStateKey(userId)]);

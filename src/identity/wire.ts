@@ -46,7 +46,17 @@ export const NewUser = Type.Object(
 );
 export type NewUser = Static<typeof NewUser>;
 
-export const NewPassword = Type.Object({ password: Type.String({ minLength: PASSWORD_MIN, maxLength: PASSWORD_MAX }) }, { additionalProperties: false, $id: "NewPassword" });
+const Password = Type.String({ minLength: PASSWORD_MIN, maxLength: PASSWORD_MAX });
+
+export const NewPassword = Type.Object(
+  {
+    password: Password,
+    mustChange: Type.Optional(
+      Type.Boolean({ description: "the user must choose a new password (POST /auth/password) before it can log in again (an administrator's reset; default false)" }),
+    ),
+  },
+  { additionalProperties: false, $id: "NewPassword" },
+);
 export type NewPassword = Static<typeof NewPassword>;
 
 export const DisableQuery = Type.Object(
@@ -135,6 +145,13 @@ export const RefreshRequest = Type.Object(
   { additionalProperties: false, $id: "RefreshRequest", title: "RefreshRequest" },
 );
 export type RefreshRequest = Static<typeof RefreshRequest>;
+
+/** A user sets its own password proving the current one, without a session (`POST /auth/password`). */
+export const PasswordChangeRequest = Type.Object(
+  { username: Type.String({ minLength: 1, maxLength: 64 }), currentPassword: Type.String({ minLength: 1, maxLength: 1024 }), password: Password },
+  { additionalProperties: false, $id: "PasswordChangeRequest", title: "PasswordChangeRequest" },
+);
+export type PasswordChangeRequest = Static<typeof PasswordChangeRequest>;
 
 export const TokenResponse = Type.Object(
   {

@@ -317,6 +317,19 @@ const MATRIX: Record<string, Entry> = {
   [`POST ${API}/auth/logout`]: { need: { kind: "session" }, request: () => ({ path: `${API}/auth/logout` }) },
   [`POST ${API}/auth/logout-all`]: { need: { kind: "session" }, request: () => ({ path: `${API}/auth/logout-all` }) },
   [`POST ${API}/auth/token`]: { need: { kind: "public" }, request: () => ({ path: `${API}/auth/token`, body: { username: "eve", password: "eve password" } }) },
+  [`POST ${API}/auth/password`]: {
+    need: {
+      kind: "own",
+      rule: "is public and takes the user's current password, as a log in does (401 otherwise)",
+      check: async (c) => {
+        const req = (currentPassword: string) => ({ path: `${API}/auth/password`, body: { username: "victim", currentPassword, password: "victim password" } });
+        expect((await c.call(undefined, "POST", req("a wrong password"))).status).toBe(401);
+        expect((await c.call(c.eve, "POST", req("a wrong password"))).status).toBe(401);
+        expect((await c.call(undefined, "POST", req("victim password"))).status).toBe(200);
+      },
+    },
+    request: () => ({ path: `${API}/auth/password` }),
+  },
 
   // any valid token
   [`GET ${API}/users`]: token(`${API}/users`),
@@ -388,6 +401,27 @@ const MATRIX: Record<string, Entry> = {
     () => ({ path: `${PD}/form-submissions/process/pi-9/task/doomed` }),
     async (root) => void (await root.processData.put("form-submissions", "process/pi-9/task/doomed", { id: "doomed", data: {} })),
   ),
+
+  // the whole store's backup and restore (issue 29)
+  [`GET ${API}/store/backup`]: { ...global("global.createBackup", () => ({ path: `${API}/store/backup` })), streamed: true },
+  [`POST ${API}/store/restore`]: {
+    need: {
+      kind: "own",
+      rule: "needs global.restoreBackup, checked before the body is looked at (403, then 415 for a body that is not a backup; a real restore is test/http/store-backup.test.ts)",
+      check: async (c) => {
+        const req = { path: `${API}/store/restore`, body: { not: "a backup" } };
+        expect((await c.call(undefined, "POST", req)).status).toBe(401);
+        expect((await c.call(c.eve, "POST", req)).status).toBe(403);
+        await c.grant(`${API}/global`, "global.restoreBackup");
+        try {
+          expect((await c.call(c.eve, "POST", req)).status).toBe(415);
+        } finally {
+          await c.call(c.root, "POST", { path: `${API}/global/permissions/revoke`, body: { intent: "global.restoreBackup", identity: "eve" } });
+        }
+      },
+    },
+    request: () => ({ path: `${API}/store/restore` }),
+  },
 
   // the archive
   [`POST ${API}/archive/snapshots`]: global("global.writeArchive", () => ({ path: `${API}/archive/snapshots`, body: { uniqueId: unique("u-"), document: { items: [1] } } })),

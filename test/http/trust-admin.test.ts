@@ -58,6 +58,27 @@ describe("administrator hierarchy over /api/v1", () => {
     expect((await login("alice", "alice's own 1234")).body.passwordReset).toBeUndefined();
   });
 
+  it("a reset with mustChange opens no session until the user chooses a new password (POST /auth/password)", async () => {
+    await s.root.users.create({ id: "carol", displayName: "carol", password: "carol password" });
+    expect((await raw(s.base, "PUT", `${API}/users/carol/password`, json(admin, { password: "reset by eve 456", mustChange: true }))).status).toBe(204);
+    // The admin's password logs carol in nowhere: 403 naming the change; a wrong one is the usual 401.
+    const refused = await login("carol", "reset by eve 456");
+    expect(refused.status).toBe(403);
+    expect(refused.body.field).toBe("password");
+    expect((await login("carol", "a wrong password 1")).status).toBe(401);
+    const change = (currentPassword: string, password: string) =>
+      raw(s.base, "POST", `${API}/auth/password`, { headers: { "content-type": "application/json" }, body: JSON.stringify({ username: "carol", currentPassword, password }) });
+    expect((await change("a wrong password 1", "carol's own 12345")).status).toBe(401);
+    expect((await change("reset by eve 456", "short")).status).toBe(400);
+    const changed = await change("reset by eve 456", "carol's own 12345");
+    expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+    expect((await raw(s.base, "GET", `${API}/me`, json(changed.body.token))).status).toBe(200);
+    expect((await login("carol", "reset by eve 456")).status).toBe(401);
+    const own = await login("carol", "carol's own 12345");
+    expect(own.status).toBe(200);
+    expect(own.body.passwordReset).toBeUndefined();
+  });
+
   it("grants only intents the granter holds, revokes nothing from root, joins no group holding more", async () => {
     const grant = (intent: string, identity: string) => raw(s.base, "POST", `${API}/global/permissions/grant`, json(admin, { intent, identity }));
     expect((await grant("global.createProject", "eve")).status).toBe(403);

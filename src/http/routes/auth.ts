@@ -1,12 +1,14 @@
 /**
  * Sessions: POST /auth/token (username and password → an access token and a refresh token) and
  * POST /auth/refresh (a refresh token → new ones; the one shown is spent) are public and rate-limited
+ * (so is POST /auth/password: a user sets its own password proving the current one, which a reset
+ * requiring a new password asks for before any session opens)
  * (rate-limit.ts); POST /auth/logout ends the caller's session, POST /auth/logout-all every session of
  * the caller (its token version is bumped). Answers that carry tokens are `Cache-Control: no-store`. Tokens: see identity/tokens.ts; shapes: identity/wire.ts.
  */
 import { Type } from "@sinclair/typebox";
 import { refreshTokenUser } from "../../identity/index.js";
-import { RefreshRequest, TokenRequest, TokenResponse } from "../../identity/wire.js";
+import { PasswordChangeRequest, RefreshRequest, TokenRequest, TokenResponse } from "../../identity/wire.js";
 import { bearerToken, requireAuthentication } from "../auth.js";
 import type { RoutePlugin } from "../context.js";
 import { noStore } from "../conventions.js";
@@ -23,11 +25,13 @@ export const authRoutes: RoutePlugin<AuthRouteOptions> = async (app, options) =>
   const limits = options.rateLimit === false ? undefined : await loginLimiter(app, options.rateLimit ?? DEFAULT_LOGIN_RATE_LIMITS);
   const limited = (userOf: (body: unknown) => string | undefined) => (limits ? { onRequest: limits.perAddress, preHandler: limits.perUser((r) => userOf(r.body)) } : {});
   const refused = limits ? problems(400, 401, 415, 429) : problems(400, 401, 415);
+  // A log in may also be refused while a reset requires a new password (403, PasswordChangeRequiredError).
+  const loginRefused = limits ? problems(400, 401, 403, 415, 429) : problems(400, 401, 403, 415);
 
   app.post(
     "/auth/token",
     {
-      schema: { tags: ["auth"], summary: "Log in: an access token and a refresh token", body: TokenRequest, response: { 200: TokenResponse, ...refused } },
+      schema: { tags: ["auth"], summary: "Log in: an access token and a refresh token", body: TokenRequest, response: { 200: TokenResponse, ...loginRefused } },
       // Per address only: failed guesses per user are the login guard's (identity/login-guard.ts), which
       // a correct password passes and which TruBudget's log in shares.
       ...(limits ? { onRequest: limits.perAddress } : {}),
@@ -35,6 +39,24 @@ export const authRoutes: RoutePlugin<AuthRouteOptions> = async (app, options) =>
     async (request, reply) => {
       noStore(reply);
       return tokens.login(request.body.username, request.body.password, { address: request.ip });
+    },
+  );
+
+  app.post(
+    "/auth/password",
+    {
+      schema: {
+        tags: ["auth"],
+        summary: "Set one's own password proving the current one, and log in with the new one (what a reset requiring a new password asks for)",
+        body: PasswordChangeRequest,
+        response: { 200: TokenResponse, ...loginRefused },
+      },
+      ...(limits ? { onRequest: limits.perAddress } : {}),
+    },
+    async (request, reply) => {
+      noStore(reply);
+      const { username, currentPassword, password } = request.body;
+      return tokens.changePassword(username, currentPassword, password, { address: request.ip });
     },
   );
 

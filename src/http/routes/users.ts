@@ -36,14 +36,15 @@ export const userRoutes: RoutePlugin = async (app) => {
     {
       schema: {
         tags: ["users"],
-        summary: "Reset a user's password (global.createUser); every token of the user is revoked",
+        summary:
+          "Reset a user's password (global.createUser, on an account the caller outranks); every token of the user is revoked; with mustChange the user must choose a new one before it logs in again",
         params: UserParams,
         body: NewPassword,
         response: { 204: Type.Null({ description: "done" }), ...problems(400, 403, 404, 415) },
       },
     },
     async (request, reply) => {
-      await identity.setPassword(request.actor, request.params.userId, request.body.password);
+      await identity.setPassword(request.actor, request.params.userId, request.body.password, { mustChange: request.body.mustChange === true });
       return reply.code(204).send();
     },
   );

@@ -17,48 +17,14 @@
  *   answers 403 for both, so that a logged-in user is not logged out.
  */
 import { readFileSync } from "node:fs";
-import { PassThrough, pipeline as pipe, Transform, type Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
-import { createGunzip, createGzip } from "node:zlib";
 import { Type } from "@sinclair/typebox";
-import { FlowstoreError, TooLargeError, ValidationError } from "../../errors.js";
-import { UNFINISHED_IMPORT, unfinishedImport } from "../../compose/transfer.js";
+import { registerRestoreRoute, sendBackup } from "../backup.js";
 import type { RoutePlugin } from "../context.js";
 import { Envelope, ok, Reply } from "./envelope.js";
 import { dropsUnknown } from "./validation.js";
 
 /** flowstore's release, from its package.json (two levels above src/http/trubudget and dist/http/trubudget). */
 export const RELEASE = (JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string }).version;
-
-/** The largest backup `system.restoreBackup` takes, as sent (gzip): 1 GiB, TruBudget's own bound. */
-export const MAX_BACKUP_BYTES = 1024 * 1024 * 1024;
-
-/** The largest a backup may grow to once gunzipped: a bound on the disk a root-sent gzip bomb can fill. */
-export const MAX_BACKUP_UNPACKED_BYTES = 16 * MAX_BACKUP_BYTES;
-
-/** The media type of a backup, both ways. */
-const GZIP = "application/gzip";
-
-/** The upload, counted: past `max` bytes (of `what`) it fails with a 413. */
-function limited(max: number, what: string): Transform {
-  let bytes = 0;
-  return new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
-      bytes += chunk.length;
-      if (bytes > max) callback(new TooLargeError(`the backup is larger than ${max} bytes ${what}`, max));
-      else callback(null, chunk);
-    },
-  });
-}
-
-/** A failure to read the upload: a gzip stream that is not one, or is cut off, is the client's (400). */
-function uploadError(e: unknown): unknown {
-  const code = (e as { code?: unknown }).code;
-  if (!(e instanceof FlowstoreError) && typeof code === "string" && code.startsWith("Z_")) {
-    return new ValidationError(`the body is not a whole gzip stream (${(e as Error).message})`, "body");
-  }
-  return e;
-}
 
 const elapsed = async (work: () => Promise<unknown>): Promise<number> => {
   const start = performance.now();
@@ -121,53 +87,7 @@ export const systemRoutes: RoutePlugin = async (app) => {
     });
   }
 
-  app.get("/system.createBackup", async (request, reply) => {
-    // The store checks the caller's intent before the first line (a 403 before any byte is sent).
-    const backup = await app.flowstore.exportStore(request.actor);
-    const body = new PassThrough();
-    // Streamed: the export writes as the client reads. A failure after the first byte can only cut the
-    // stream, which the importer refuses (an export ends with its counts).
-    void pipeline(backup.stream, createGzip(), body).catch(() => {});
-    backup.done.catch((err: unknown) => request.log.error({ err }, "backup failed"));
-    return reply.type(GZIP).header("content-disposition", 'attachment; filename="backup.gz"').send(body);
-  });
-
-  // Its own scope: any media type reaches the handler as the raw stream, which refuses all but gzip.
-  await app.register(async (restore) => {
-    restore.removeAllContentTypeParsers();
-    restore.addContentTypeParser("*", (_request, payload, done) => done(null, payload));
-    restore.post("/system.restoreBackup", { schema: { response: { 200: Reply(Type.Object({})) } } }, async (request, reply) => {
-      // The body is opened once the store has found that the caller may restore (403 before 415).
-      const ndjson = (): Readable => {
-        const type = request.headers["content-type"]?.split(";")[0]!.trim().toLowerCase();
-        if (type !== GZIP) throw new FlowstoreError("validation", 415, `unsupported media type ${type ?? "(none)"}: send the backup as ${GZIP}`, "headers.content-type");
-        return pipe(request.body as Readable, limited(MAX_BACKUP_BYTES, "as sent"), createGunzip(), limited(MAX_BACKUP_UNPACKED_BYTES, "unpacked"), () => {});
-      };
-      const staged = await app.flowstore.stageRestore(request.actor, ndjson).catch((e: unknown) => Promise.reject(uploadError(e)));
-      let applying = false;
-      try {
-        let importing = false;
-        const progress = (): void => {
-          if (importing) return;
-          importing = true;
-          request.log.info({ file: staged.file }, "restore: the old content is dropped, importing the backup");
-        };
-        const counts = await app.flowstore.gate.run(
-          "a restore is replacing the store",
-          reply,
-          () => {
-            applying = true;
-            return staged.apply(progress);
-          },
-          async () => ((await unfinishedImport(kv)) ? `the restore failed midway; refusing to serve: ${UNFINISHED_IMPORT}` : null),
-        );
-        request.log.info({ counts }, "backup restored");
-      } catch (e) {
-        // A restore that began applying settles itself (the store as it was, or resumable from the file it keeps).
-        if (!applying) await staged.discard();
-        throw e;
-      }
-      return ok({});
-    });
-  });
+  // The store's own operations, shared with the native API (http/backup.ts): each checks the caller's intent first.
+  app.get("/system.createBackup", async (request, reply) => sendBackup(app, request, reply));
+  await registerRestoreRoute(app, "/system.restoreBackup", { response: { 200: Reply(Type.Object({})) } }, () => ok({}));
 };
