@@ -206,6 +206,9 @@ describe("documents", () => {
     // The project goes with its subprojects and items: nothing references the content any more, so nothing is kept.
     await s.root.project("q").delete();
     expect(await files()).toEqual([]);
-    expect(await content()).toEqual(before);
+    // Nothing this case stored is kept. (An earlier case's cut upload may still be undoing its staging
+    // chunks while this one runs, so the store may hold less than before, never more.)
+    const left = new Set(before);
+    expect((await content()).filter((l) => !left.has(l))).toEqual([]);
   });
 });
