@@ -506,7 +506,20 @@ const MATRIX: Record<string, Entry> = {
   [`POST ${API}/notifications/read`]: { need: { kind: "token" }, request: () => ({ path: `${API}/notifications/read`, body: { all: true } }) },
 
   // subscriptions (src/subscriptions): the caller's own; an operator's with global.manageSubscriptions
-  [`POST ${API}/subscriptions`]: { need: { kind: "token" }, request: () => ({ path: `${API}/subscriptions`, body: { name: "mine" } }) },
+  [`POST ${API}/subscriptions`]: {
+    need: {
+      kind: "own",
+      rule: "needs a valid token and no intent (201: the subscription is the caller's)",
+      check: async (c) => {
+        const req = { path: `${API}/subscriptions`, body: { name: "mine" } };
+        expect((await c.call(undefined, "POST", req)).status).toBe(401);
+        const made = await c.call(c.eve, "POST", req);
+        expect(made.status).toBe(201);
+        expect(made.body).toMatchObject({ subscription: { owner: "eve", name: "mine" } });
+      },
+    },
+    request: () => ({ path: `${API}/subscriptions` }),
+  },
   [`GET ${API}/subscriptions`]: token(`${API}/subscriptions`),
   [`GET ${API}/subscriptions/digest`]: token(`${API}/subscriptions/digest`),
   [`GET ${API}/subscriptions/:subscriptionId`]: subscriptionEntry("GET", "", "managed"),
