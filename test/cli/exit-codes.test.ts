@@ -42,6 +42,16 @@ it("usage errors exit 2 with a clear message: a log level that does not exist, a
   expect((await cli(["--help"])).out).toContain("Exit codes: 0 ok, 1 verification failed, 2 usage");
 });
 
+it("a reader that stops early (`flowstore serve --help | head -1`) ends the command quietly: no EPIPE stack trace", async () => {
+  const r = run(["serve", "--help"]);
+  // The reading end of the output pipe is closed before the command writes a byte: every write it makes meets EPIPE,
+  // as the writes after the first line do under `| head -1` (where it depends on when head exits).
+  r.child.stdout!.destroy();
+  const { code } = await r.exit;
+  expect(r.err()).toBe("");
+  expect(code).toBe(0);
+});
+
 it("a command that reads a store refuses a missing one (exit 3) and creates nothing", async () => {
   const typo = join(dir, "typo");
   for (const args of [["verify"], ["export"], ["user", "enable", "bob"], ["keys", "rotate"]]) {
