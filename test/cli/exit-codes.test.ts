@@ -75,8 +75,8 @@ it("works in a dotted data directory, with progress lines off a terminal, and a 
   expect(demo.err).toContain("created 3 workflowitems: done");
   const verified = await cli(["verify", "--data", dotted], { FLOWSTORE_PROGRESS_SECONDS: "0" });
   expect(verified.code, verified.err).toBe(0);
-  expect(verified.err).toMatch(/^verified 1\/1 partitions \(100%\)/m);
-  expect(JSON.parse(verified.out)).toMatchObject({ ok: true, partitions: 1 });
+  expect(verified.err).toMatch(/^verified 1\/1 chained partitions \(100%\)/m);
+  expect(JSON.parse(verified.out)).toMatchObject({ ok: true, chained: 1 });
 
   // serve opens the dotted directory, then cannot listen: a configuration / I/O failure
   const taken = createServer();
@@ -105,7 +105,7 @@ it.skipIf(!hasScript)("on a terminal, verify draws a bar with its total and ETA"
   // script(1) runs the command on a pseudo-terminal
   const command = `${process.execPath} --import tsx src/cli/main.ts verify --data '${dotted}'`;
   const out = execFileSync("script", ["-qec", command, "/dev/null"], { cwd: ROOT, encoding: "utf8", env: { ...process.env, FLOWSTORE_DATA: "" } });
-  expect(out).toMatch(/verified \[[█░]+\] 100% \| 1\/1 partitions \| .* \| ETA /);
+  expect(out).toMatch(/verified \[[█░]+\] 100% \| 1\/1 chained partitions \| .* \| ETA /);
   // the demo of one project: 26 events (its closers are granted the close intent first, issue 29)
-  expect(out).toContain("verified 1 partitions, 26 events: done");
+  expect(out).toContain("verified 1 chained partitions, 26 events: done");
 });
