@@ -28,6 +28,8 @@ const slow = [
   "test/kv/postgres.test.ts",
   "test/kv/lmdb.test.ts",
   "test/package.test.ts",
+  // starts the README's own server (npm start) and runs its shell blocks
+  "test/docs/readme-run.test.ts",
   "test/archive/kill.test.ts",
   "test/archive/big-file.test.ts",
   "test/reliability/**/*.test.ts",

@@ -31,7 +31,7 @@ import { ValidationError } from "../errors.js";
 import { allPartitions, scanAll, type Key, type KvStore, type Op, type Partition } from "../kv/contract.js";
 import { decode, encode, encodeNested } from "../kv/tuple.js";
 import { layout } from "../resources/model/layout.js";
-import { CONTENT_KINDS, IMPORT_MARKER } from "./kinds.js";
+import { CHAINED_KINDS, CONTENT_KINDS, IMPORT_MARKER } from "./kinds.js";
 
 const MARKER_PARTITION = IMPORT_MARKER.partition;
 const MARKER_KEY = IMPORT_MARKER.key;
@@ -77,6 +77,14 @@ export interface TransferCounts {
   entries: number;
 }
 
+/**
+ * What an export carried: its partitions and entries (the counts of its end line), and how many of those
+ * partitions hold a hash chain (`chained`: the partitions `verify` checks, so both commands count them alike).
+ */
+export interface ExportCounts extends TransferCounts {
+  chained: number;
+}
+
 const BATCH_ENTRIES = 500;
 const BATCH_BYTES = 4 * 1024 * 1024;
 
@@ -88,11 +96,13 @@ async function write(out: Writable, line: string): Promise<void> {
  * Writes the export of `kv` to `out`. `omit` leaves entries out (a backup for an HTTP caller leaves out
  * the credentials: identity/credentials.ts); the counts are those of what was written.
  */
-export async function exportStore(kv: KvStore, out: Writable, onProgress?: Progress, omit?: (partition: Partition, key: Key) => boolean): Promise<TransferCounts> {
+export async function exportStore(kv: KvStore, out: Writable, onProgress?: Progress, omit?: (partition: Partition, key: Key) => boolean): Promise<ExportCounts> {
   const counts = { partitions: 0, entries: 0 };
+  let chained = 0;
   await write(out, JSON.stringify({ flowstore: "export", version: 1, backend: kv.backend, at: new Date().toISOString() }));
   let visited = 0;
   for (const kind of CONTENT_KINDS) {
+    const isChained = CHAINED_KINDS.includes(kind);
     for await (const partition of allPartitions(kv, kind)) {
       visited++;
       // A partition whose keys were all deleted stays listed; it has nothing to carry over.
@@ -104,12 +114,15 @@ export async function exportStore(kv: KvStore, out: Writable, onProgress?: Progr
         await write(out, `{"k":"${e.keyBytes.toString("base64")}","v":"${e.value.toString("base64")}"}`);
         counts.entries++;
       }
-      if (started) counts.partitions++;
+      if (started) {
+        counts.partitions++;
+        if (isChained) chained++;
+      }
       onProgress?.({ ...counts, visited });
     }
   }
   await write(out, JSON.stringify({ end: counts }));
-  return counts;
+  return { ...counts, chained };
 }
 
 /** How many partitions of `kinds` the store lists (what an export or a verify will visit: their progress total). */
