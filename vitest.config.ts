@@ -51,6 +51,8 @@ const slow = [
   "test/http/restore-trust.test.ts",
   "test/http/events-expiry.test.ts",
   "test/client/client.test.ts",
+  // builds a Go program with Debian's Go and runs it against a server of its own
+  "test/tlog/x-mod.test.ts",
   "test/archive/project.test.ts",
 ];
 
