@@ -131,6 +131,35 @@ export class TransparencyLog {
     return Math.max(0, feedHead - head.cursor);
   }
 
+  /**
+   * How far the log trails the feed, in seconds at `now` (epoch ms): the age (its `at`) of the oldest
+   * acknowledged event the log does not hold yet, 0 when it holds them all. That event is the first
+   * past the log's last seq of its partition, in the first feed entries past the log's cursor that
+   * still name events the log lacks (an entry whose events a repair appended to the feed late, or that
+   * the log already took in through a later entry of its partition, is passed over). Reads at most
+   * `window` feed entries, their partitions' last logged seqs (one batch) and one event; answers 0
+   * when none of the `window` entries names a missing event.
+   */
+  async lagSeconds(now: number, window = 64): Promise<number> {
+    const { head } = await this.#head();
+    const entries = await this.feed.read(head.cursor, window);
+    if (entries.length === 0) return 0;
+    const names = [...new Map(entries.map((e) => [JSON.stringify(e.partition), e.partition])).entries()];
+    const stored = await this.kv.getMany(
+      P,
+      names.map(([, p]) => K.last(head.epoch, p)),
+    );
+    const last = new Map(names.map(([name], i) => [name, stored[i] ? Number(stored[i].value.toString("utf8")) : 0]));
+    for (const e of entries) {
+      const seq = last.get(JSON.stringify(e.partition))! + 1;
+      if (seq > e.to) continue;
+      const [event] = await this.feed.events(e.partition, seq, seq);
+      if (!event) continue; // the partition was dropped since
+      return Math.max(0, (now - Date.parse(event.at)) / 1000);
+    }
+    return 0;
+  }
+
   async #nodes(ids: readonly NodeId[]): Promise<Map<string, Hash>> {
     const got = await this.kv.getMany(
       P,
