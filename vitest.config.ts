@@ -56,6 +56,8 @@ const slow = [
   // a real server with webhook delivery and the example receiver as a child process
   "test/http/subscriptions.test.ts",
   "test/client/client.test.ts",
+  // builds a Go program with Debian's Go and runs it against a server of its own
+  "test/tlog/x-mod.test.ts",
   "test/archive/project.test.ts",
 ];
 

@@ -3,10 +3,16 @@
  * entries (state, indexes and the hash-chained log alike), so an import into an empty store of any
  * backend reproduces the source byte for byte and its chains verify.
  *
- *   {"flowstore":"export","version":1,"backend":"lmdb","at":"…"}
+ *   {"flowstore":"export","version":1,"backend":"lmdb","at":"…"[,"log":{epoch,start,frontier,last}]}
  *   {"partition":"<base64 of the encoded partition tuple>"}
  *   {"k":"<base64 key bytes>","v":"<base64 value>"}   … one line per entry of that partition
  *   {"end":{"partitions":n,"entries":m}}
+ *
+ * The transparency log is not content (a restore keeps it), so an export does not carry it; but when the
+ * log has had a restore (an epoch past 0), the header says where the current epoch begins
+ * (`TransparencyLog.epochStart`: the index of its first leaf and the subtree hashes of the tree before
+ * it): the leaves of earlier epochs name histories the export does not hold, and with this an auditor
+ * (`flowstore audit`) rebuilds the current epoch's leaves from the export on top of that tree.
  *
  * Process-data access tokens stay sealed (encrypted) in an export; they are never decrypted here.
  *
@@ -30,7 +36,9 @@ import { once } from "node:events";
 import { ValidationError } from "../errors.js";
 import { allPartitions, scanAll, type Key, type KvStore, type Op, type Partition } from "../kv/contract.js";
 import { decode, encode, encodeNested } from "../kv/tuple.js";
+import { Feed } from "../resources/log/feed.js";
 import { layout } from "../resources/model/layout.js";
+import { TransparencyLog } from "../tlog/log.js";
 import { CHAINED_KINDS, CONTENT_KINDS, IMPORT_MARKER } from "./kinds.js";
 
 const MARKER_PARTITION = IMPORT_MARKER.partition;
@@ -99,7 +107,8 @@ async function write(out: Writable, line: string): Promise<void> {
 export async function exportStore(kv: KvStore, out: Writable, onProgress?: Progress, omit?: (partition: Partition, key: Key) => boolean): Promise<ExportCounts> {
   const counts = { partitions: 0, entries: 0 };
   let chained = 0;
-  await write(out, JSON.stringify({ flowstore: "export", version: 1, backend: kv.backend, at: new Date().toISOString() }));
+  const epoch = await new TransparencyLog(kv, new Feed(kv)).epochStart();
+  await write(out, JSON.stringify({ flowstore: "export", version: 1, backend: kv.backend, at: new Date().toISOString(), ...(epoch.epoch > 0 ? { log: epoch } : {}) }));
   let visited = 0;
   for (const kind of CONTENT_KINDS) {
     const isChained = CHAINED_KINDS.includes(kind);
@@ -253,7 +262,7 @@ async function wipeContent(kv: KvStore): Promise<void> {
 }
 
 /** The header line of an export file, parsed; a ValidationError when it is not one. */
-async function exportHeader(file: string): Promise<Record<string, unknown>> {
+export async function exportHeader(file: string): Promise<Record<string, unknown>> {
   const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
   try {
     for await (const line of lines) {

@@ -239,8 +239,8 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
   });
   metricsHooks(app, metrics, `${API_PREFIX}/events`);
   metrics.observeLog(async () => {
-    const [lag, head] = await Promise.all([flowstore.log.tree.lag(), flowstore.log.tree.head()]);
-    return { lag, size: head.size };
+    const [lag, lagSeconds, head] = await Promise.all([flowstore.log.tree.lag(), flowstore.log.tree.lagSeconds(flowstore.clock()), flowstore.log.tree.head()]);
+    return { lag, lagSeconds, size: head.size };
   });
   const writers = new Set([flowstore.resources.writer, flowstore.tenancy.writer]);
   const unobserve = [...writers].map((w) => w.onGroupCommit((n) => metrics.observeCommitGroup(n)));
