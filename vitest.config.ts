@@ -51,6 +51,8 @@ const slow = [
   "test/http/conventions.test.ts",
   "test/http/restore-trust.test.ts",
   "test/http/events-expiry.test.ts",
+  // a real server with webhook delivery and the example receiver as a child process
+  "test/http/subscriptions.test.ts",
   "test/client/client.test.ts",
   "test/archive/project.test.ts",
 ];
