@@ -2956,6 +2956,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/subjects/{subjectId}/erase": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase a data subject (global.eraseSubject): its key is destroyed, its personal fields read as erased in state, history, archives and later exports; every chain still verifies. Answers the receipt (again, finished, when erased before)
+         * @description Erase a data subject (global.eraseSubject): its key is destroyed, its personal fields read as erased in state, history, archives and later exports; every chain still verifies. Answers the receipt (again, finished, when erased before). Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        post: operations["eraseSubject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subjects/{subjectId}/erasure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The receipt of a data subject's erasure (global.eraseSubject): what was erased, when, by whom, each chain's head after
+         * @description The receipt of a data subject's erasure (global.eraseSubject): what was erased, when, by whom, each chain's head after. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        get: operations["getSubjectErasure"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3110,7 +3150,7 @@ export interface components {
              * @description a global intent
              * @enum {string}
              */
-            intent: "global.listPermissions" | "global.grantPermission" | "global.revokePermission" | "global.grantAllPermissions" | "global.createProject" | "global.createSpace" | "global.createUser" | "global.createGroup" | "global.enableUser" | "global.disableUser" | "global.listAssignments" | "global.readArchive" | "global.writeArchive" | "global.readProcessData" | "global.writeProcessData" | "global.createBackup" | "global.restoreBackup" | "global.manageSubscriptions";
+            intent: "global.listPermissions" | "global.grantPermission" | "global.revokePermission" | "global.grantAllPermissions" | "global.createProject" | "global.createSpace" | "global.createUser" | "global.createGroup" | "global.enableUser" | "global.disableUser" | "global.listAssignments" | "global.readArchive" | "global.writeArchive" | "global.readProcessData" | "global.writeProcessData" | "global.createBackup" | "global.restoreBackup" | "global.manageSubscriptions" | "global.eraseSubject";
             /** @description 1-64 of A-Z a-z 0-9 . _ @ - */
             identity: string;
         };
@@ -3349,6 +3389,8 @@ export interface components {
             workflowitemType?: "general" | "restricted";
             fundingOrganization?: string;
             markdown?: string;
+            /** @description the data subject the item's personal fields (description, markdown, rejectReason) are about; set at creation */
+            dataSubject?: string;
         };
         Workflowitem: {
             id: string;
@@ -3379,6 +3421,8 @@ export interface components {
                 workflowitemType?: "general" | "restricted";
                 fundingOrganization?: string;
                 markdown?: string;
+                /** @description the data subject the item's personal fields (description, markdown, rejectReason) are about; set at creation */
+                dataSubject?: string;
             };
             meta: components["schemas"]["Meta"];
             allowedIntents?: components["schemas"]["AllowedIntents"];
@@ -3831,6 +3875,35 @@ export interface components {
             partitions: number;
             /** @description entries the backup held */
             entries: number;
+        };
+        ErasureReceipt: {
+            subject: string;
+            /** @description when the key was destroyed (ISO 8601) */
+            erasedAt: string;
+            /** @description who erased it */
+            erasedBy: string;
+            /** @description the first 16 hex digits of the destroyed key's SHA-256 (names the key, tells nothing of it) */
+            keyId: string;
+            resources: components["schemas"]["ErasedResource"][];
+            /** @description false while the erasure's events are not all appended (erasing again finishes them) */
+            complete: boolean;
+        };
+        ErasedResource: {
+            type: string;
+            /** @description the resource's ids, from its partition owner's down */
+            ids: string[];
+            /** @description its personal fields, which read as erased */
+            fields: string[];
+            /** @description the erasure's event in the resource's chain: its seq and hash (the chain head right after) */
+            event?: {
+                seq: number;
+                hash: string;
+            };
+            /**
+             * @description the resource had been deleted: its events keep the ciphertext, and no event was appended
+             * @enum {boolean}
+             */
+            gone?: true;
         };
     };
     responses: never;
@@ -20400,6 +20473,182 @@ export interface operations {
             };
             /** @description Unsupported Media Type */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    eraseSubject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description 1-128 characters; not . or ..; no control, bidi-formatting or zero-width characters, surrounding spaces or / ? # % \ */
+                subjectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: ErasureReceipt */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErasureReceipt"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Payload Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description URI Too Long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported Media Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSubjectErasure: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description 1-128 characters; not . or ..; no control, bidi-formatting or zero-width characters, surrounding spaces or / ? # % \ */
+                subjectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: ErasureReceipt */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErasureReceipt"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description URI Too Long */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };

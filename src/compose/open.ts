@@ -43,6 +43,8 @@ import { TransparencyLog } from "../tlog/log.js";
 import type { WorkflowSchema } from "../workflow/schema.js";
 import { Background } from "./background.js";
 import { Backups, type StoreExport } from "./backup.js";
+import { Erasures } from "./erasure.js";
+import type { ErasureReceipt } from "../resources/store.js";
 import { flowstoreIntents } from "./intents.js";
 import { listEpochs, replacedView, verifyEpochs, type EpochsVerified } from "./epochs.js";
 import { StoreFence } from "./fence.js";
@@ -233,6 +235,14 @@ export interface Flowstore {
    * process's chain heads and visibility index are refreshed after.
    */
   stageRestore(actor: Actor, input: Readable | (() => Readable)): Promise<StagedRestore>;
+  /**
+   * Erases a data subject (erasure.ts): destroys its key, so its personal fields read as erased
+   * everywhere, appends an erasure event to each resource that held them, and answers the receipt.
+   * Needs `global.eraseSubject` (root always); NotFoundError when no personal data of it was stored.
+   */
+  eraseSubject(actor: Actor, subject: string): Promise<ErasureReceipt>;
+  /** The receipt of a subject's erasure (`global.eraseSubject`); NotFoundError when it was not erased. */
+  erasureReceipt(actor: Actor, subject: string): Promise<ErasureReceipt>;
   /** Stops the root's timers, waits for background work, and closes the backend if it was opened here. */
   close(): Promise<void>;
 }
@@ -346,6 +356,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
       await migrateIntentSplits();
     },
   });
+  const erasures = new Erasures([resources, tenancy], global);
   const verifiers: readonly ChainedKind[] = chained;
   /** The chained kinds' verifiers over another store (a replaced history read as a store of its own: the same schemas verify it). */
   const verifiersOver = (view: KvStore): readonly ChainedKind[] => {
@@ -407,6 +418,8 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     },
     exportStore: (actor, onProgress) => backups.exportStore(actor, onProgress),
     stageRestore: (actor, input) => backups.stageRestore(actor, input),
+    eraseSubject: (actor, subject) => erasures.erase(actor, subject),
+    erasureReceipt: (actor, subject) => erasures.receipt(actor, subject),
     close() {
       closed ??= (async () => {
         await background.stop();

@@ -38,6 +38,7 @@ import { notificationRoutes } from "./routes/notifications.js";
 import { subscriptionRoutes } from "./routes/subscriptions.js";
 import { logPublicRoutes, logRoutes } from "./routes/log.js";
 import { backupRoutes } from "./routes/backup.js";
+import { subjectRoutes } from "./routes/subjects.js";
 import { serializerCompiler } from "./serialization.js";
 import { TRUBUDGET_PREFIX, trubudgetApi, type TrubudgetApiOptions } from "./trubudget/index.js";
 import { DEFAULT_BODY_LIMIT } from "./body-limits.js";
@@ -136,6 +137,7 @@ export const CORE_ROUTES: readonly FastifyPluginAsync[] = [
   subscriptionRoutes,
   logRoutes,
   backupRoutes,
+  subjectRoutes,
 ];
 
 /** Builds the server over an opened store; tokens use the store's clock. */

@@ -87,6 +87,13 @@ interface Entry {
   readonly readsOnly?: true;
 }
 
+/** A data subject with personal data stored (a workflowitem's description about it), for the erasure routes. */
+async function subjectData(root: FlowstoreClient, f: Fixture): Promise<{ subject: string }> {
+  const subject = unique("subject-");
+  await root.request("POST", `${f.paths.subproject}/workflowitems`, { body: { displayName: "about someone", amountType: "N/A", dataSubject: subject, description: "personal" } });
+  return { subject };
+}
+
 const pub = (path: string): Entry => ({ need: { kind: "public" }, request: () => ({ path }) });
 const token = (path: string, extra: Partial<Entry> = {}): Entry => ({ need: { kind: "token" }, request: () => ({ path }), ...extra });
 const global = (intent: GlobalIntent, request: (f: Fixture) => Req, setup?: Entry["setup"]): Entry => ({ need: { kind: "global", intent }, request, ...(setup ? { setup } : {}) });
@@ -421,6 +428,28 @@ const MATRIX: Record<string, Entry> = {
       },
     },
     request: () => ({ path: `${API}/store/restore` }),
+  },
+
+  // erasing a data subject (issue 26): the subject's data is a workflowitem's description, made by root
+  [`POST ${API}/subjects/:subjectId/erase`]: {
+    ...global(
+      "global.eraseSubject",
+      (f) => ({ path: `${API}/subjects/${f.extra.subject}/erase` }),
+      (root, f) => subjectData(root, f),
+    ),
+    tree: "subproject",
+  },
+  [`GET ${API}/subjects/:subjectId/erasure`]: {
+    ...global(
+      "global.eraseSubject",
+      (f) => ({ path: `${API}/subjects/${f.extra.subject}/erasure` }),
+      async (root, f) => {
+        const made = await subjectData(root, f);
+        await root.request("POST", `${API}/subjects/${made.subject}/erase`);
+        return made;
+      },
+    ),
+    tree: "subproject",
   },
 
   // the archive
