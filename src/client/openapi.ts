@@ -2779,13 +2779,13 @@ export interface paths {
          * The caller's subscriptions
          * @description The caller's subscriptions. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
          */
-        get: operations["getSubscriptions"];
+        get: operations["listSubscriptions"];
         put?: never;
         /**
          * Subscribe to the change feed: a pull consumer, or a webhook (its HMAC-SHA256 secret is answered here, once)
          * @description Subscribe to the change feed: a pull consumer, or a webhook (its HMAC-SHA256 secret is answered here, once). Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
          */
-        post: operations["postSubscriptions"];
+        post: operations["createSubscription"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2803,7 +2803,7 @@ export interface paths {
          * The caller's daily digest: its open assignments, as JSON and as plain text
          * @description The caller's daily digest: its open assignments, as JSON and as plain text. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
          */
-        get: operations["getSubscriptionsDigest"];
+        get: operations["getSubscriptionDigest"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2876,7 +2876,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/subscriptions/{subscriptionId}/dead-letters/{n}/replay": {
+    "/api/v1/subscriptions/{subscriptionId}/dead-letters/{deadLetter}/replay": {
         parameters: {
             query?: never;
             header?: never;
@@ -2889,7 +2889,7 @@ export interface paths {
          * POST a dead letter to the webhook again, signed now: delivered, it is removed (its owner, or global.manageSubscriptions)
          * @description POST a dead letter to the webhook again, signed now: delivered, it is removed (its owner, or global.manageSubscriptions). Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
          */
-        post: operations["postSubscriptionDeadLetterReplay"];
+        post: operations["replaySubscriptionDeadLetter"];
         delete?: never;
         options?: never;
         head?: never;
@@ -19747,7 +19747,7 @@ export interface operations {
             };
         };
     };
-    getSubscriptions: {
+    listSubscriptions: {
         parameters: {
             query?: never;
             header?: never;
@@ -19796,7 +19796,7 @@ export interface operations {
             };
         };
     };
-    postSubscriptions: {
+    createSubscription: {
         parameters: {
             query?: never;
             header?: never;
@@ -19867,7 +19867,7 @@ export interface operations {
             };
         };
     };
-    getSubscriptionsDigest: {
+    getSubscriptionDigest: {
         parameters: {
             query?: never;
             header?: never;
@@ -20203,14 +20203,14 @@ export interface operations {
             };
         };
     };
-    postSubscriptionDeadLetterReplay: {
+    replaySubscriptionDeadLetter: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 subscriptionId: string;
                 /** @description the dead letter's number */
-                n: string;
+                deadLetter: string;
             };
             cookie?: never;
         };

@@ -51,7 +51,7 @@ async function finished(r: Run): Promise<{ code: number | null; out: string; err
   return { code, out: r.out(), err: r.err() };
 }
 
-const tmp = tempDir("restore-kill");
+const tmp = tempDir("restore-kill", "each");
 
 it("killed while it imports: serve refuses, import --resume finishes the backup's content, verify passes", async () => {
   const dir = tmp();

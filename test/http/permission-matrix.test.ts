@@ -555,7 +555,7 @@ const MATRIX: Record<string, Entry> = {
   [`DELETE ${API}/subscriptions/:subscriptionId`]: subscriptionEntry("DELETE", "", "managed"),
   [`GET ${API}/subscriptions/:subscriptionId/events`]: subscriptionEntry("GET", "/events", "owner"),
   [`GET ${API}/subscriptions/:subscriptionId/dead-letters`]: subscriptionEntry("GET", "/dead-letters", "managed"),
-  [`POST ${API}/subscriptions/:subscriptionId/dead-letters/:n/replay`]: subscriptionEntry("POST", "/dead-letters/1/replay", "no letter"),
+  [`POST ${API}/subscriptions/:subscriptionId/dead-letters/:deadLetter/replay`]: subscriptionEntry("POST", "/dead-letters/1/replay", "no letter"),
 
   // the tenancy hierarchy, served from its declaration
   ...tenancyEntries(),

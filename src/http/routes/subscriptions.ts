@@ -8,7 +8,7 @@
  *   DELETE /subscriptions/{id}                     → 204 (its owner, or global.manageSubscriptions)
  *   GET    /subscriptions/{id}/events?ack&limit    → acknowledge `ack`, then the events past the cursor (its owner)
  *   GET    /subscriptions/{id}/dead-letters        → the webhook deliveries given up (owner or global.manageSubscriptions)
- *   POST   /subscriptions/{id}/dead-letters/{n}/replay → POSTs it again: delivered, it is removed
+ *   POST   /subscriptions/{id}/dead-letters/{deadLetter}/replay → POSTs it again: delivered, it is removed
  */
 import { Type } from "@sinclair/typebox";
 import { PULL_LIMIT } from "../../subscriptions/subscriptions.js";
@@ -18,7 +18,7 @@ import { problems } from "../problem.js";
 
 const SubscriptionParams = Type.Object({ subscriptionId: Type.String({ pattern: "^[A-Za-z0-9_-]{1,64}$" }) }, { additionalProperties: false });
 const DeadLetterParams = Type.Object(
-  { subscriptionId: Type.String({ pattern: "^[A-Za-z0-9_-]{1,64}$" }), n: Type.String({ pattern: "^[1-9][0-9]{0,8}$", description: "the dead letter's number" }) },
+  { subscriptionId: Type.String({ pattern: "^[A-Za-z0-9_-]{1,64}$" }), deadLetter: Type.String({ pattern: "^[1-9][0-9]{0,8}$", description: "the dead letter's number" }) },
   { additionalProperties: false },
 );
 const EventsQuery = Type.Object(
@@ -39,6 +39,7 @@ export const subscriptionRoutes: RoutePlugin = async (app) => {
     "/subscriptions",
     {
       schema: {
+        operationId: "createSubscription",
         tags,
         summary: "Subscribe to the change feed: a pull consumer, or a webhook (its HMAC-SHA256 secret is answered here, once)",
         body: CreateSubscription,
@@ -48,13 +49,17 @@ export const subscriptionRoutes: RoutePlugin = async (app) => {
     async (request, reply) => reply.code(201).send(await subscriptions.create(request.actor, request.body)),
   );
 
-  app.get("/subscriptions", { schema: { tags, summary: "The caller's subscriptions", response: { 200: SubscriptionList } } }, async (request) => ({
-    items: await subscriptions.list(request.actor),
-  }));
+  app.get(
+    "/subscriptions",
+    { schema: { operationId: "listSubscriptions", tags, summary: "The caller's subscriptions", response: { 200: SubscriptionList } } },
+    async (request) => ({
+      items: await subscriptions.list(request.actor),
+    }),
+  );
 
   app.get(
     "/subscriptions/digest",
-    { schema: { tags, summary: "The caller's daily digest: its open assignments, as JSON and as plain text", response: { 200: Digest } } },
+    { schema: { operationId: "getSubscriptionDigest", tags, summary: "The caller's daily digest: its open assignments, as JSON and as plain text", response: { 200: Digest } } },
     async (request) => subscriptions.digest(request.actor),
   );
 
@@ -110,15 +115,16 @@ export const subscriptionRoutes: RoutePlugin = async (app) => {
   );
 
   app.post(
-    "/subscriptions/:subscriptionId/dead-letters/:n/replay",
+    "/subscriptions/:subscriptionId/dead-letters/:deadLetter/replay",
     {
       schema: {
+        operationId: "replaySubscriptionDeadLetter",
         tags,
         summary: "POST a dead letter to the webhook again, signed now: delivered, it is removed (its owner, or global.manageSubscriptions)",
         params: DeadLetterParams,
         response: { 200: Replayed, ...problems(400, 404) },
       },
     },
-    async (request) => subscriptions.replay(request.actor, request.params.subscriptionId, Number(request.params.n)),
+    async (request) => subscriptions.replay(request.actor, request.params.subscriptionId, Number(request.params.deadLetter)),
   );
 };
