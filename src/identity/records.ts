@@ -42,6 +42,22 @@ export const pendingMemberKey = (id: string): Key => families.pendingMember.pack
 export const provisioningKey: Key = families.system.pack(["provisioning"]);
 export const sessionPrefix = (id: string): Key => families.session.pack([id]);
 
+/**
+ * The login guard's partition (login-guard.ts), apart from the identities: its counters are not content
+ * (a backup does not carry them) and a restore does not roll them back (compose/kinds.ts keeps the kind
+ * on restore: the wipe does not drop it, the fence does not hold its writes). Keys:
+ *
+ *   ["pair", user, address]  {failures, until, last}: one client's failures at one account
+ *   ["address", address]     the same, one client's at any account
+ *   ["user", user]           the same, one account's from every address
+ *   ["known", user]          {addresses}: the addresses the user last logged in from, oldest first
+ *
+ * `user` is the name as tried, lower-cased; `address` the client's ("" when unknown).
+ */
+export const LOGIN_GUARD = new PartitionKind("login-guard");
+export const GUARD_PARTITION = LOGIN_GUARD.partition();
+export const guardFamilies = keyFamilies(["pair", "address", "user", "known"]);
+
 export interface UserRecord {
   readonly id: string;
   readonly displayName: string;
