@@ -21,6 +21,7 @@
 import { ConflictError } from "../errors.js";
 import type { Entry, Key, KvStore, Op } from "../kv/contract.js";
 import { keyFamilies, PartitionKind } from "../kv/subspace.js";
+import type { RecordChainSpec } from "../kv/record-chain.js";
 
 /** The one identity partition's kind. */
 export const IDENTITY = new PartitionKind("identity");
@@ -31,6 +32,14 @@ export const PARTITION = IDENTITY.partition();
  * `userPermissions`: the permissions on a user account once changed (user-permissions.ts).
  */
 export const families = keyFamilies(["user", "password", "group", "tokens", "session", "reset", "system", "pendingMember", "userPermissions"]);
+/**
+ * The record chain of the partition (kv/record-chain.ts): users, groups, awaited members, permissions on
+ * accounts and the provisioning state, so `verify` covers who could do what. Not the credentials and
+ * sessions (passwords, token versions, sessions, reset records): a backup for an HTTP caller leaves some
+ * out and a restore keeps the current ones (credentials.ts), and they change on every log-in.
+ */
+const CHAINED_FAMILIES = [families.user, families.group, families.pendingMember, families.userPermissions, families.system];
+export const IDENTITY_CHAIN: RecordChainSpec = { holds: (p) => IDENTITY.holds(p), covers: (key) => CHAINED_FAMILIES.some((f) => f.contains(key)) };
 export const userKey = (id: string): Key => families.user.pack([id]);
 export const passwordKey = (id: string): Key => families.password.pack([id]);
 export const groupKey = (id: string): Key => families.group.pack([id]);
