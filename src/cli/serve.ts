@@ -24,7 +24,7 @@ import { openFlowstore } from "../compose/index.js";
 import { EXIT, UsageError, VerificationFailed } from "./exit.js";
 import { configOption, parsePort, storeOptions, type StoreOptions } from "./options.js";
 import { archiveSealOf, defaultStoreUrl, isPersistent } from "./store.js";
-import { importSource, UNFINISHED_IMPORT, unfinishedImport } from "./transfer.js";
+import { importSource, pendingRestore, UNFINISHED_IMPORT, unfinishedImport } from "./transfer.js";
 
 interface ServeOptions extends StoreOptions {
   host: string;
@@ -255,7 +255,7 @@ export function serveCommand(program: Command): void {
           // A restore (TruBudget's system.restoreBackup) keeps the export it reads here until it is done.
           restoreDir: options.data,
         });
-        if (await unfinishedImport(flowstore.kv)) {
+        if ((await unfinishedImport(flowstore.kv)) || (await pendingRestore(flowstore.kv)) !== null) {
           const source = await importSource(flowstore.kv);
           throw new ConfigurationError(`refusing to serve: ${UNFINISHED_IMPORT}${source ? ` (a restore was reading ${source})` : ""}`);
         }

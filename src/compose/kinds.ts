@@ -49,14 +49,17 @@ export const IMPORT_KIND = "import";
 
 /**
  * Where the import marker is: its partition and key (compose/transfer.ts writes it; openFlowstore reads
- * it), beside it the flag of a restore whose wipe of the old content is not done yet (`wipe`) and the
- * export a restore reads (`source`, a file path), both written with the marker.
+ * it), beside it the flag of a restore whose wipe of the old content is not done yet (`wipe`), the
+ * export a restore reads (`source`, a file path), both written with the marker, and the epoch of a
+ * restore that is not finished (`restore`): written with the marker too, it outlives it until the
+ * credentials are kept and the fence opens on that epoch (backup.ts `finishRestore`).
  */
-export const IMPORT_MARKER: { readonly partition: Partition; readonly key: Key; readonly wipe: Key; readonly source: Key } = {
+export const IMPORT_MARKER: { readonly partition: Partition; readonly key: Key; readonly wipe: Key; readonly source: Key; readonly restore: Key } = {
   partition: [IMPORT_KIND],
   key: ["marker"],
   wipe: ["wipe"],
   source: ["source"],
+  restore: ["restore"],
 };
 
 const declared: PartitionKind[] = [
