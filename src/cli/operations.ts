@@ -68,7 +68,7 @@ export function operationCommands(program: Command): void {
           out.end();
           await finished(out);
         }
-        progress.done(`${counts.partitions} partitions, ${counts.entries} entries`);
+        progress.done(`${counts.partitions} partitions (${counts.chained} ${CHAINED}), ${counts.entries} entries`);
         process.stderr.write(await keysNeeded(options, await sealingKeyOf(kv)));
       });
     });
@@ -167,7 +167,7 @@ export function operationCommands(program: Command): void {
       const total = await withStore(options, async (store) => {
         const unfinished = (await unfinishedImport(store.kv)) !== null || (await pendingRestore(store.kv)) !== null;
         if (unfinished) process.stderr.write(`flowstore: ${UNFINISHED_IMPORT}\n`);
-        const progress = progressBar(process.stderr, "verified", "partitions", await countPartitions(store.kv, CHAINED_KINDS));
+        const progress = progressBar(process.stderr, "verified", `${CHAINED} partitions`, await countPartitions(store.kv, CHAINED_KINDS));
         let seen = 0;
         let events = 0;
         const heads = options.incremental === undefined ? null : await readVerifiedHeads(options.incremental);
@@ -183,8 +183,11 @@ export function operationCommands(program: Command): void {
         // A failed partition keeps the head it last verified at: the next run checks it from there again.
         if (heads && options.incremental !== undefined)
           await writePrivateFile(options.incremental, `${JSON.stringify({ format: VERIFIED_HEADS_FORMAT, heads: Object.fromEntries(heads) }, null, 1)}\n`);
-        progress.done(`${chains.partitions} partitions, ${chains.events} events`);
-        return unfinished ? { ...chains, ok: false, unfinishedImport: true } : chains;
+        progress.done(`${chains.partitions} ${CHAINED} partitions, ${chains.events} events`);
+        // Named as export names the same count: the partitions holding a hash chain are the chained ones.
+        const { partitions: chained, ...rest } = chains;
+        const named = { ...rest, chained };
+        return unfinished ? { ...named, ok: false, unfinishedImport: true } : named;
       });
       print(total);
       if (!total.ok) process.exitCode = EXIT.verificationFailed;
@@ -220,6 +223,13 @@ export function operationCommands(program: Command): void {
       );
     });
 }
+
+/**
+ * What `export` and `verify` call the partitions that hold a hash chain (a project with its tree, a
+ * tenancy space…): export counts them among the partitions it wrote, verify checks them, and both name
+ * them so, so that the same store answers the same number under the same name.
+ */
+const CHAINED = "chained";
 
 const VERIFIED_HEADS_FORMAT = "flowstore-verified-heads-v1";
 

@@ -48,7 +48,7 @@ import { archiveContent, listEpochs, recordEpoch, replacedView } from "./epochs.
 import { FENCE_GRACE_MS, FENCE_LEASE_MS, type StoreFence } from "./fence.js";
 import { CONTENT_KINDS } from "./kinds.js";
 import { stageExport, type StagedRestore } from "./restore.js";
-import { exportStore, replaceStore, restoreFinished, UNFINISHED_IMPORT, type Progress, type TransferCounts } from "./transfer.js";
+import { exportStore, replaceStore, restoreFinished, UNFINISHED_IMPORT, type ExportCounts, type Progress, type TransferCounts } from "./transfer.js";
 
 /** The global intents of the whole-store operations, declared once here (the registry gathers them in intents.ts). */
 export const BACKUP_INTENTS = ["global.createBackup", "global.restoreBackup"] as const;
@@ -63,7 +63,7 @@ declare module "../access/intents.js" {
 /** An export under way: its NDJSON, and its counts once the last line is written (or why it failed; the stream fails too). */
 export interface StoreExport {
   readonly stream: Readable;
-  readonly done: Promise<TransferCounts>;
+  readonly done: Promise<ExportCounts>;
 }
 
 /** What a restore's check needs of a store opened over the scratch copy. */

@@ -12,6 +12,7 @@ import { PROCESS_DATA_KINDS } from "../process-data/kinds.js";
 import { RESOURCE_KINDS } from "../resources/model/kinds.js";
 import type { Schema } from "../resources/model/schema.js";
 import { tenancySchema } from "../tenancy/schema.js";
+import { SUBSCRIPTION_KINDS } from "../subscriptions/layout.js";
 import { TLOG_KINDS } from "../tlog/log.js";
 import { NOTIFICATION_KINDS } from "../workflow/notifications.js";
 import { workflowSchema } from "../workflow/schema.js";
@@ -71,6 +72,7 @@ const declared: PartitionKind[] = [
   ...ARCHIVE_KINDS.map((kind) => ({ kind, layer: "archive", chained: false })),
   ...PROCESS_DATA_KINDS.map((kind) => ({ kind, layer: "process-data", chained: false })),
   ...NOTIFICATION_KINDS.map((kind) => ({ kind, layer: "workflow", chained: false })),
+  ...SUBSCRIPTION_KINDS.map((kind) => ({ kind, layer: "subscriptions", chained: false })),
   ...TLOG_KINDS.map((kind) => ({ kind, layer: "tlog", chained: false, keptOnRestore: true })),
   { kind: IMPORT_KIND, layer: "transfer", chained: false },
   { kind: FENCE_KIND, layer: "compose", chained: false, keptOnRestore: true },

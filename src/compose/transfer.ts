@@ -3,10 +3,16 @@
  * entries (state, indexes and the hash-chained log alike), so an import into an empty store of any
  * backend reproduces the source byte for byte and its chains verify.
  *
- *   {"flowstore":"export","version":1,"backend":"lmdb","at":"…"}
+ *   {"flowstore":"export","version":1,"backend":"lmdb","at":"…"[,"log":{epoch,start,frontier,last}]}
  *   {"partition":"<base64 of the encoded partition tuple>"}
  *   {"k":"<base64 key bytes>","v":"<base64 value>"}   … one line per entry of that partition
  *   {"end":{"partitions":n,"entries":m}}
+ *
+ * The transparency log is not content (a restore keeps it), so an export does not carry it; but when the
+ * log has had a restore (an epoch past 0), the header says where the current epoch begins
+ * (`TransparencyLog.epochStart`: the index of its first leaf and the subtree hashes of the tree before
+ * it): the leaves of earlier epochs name histories the export does not hold, and with this an auditor
+ * (`flowstore audit`) rebuilds the current epoch's leaves from the export on top of that tree.
  *
  * Process-data access tokens stay sealed (encrypted) in an export; they are never decrypted here.
  *
@@ -30,8 +36,10 @@ import { once } from "node:events";
 import { ValidationError } from "../errors.js";
 import { allPartitions, scanAll, type Key, type KvStore, type Op, type Partition } from "../kv/contract.js";
 import { decode, encode, encodeNested } from "../kv/tuple.js";
+import { Feed } from "../resources/log/feed.js";
 import { layout } from "../resources/model/layout.js";
-import { CONTENT_KINDS, IMPORT_MARKER } from "./kinds.js";
+import { TransparencyLog } from "../tlog/log.js";
+import { CHAINED_KINDS, CONTENT_KINDS, IMPORT_MARKER } from "./kinds.js";
 
 const MARKER_PARTITION = IMPORT_MARKER.partition;
 const MARKER_KEY = IMPORT_MARKER.key;
@@ -77,6 +85,14 @@ export interface TransferCounts {
   entries: number;
 }
 
+/**
+ * What an export carried: its partitions and entries (the counts of its end line), and how many of those
+ * partitions hold a hash chain (`chained`: the partitions `verify` checks, so both commands count them alike).
+ */
+export interface ExportCounts extends TransferCounts {
+  chained: number;
+}
+
 const BATCH_ENTRIES = 500;
 const BATCH_BYTES = 4 * 1024 * 1024;
 
@@ -88,11 +104,14 @@ async function write(out: Writable, line: string): Promise<void> {
  * Writes the export of `kv` to `out`. `omit` leaves entries out (a backup for an HTTP caller leaves out
  * the credentials: identity/credentials.ts); the counts are those of what was written.
  */
-export async function exportStore(kv: KvStore, out: Writable, onProgress?: Progress, omit?: (partition: Partition, key: Key) => boolean): Promise<TransferCounts> {
+export async function exportStore(kv: KvStore, out: Writable, onProgress?: Progress, omit?: (partition: Partition, key: Key) => boolean): Promise<ExportCounts> {
   const counts = { partitions: 0, entries: 0 };
-  await write(out, JSON.stringify({ flowstore: "export", version: 1, backend: kv.backend, at: new Date().toISOString() }));
+  let chained = 0;
+  const epoch = await new TransparencyLog(kv, new Feed(kv)).epochStart();
+  await write(out, JSON.stringify({ flowstore: "export", version: 1, backend: kv.backend, at: new Date().toISOString(), ...(epoch.epoch > 0 ? { log: epoch } : {}) }));
   let visited = 0;
   for (const kind of CONTENT_KINDS) {
+    const isChained = CHAINED_KINDS.includes(kind);
     for await (const partition of allPartitions(kv, kind)) {
       visited++;
       // A partition whose keys were all deleted stays listed; it has nothing to carry over.
@@ -104,12 +123,15 @@ export async function exportStore(kv: KvStore, out: Writable, onProgress?: Progr
         await write(out, `{"k":"${e.keyBytes.toString("base64")}","v":"${e.value.toString("base64")}"}`);
         counts.entries++;
       }
-      if (started) counts.partitions++;
+      if (started) {
+        counts.partitions++;
+        if (isChained) chained++;
+      }
       onProgress?.({ ...counts, visited });
     }
   }
   await write(out, JSON.stringify({ end: counts }));
-  return counts;
+  return { ...counts, chained };
 }
 
 /** How many partitions of `kinds` the store lists (what an export or a verify will visit: their progress total). */
@@ -240,7 +262,7 @@ async function wipeContent(kv: KvStore): Promise<void> {
 }
 
 /** The header line of an export file, parsed; a ValidationError when it is not one. */
-async function exportHeader(file: string): Promise<Record<string, unknown>> {
+export async function exportHeader(file: string): Promise<Record<string, unknown>> {
   const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
   try {
     for await (const line of lines) {
