@@ -49,6 +49,7 @@ const slow = [
   "test/http/routes.test.ts",
   "test/http/workflow.test.ts",
   "test/http/sessions.test.ts",
+  "test/http/login-guard-store.test.ts",
   "test/http/archive.test.ts",
   "test/http/conventions.test.ts",
   "test/http/restore-trust.test.ts",

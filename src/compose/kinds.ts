@@ -7,7 +7,7 @@
  */
 import type { Key, Partition } from "../kv/contract.js";
 import { ARCHIVE_KINDS } from "../archive/kinds.js";
-import { IDENTITY_KINDS } from "../identity/kinds.js";
+import { IDENTITY_KINDS, LOGIN_GUARD_KINDS } from "../identity/kinds.js";
 import { PROCESS_DATA_KINDS } from "../process-data/kinds.js";
 import { RESOURCE_KINDS } from "../resources/model/kinds.js";
 import type { Schema } from "../resources/model/schema.js";
@@ -67,6 +67,8 @@ const declared: PartitionKind[] = [
   ...Object.entries(SCHEMAS).flatMap(([layer, schema]) => ownerKinds(schema).map((kind) => ({ kind, layer, chained: true }))),
   ...RESOURCE_KINDS.map((kind) => ({ kind, layer: "resources", chained: false })),
   ...IDENTITY_KINDS.map((kind) => ({ kind, layer: "identity", chained: false })),
+  // The login guard's counters outlive a restore: rolling them back would hand an attacker fresh guesses.
+  ...LOGIN_GUARD_KINDS.map((kind) => ({ kind, layer: "identity", chained: false, keptOnRestore: true })),
   ...ARCHIVE_KINDS.map((kind) => ({ kind, layer: "archive", chained: false })),
   ...PROCESS_DATA_KINDS.map((kind) => ({ kind, layer: "process-data", chained: false })),
   ...NOTIFICATION_KINDS.map((kind) => ({ kind, layer: "workflow", chained: false })),

@@ -67,7 +67,11 @@ export type CheckpointVerified = VerifyResult & {
 };
 
 /** What `verifyAll` answers: the live store's partitions, and the epochs (each restore) with their replaced histories. */
-export type VerifyAllResult = BaseVerifyAllResult & { readonly epochs: EpochsVerified };
+export type VerifyAllResult = BaseVerifyAllResult & {
+  /** The record chains of the identity and global-permission partitions (kv/record-chain.ts): partitions with a chain, events checked. */
+  readonly records: { readonly ok: boolean; readonly partitions: number; readonly events: number };
+  readonly epochs: EpochsVerified;
+};
 export type { StoreExport } from "./backup.js";
 
 /** Half-done archive operations older than this are finished or undone (default 10 minutes). */
@@ -308,6 +312,8 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   if (!(await kv.get(IMPORT_MARKER.partition, IMPORT_MARKER.key))) {
     await resources.buildVisibility();
     await tenancy.buildVisibility();
+    // Users, groups and grants written before their record chains: adopted into them, once.
+    await identity.adoptRecords();
     await migrateIntentSplits();
   }
 
@@ -353,6 +359,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
       await tree.newEpoch();
       await resources.buildVisibility();
       await tenancy.buildVisibility();
+      await identity.adoptRecords(); // a backup from before the record chains
       await migrateIntentSplits();
     },
   });
@@ -389,8 +396,21 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     },
     async verifyAll(onResult, opts = {}) {
       const live = await verifyAll(kv, verifiers, onResult, opts);
+      // Who could do what: the users, groups and grants against their record chains.
+      const records = { ok: true, partitions: 0, events: 0 };
+      let recordsBad = 0;
+      for (const { partition, result } of await identity.verifyRecords()) {
+        if (result.ok && result.checked === 0) continue;
+        records.partitions++;
+        records.events += result.checked;
+        if (!result.ok) {
+          records.ok = false;
+          recordsBad++;
+        }
+        onResult?.(partition, result);
+      }
       const epochs = await verifyEpochs(kv, verifiersOver);
-      return { ...live, ok: live.ok && epochs.ok, epochs };
+      return { ...live, ok: live.ok && records.ok && epochs.ok, bad: live.bad + recordsBad, records, epochs };
     },
     fence,
     disableUser: (actor, id, opts = {}) => assignees.disableUser(actor, id, opts),

@@ -11,9 +11,10 @@
  * and answered with the user's next logins until the user sets its own.
  */
 import { ConflictError, DisabledLoginError, ForbiddenError, NotFoundError, PasswordChangeRequiredError, UnauthorizedError, ValidationError } from "../errors.js";
-import type { Entry, KvStore, Op } from "../kv/contract.js";
+import type { Entry, KvStore, Op, Partition } from "../kv/contract.js";
+import { adoptRecords, verifyRecordChain, withRecordChain, type RecordChainResult } from "../kv/record-chain.js";
 import { ROOT_ID, SYSTEM, type Actor } from "../access/actor.js";
-import { GlobalPermissions, type IdentityDirectory } from "../access/global.js";
+import { GLOBAL, GLOBAL_CHAIN, GlobalPermissions, type IdentityDirectory } from "../access/global.js";
 import { IntentRegistry, type IntentSplit } from "../access/intents.js";
 import { UserPermissions } from "./user-permissions.js";
 import { checkDisplayName, checkId, checkNewId, checkOrganization, checkPassword, MAX_GROUP_MEMBERS, type PasswordRule } from "./ids.js";
@@ -23,6 +24,7 @@ import {
   decodeRecord,
   groupKey,
   families,
+  IDENTITY_CHAIN,
   PARTITION,
   passwordKey,
   pendingMemberKey,
@@ -122,13 +124,37 @@ export class Identity implements IdentityDirectory {
   /** The permissions on each user account (TruBudget's per-user intents: user-permissions.ts). */
   readonly userPermissions: UserPermissions = new UserPermissions(this);
   readonly #now: () => Date;
+  /** The store, with every write of a user, a group or a global grant appended to its partition's record chain (`verify` covers them). */
+  readonly kv: KvStore;
+  /** The store without the chains: what adopting writes through (its event is the chain's own). */
+  readonly #base: KvStore;
 
-  constructor(
-    readonly kv: KvStore,
-    options: IdentityOptions = {},
-  ) {
-    this.global = options.global ?? new GlobalPermissions(kv, { intents: options.intents ?? new IntentRegistry(IDENTITY_INTENTS), identities: this });
+  constructor(kv: KvStore, options: IdentityOptions = {}) {
     this.#now = options.now ?? (() => new Date());
+    this.#base = kv;
+    this.kv = withRecordChain(kv, [IDENTITY_CHAIN, GLOBAL_CHAIN], () => this.#now().getTime());
+    this.global = options.global ?? new GlobalPermissions(this.kv, { intents: options.intents ?? new IntentRegistry(IDENTITY_INTENTS), identities: this });
+  }
+
+  /**
+   * Verifies the record chains of the identity and global-permission partitions (kv/record-chain.ts):
+   * each chain, and every user, group and grant against its replay.
+   */
+  async verifyRecords(kv: KvStore = this.kv): Promise<{ partition: Partition; result: RecordChainResult }[]> {
+    return Promise.all(
+      (
+        [
+          [PARTITION, IDENTITY_CHAIN],
+          [GLOBAL.partition(), GLOBAL_CHAIN],
+        ] as const
+      ).map(async ([partition, spec]) => ({ partition, result: await verifyRecordChain(kv, partition, spec) })),
+    );
+  }
+
+  /** Starts the record chains of partitions written before them (one event adopting their records); nothing on an empty store. */
+  async adoptRecords(): Promise<void> {
+    await adoptRecords(this.#base, PARTITION, IDENTITY_CHAIN, () => this.#now().getTime());
+    await adoptRecords(this.#base, GLOBAL.partition(), GLOBAL_CHAIN, () => this.#now().getTime());
   }
 
   // ---- users -------------------------------------------------------------------------------------
