@@ -14,6 +14,7 @@ import type { Schema } from "../resources/model/schema.js";
 import { tenancySchema } from "../tenancy/schema.js";
 import { TLOG_KINDS } from "../tlog/log.js";
 import { NOTIFICATION_KINDS } from "../workflow/notifications.js";
+import { RATES_KINDS } from "../workflow/rates.js";
 import { workflowSchema } from "../workflow/schema.js";
 import { EPOCHS_KIND, REPLACED_KIND } from "./epochs.js";
 import { FENCE_KIND } from "./fence.js";
@@ -66,6 +67,7 @@ const declared: PartitionKind[] = [
   ...ARCHIVE_KINDS.map((kind) => ({ kind, layer: "archive", chained: false })),
   ...PROCESS_DATA_KINDS.map((kind) => ({ kind, layer: "process-data", chained: false })),
   ...NOTIFICATION_KINDS.map((kind) => ({ kind, layer: "workflow", chained: false })),
+  ...RATES_KINDS.map((kind) => ({ kind, layer: "workflow", chained: false })),
   ...TLOG_KINDS.map((kind) => ({ kind, layer: "tlog", chained: false, keptOnRestore: true })),
   { kind: IMPORT_KIND, layer: "transfer", chained: false },
   { kind: FENCE_KIND, layer: "compose", chained: false, keptOnRestore: true },

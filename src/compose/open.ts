@@ -32,10 +32,12 @@ import { ResourceStore, type Assignment, type Verified } from "../resources/stor
 import { verifyAll, verifyCheckpoint, type ChainedKind, type VerifiedHead, type VerifyAllResult as BaseVerifyAllResult } from "../resources/audit/verify-all.js";
 import type { TenancySchema } from "../tenancy/schema.js";
 import { archiveProject, projectArchiveReadPolicy, restoreProject, type ArchivedProject, type RestoredProject } from "../workflow/archive.js";
+import { BudgetAnalytics } from "../workflow/analytics.js";
 import { Assignees } from "../workflow/assignees.js";
 import { Workflow } from "../workflow/commands.js";
 import { Documents, type DocumentsOptions } from "../workflow/documents.js";
 import { Notifications, type NotificationsOptions } from "../workflow/notifications.js";
+import { ExchangeRates } from "../workflow/rates.js";
 import { FeedWatcher } from "../resources/log/feed.js";
 import { LogCheckpoints } from "../tlog/checkpoint.js";
 import { TransparencyLog } from "../tlog/log.js";
@@ -150,6 +152,10 @@ export interface Flowstore {
   readonly documents: Documents;
   /** Users' notifications, projected from the workflow's committed events. */
   readonly notifications: Notifications;
+  /** Exchange rates as dated data (`global.writeExchangeRates` writes them; the ECB's CSV imports). */
+  readonly rates: ExchangeRates;
+  /** Budget analytics of projects and subprojects, per currency and converted at dated rates (O(buckets) per read). */
+  readonly analytics: BudgetAnalytics;
   /** The generic resource operations over the workflow schema (history, as-of, verify, ...). */
   readonly resources: ResourceStore<WorkflowSchema>;
   /** The tenancy hierarchy (spaces, providers, tenants, nodes, ...), on the same backend. */
@@ -289,6 +295,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   if (!(await kv.get(IMPORT_MARKER.partition, IMPORT_MARKER.key))) {
     await resources.buildVisibility();
     await tenancy.buildVisibility();
+    await resources.buildSums();
     await migrateIntentSplits();
   }
 
@@ -329,10 +336,12 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
       await tree.newEpoch();
       await resources.buildVisibility();
       await tenancy.buildVisibility();
+      await resources.buildSums();
       await migrateIntentSplits();
     },
   });
   const assignees = new Assignees(resources, identity);
+  const rates = new ExchangeRates(kv, global, clock);
   const verifiers: readonly ChainedKind[] = chained;
   /** The chained kinds' verifiers over another store (a replaced history read as a store of its own: the same schemas verify it). */
   const verifiersOver = (view: KvStore): readonly ChainedKind[] => {
@@ -351,6 +360,8 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     workflow: new Workflow(resources, identity, documents),
     documents,
     notifications,
+    rates,
+    analytics: new BudgetAnalytics(resources, rates, clock),
     resources,
     tenancy,
     identity,
