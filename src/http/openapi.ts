@@ -40,6 +40,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   archive: "Snapshots of process instances and archived projects",
   "process-data": "BPM interim storage: form submissions, message payloads, form schemas and scripts",
   store: "Backup and restore of the whole store (each restore a new epoch)",
+  "exchange-rates": "Exchange rates as dated data: budget analytics convert each amount at the rate of its date",
 };
 
 /** Response headers, as @fastify/swagger takes them (a JSON schema with its description). */

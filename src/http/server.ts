@@ -37,6 +37,7 @@ import { documentRoutes } from "./routes/documents.js";
 import { notificationRoutes } from "./routes/notifications.js";
 import { logPublicRoutes, logRoutes } from "./routes/log.js";
 import { backupRoutes } from "./routes/backup.js";
+import { analyticsRoutes } from "./routes/analytics.js";
 import { serializerCompiler } from "./serialization.js";
 import { TRUBUDGET_PREFIX, trubudgetApi, type TrubudgetApiOptions } from "./trubudget/index.js";
 import { DEFAULT_BODY_LIMIT } from "./body-limits.js";
@@ -134,6 +135,7 @@ export const CORE_ROUTES: readonly FastifyPluginAsync[] = [
   notificationRoutes,
   logRoutes,
   backupRoutes,
+  analyticsRoutes,
 ];
 
 /** Builds the server over an opened store; tokens use the store's clock. */
