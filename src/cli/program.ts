@@ -6,6 +6,7 @@ import { EXIT_CODES_HELP } from "./exit.js";
 import { identityCommands } from "./identity.js";
 import { keysCommands } from "./keys.js";
 import { operationCommands } from "./operations.js";
+import { ratesCommands } from "./rates.js";
 import { serveCommand } from "./serve.js";
 import { VERSION } from "./version.js";
 import { witnessCommand } from "./witness.js";
@@ -21,6 +22,7 @@ export function buildProgram(): Command {
   identityCommands(program);
   operationCommands(program);
   archiveCommands(program);
+  ratesCommands(program);
   keysCommands(program);
   witnessCommand(program);
   auditCommand(program);
