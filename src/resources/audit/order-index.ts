@@ -34,7 +34,8 @@ export async function rebuildOrderIndex(c: Core, partition: Partition): Promise<
 
 /**
  * Gives every partition of the schema's owner types written before sums existed its sums (once per
- * store and owner type: a marker records it). Only schemas declaring sums have any. Idempotent.
+ * store and owner type: a marker records it; an import drops it, compose/transfer.ts). Only schemas
+ * declaring sums have any. Idempotent.
  */
 export async function buildSums(c: Core): Promise<number> {
   const owners = new Set([...c.schema.types.values()].filter((t) => t.decl.sums !== undefined).map((t) => t.owner));
