@@ -19,6 +19,7 @@
 import { Type, type Static } from "@sinclair/typebox";
 import type { Actor } from "../access/actor.js";
 import type { ResourceStore, SumRow } from "../resources/store.js";
+import { fromScaled, SCALE, toScaled } from "../resources/model/sums.js";
 import { ValidationError } from "../errors.js";
 import { itemBucket } from "./amounts.js";
 import { isCurrency } from "./money.js";
@@ -118,6 +119,8 @@ export const add = (a: Fraction, b: Fraction): Fraction => norm({ n: a.n * b.d +
 export const mul = (a: Fraction, b: Fraction): Fraction => norm({ n: a.n * b.n, d: a.d * b.d });
 export const div = (a: Fraction, b: Fraction): Fraction => norm(b.n < 0n ? { n: -a.n * b.d, d: a.d * -b.n } : { n: a.n * b.d, d: a.d * b.n });
 export const ZERO: Fraction = { n: 0n, d: 1n };
+/** The scale of a sum (model/sums.ts): 10^18. */
+const SUM_UNIT = 10n ** BigInt(SCALE);
 
 /** A fraction rounded half to even to `places`, as a decimal string with exactly that many places. */
 export function roundHalfEven(f: Fraction, places = DECIMALS): string {
@@ -131,27 +134,6 @@ export function roundHalfEven(f: Fraction, places = DECIMALS): string {
   const digits = q.toString().padStart(places + 1, "0");
   const s = places === 0 ? digits : `${digits.slice(0, -places)}.${digits.slice(-places)}`;
   return neg && q !== 0n ? `-${s}` : s;
-}
-
-/** The shortest exact decimal of a fraction whose denominator is a power of ten (a sum of decimals). */
-export function decimalOf(f: Fraction): string {
-  let places = 0;
-  let d = f.d;
-  while (d % 10n === 0n) {
-    d /= 10n;
-    places++;
-  }
-  if (d !== 1n) {
-    // 2s and 5s: scale to a power of ten.
-    let p = 0;
-    while (10n ** BigInt(p) % f.d !== 0n) p++;
-    return decimalOf({ n: (f.n * 10n ** BigInt(p)) / f.d, d: 10n ** BigInt(p) });
-  }
-  const neg = f.n < 0n;
-  const digits = (neg ? -f.n : f.n).toString().padStart(places + 1, "0");
-  const int = places === 0 ? digits : digits.slice(0, -places);
-  const frac = places === 0 ? "" : digits.slice(-places).replace(/0+$/, "");
-  return `${neg ? "-" : ""}${int}${frac ? `.${frac}` : ""}`;
 }
 
 // ------------------------------------------------------------------ totals
@@ -202,35 +184,59 @@ export async function factor(rateAt: RateAt, from: string, to: string, date: str
   return null;
 }
 
-/** A row's totals: per currency (exact sums), and converted when a currency is asked. */
-export async function totalsOf(contributions: readonly Contribution[], target: string | null, rateAt: RateAt): Promise<Pick<AnalyticsRow, "byCurrency" | "converted">> {
-  const byCurrency = new Map<string, Record<Measure, Fraction>>();
-  for (const c of contributions) {
+/** The factors of one read, by (currency, day): each looked up once, whatever the rows that need it. */
+export type FactorCache = Map<string, Promise<Fraction | null>>;
+
+/**
+ * A row's totals: per currency (exact sums), and converted when a currency is asked. A converted sum is
+ * kept per denominator (each factor's, times 10^18: the sums' scale) while it grows, so adding a bucket
+ * is a bigint multiply and add; the distinct denominators (one per rate) are added as fractions once, at
+ * the end, and the result rounded once.
+ */
+export async function totalsOf(
+  contributions: readonly Contribution[],
+  target: string | null,
+  rateAt: RateAt,
+  factors: FactorCache = new Map(),
+): Promise<Pick<AnalyticsRow, "byCurrency" | "converted">> {
+  const byCurrency = new Map<string, Record<Measure, bigint>>();
+  const scaled = contributions.map((c) => toScaled(c.sum));
+  contributions.forEach((c, i) => {
     let t = byCurrency.get(c.currency);
-    if (!t) byCurrency.set(c.currency, (t = Object.fromEntries(MEASURES.map((m) => [m, ZERO])) as Record<Measure, Fraction>));
-    t[c.measure] = add(t[c.measure], fraction(c.sum));
-  }
+    if (!t) byCurrency.set(c.currency, (t = Object.fromEntries(MEASURES.map((m) => [m, 0n])) as Record<Measure, bigint>));
+    t[c.measure] += scaled[i]!;
+  });
   const rows: CurrencyTotals[] = [...byCurrency.entries()]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([currency, t]) => ({ currency, ...(Object.fromEntries(MEASURES.map((m) => [m, decimalOf(t[m])])) as Record<Measure, string>) }));
+    .map(([currency, t]) => ({ currency, ...(Object.fromEntries(MEASURES.map((m) => [m, fromScaled(t[m])])) as Record<Measure, string>) }));
   if (target === null) return { byCurrency: rows };
-  const sums = Object.fromEntries(MEASURES.map((m) => [m, ZERO as Fraction | null])) as Record<Measure, Fraction | null>;
+  // measure → denominator of the factor → numerator (the sum's scaled value times the factor's numerator).
+  const acc = new Map<Measure, Map<bigint, bigint>>(MEASURES.map((m) => [m, new Map()]));
+  const lacking = new Set<Measure>();
   const missing = new Map<string, MissingRate>();
-  const factors = new Map<string, Promise<Fraction | null>>();
-  for (const c of contributions) {
+  for (let i = 0; i < contributions.length; i++) {
+    const c = contributions[i]!;
     const k = `${c.currency}|${c.date}`;
-    if (!factors.has(k)) factors.set(k, factor(rateAt, c.currency, target, c.date));
-    const f = await factors.get(k)!;
+    let p = factors.get(k);
+    if (!p) factors.set(k, (p = factor(rateAt, c.currency, target, c.date)));
+    const f = await p;
     if (f === null) {
       missing.set(k, { from: c.currency, to: target, date: c.date });
-      sums[c.measure] = null;
-    } else if (sums[c.measure] !== null) {
-      sums[c.measure] = add(sums[c.measure]!, mul(fraction(c.sum), f));
+      lacking.add(c.measure);
+      continue;
     }
+    const byDenominator = acc.get(c.measure)!;
+    byDenominator.set(f.d, (byDenominator.get(f.d) ?? 0n) + scaled[i]! * f.n);
   }
+  const total = (m: Measure): string | null => {
+    if (lacking.has(m)) return null;
+    let sum = ZERO;
+    for (const [d, n] of acc.get(m)!) sum = add(sum, { n, d: d * SUM_UNIT });
+    return roundHalfEven(sum);
+  };
   const converted = {
     currency: target,
-    ...(Object.fromEntries(MEASURES.map((m) => [m, sums[m] === null ? null : roundHalfEven(sums[m]!)])) as Record<Measure, string | null>),
+    ...(Object.fromEntries(MEASURES.map((m) => [m, total(m)])) as Record<Measure, string | null>),
     missingRates: [...missing.values()],
   };
   return { byCurrency: rows, converted };
@@ -265,6 +271,7 @@ export class BudgetAnalytics {
     const { envelope, children } = await this.store.reads.childSums(actor, projectRef(p), "subproject");
     const reader = await this.rates.reader();
     const rateAt: RateAt = (f, t, d) => reader.at(f, t, d);
+    const factors: FactorCache = new Map();
     const all: Contribution[] = projectedContributions(envelope.data.projectedBudgets as ProjectedBudget[] | undefined, date);
     const rows: AnalyticsRow[] = [];
     let hidden = 0;
@@ -278,9 +285,9 @@ export class BudgetAnalytics {
         continue;
       }
       const own = projectedContributions(sub.data.projectedBudgets as ProjectedBudget[] | undefined, date);
-      rows.push({ id: c.id, displayName: String(sub.data.displayName ?? c.id), currency, ...(await totalsOf([...own, ...items], target, rateAt)) });
+      rows.push({ id: c.id, displayName: String(sub.data.displayName ?? c.id), currency, ...(await totalsOf([...own, ...items], target, rateAt, factors)) });
     }
-    const total: AnalyticsRow = { id: p, displayName: String(envelope.data.displayName ?? p), ...(await totalsOf(all, target, rateAt)) };
+    const total: AnalyticsRow = { id: p, displayName: String(envelope.data.displayName ?? p), ...(await totalsOf(all, target, rateAt, factors)) };
     return { projectId: p, currency: target, date, decimals: DECIMALS, total, subprojects: rows, hiddenSubprojects: hidden };
   }
 
