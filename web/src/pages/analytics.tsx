@@ -7,7 +7,7 @@
 import { useState } from "preact/hooks";
 import type { Analytics, AnalyticsRow } from "../../../src/client/index.js";
 import { client } from "../session.js";
-import { ErrorBox, fmtAmount, useLoad } from "../ui.js";
+import { ErrorBox, fmtAmount, saveBlob, useLoad } from "../ui.js";
 
 const SERIES = [
   { key: "projected", label: "Projected", color: "#8a94a6" },
@@ -104,18 +104,6 @@ function Totals({ a }: { a: Analytics }) {
   );
 }
 
-/** Saves bytes the client fetched as a file (the browser's own download). */
-function save(data: string | Uint8Array, type: string, name: string): void {
-  const url = URL.createObjectURL(new Blob([data as BlobPart], { type }));
-  const a = document.createElement("a");
-  a.href = url;
-  a.download = name;
-  document.body.append(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
-}
-
 export function AnalyticsPanel({ p }: { p: string }) {
   const [currency, setCurrency] = useState("EUR");
   const loaded = useLoad(() => client.project(p).analytics(/^[A-Z]{3}$/.test(currency) ? { currency } : {}), [p, currency]);
@@ -125,7 +113,8 @@ export function AnalyticsPanel({ p }: { p: string }) {
     setExportError(null);
     try {
       const data = await client.project(p).analyticsExport(format, { currency });
-      save(data, format === "csv" ? "text/csv" : "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", `project-${p}-analytics.${format}`);
+      const type = format === "csv" ? "text/csv" : "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
+      saveBlob(new Blob([data as BlobPart], { type }), `project-${p}-analytics.${format}`);
     } catch (e) {
       setExportError(e instanceof Error ? e.message : String(e));
     }
