@@ -2768,6 +2768,134 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's subscriptions
+         * @description The caller's subscriptions. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        get: operations["getSubscriptions"];
+        put?: never;
+        /**
+         * Subscribe to the change feed: a pull consumer, or a webhook (its HMAC-SHA256 secret is answered here, once)
+         * @description Subscribe to the change feed: a pull consumer, or a webhook (its HMAC-SHA256 secret is answered here, once). Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        post: operations["postSubscriptions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscriptions/digest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's daily digest: its open assignments, as JSON and as plain text
+         * @description The caller's daily digest: its open assignments, as JSON and as plain text. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        get: operations["getSubscriptionsDigest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscriptions/{subscriptionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One subscription (its owner, or global.manageSubscriptions)
+         * @description One subscription (its owner, or global.manageSubscriptions). Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        get: operations["getSubscription"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a subscription, its position and its dead letters (its owner, or global.manageSubscriptions)
+         * @description Delete a subscription, its position and its dead letters (its owner, or global.manageSubscriptions). Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        delete: operations["deleteSubscription"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscriptions/{subscriptionId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Pull: acknowledge `ack`, then read the events past the subscription's position, as its owner may read them now (at least once, in order per partition)
+         * @description Pull: acknowledge `ack`, then read the events past the subscription's position, as its owner may read them now (at least once, in order per partition). Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        get: operations["getSubscriptionEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscriptions/{subscriptionId}/dead-letters": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A webhook's deliveries given up after their last retry (its owner, or global.manageSubscriptions)
+         * @description A webhook's deliveries given up after their last retry (its owner, or global.manageSubscriptions). Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        get: operations["getSubscriptionDeadLetters"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscriptions/{subscriptionId}/dead-letters/{n}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * POST a dead letter to the webhook again, signed now: delivered, it is removed (its owner, or global.manageSubscriptions)
+         * @description POST a dead letter to the webhook again, signed now: delivered, it is removed (its owner, or global.manageSubscriptions). Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        post: operations["postSubscriptionDeadLetterReplay"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/log/proof/inclusion": {
         parameters: {
             query?: never;
@@ -3102,7 +3230,7 @@ export interface components {
              * @description a global intent
              * @enum {string}
              */
-            intent: "global.listPermissions" | "global.grantPermission" | "global.revokePermission" | "global.grantAllPermissions" | "global.createProject" | "global.createSpace" | "global.createUser" | "global.createGroup" | "global.enableUser" | "global.disableUser" | "global.listAssignments" | "global.readArchive" | "global.writeArchive" | "global.readProcessData" | "global.writeProcessData" | "global.createBackup" | "global.restoreBackup" | "global.writeExchangeRates";
+            intent: "global.listPermissions" | "global.grantPermission" | "global.revokePermission" | "global.grantAllPermissions" | "global.createProject" | "global.createSpace" | "global.createUser" | "global.createGroup" | "global.enableUser" | "global.disableUser" | "global.listAssignments" | "global.readArchive" | "global.writeArchive" | "global.readProcessData" | "global.writeProcessData" | "global.createBackup" | "global.restoreBackup" | "global.manageSubscriptions" | "global.writeExchangeRates";
             /** @description 1-64 of A-Z a-z 0-9 . _ @ - */
             identity: string;
         };
@@ -3717,6 +3845,94 @@ export interface components {
             ids?: string[];
             /** @enum {boolean} */
             all?: true;
+        };
+        /** @description without webhook: a pull consumer (GET /subscriptions/{id}/events) */
+        CreateSubscription: {
+            name: string;
+            filter?: components["schemas"]["SubscriptionFilter"];
+            webhook?: components["schemas"]["WebhookTarget"];
+        };
+        SubscriptionFilter: {
+            /** @description a resource subtree: events of this resource and of everything below it (its path from the root, e.g. [{type: project, id: p}]) */
+            path?: components["schemas"]["PathItem"][];
+            /** @description event types (`workflowitem.assigned`), or every verb of a type (`workflowitem.*`) */
+            types?: string[];
+            /** @description a resource intent (`workflowitem.close`): only events of resources on which the owner holds it when the event is delivered */
+            intent?: string;
+        };
+        WebhookTarget: {
+            /** @description where deliveries are POSTed (http or https) */
+            url: string;
+            /** @description also deliver the owner's daily digest of open assignments here (once per UTC day) */
+            digest?: boolean;
+        };
+        CreatedSubscription: {
+            subscription: components["schemas"]["Subscription"];
+            /** @description the webhook's HMAC-SHA256 key: shown once, here */
+            secret?: string;
+        };
+        Subscription: {
+            id: string;
+            name: string;
+            /** @description its creator: events are delivered as this user may read them at delivery */
+            owner: string;
+            filter: components["schemas"]["SubscriptionFilter"];
+            webhook?: components["schemas"]["WebhookTarget"];
+            /** Format: date-time */
+            createdAt: string;
+            /** @description the position acknowledged up to (`<feed position>-<seq>`) */
+            position: string;
+        };
+        SubscriptionList: {
+            items: components["schemas"]["Subscription"][];
+        };
+        Digest: {
+            user: string;
+            /** @description the UTC day it summarizes (YYYY-MM-DD) */
+            day: string;
+            /** @description how many open assignments */
+            open: number;
+            items: components["schemas"]["DigestItem"][];
+            /** @description the same summary as plain text (a mail body) */
+            text: string;
+        };
+        DigestItem: {
+            type: string;
+            ids: string[];
+            displayName?: string;
+            status: string;
+        };
+        SubscriptionEvents: {
+            items: components["schemas"]["DeliveredEvent"][];
+            /** @description the position that acknowledges everything this answer read (events filtered out included) */
+            ack: string;
+            /** @description true when the feed holds more past `ack` */
+            more: boolean;
+        };
+        DeliveredEvent: {
+            /** @description `<feed position>-<seq>`: ack it (or a later one) to move past this event */
+            position: string;
+            event: components["schemas"]["Event"];
+        };
+        DeadLetterList: {
+            items: components["schemas"]["DeadLetter"][];
+        };
+        DeadLetter: {
+            n: number;
+            /** Format: date-time */
+            at: string;
+            attempts: number;
+            /** @description why the last attempt failed */
+            error: string;
+            /** @description the body that was POSTed (JSON text), as it is replayed */
+            body: string;
+        };
+        /** @description delivered: the dead letter is removed; not: it is kept */
+        Replayed: {
+            delivered: boolean;
+            /** @description the receiver's HTTP status */
+            status?: number;
+            error?: string;
         };
         InclusionProof: {
             index: number;
@@ -19635,6 +19851,551 @@ export interface operations {
             };
             /** @description Payload Too Large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported Media Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSubscriptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: SubscriptionList */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionList"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postSubscriptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSubscription"];
+            };
+        };
+        responses: {
+            /** @description Created: CreatedSubscription */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedSubscription"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Payload Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported Media Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSubscriptionsDigest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: Digest */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Digest"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: Subscription */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description URI Too Long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description URI Too Long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSubscriptionEvents: {
+        parameters: {
+            query?: {
+                /** @description acknowledge everything up to this position (an `ack` or `position` this subscription answered) before reading */
+                ack?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: SubscriptionEvents */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionEvents"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description URI Too Long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSubscriptionDeadLetters: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: DeadLetterList */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeadLetterList"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description URI Too Long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postSubscriptionDeadLetterReplay: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscriptionId: string;
+                /** @description the dead letter's number */
+                n: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: Replayed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Replayed"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Payload Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description URI Too Long */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };

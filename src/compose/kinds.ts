@@ -12,6 +12,7 @@ import { PROCESS_DATA_KINDS } from "../process-data/kinds.js";
 import { RESOURCE_KINDS } from "../resources/model/kinds.js";
 import type { Schema } from "../resources/model/schema.js";
 import { tenancySchema } from "../tenancy/schema.js";
+import { SUBSCRIPTION_KINDS } from "../subscriptions/layout.js";
 import { TLOG_KINDS } from "../tlog/log.js";
 import { NOTIFICATION_KINDS } from "../workflow/notifications.js";
 import { RATES_KINDS } from "../workflow/rates.js";
@@ -50,14 +51,17 @@ export const IMPORT_KIND = "import";
 
 /**
  * Where the import marker is: its partition and key (compose/transfer.ts writes it; openFlowstore reads
- * it), beside it the flag of a restore whose wipe of the old content is not done yet (`wipe`) and the
- * export a restore reads (`source`, a file path), both written with the marker.
+ * it), beside it the flag of a restore whose wipe of the old content is not done yet (`wipe`), the
+ * export a restore reads (`source`, a file path), both written with the marker, and the epoch of a
+ * restore that is not finished (`restore`): written with the marker too, it outlives it until the
+ * credentials are kept and the fence opens on that epoch (backup.ts `finishRestore`).
  */
-export const IMPORT_MARKER: { readonly partition: Partition; readonly key: Key; readonly wipe: Key; readonly source: Key } = {
+export const IMPORT_MARKER: { readonly partition: Partition; readonly key: Key; readonly wipe: Key; readonly source: Key; readonly restore: Key } = {
   partition: [IMPORT_KIND],
   key: ["marker"],
   wipe: ["wipe"],
   source: ["source"],
+  restore: ["restore"],
 };
 
 const declared: PartitionKind[] = [
@@ -68,6 +72,7 @@ const declared: PartitionKind[] = [
   ...PROCESS_DATA_KINDS.map((kind) => ({ kind, layer: "process-data", chained: false })),
   ...NOTIFICATION_KINDS.map((kind) => ({ kind, layer: "workflow", chained: false })),
   ...RATES_KINDS.map((kind) => ({ kind, layer: "workflow", chained: false })),
+  ...SUBSCRIPTION_KINDS.map((kind) => ({ kind, layer: "subscriptions", chained: false })),
   ...TLOG_KINDS.map((kind) => ({ kind, layer: "tlog", chained: false, keptOnRestore: true })),
   { kind: IMPORT_KIND, layer: "transfer", chained: false },
   { kind: FENCE_KIND, layer: "compose", chained: false, keptOnRestore: true },

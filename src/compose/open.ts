@@ -38,6 +38,7 @@ import { Workflow } from "../workflow/commands.js";
 import { Documents, type DocumentsOptions } from "../workflow/documents.js";
 import { Notifications, type NotificationsOptions } from "../workflow/notifications.js";
 import { ExchangeRates } from "../workflow/rates.js";
+import { Subscriptions, type SubscriptionsOptions } from "../subscriptions/subscriptions.js";
 import { FeedWatcher } from "../resources/log/feed.js";
 import { LogCheckpoints } from "../tlog/checkpoint.js";
 import { TransparencyLog } from "../tlog/log.js";
@@ -135,6 +136,12 @@ export interface FlowstoreOptions extends OpenKvOptions {
    * `intervalMs` (default 1000).
    */
   readonly log?: { readonly origin?: string; readonly append?: boolean; readonly pollMs?: number; readonly intervalMs?: number };
+  /**
+   * Durable subscriptions (src/subscriptions): their webhooks' lease and retries; with `deliver`, this
+   * process delivers webhooks in the background (on in `serve`): whenever the feed's head moves (polled
+   * every `pollMs`) and at least every `intervalMs` (retries, a dead deliverer's expired lease).
+   */
+  readonly subscriptions?: Omit<SubscriptionsOptions, "clock"> & { readonly deliver?: boolean; readonly pollMs?: number; readonly intervalMs?: number };
   /** Where errors of background work (background.ts) go. Default: a process warning. */
   readonly onBackgroundError?: (error: unknown, task: string) => void;
 }
@@ -156,6 +163,8 @@ export interface Flowstore {
   readonly rates: ExchangeRates;
   /** Budget analytics of projects and subprojects, per currency and converted at dated rates (O(buckets) per read). */
   readonly analytics: BudgetAnalytics;
+  /** Durable subscriptions to the change feed: pull consumers, signed webhooks, dead letters, the digest. */
+  readonly subscriptions: Subscriptions;
   /** The generic resource operations over the workflow schema (history, as-of, verify, ...). */
   readonly resources: ResourceStore<WorkflowSchema>;
   /** The tenancy hierarchy (spaces, providers, tenants, nodes, ...), on the same backend. */
@@ -303,6 +312,10 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   const { follow = false, pollMs = 200, ...notificationOptions } = options.notifications ?? {};
   const notifications = new Notifications(kv, resources, identity, notificationOptions);
 
+  const assignees = new Assignees(resources, identity);
+  const { deliver = false, pollMs: subscriptionPollMs = 200, intervalMs: subscriptionIntervalMs = 1000, ...subscriptionOptions } = options.subscriptions ?? {};
+  const subscriptions = new Subscriptions({ kv, feed: resources.writer.feed, stores: [resources, tenancy], identity, global, assignees }, { ...subscriptionOptions, clock });
+
   const background = new Background({
     kv,
     archive,
@@ -311,6 +324,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     chained,
     feedRepair: options.feedRepair ? { settleMs: options.feedRepair.settleMs ?? 1000 } : null,
     follower: follow ? { notifications, feed: resources.writer.feed, watcher: new FeedWatcher(resources.writer.feed, pollMs) } : null,
+    webhooks: deliver ? { subscriptions, watcher: new FeedWatcher(resources.writer.feed, subscriptionPollMs), intervalMs: subscriptionIntervalMs } : null,
     appender: options.log?.append ? { log: tree, watcher: new FeedWatcher(resources.writer.feed, options.log.pollMs ?? 200), intervalMs: options.log.intervalMs ?? 1000 } : null,
     onError: options.onBackgroundError ?? ((error: unknown, task: string) => process.emitWarning(`${task} failed: ${error instanceof Error ? error.message : String(error)}`)),
   });
@@ -340,7 +354,6 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
       await migrateIntentSplits();
     },
   });
-  const assignees = new Assignees(resources, identity);
   const rates = new ExchangeRates(kv, global, clock);
   const verifiers: readonly ChainedKind[] = chained;
   /** The chained kinds' verifiers over another store (a replaced history read as a store of its own: the same schemas verify it). */
@@ -362,6 +375,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     notifications,
     rates,
     analytics: new BudgetAnalytics(resources, rates, clock),
+    subscriptions,
     resources,
     tenancy,
     identity,

@@ -35,6 +35,7 @@ import { processDataRoutes } from "./routes/process-data.js";
 import { archiveRoutes } from "./routes/archive.js";
 import { documentRoutes } from "./routes/documents.js";
 import { notificationRoutes } from "./routes/notifications.js";
+import { subscriptionRoutes } from "./routes/subscriptions.js";
 import { logPublicRoutes, logRoutes } from "./routes/log.js";
 import { backupRoutes } from "./routes/backup.js";
 import { analyticsRoutes } from "./routes/analytics.js";
@@ -133,6 +134,7 @@ export const CORE_ROUTES: readonly FastifyPluginAsync[] = [
   archiveRoutes,
   documentRoutes,
   notificationRoutes,
+  subscriptionRoutes,
   logRoutes,
   backupRoutes,
   analyticsRoutes,

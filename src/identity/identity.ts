@@ -226,9 +226,11 @@ export class Identity implements IdentityDirectory {
    * Sets a password: the user itself, or a holder of `global.createUser` or of `user.changePassword` on
    * the account who outranks the user (root only for root); the system actor (an operator's CLI) too. Every token of the user is revoked. A
    * password set by another actor is recorded as its act and shown at the user's next logins
-   * (`credentials`); the user setting its own clears that record.
+   * (`credentials`); the user setting its own clears that record, unless `afterReset`: the change a
+   * reset with `mustChange` requires proves only the reset password, which the administrator knows too,
+   * so the record stays (without `mustChange`) until the user sets its own from a session.
    */
-  async setPassword(actor: Actor, id: string, password: string, options: { passwordRule?: PasswordRule; mustChange?: boolean } = {}): Promise<void> {
+  async setPassword(actor: Actor, id: string, password: string, options: { passwordRule?: PasswordRule; mustChange?: boolean; afterReset?: boolean } = {}): Promise<void> {
     checkId(id, "id");
     checkPassword(password, "password", options.passwordRule);
     const own = actor.system !== true && actor.id === id;
@@ -240,15 +242,21 @@ export class Identity implements IdentityDirectory {
     // The user must still exist when the hash is written (check on the record's version); every token
     // issued under the old password is revoked in the same commit.
     await withRetry(async () => {
-      const [current, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
+      const [current, tokens, previous] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id), resetKey(id)]);
       if (!current) throw new NotFoundError(`no user ${id}`);
       const user = decodeRecord<UserRecord>(current);
       if (!own) await this.global.assertOutranks(actor, { id: user.id, groups: user.groups });
       const reset: PasswordReset = { by: actor.id, at: this.#now().toISOString(), ...(options.mustChange === true ? { mustChange: true as const } : {}) };
+      const kept =
+        own && options.afterReset === true && previous ? JSON.stringify({ ...(JSON.parse(previous.value.toString("utf8")) as PasswordReset), mustChange: undefined }) : null;
       await commitOrRace(this.kv, [
         { type: "check", key: userKey(id), version: current.version },
         { type: "put", key: passwordKey(id), value: Buffer.from(hash) },
-        own ? { type: "delete", key: resetKey(id) } : { type: "put", key: resetKey(id), value: Buffer.from(JSON.stringify(reset)) },
+        own
+          ? kept === null
+            ? { type: "delete", key: resetKey(id) }
+            : { type: "put", key: resetKey(id), value: Buffer.from(kept) }
+          : { type: "put", key: resetKey(id), value: Buffer.from(JSON.stringify(reset)) },
         ...revocationOps(id, tokens),
       ]);
     });

@@ -152,7 +152,9 @@ export class Tokens {
    * A user sets its own password proving its current one, and logs in with the new one: what a user
    * whose password an administrator reset requiring a new one must do first (`login` refuses it with a
    * PasswordChangeRequiredError until then); any user may. Guarded as a log in (the current password is
-   * a guess like any other).
+   * a guess like any other). It proves the current password only, which after a reset the administrator
+   * knows too: the reset's record stays, shown at every log-in until the user sets its own password
+   * from a session (identity.ts `setPassword`'s `afterReset`).
    */
   async changePassword(username: unknown, current: unknown, password: string, options: { address?: string; claims?: ExtraClaims } = {}): Promise<IssuedToken> {
     const name = typeof username === "string" ? username.slice(0, 256) : "";
@@ -165,7 +167,7 @@ export class Tokens {
       throw e;
     }
     this.guard?.succeeded(name, options.address);
-    await this.identity.setPassword({ id: user.id, groups: user.groups }, user.id, password);
+    await this.identity.setPassword({ id: user.id, groups: user.groups }, user.id, password, { afterReset: true });
     return this.login(user.id, password, options);
   }
 
