@@ -1,5 +1,6 @@
 /** Every benchmark workload, in the order `npm run bench` runs them. Add yours here. */
 import type { Workload } from "../harness.js";
+import { analytics } from "./analytics.js";
 import { archive } from "./archive.js";
 import { http } from "./http.js";
 import { kv } from "./kv.js";
@@ -13,4 +14,4 @@ import { verify } from "./verify.js";
 import { visibility } from "./visibility.js";
 import { workflow } from "./workflow.js";
 
-export const workloads: Workload[] = [kv, resources, workflow, pagination, http, processData, archive, verify, visibility, trubudget, scale, tlog];
+export const workloads: Workload[] = [kv, resources, workflow, pagination, http, processData, archive, verify, visibility, trubudget, scale, tlog, analytics];

@@ -7,6 +7,7 @@ import { EXIT_CODES_HELP } from "./exit.js";
 import { identityCommands } from "./identity.js";
 import { keysCommands } from "./keys.js";
 import { operationCommands } from "./operations.js";
+import { ratesCommands } from "./rates.js";
 import { serveCommand } from "./serve.js";
 import { VERSION } from "./version.js";
 import { witnessCommand } from "./witness.js";
@@ -23,6 +24,7 @@ export function buildProgram(): Command {
   operationCommands(program);
   archiveCommands(program);
   erasureCommand(program);
+  ratesCommands(program);
   keysCommands(program);
   witnessCommand(program);
   auditCommand(program);

@@ -33,7 +33,7 @@ export class ProblemError extends Error {
 export interface RequestOptions {
   /** JSON, or FormData sent as multipart/form-data. */
   readonly body?: unknown;
-  /** A text body, sent as text/plain (a signed note); instead of `body`. */
+  /** A text body, sent as text/plain (a signed note) unless `headers` name its type (text/csv); instead of `body`. */
   readonly text?: string;
   /** A list value repeats its parameter (`?alsoKeys=a&alsoKeys=b`). */
   readonly query?: Record<string, string | number | boolean | readonly string[] | null | undefined>;
@@ -168,7 +168,7 @@ export class HttpCore {
       headers["content-type"] = "application/json";
       body = JSON.stringify(options.body);
     } else if (options.text !== undefined) {
-      headers["content-type"] = "text/plain; charset=utf-8";
+      headers["content-type"] ??= "text/plain; charset=utf-8";
       body = options.text;
     }
     const res = await this.#fetch(url, { method, headers, body, signal: options.signal });

@@ -11,7 +11,7 @@ import { changeFeed, type FeedMessage, type FeedOptions } from "./events.js";
 import { LogApi } from "./log.js";
 import { ProcessDataApi } from "./process-data.js";
 import type { Schemas } from "./types.js";
-import { NotificationsApi, ProjectHandle, projectPath, projectsPath, SearchableCollection, type NewProject, type Project, type ProjectPage } from "./workflow.js";
+import { ExchangeRatesApi, NotificationsApi, ProjectHandle, projectPath, projectsPath, SearchableCollection, type NewProject, type Project, type ProjectPage } from "./workflow.js";
 
 export { ProblemError, type TokenPair, type ClientOptions, type Page, type PageParams, type Problem, type RequestOptions, type WriteOptions } from "./core.js";
 export type { ArchiveDocument, ArchiveFileInput, RestoredProject, Snapshot, SnapshotQuery, SnapshotSummary } from "./archive.js";
@@ -126,6 +126,9 @@ export class FlowstoreClient extends HttpCore {
 
   /** The caller's notifications: list, count, mark read. */
   readonly notifications = new NotificationsApi(this);
+
+  /** Exchange rates as dated data (budget analytics convert at them). */
+  readonly exchangeRates = new ExchangeRatesApi(this);
 
   /** The change feed, filtered by the server to what this caller may view; runs until the loop ends or the signal aborts. */
   events(options: FeedOptions = {}): AsyncGenerator<FeedMessage, void, undefined> {

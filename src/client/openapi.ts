@@ -2996,6 +2996,126 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{projectId}/analytics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A project's budget totals (projected, assigned, disbursed) per currency and converted at dated exchange rates, per subproject; O(subprojects + buckets)
+         * @description A project's budget totals (projected, assigned, disbursed) per currency and converted at dated exchange rates, per subproject; O(subprojects + buckets). Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        get: operations["getProjectAnalytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{projectId}/subprojects/{subprojectId}/analytics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A subproject's budget totals (projected, assigned, disbursed) per currency and converted at dated exchange rates
+         * @description A subproject's budget totals (projected, assigned, disbursed) per currency and converted at dated exchange rates. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        get: operations["getSubprojectAnalytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/exchange-rates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Write exchange rates (1 from = rate to, valid from the date on); each replaces its pair's rate of that date; needs global.writeExchangeRates
+         * @description Write exchange rates (1 from = rate to, valid from the date on); each replaces its pair's rate of that date; needs global.writeExchangeRates. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        put: operations["putExchangeRates"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/exchange-rates/ecb": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import the ECB's exchange rates CSV (eurofxref-hist.csv: Date,USD,JPY,…; rates from EUR); needs global.writeExchangeRates
+         * @description Import the ECB's exchange rates CSV (eurofxref-hist.csv: Date,USD,JPY,…; rates from EUR); needs global.writeExchangeRates. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        post: operations["importEcbExchangeRates"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/exchange-rates/{from}/{to}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A currency pair's stored rates, oldest first
+         * @description A currency pair's stored rates, oldest first. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        get: operations["listExchangeRates"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/exchange-rates/{from}/{to}/at/{date}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The rate of a pair valid at a day: the latest on or before it
+         * @description The rate of a pair valid at a day: the latest on or before it. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        get: operations["getExchangeRateAt"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3150,7 +3270,7 @@ export interface components {
              * @description a global intent
              * @enum {string}
              */
-            intent: "global.listPermissions" | "global.grantPermission" | "global.revokePermission" | "global.grantAllPermissions" | "global.createProject" | "global.createSpace" | "global.createUser" | "global.createGroup" | "global.enableUser" | "global.disableUser" | "global.listAssignments" | "global.readArchive" | "global.writeArchive" | "global.readProcessData" | "global.writeProcessData" | "global.createBackup" | "global.restoreBackup" | "global.manageSubscriptions" | "global.eraseSubject";
+            intent: "global.listPermissions" | "global.grantPermission" | "global.revokePermission" | "global.grantAllPermissions" | "global.createProject" | "global.createSpace" | "global.createUser" | "global.createGroup" | "global.enableUser" | "global.disableUser" | "global.listAssignments" | "global.readArchive" | "global.writeArchive" | "global.readProcessData" | "global.writeProcessData" | "global.createBackup" | "global.restoreBackup" | "global.manageSubscriptions" | "global.eraseSubject" | "global.writeExchangeRates";
             /** @description 1-64 of A-Z a-z 0-9 . _ @ - */
             identity: string;
         };
@@ -3904,6 +4024,92 @@ export interface components {
              * @enum {boolean}
              */
             gone?: true;
+        };
+        Analytics: {
+            projectId: string;
+            subprojectId?: string;
+            /** @description the currency totals are converted to (null: none asked) */
+            currency: string | null;
+            /** @description the day projected budgets are converted at (items: at their own date) */
+            date: string;
+            /** @description the places converted totals are rounded to (half to even) */
+            decimals: number;
+            total: components["schemas"]["AnalyticsRow"];
+            /** @description per subproject the caller may view (a project's analytics) */
+            subprojects: components["schemas"]["AnalyticsRow"][];
+            /** @description subprojects counted in the total that the caller may not view */
+            hiddenSubprojects: number;
+        };
+        AnalyticsRow: {
+            id: string;
+            displayName: string;
+            /** @description the subproject's currency */
+            currency?: string;
+            byCurrency: components["schemas"]["CurrencyTotals"][];
+            converted?: components["schemas"]["ConvertedTotals"];
+        };
+        CurrencyTotals: {
+            currency: string;
+            /** @description an exact decimal string */
+            projected: string;
+            /** @description an exact decimal string */
+            assigned: string;
+            /** @description an exact decimal string */
+            disbursed: string;
+            /** @description an exact decimal string */
+            openAssigned: string;
+            /** @description an exact decimal string */
+            openDisbursed: string;
+        };
+        ConvertedTotals: {
+            currency: string;
+            /** @description an exact decimal string */
+            projected: string | null;
+            /** @description an exact decimal string */
+            assigned: string | null;
+            /** @description an exact decimal string */
+            disbursed: string | null;
+            /** @description an exact decimal string */
+            openAssigned: string | null;
+            /** @description an exact decimal string */
+            openDisbursed: string | null;
+            /** @description the rates a conversion lacked (its measure is null) */
+            missingRates: components["schemas"]["MissingRate"][];
+        };
+        MissingRate: {
+            from: string;
+            to: string;
+            date: string;
+        };
+        ExchangeRates: {
+            rates: components["schemas"]["ExchangeRate"][];
+        };
+        ExchangeRate: {
+            /** @description a currency code, e.g. "USD" */
+            from: string;
+            /** @description a currency code, e.g. "USD" */
+            to: string;
+            /** @description the first day it is valid (YYYY-MM-DD) */
+            date: string;
+            /** @description how many `to` one `from` is worth, as an exact decimal string */
+            rate: string;
+        };
+        ExchangeRatesWritten: {
+            written: number;
+        };
+        ExchangeRatePage: {
+            items: components["schemas"]["StoredRate"][];
+        };
+        StoredRate: {
+            /** @description a currency code, e.g. "USD" */
+            from: string;
+            /** @description a currency code, e.g. "USD" */
+            to: string;
+            /** @description the first day it is valid (YYYY-MM-DD) */
+            date: string;
+            rate: string;
+            by: string;
+            at: string;
         };
     };
     responses: never;
@@ -20631,6 +20837,503 @@ export interface operations {
             };
             /** @description Forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description URI Too Long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getProjectAnalytics: {
+        parameters: {
+            query?: {
+                /** @description convert the totals to this currency, each amount at the rate of its date */
+                currency?: string;
+                /** @description the day projected budgets are converted at (default: today, UTC) */
+                date?: string;
+                /** @description instead of the Accept header */
+                format?: "json" | "csv" | "xlsx";
+            };
+            header?: never;
+            path: {
+                /** @description 1-128 characters; not . or ..; no control, bidi-formatting or zero-width characters, surrounding spaces or / ? # % \ */
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the totals (JSON), or their export as CSV or XLSX */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Analytics"];
+                    "text/csv": string;
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": string;
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Acceptable */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description URI Too Long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSubprojectAnalytics: {
+        parameters: {
+            query?: {
+                /** @description convert the totals to this currency, each amount at the rate of its date */
+                currency?: string;
+                /** @description the day projected budgets are converted at (default: today, UTC) */
+                date?: string;
+                /** @description instead of the Accept header */
+                format?: "json" | "csv" | "xlsx";
+            };
+            header?: never;
+            path: {
+                /** @description 1-128 characters; not . or ..; no control, bidi-formatting or zero-width characters, surrounding spaces or / ? # % \ */
+                projectId: string;
+                /** @description 1-128 characters; not . or ..; no control, bidi-formatting or zero-width characters, surrounding spaces or / ? # % \ */
+                subprojectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the totals (JSON), or their export as CSV or XLSX */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Analytics"];
+                    "text/csv": string;
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": string;
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Acceptable */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description URI Too Long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putExchangeRates: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExchangeRates"];
+            };
+        };
+        responses: {
+            /** @description OK: ExchangeRatesWritten */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExchangeRatesWritten"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Payload Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported Media Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    importEcbExchangeRates: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "text/csv": string;
+            };
+        };
+        responses: {
+            /** @description OK: ExchangeRatesWritten */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExchangeRatesWritten"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Payload Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported Media Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listExchangeRates: {
+        parameters: {
+            query?: {
+                /** @description a day (YYYY-MM-DD) */
+                since?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description an ISO 4217 currency code, e.g. "EUR" */
+                from: string;
+                /** @description an ISO 4217 currency code, e.g. "EUR" */
+                to: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: ExchangeRatePage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExchangeRatePage"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description URI Too Long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getExchangeRateAt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an ISO 4217 currency code, e.g. "EUR" */
+                from: string;
+                /** @description an ISO 4217 currency code, e.g. "EUR" */
+                to: string;
+                /** @description a day (YYYY-MM-DD) */
+                date: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: StoredRate */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StoredRate"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -38,6 +38,12 @@ export type NotificationCount = Schemas["NotificationCount"];
 export type NotificationPage = Schemas["NotificationPage"];
 export type DocumentLinkInput = Schemas["DocumentLinkBody"];
 export type DocumentValidationResult = Schemas["DocumentValidation"];
+export type Analytics = Schemas["Analytics"];
+export type AnalyticsRow = Schemas["AnalyticsRow"];
+/** What analytics are asked with: the currency to convert to, the day projected budgets are converted at. */
+export type AnalyticsQuery = Omit<Query<"getProjectAnalytics">, "format">;
+export type ExchangeRate = Schemas["ExchangeRate"];
+export type StoredRate = Schemas["StoredRate"];
 /** A file to add as a document: its bytes (a Blob or File), its name, an optional comment. */
 export interface DocumentUpload {
   readonly content: Blob;
@@ -135,6 +141,15 @@ abstract class BudgetedHandle<R, U> extends ResourceHandle<R, U> {
   }
   deleteProjectedBudget(organization: string, currencyCode: string): Promise<Written<R>> {
     return this.core.request<Written<R>>("DELETE", `${this.path}/projected-budgets/${seg(organization)}/${seg(currencyCode)}`);
+  }
+  /** Budget totals (projected, assigned, disbursed) per currency, and converted at dated rates when a currency is asked. */
+  analytics(query: AnalyticsQuery = {}): Promise<Analytics> {
+    return this.core.request<Analytics>("GET", `${this.path}/analytics`, { query: { ...query } });
+  }
+  /** The totals exported: CSV as text, XLSX as bytes. */
+  async analyticsExport(format: "csv" | "xlsx", query: AnalyticsQuery = {}): Promise<string | Uint8Array> {
+    const res = await this.core.open("GET", `${this.path}/analytics`, { query: { ...query, format } });
+    return format === "csv" ? res.text() : new Uint8Array(await res.arrayBuffer());
   }
 }
 
@@ -237,3 +252,25 @@ export class NotificationsApi {
 
 export const projectsPath = `${API}/projects`;
 export const projectPath = (p: string): string => `${projectsPath}/${seg(p)}`;
+
+/** Exchange rates as dated data: written by holders of global.writeExchangeRates, read by any signed-in caller. */
+export class ExchangeRatesApi {
+  constructor(private readonly core: HttpCore) {}
+  /** Writes rates (1 from = rate to, valid from the date on); answers how many. */
+  async put(rates: readonly ExchangeRate[]): Promise<number> {
+    return (await this.core.request<Schemas["ExchangeRatesWritten"]>("PUT", `${API}/exchange-rates`, { body: { rates } })).written;
+  }
+  /** Imports the ECB's CSV (eurofxref-hist.csv); answers how many rates it held. */
+  async importEcb(csv: string): Promise<number> {
+    const res = await this.core.open("POST", `${API}/exchange-rates/ecb`, { text: csv, headers: { "content-type": "text/csv" } });
+    return ((await res.json()) as Schemas["ExchangeRatesWritten"]).written;
+  }
+  /** A pair's stored rates, oldest first. */
+  async list(from: string, to: string, query: Query<"listExchangeRates"> = {}): Promise<StoredRate[]> {
+    return (await this.core.request<Schemas["ExchangeRatePage"]>("GET", `${API}/exchange-rates/${seg(from)}/${seg(to)}`, { query: { ...query } })).items;
+  }
+  /** The rate of a pair valid at a day (the latest on or before it). */
+  at(from: string, to: string, date: string): Promise<StoredRate> {
+    return this.core.request<StoredRate>("GET", `${API}/exchange-rates/${seg(from)}/${seg(to)}/at/${seg(date)}`);
+  }
+}

@@ -15,6 +15,7 @@ import { tenancySchema } from "../tenancy/schema.js";
 import { SUBSCRIPTION_KINDS } from "../subscriptions/layout.js";
 import { TLOG_KINDS } from "../tlog/log.js";
 import { NOTIFICATION_KINDS } from "../workflow/notifications.js";
+import { RATES_KINDS } from "../workflow/rates.js";
 import { workflowSchema } from "../workflow/schema.js";
 import { EPOCHS_KIND, REPLACED_KIND } from "./epochs.js";
 import { FENCE_KIND } from "./fence.js";
@@ -72,6 +73,7 @@ const declared: PartitionKind[] = [
   ...ARCHIVE_KINDS.map((kind) => ({ kind, layer: "archive", chained: false })),
   ...PROCESS_DATA_KINDS.map((kind) => ({ kind, layer: "process-data", chained: false })),
   ...NOTIFICATION_KINDS.map((kind) => ({ kind, layer: "workflow", chained: false })),
+  ...RATES_KINDS.map((kind) => ({ kind, layer: "workflow", chained: false })),
   ...SUBSCRIPTION_KINDS.map((kind) => ({ kind, layer: "subscriptions", chained: false })),
   ...TLOG_KINDS.map((kind) => ({ kind, layer: "tlog", chained: false, keptOnRestore: true })),
   { kind: IMPORT_KIND, layer: "transfer", chained: false },

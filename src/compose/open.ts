@@ -32,10 +32,12 @@ import { ResourceStore, type Assignment, type Verified } from "../resources/stor
 import { verifyAll, verifyCheckpoint, type ChainedKind, type VerifiedHead, type VerifyAllResult as BaseVerifyAllResult } from "../resources/audit/verify-all.js";
 import type { TenancySchema } from "../tenancy/schema.js";
 import { archiveProject, projectArchiveReadPolicy, restoreProject, type ArchivedProject, type RestoredProject } from "../workflow/archive.js";
+import { BudgetAnalytics } from "../workflow/analytics.js";
 import { Assignees } from "../workflow/assignees.js";
 import { Workflow } from "../workflow/commands.js";
 import { Documents, type DocumentsOptions } from "../workflow/documents.js";
 import { Notifications, type NotificationsOptions } from "../workflow/notifications.js";
+import { ExchangeRates } from "../workflow/rates.js";
 import { Subscriptions, type SubscriptionsOptions } from "../subscriptions/subscriptions.js";
 import { FeedWatcher } from "../resources/log/feed.js";
 import { LogCheckpoints } from "../tlog/checkpoint.js";
@@ -163,6 +165,10 @@ export interface Flowstore {
   readonly documents: Documents;
   /** Users' notifications, projected from the workflow's committed events. */
   readonly notifications: Notifications;
+  /** Exchange rates as dated data (`global.writeExchangeRates` writes them; the ECB's CSV imports). */
+  readonly rates: ExchangeRates;
+  /** Budget analytics of projects and subprojects, per currency and converted at dated rates (O(buckets) per read). */
+  readonly analytics: BudgetAnalytics;
   /** Durable subscriptions to the change feed: pull consumers, signed webhooks, dead letters, the digest. */
   readonly subscriptions: Subscriptions;
   /** The generic resource operations over the workflow schema (history, as-of, verify, ...). */
@@ -314,6 +320,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     await tenancy.buildVisibility();
     // Users, groups and grants written before their record chains: adopted into them, once.
     await identity.adoptRecords();
+    await resources.buildSums();
     await migrateIntentSplits();
   }
 
@@ -360,10 +367,12 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
       await resources.buildVisibility();
       await tenancy.buildVisibility();
       await identity.adoptRecords(); // a backup from before the record chains
+      await resources.buildSums();
       await migrateIntentSplits();
     },
   });
   const erasures = new Erasures([resources, tenancy], global);
+  const rates = new ExchangeRates(kv, global, clock);
   const verifiers: readonly ChainedKind[] = chained;
   /** The chained kinds' verifiers over another store (a replaced history read as a store of its own: the same schemas verify it). */
   const verifiersOver = (view: KvStore): readonly ChainedKind[] => {
@@ -382,6 +391,8 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     workflow: new Workflow(resources, identity, documents),
     documents,
     notifications,
+    rates,
+    analytics: new BudgetAnalytics(resources, rates, clock),
     subscriptions,
     resources,
     tenancy,

@@ -143,13 +143,14 @@ export async function countPartitions(kv: KvStore, kinds: readonly string[]): Pr
 
 /**
  * True when the store holds no partition of any kind flowstore writes, but for what opening it writes by
- * itself (the visibility index's "built" marker, resources/visibility.ts): an import opens its target.
+ * itself (the "built" markers of the visibility index, resources/visibility.ts, and of the sums,
+ * audit/order-index.ts): an import opens its target.
  */
 export async function isEmpty(kv: KvStore): Promise<boolean> {
-  const openedOnly = encodeNested(layout.visibleBuilt).toString("latin1");
+  const openedOnly = new Set([layout.visibleBuilt, layout.sumsBuilt].map((p) => encodeNested(p).toString("latin1")));
   for (const kind of CONTENT_KINDS) {
     const { partitions } = await kv.listPartitions(kind, { limit: 2 });
-    if (partitions.some((p) => encodeNested(p).toString("latin1") !== openedOnly)) return false;
+    if (partitions.some((p) => !openedOnly.has(encodeNested(p).toString("latin1")))) return false;
   }
   return true;
 }
@@ -159,6 +160,9 @@ export async function importStore(kv: KvStore, input: Readable, onProgress?: Pro
   if (options.resume && !marker) throw new ValidationError("the store holds no unfinished import to resume", "resume");
   if (!options.resume && marker) throw new ValidationError(UNFINISHED_IMPORT, "store");
   if (!options.resume && !(await isEmpty(kv))) throw new ValidationError("the target store is not empty: import only into an empty store", "store");
+  // The sums' marker the target's open wrote goes: an export written before sums existed carries none, and
+  // the next open then gives its partitions their sums (one that carries it brings it back).
+  if (!options.resume) await kv.dropPartition(layout.sumsBuilt);
   const resume = options.resume === true;
   if (resume && (await kv.get(MARKER_PARTITION, WIPE_KEY))) await wipeContent(kv);
   const counts = { partitions: 0, entries: 0 };

@@ -31,6 +31,9 @@ export const MAX_BACKUP_BYTES = 1024 * 1024 * 1024;
 /** The largest a backup may grow to once gunzipped: a bound on the disk a gzip bomb sent by a restorer can fill. */
 export const MAX_BACKUP_UNPACKED_BYTES = 16 * MAX_BACKUP_BYTES;
 
+/** The largest exchange-rates CSV taken (`POST /api/v1/exchange-rates/ecb`): the ECB's whole history since 1999 is about 2 MiB. */
+export const RATES_CSV_LIMIT = 16 * 1024 * 1024;
+
 /** How many bodies over the server's limit are read at once: by the whole server, by one user. */
 export const LARGE_BODIES = { perServer: 2, perUser: 1 } as const;
 

@@ -41,6 +41,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   "process-data": "BPM interim storage: form submissions, message payloads, form schemas and scripts",
   store: "Backup and restore of the whole store (each restore a new epoch)",
   subjects: "Data subjects: erasure of their personal data (crypto-shredding) and its receipt",
+  "exchange-rates": "Exchange rates as dated data: budget analytics convert each amount at the rate of its date",
 };
 
 /** Response headers, as @fastify/swagger takes them (a JSON schema with its description). */

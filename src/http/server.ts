@@ -39,6 +39,7 @@ import { subscriptionRoutes } from "./routes/subscriptions.js";
 import { logPublicRoutes, logRoutes } from "./routes/log.js";
 import { backupRoutes } from "./routes/backup.js";
 import { subjectRoutes } from "./routes/subjects.js";
+import { analyticsRoutes } from "./routes/analytics.js";
 import { serializerCompiler } from "./serialization.js";
 import { TRUBUDGET_PREFIX, trubudgetApi, type TrubudgetApiOptions } from "./trubudget/index.js";
 import { DEFAULT_BODY_LIMIT } from "./body-limits.js";
@@ -138,6 +139,7 @@ export const CORE_ROUTES: readonly FastifyPluginAsync[] = [
   logRoutes,
   backupRoutes,
   subjectRoutes,
+  analyticsRoutes,
 ];
 
 /** Builds the server over an opened store; tokens use the store's clock. */

@@ -20,7 +20,7 @@ import type { GlobalPermissions } from "../access/global.js";
 import { layout } from "./model/layout.js";
 import { Lifecycle } from "./write/lifecycle.js";
 import { PartitionDumps } from "./audit/partition-dump.js";
-import { rebuildOrderIndex } from "./audit/order-index.js";
+import { buildSums, rebuildOrderIndex } from "./audit/order-index.js";
 import { assignmentsOf, type Assignment } from "./indexes/assignments.js";
 import { Reads } from "./read/reads.js";
 import { buildVisibility } from "./indexes/visibility.js";
@@ -41,7 +41,7 @@ export type { DeleteOptions } from "./write/lifecycle.js";
 export type { ChainHead, DumpNames, DumpSource, PartitionCounts, PartitionDump } from "./audit/partition-dump.js";
 
 export type ResourceStoreOptions = CoreOptions;
-export type { Reads } from "./read/reads.js";
+export type { ChildSums, Reads, SumRow } from "./read/reads.js";
 export type { Writes } from "./write/writes.js";
 export type { Lifecycle } from "./write/lifecycle.js";
 export type { Audit } from "./audit/audit.js";
@@ -124,6 +124,11 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
   /** Builds the index of visible roots for a store written before it existed (once; see visibility.ts). */
   buildVisibility(): Promise<number> {
     return buildVisibility(this.kv, [...this.schema.types.values()]);
+  }
+
+  /** Gives the partitions of a store written before sums existed their parents' sums (once; see order-index.ts). */
+  buildSums(): Promise<number> {
+    return buildSums(this.#core);
   }
 
   // ---------------------------------------------------------------- addresses

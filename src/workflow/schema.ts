@@ -12,6 +12,7 @@ import { FORBIDDEN_ID_CHARS } from "../ids.js";
 import type { Ref } from "../resources/model/ref.js";
 import { type CreateIntentOf, defineSchema } from "../resources/model/schema.js";
 import { RESOURCE_ID_PATTERN } from "../resources/model/wire.js";
+import { workflowitemSums } from "./amounts.js";
 import { PROJECT_QUERY } from "./search.js";
 import { Amount, CurrencyCode, Decimal, IsoDate, isCurrency, isValidDate, PositiveDecimal } from "./money.js";
 
@@ -209,6 +210,8 @@ export const workflowSchema = defineSchema({
     },
     personal: { subject: "dataSubject", fields: PERSONAL_FIELDS },
     keyedArrays: { documents: ["id"] },
+    // Its amount is summed into its subproject's sums in the commit of each write (amounts.ts): analytics read O(buckets).
+    sums: workflowitemSums,
     rules: (d) => {
       checkCurrency(d.currency, "data.currency");
       for (const f of ["billingDate", "dueDate"] as const) {

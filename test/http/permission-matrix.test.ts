@@ -506,6 +506,40 @@ const MATRIX: Record<string, Entry> = {
     request: (f) => ({ path: `${f.paths.subproject}/workflowitem-ordering`, body: { ordering: ["w"] } }),
   },
 
+  // budget analytics (issue 26, part 4) and exchange rates
+  [`GET ${P}/analytics`]: { need: { kind: "resource", intent: "project.viewDetails", on: "project" }, request: (f) => ({ path: `${f.paths.project}/analytics?currency=EUR` }) },
+  [`GET ${S}/analytics`]: {
+    need: { kind: "resource", intent: "subproject.viewDetails", on: "subproject" },
+    request: (f) => ({ path: `${f.paths.subproject}/analytics?currency=EUR` }),
+  },
+  [`PUT ${API}/exchange-rates`]: global("global.writeExchangeRates", () => ({
+    path: `${API}/exchange-rates`,
+    body: { rates: [{ from: "EUR", to: "USD", date: "2025-01-02", rate: "1.0321" }] },
+  })),
+  [`POST ${API}/exchange-rates/ecb`]: {
+    need: {
+      kind: "own",
+      rule: "needs global.writeExchangeRates, checked before the CSV is read (401, 403, then 200 once granted)",
+      check: async (c) => {
+        const path = `${API}/exchange-rates/ecb`;
+        const send = (who: string) =>
+          fetch(base() + path, { method: "POST", headers: { authorization: `Bearer ${who}`, "content-type": "text/csv" }, body: "Date,USD\n2025-01-03,1.0299\n" });
+        expect((await c.call(undefined, "POST", { path })).status).toBe(401);
+        expect((await send(c.eve)).status).toBe(403);
+        await c.grant(`${API}/global`, "global.writeExchangeRates");
+        try {
+          expect((await send(c.eve)).status).toBe(200);
+        } finally {
+          await c.call(c.root, "POST", { path: `${API}/global/permissions/revoke`, body: { intent: "global.writeExchangeRates", identity: "eve" } });
+        }
+      },
+    },
+    request: () => ({ path: `${API}/exchange-rates/ecb` }),
+  },
+  [`GET ${API}/exchange-rates/:from/:to`]: token(`${API}/exchange-rates/EUR/USD`),
+  // (the rate it finds is written in beforeAll)
+  [`GET ${API}/exchange-rates/:from/:to/at/:date`]: token(`${API}/exchange-rates/EUR/GBP/at/2025-02-01`),
+
   // documents of workflowitems
   [`POST ${W}/documents`]: {
     need: { kind: "resource", intent: "workflowitem.update", on: "workflowitem" },
@@ -726,6 +760,7 @@ describe("permission matrix", () => {
     await s.root.processData.put("form-scripts", "kept", { id: "kept", formScript: "x" });
     await s.root.processData.put("form-submissions", "process/pi-9/task/kept", { id: "kept", data: {} });
     await rootSnapshot(s.base, s.root, "kept");
+    await s.root.exchangeRates.put([{ from: "EUR", to: "GBP", date: "2025-01-02", rate: "0.83" }]);
     const f = await fixture();
     const keys = async (path: string) => Object.keys((await call(s.root.token, "GET", { path: `${path}/permissions` })).body as object);
     const t = await tenancyFixture();

@@ -26,6 +26,7 @@ describe("resource layout keys equal the literal tuples they replaced", () => {
     same(layout.ownerState, ["s", 0]);
     same(layout.ownerAccess, ["a", 0]);
     same(layout.orderIndexes, ["x"]);
+    same(layout.allSums, ["g"]);
     same(layout.logs, ["l"]);
     same(layout.afterLogs, ["l", true]);
     same(layout.log(7), ["l", 7]);
@@ -44,7 +45,13 @@ describe("resource layout keys equal the literal tuples they replaced", () => {
       same(layout.child(l, "subproject", "s2"), ["s", l.depth + 1, ...l.pairs, "subproject", "s2"]);
       same(layout.flatChildren(l, "document"), ["c", l.depth + 1, ...l.pairs, "document"]);
       same(layout.flatChild(l, "document", "d1"), ["c", l.depth + 1, ...l.pairs, "document", "d1"]);
-      for (const family of ["s", "a", "o", "c", "n", "x"] as const) same(layout.below(family, l, 4), [family, 4, ...l.pairs]);
+      for (const family of ["s", "a", "o", "c", "n", "x", "g"] as const) same(layout.below(family, l, 4), [family, 4, ...l.pairs]);
+      same(layout.sums(l), ["g", l.depth, ...l.pairs]);
+      same(layout.sumEntry(l.depth, l.pairs, ["allocated", "closed", "EUR", "2025-01-02"]), ["g", l.depth, ...l.pairs, "allocated", "closed", "EUR", "2025-01-02"]);
+      expect(layout.bucketOfSum(layout.sumEntry(l.depth, l.pairs, ["a", "b"]), l.depth)).toEqual(["a", "b"]);
+      expect(layout.pairsOfSum(layout.sumEntry(l.depth, l.pairs, ["a", "b"]), l.depth)).toEqual(l.pairs);
+      expect(layout.isKnown(layout.sumEntry(l.depth, l.pairs, ["a"]))).toBe(true);
+      expect(layout.isKnown(layout.sums(l))).toBe(false);
       same(layout.sweep(l), [...l.partition, l.depth, ...l.pairs]);
     }
     expect(layout.seqOfHistory(layout.historyEntry(nested, 9))).toBe(9);
@@ -80,6 +87,9 @@ describe("resource layout keys equal the literal tuples they replaced", () => {
     same(layout.subjectErasure, ["erasure"]);
     same(layout.subjectRef("workflowitem", ["p1", "s1", "w1"]), ["ref", "workflowitem", "p1", "s1", "w1"]);
     expect(layout.refOfSubjectRef(layout.subjectRef("workflowitem", ["p1", "s1", "w1"]))).toEqual({ type: "workflowitem", ids: ["p1", "s1", "w1"] });
-    expect(RESOURCE_KINDS).toEqual(["global", "sweeps", "ledger", "feed", "visible", "assigned", "subject"]);
+
+    same(layout.sumsBuilt, ["sums"]);
+    same(layout.sumsBuiltEntry("project"), ["built", "project"]);
+    expect(RESOURCE_KINDS).toEqual(["global", "sweeps", "ledger", "feed", "visible", "assigned", "subject", "sums"]);
   });
 });

@@ -279,7 +279,12 @@ export function fmtAmount(value: string | number | null | undefined, currency?: 
 
 /** Saves a download answer as a file named `name` (the browser's own download, from a blob). */
 export async function saveAs(res: Response, name: string): Promise<void> {
-  const url = URL.createObjectURL(await res.blob());
+  saveBlob(await res.blob(), name);
+}
+
+/** Saves bytes as a file named `name` (the browser's own download). */
+export function saveBlob(blob: Blob, name: string): void {
+  const url = URL.createObjectURL(blob);
   const a = document.createElement("a");
   a.href = url;
   a.download = name;

@@ -6,14 +6,18 @@
  * A store written before the index existed is upgraded partition by partition with `rebuildOrderIndex`
  * (ResourceStore.rebuildOrderIndex); a restore always rebuilds it.
  */
-import { scanAll, type Partition } from "../../kv/contract.js";
+import { allPartitions, scanAll, type Partition } from "../../kv/contract.js";
 import { SYSTEM } from "../../access/actor.js";
 import type { Core } from "../core/core.js";
 import type { ResourceEvent } from "../model/events.js";
 import { layout } from "../model/layout.js";
 import { PartitionReplay } from "./replay.js";
 
-/** Rewrites a partition's order index from its log. A log the replay refuses is left alone (verify reports it). */
+/**
+ * Rewrites a partition's order index, and its parents' sums (`g`, model/sums.ts: derived the same way,
+ * and absent from partitions written before they existed), from its log. A log the replay refuses is
+ * left alone (verify reports it).
+ */
 export async function rebuildOrderIndex(c: Core, partition: Partition): Promise<void> {
   await c.writer.run(partition, SYSTEM, async (tx) => {
     const replay = new PartitionReplay(c.schema, partition);
@@ -23,6 +27,27 @@ export async function rebuildOrderIndex(c: Core, partition: Partition): Promise<
       return;
     }
     tx.deletePrefix(layout.orderIndexes);
-    for (const e of replay.entries()) if (e.key[0] === layout.orderIndexes[0]) tx.put(e.key, e.value);
+    tx.deletePrefix(layout.allSums);
+    for (const e of replay.entries()) if (e.key[0] === layout.orderIndexes[0] || e.key[0] === layout.allSums[0]) tx.put(e.key, e.value);
   });
+}
+
+/**
+ * Gives every partition of the schema's owner types written before sums existed its sums (once per
+ * store and owner type: a marker records it; an import drops it, compose/transfer.ts). Only schemas
+ * declaring sums have any. Idempotent.
+ */
+export async function buildSums(c: Core): Promise<number> {
+  const owners = new Set([...c.schema.types.values()].filter((t) => t.decl.sums !== undefined).map((t) => t.owner));
+  let n = 0;
+  for (const owner of owners) {
+    if (await c.kv.get(layout.sumsBuilt, layout.sumsBuiltEntry(owner))) continue;
+    for await (const p of allPartitions(c.kv, owner)) {
+      if (!(await c.kv.get(p, layout.head))) continue;
+      await rebuildOrderIndex(c, p);
+      n++;
+    }
+    await c.kv.commit(layout.sumsBuilt, [{ type: "put", key: layout.sumsBuiltEntry(owner), value: Buffer.from(JSON.stringify({ built: true })) }]);
+  }
+  return n;
 }

@@ -342,6 +342,11 @@ function refusal(partition: Partition, line: Line): string | null {
       return value.length === 0 ? null : "a history entry with content";
     case "x":
       return value.length > 0 ? null : "an order index entry naming no child";
+    case "g": {
+      // Derived (rebuilt from the log after the restore, then verified); refused here only when it is no sum this store writes.
+      const v = writtenJson(value) as { sum?: unknown; n?: unknown } | null;
+      return typeof v?.sum === "string" && Number.isSafeInteger(v.n) && (v.n as number) > 0 ? null : "a sum this store would not write";
+    }
     default:
       return null; // the log is recomputed as a chain; the meta entries are compared or plain refs
   }

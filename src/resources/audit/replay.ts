@@ -19,6 +19,7 @@
  * - `child_added` puts the flat child's index entry `{createdAt: event.at}`; for a `counted` child type
  *   it and the removal of an entry move the parent's count (`n`, absent at 0), as core.ts's countChild.
  * - every event puts its history index entry under the resource its path names.
+ * - a parent's sums (`g`, sums.ts) are those of its live children whose type declares `sums`.
  * Outside the partition, a root's entries in its listers' index of visible roots follow from the owner
  * as the log leaves it (`owner()`, visibility.ts); `verify` compares them too.
  */
@@ -33,6 +34,7 @@ import type { Envelope } from "../model/record.js";
 import { orderIndexOf, restSortKey } from "../model/ordering.js";
 import { locate, type Located, type Ref } from "../model/ref.js";
 import type { CompiledType, Schema } from "../model/schema.js";
+import { encodeSum, group } from "../model/sums.js";
 
 interface Live {
   l: Located;
@@ -210,6 +212,23 @@ export class PartitionReplay {
     }
   }
 
+  /** Each parent's sums (sums.ts) over its live children whose type declares them. */
+  #sums(add: (key: Key, value: Buffer) => void): void {
+    const parents = new Map<string, { depth: number; pairs: readonly string[]; buckets: ReturnType<typeof group> }>();
+    for (const r of this.#live.values()) {
+      const sums = r.l.type.decl.sums;
+      if (!sums || r.l.depth === 0) continue;
+      const pairs = r.l.pairs.slice(0, -2);
+      const k = pairs.join("\u0000");
+      let p = parents.get(k);
+      if (!p) parents.set(k, (p = { depth: r.l.depth - 1, pairs, buckets: new Map() }));
+      group(sums(r.envelope), 1, p.buckets);
+    }
+    for (const p of parents.values()) {
+      for (const b of p.buckets.values()) if (b.n > 0) add(layout.sumEntry(p.depth, p.pairs, b.bucket), encodeSum(b.sum, b.n));
+    }
+  }
+
   /** The partition owner as the log leaves it (its state and permissions), or null when deleted or absent. */
   owner(): { type: string; envelope: Envelope; permissions: Permissions } | null {
     for (const r of this.#live.values()) if (r.l.depth === 0) return { type: r.l.type.name, envelope: r.envelope, permissions: r.access.permissions };
@@ -269,6 +288,7 @@ export class PartitionReplay {
     this.#orderIndex(add);
     for (const f of this.#flat.values()) add(f.key, f.value);
     for (const c of this.#counts.values()) if (c.n > 0) add(c.key, Buffer.from(JSON.stringify(c.n)));
+    this.#sums(add);
     for (const h of this.#history) add(h, EMPTY);
     if (this.#parentLink) add(layout.parentLink, Buffer.from(JSON.stringify(this.#parentLink)));
   }

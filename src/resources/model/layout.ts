@@ -14,6 +14,8 @@
  *                      ["x", depth, ...pairs, childType, 1, ...sortKey]   → id (every other live child)
  *                      The effective order of an ordered collection (ordering.ts), kept by every write
  *                      that changes it; a page of it is one range read. sortKey: ordering.ts restSortKey.
+ *   g  sums:           ["g", depth, ...pairs, ...bucket]      → {sum, n} of its nested children's declared sums
+ *                      in one bucket (sums.ts; absent at n = 0)
  *   h  history index:  ["h", depth, ...pairs, seq]            → empty (the event is in the log)
  *   l  log:            ["l", seq]                             → event JSON, its hash last (hash chain: events.ts)
  *   m  meta:           ["m", "head"]                          → {seq, hash} of the chain
@@ -26,7 +28,8 @@
  * anchors each chain outside its partition: key [...owner partition] → {seq, hash} (writer.ts).
  * The partitions ["visible", identity] index the roots an identity may list (visibility.ts): key
  * [rootType, id] → the root's row (createdAt, status and its declared query fields). The partitions
- * ["assigned", identity] index what is assigned to an identity: key [type, ...ids] → empty.
+ * ["assigned", identity] index what is assigned to an identity: key [type, ...ids] → empty. The
+ * partition ["sums"] records ["built", ownerType] once a store's partitions of that type have their sums.
  *
  * The depth (number of pairs) leads the key so that the direct children of a resource are one
  * contiguous range (`["s", d+1, ...parentPairs, childType]`) that never passes grandchildren, and the
@@ -46,14 +49,15 @@ export const kinds = {
   assigned: new PartitionKind("assigned"),
   /** A data subject's personal-data key, the resources holding data sealed under it, and its erasure (personal/subjects.ts). */
   subject: new PartitionKind("subject"),
+  sums: new PartitionKind("sums"),
 } as const;
 
 /** A subject partition's families: its key, the resources it sealed data of, and the receipt of its erasure. */
 const SUBJECT = keyFamilies(["key", "ref", "erasure"]);
 
 /** The key families of a resource partition (the first tuple item), one Subspace each. */
-export const families = keyFamilies(["s", "a", "c", "o", "n", "x", "h", "l", "m"]);
-const { s: S, a: A, c: C, o: O, n: N, x: X, h: H, l: L, m: M } = families;
+export const families = keyFamilies(["s", "a", "c", "o", "n", "x", "g", "h", "l", "m"]);
+const { s: S, a: A, c: C, o: O, n: N, x: X, g: G, h: H, l: L, m: M } = families;
 /** The feed partition's families: its entries and (past them) the end of a scan. */
 const FEED_ENTRY = new Subspace(["e"]);
 const FEED_END = new Subspace(["f"]);
@@ -65,7 +69,7 @@ const VISIBLE_VERSION = new Subspace(["#"]);
 const BARE = new Subspace();
 
 /** The families a subtree delete clears level by level. */
-type SubtreeFamily = "s" | "a" | "o" | "c" | "n" | "x";
+type SubtreeFamily = "s" | "a" | "o" | "c" | "n" | "x" | "g";
 
 export const layout = {
   head: M.pack(["head"]),
@@ -73,6 +77,11 @@ export const layout = {
   restoreMarker: M.pack(["restore"]),
   /** The state of a partition's owner. */
   ownerState: S.pack([0]),
+  /** Every parent's sums in a partition (their rebuild clears them all). */
+  allSums: G.pack(),
+  /** The marker partition recording the owner types whose partitions were given their sums (order-index.ts buildSums). */
+  sumsBuilt: kinds.sums.partition(),
+  sumsBuiltEntry: (ownerType: string): Key => BUILT.pack([ownerType]),
   /** Every order index of a partition (its rebuild clears them all). */
   orderIndexes: X.pack(),
   /** The access record of a partition's owner. */
@@ -137,6 +146,16 @@ export const layout = {
   orderIndexListedEntry: (l: Located, childType: string, i: number): Key => X.pack([l.depth, ...l.pairs, childType, 0, i]),
   /** A child the ordering does not list, under its sort key (ordering.ts restSortKey). */
   orderIndexRestEntry: (l: Located, childType: string, sortKey: readonly TupleItem[]): Key => X.pack([l.depth, ...l.pairs, childType, 1, ...sortKey]),
+  /** A parent's sums of its children's declared amounts (sums.ts), every bucket: one range. */
+  sums: (l: Located): Key => G.pack([l.depth, ...l.pairs]),
+  /** One bucket of the sums of the resource at `depth` with `pairs` (the replay names a parent so). */
+  sumEntry: (depth: number, pairs: readonly string[], bucket: readonly string[]): Key => G.pack([depth, ...pairs, ...bucket]),
+  /** The sums of every resource of one type at one depth below the owner (their ids in key order), one range. */
+  sumsOfType: (depth: number, pairsBefore: readonly string[], type: string): Key => G.pack([depth, ...pairsBefore, type]),
+  /** The bucket of a sums key of a resource at `depth`. */
+  bucketOfSum: (key: Key, depth: number): string[] => G.unpack(key).slice(1 + 2 * depth) as string[],
+  /** The (type, id) pairs of a sums key of a resource at `depth`. */
+  pairsOfSum: (key: Key, depth: number): string[] => G.unpack(key).slice(1, 1 + 2 * depth) as string[],
   history: (l: Located): Key => H.pack([l.depth, ...l.pairs]),
   historyEntry: (l: Located, seq: number): Key => H.pack([l.depth, ...l.pairs, seq]),
   log: (seq: number): Key => L.pack([seq]),
@@ -176,6 +195,7 @@ export const layout = {
       const other = tailX.length >= 2 && tailX[0] === 1;
       return (listed || other) && rest.slice(0, 2 * d + 1).every((x) => typeof x === "string");
     }
+    if (family === "g") return rest.length > 2 * (depth as number) && rest.every((x) => typeof x === "string");
     const tail = { s: 0, a: 0, c: 0, o: 1, n: 1, h: 1 }[family as string];
     if (tail === undefined || rest.length !== 2 * (depth as number) + tail) return false;
     const strings = family === "h" ? rest.slice(0, -1) : rest;

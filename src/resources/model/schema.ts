@@ -7,6 +7,7 @@ import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import { ValidationError } from "../../errors.js";
 import { assertJsonDepth } from "../../depth.js";
 import { refuseUnsafeId } from "../../ids.js";
+import type { SumsDecl } from "./sums.js";
 import { RESOURCE_ID_PATTERN } from "./wire.js";
 
 export type IdStyle = "nested" | "flat";
@@ -80,6 +81,11 @@ export interface TypeDecl {
    * key and they read as erased everywhere. A resource naming no subject holds no personal data.
    */
   readonly personal?: PersonalDecl;
+  /**
+   * Nested types only: the amounts each resource contributes to its parent's sums (sums.ts), kept in the
+   * commit of every write that changes them, so a parent's totals are read in O(buckets).
+   */
+  readonly sums?: SumsDecl;
 }
 
 export interface PersonalDecl {
@@ -221,6 +227,7 @@ export class Schema<S extends SchemaDecl = SchemaDecl> {
       if ((d.parentDelete !== undefined || d.governanceDelete) && (d.parent === null || d.idStyle !== "flat")) {
         throw new Error(`type ${name}: parentDelete and governanceDelete are options of a flat child type`);
       }
+      if (d.sums !== undefined && (d.parent === null || d.idStyle !== "nested")) throw new Error(`type ${name}: sums are an option of a nested child type`);
       const chain = chainOf(name);
       const children = names.filter((n) => decl[n]!.parent === name);
       const governed = children.some((c) => decl[c]!.governanceDelete === true);

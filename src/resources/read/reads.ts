@@ -19,6 +19,25 @@ import { RecordView, redacted, WRITTEN_WITH, type Envelope, type RedactedEnvelop
 import { childRef, locate, type Located, type Ref } from "../model/ref.js";
 import type { CompiledType, DataOf, SchemaDecl } from "../model/schema.js";
 import { sealedIn } from "../personal/subjects.js";
+import { decodeSum, fromScaled } from "../model/sums.js";
+
+/** One bucket of a parent's sums (model/sums.ts) as read: the bucket, the exact sum and the count of contributions. */
+export interface SumRow {
+  readonly bucket: string[];
+  readonly sum: string;
+  readonly n: number;
+}
+
+/**
+ * A child of a parent keeping sums, as `childSums` reads it: its record, whether the actor may view it
+ * (the domain shows a hidden child's record to no one: it may count its sums in the parent's), its sums.
+ */
+export interface ChildSums {
+  readonly id: string;
+  readonly envelope: Envelope;
+  readonly viewable: boolean;
+  readonly sums: SumRow[];
+}
 
 const listed = listedJson;
 
@@ -412,6 +431,43 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
     if (!childType) throw new ValidationError(`${parent.type} has no ordered children`, "parent");
     const e = await this.core.kv.get(l.partition, layout.ordering(l, childType));
     return { ordering: e ? (JSON.parse(e.value.toString("utf8")) as string[]) : [], version: view.version };
+  }
+
+  /**
+   * A resource the actor may view and the sums it keeps of its children's declared amounts (sums.ts):
+   * one range read of O(buckets), whatever the number of children.
+   */
+  async sums(actor: Actor, ref: Ref): Promise<{ envelope: Envelope; sums: SumRow[] }> {
+    const { l, view } = await this.#readable(actor, ref);
+    const sums: SumRow[] = [];
+    for await (const e of scanAll(this.core.kv, l.partition, { prefix: layout.sums(l), limit: 5000 })) {
+      const { sum, n } = decodeSum(e.value);
+      sums.push({ bucket: layout.bucketOfSum(e.key, l.depth), sum: fromScaled(sum), n });
+    }
+    return { envelope: view.envelope(), sums };
+  }
+
+  /**
+   * The nested children of one type under a resource the actor may view, each with the sums it keeps
+   * and whether the actor may view it: one range read of the children's records and one of their sums,
+   * O(children + buckets), whatever the number of grandchildren.
+   */
+  async childSums(actor: Actor, parent: Ref, childType: string): Promise<{ envelope: Envelope; children: ChildSums[] }> {
+    const { l, view } = await this.#readable(actor, parent);
+    const t = this.core.schema.type(childType);
+    if (t.decl.parent !== l.type.name || t.decl.idStyle !== "nested") throw new ValidationError(`${childType} is no nested child type of ${l.type.name}`, "childType");
+    const children = new Map<string, ChildSums>();
+    for await (const e of scanAll(this.core.kv, l.partition, { prefix: layout.children(l, childType), limit: 5000 })) {
+      const v = new RecordView(e.value);
+      children.set(v.id, { id: v.id, envelope: v.envelope(), viewable: v.viewableBy(actor), sums: [] });
+    }
+    const depth = l.depth + 1;
+    for await (const e of scanAll(this.core.kv, l.partition, { prefix: layout.sumsOfType(depth, l.pairs, childType), limit: 5000 })) {
+      const id = layout.pairsOfSum(e.key, depth).at(-1)!;
+      const { sum, n } = decodeSum(e.value);
+      children.get(id)?.sums.push({ bucket: layout.bucketOfSum(e.key, depth), sum: fromScaled(sum), n });
+    }
+    return { envelope: view.envelope(), children: [...children.values()] };
   }
 
   /** A resource's permissions: intent → identities (its `listPermissions` intent). */

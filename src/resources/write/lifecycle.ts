@@ -14,6 +14,7 @@ import { restSortKey } from "../model/ordering.js";
 import { locate, parentRef, pathOf, type Located, type Ref } from "../model/ref.js";
 import { GOVERNANCE_FLAG, type CompiledType } from "../model/schema.js";
 import { assigneeOf, writeAssignment } from "../indexes/assignments.js";
+import { moveSums } from "./sums.js";
 import { indexEntries, writeVisibility } from "../indexes/visibility.js";
 
 export interface DeleteOptions {
@@ -76,6 +77,8 @@ export class Lifecycle {
         }
         tx.delete(layout.state(l));
         tx.delete(layout.access(l));
+        // Its contribution leaves its parent's sums; its own sums (and those below it) go with the subtree.
+        await moveSums(tx, l, view.envelope(), null);
         // An ordered child leaves its parent's order index (listed by its place in the ordering, or by its sort key).
         const pr = parentRef(schema, l.ref);
         if (pr && schema.type(pr.type).decl.orderedChildren === t.name) {
@@ -93,6 +96,7 @@ export class Lifecycle {
         for (let depth = l.depth; depth <= schema.maxDepth; depth++) {
           tx.deletePrefix(layout.below("o", l, depth));
           tx.deletePrefix(layout.below("x", l, depth));
+          tx.deletePrefix(layout.below("g", l, depth));
         }
         tx.append(`${t.name}.deleted`, pathOf(l), {}, (seq) => layout.historyEntry(l, seq));
       });

@@ -19,6 +19,7 @@ import { assertId, GOVERNANCE_FLAG, type DataOf, type SchemaDecl } from "../mode
 import { assigneeOf, writeAssignment } from "../indexes/assignments.js";
 import { indexEntries, writeVisibility } from "../indexes/visibility.js";
 import type { Tx } from "../log/writer.js";
+import { moveSums } from "./sums.js";
 
 export type ParentState = { envelope: Envelope; permissions: Permissions };
 
@@ -129,6 +130,7 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
         if ((await tx.get(layout.state(l))) || (await tx.anyUnder(layout.history(l)))) throw existed(type, id);
         const permissions = await decide(tx, pl, parentState);
         const envelope = this.#put(tx, l, await sealed(), permissions, null, meta);
+        await moveSums(tx, l, null, envelope);
         // A new child is never in its parent's ordering (which names existing children, and ids are not reused).
         if (pl.type.decl.orderedChildren === type) {
           tx.put(layout.orderIndexRestEntry(pl, type, restSortKey({ id, createdAtMs: Date.parse(envelope.meta.createdAt) })), Buffer.from(id, "utf8"));
@@ -214,6 +216,7 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
       const perms = permissions ?? priv.permissions;
       const next: Envelope = { ...current, data, meta: { ...current.meta, updatedAt: tx.now, version: current.meta.version + 1 } };
       tx.put(layout.state(l), encodeResource(l.type, next, perms));
+      if (patch) await moveSums(tx, l, current, next);
       if (permissions) tx.put(layout.access(l), encodeAccess({ ...priv, permissions: perms }));
       if (l.depth === 0) writeVisibility(tx, l.type, next.id, indexEntries(l.type, current, priv.permissions), indexEntries(l.type, next, perms));
       writeAssignment(tx, l, assigneeOf(l.type, current.data), assigneeOf(l.type, data));

@@ -1,4 +1,4 @@
-/** A project: its head, its subprojects (create where allowed), history and permissions. */
+/** A project: its head, its subprojects (create where allowed), budget analytics, history and permissions. */
 import { useState } from "preact/hooks";
 import type { NewSubproject } from "../../../src/client/index.js";
 import { HistoryPanel, PermissionsPanel, useIntents, type Resource } from "../resource.js";
@@ -6,6 +6,7 @@ import { go, href } from "../router.js";
 import { client, every } from "../session.js";
 import { ErrorBox, Field, FormError, Status, Tabs, useForm, useLive, useLoad } from "../ui.js";
 import { IdentityPicker } from "../picker.js";
+import { AnalyticsPanel } from "./analytics.js";
 import { ResourceHead, useResource } from "./detail.js";
 
 export function ProjectPage({ p }: { p: string }) {
@@ -73,6 +74,7 @@ export function ProjectPage({ p }: { p: string }) {
               </div>
             ),
           },
+          { key: "analytics", label: "Analytics", render: () => <AnalyticsPanel p={p} /> },
           { key: "history", label: "History", render: () => <HistoryPanel ids={ids} /> },
           { key: "permissions", label: "Permissions", render: () => <PermissionsPanel ids={ids} /> },
         ]}
