@@ -4,14 +4,15 @@
  * permissions applied in the query), build an object per row and let Fastify serialize the answer. Durable
  * like flowstore: the file is in WAL mode with synchronous=FULL (openSqlite), so a create (the row, its
  * permission rows, its event) or an update (the row, its event) is one transaction on disk when answered.
- * Lists page with a keyset cursor over the effective order (ordering first, then creation time, then id).
+ * Lists page with a keyset cursor over the effective order (ordering first, then creation time, then id);
+ * a reorder replaces the positions and records its event in one transaction.
  * Its own process; 127.0.0.1, port 0; exits when the parent disconnects.   argv: <dir>
  */
 import { randomUUID } from "node:crypto";
 import Fastify from "fastify";
 import { join } from "node:path";
 import { viewersOf } from "../peers/peer.js";
-import { itemOf, ITEM_COLUMNS, loadSqlite, openSqlite, updater, UPDATE_INTENT, VIEW_INTENTS, type ItemRow } from "../peers/sqlite.js";
+import { itemOf, ITEM_COLUMNS, loadSqlite, openSqlite, reorderer, updater, UPDATE_INTENT, VIEW_INTENTS, type ItemRow } from "../peers/sqlite.js";
 import { httpTree, serveParent, userOf, verifyBearer } from "./shared.js";
 
 const db = openSqlite(join(process.argv[2]!, "peer.db"));
@@ -86,5 +87,16 @@ app.patch<{ Params: { p: string; s: string; w: string }; Body: { description: st
   const row = update(p, s, w, userOf(request), { description: request.body.description });
   if (!row) return reply.code(404).send({ title: "not found" });
   return itemOf(row);
+});
+const reorder = db.transaction(reorderer(db));
+app.put<{ Params: { p: string; s: string }; Body: { ordering: string[] } }>("/api/v1/projects/:p/subprojects/:s/workflowitem-ordering", async (request, reply) => {
+  const { ordering } = request.body ?? {};
+  if (!Array.isArray(ordering) || !ordering.every((id) => typeof id === "string")) return reply.code(400).send({ title: "ordering must be an array of ids" });
+  try {
+    reorder(request.params.p, request.params.s, ordering);
+  } catch (e) {
+    return reply.code(409).send({ title: (e as Error).message });
+  }
+  return { ordering };
 });
 await serveParent(app, () => db.close());

@@ -141,6 +141,20 @@ export function updater(db: Database.Database) {
   };
 }
 
+/** A durable replacement of a subproject's ordering with its event (in the caller's transaction). */
+export function reorderer(db: Database.Database) {
+  const clear = db.prepare("UPDATE workflowitem SET position = NULL WHERE project_id = ? AND subproject_id = ? AND position IS NOT NULL");
+  const set = db.prepare("UPDATE workflowitem SET position = ? WHERE project_id = ? AND subproject_id = ? AND id = ?");
+  const insE = db.prepare("INSERT INTO event (project_id, subproject_id, item_id, at, actor, type, payload) VALUES (?, ?, NULL, ?, 'mary', 'subproject.ordering_set', ?)");
+  return (p: string, s: string, ordering: readonly string[]) => {
+    clear.run(p, s);
+    ordering.forEach((id, i) => {
+      if (set.run(i, p, s, id).changes !== 1) throw new Error(`ordering names ${id}, not a child`);
+    });
+    insE.run(p, s, new Date().toISOString(), JSON.stringify(ordering));
+  };
+}
+
 function statements(db: Database.Database) {
   const visible = `EXISTS (SELECT 1 FROM workflowitem_permission p WHERE p.project_id = w.project_id AND p.subproject_id = w.subproject_id AND p.item_id = w.id
     AND p.intent IN ('workflowitem.list', 'workflowitem.viewDetails') AND p.identity IN (?, ?)) AS visible`;
@@ -150,19 +164,7 @@ function statements(db: Database.Database) {
     list: db.prepare(`SELECT ${ITEM_COLUMNS}, ${visible} FROM workflowitem w WHERE project_id = ? AND subproject_id = ? ORDER BY position IS NULL, position, created_at, id`),
     update: db.transaction(upd),
     history: db.prepare("SELECT seq, at, actor, type, payload FROM event WHERE project_id = ? AND subproject_id = ? AND item_id = ? ORDER BY seq"),
-    reorder: db.transaction((p: string, s: string, ordering: readonly string[]) => {
-      db.prepare("UPDATE workflowitem SET position = NULL WHERE project_id = ? AND subproject_id = ? AND position IS NOT NULL").run(p, s);
-      const set = db.prepare("UPDATE workflowitem SET position = ? WHERE project_id = ? AND subproject_id = ? AND id = ?");
-      ordering.forEach((id, i) => {
-        if (set.run(i, p, s, id).changes !== 1) throw new Error(`ordering names ${id}, not a child`);
-      });
-      db.prepare("INSERT INTO event (project_id, subproject_id, item_id, at, actor, type, payload) VALUES (?, ?, NULL, ?, 'mary', 'subproject.ordering_set', ?)").run(
-        p,
-        s,
-        new Date().toISOString(),
-        JSON.stringify(ordering),
-      );
-    }),
+    reorder: db.transaction(reorderer(db)),
     del: db.prepare("DELETE FROM project WHERE id = ?"),
   };
 }

@@ -1,6 +1,6 @@
 /** The real `flowstore archive` commands on an LMDB store: archive a closed project (dropping it), restore it. */
 import { spawn } from "node:child_process";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Command, CommanderError } from "commander";
 import { buildProgram } from "../../src/cli/program.js";
@@ -11,13 +11,13 @@ import { ResourceStore } from "../../src/resources/store.js";
 import { Workflow } from "../../src/workflow/commands.js";
 import { workflowSchema } from "../../src/workflow/schema.js";
 import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
+import { CLI } from "./spawn.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
-const MAIN = join(ROOT, "src/cli/main.ts");
 const mary = userActor("mary");
 
 function run(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
-  const child = spawn(process.execPath, ["--import", "tsx", MAIN, ...args], {
+  const child = spawn(process.execPath, [...CLI, ...args], {
     cwd: ROOT,
     env: { ...process.env, FLOWSTORE_STORE: "", FLOWSTORE_DATA: "" },
     stdio: ["ignore", "pipe", "pipe"],

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { FlowstoreClient } from "../../src/client/index.js";
 import { freePort } from "../support/ports.js";
-import { ROOT, run, waitHealthy, type Run } from "./spawn.js";
+import { CLI, ROOT, run, waitHealthy, type Run } from "./spawn.js";
 import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
 
 const ROOT_PASSWORD = "root password 1";
@@ -34,21 +34,7 @@ afterEach(async () => {
 function serveLimited(data: string, port: number): Run {
   const child = spawn(
     "bash",
-    [
-      "-c",
-      `ulimit -f ${FILE_LIMIT_KIB}; exec "$0" "$@"`,
-      process.execPath,
-      "--import",
-      "tsx",
-      join(ROOT, "src/cli/main.ts"),
-      "serve",
-      "--port",
-      String(port),
-      "--data",
-      data,
-      "--log-level",
-      "warn",
-    ],
+    ["-c", `ulimit -f ${FILE_LIMIT_KIB}; exec "$0" "$@"`, process.execPath, ...CLI, "serve", "--port", String(port), "--data", data, "--log-level", "warn"],
     { cwd: ROOT, env: { ...process.env, FLOWSTORE_ROOT_PASSWORD: ROOT_PASSWORD, FLOWSTORE_JWT_SECRET: "", FLOWSTORE_STORE: "" }, stdio: ["ignore", "pipe", "pipe"] },
   );
   let out = "";

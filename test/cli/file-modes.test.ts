@@ -11,6 +11,7 @@ import { loadTokenSecret, SECRET_FILE } from "../../src/identity/secret.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { KEY_FILE, TokenCipher } from "../../src/process-data/crypto.js";
 import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
+import { CLI } from "./spawn.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const mode = async (path: string): Promise<number> => (await stat(path)).mode & 0o777;
@@ -54,7 +55,7 @@ it("`flowstore export --out` writes 0600, over an existing 0644 file too", async
   await writeFile(file, "old\n", { mode: 0o644 });
   await LmdbKv.open(join(dir, "a")).close(); // export reads an existing store only
   const code = await new Promise<number | null>((res) => {
-    const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "src/cli/main.ts"), "export", "--data", join(dir, "a"), "--out", file], {
+    const child = spawn(process.execPath, [...CLI, "export", "--data", join(dir, "a"), "--out", file], {
       cwd: ROOT,
       env: { ...process.env, FLOWSTORE_STORE: "", FLOWSTORE_DATA: "" },
       stdio: "ignore",

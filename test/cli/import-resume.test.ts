@@ -21,13 +21,13 @@ import { LmdbKv } from "../../src/kv/lmdb.js";
 import { dumpAll } from "../setup/dump.js";
 import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
 import { eventually } from "../support/eventually.js";
+import { CLI } from "./spawn.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
-const MAIN = join(ROOT, "src/cli/main.ts");
 const mary = userActor("mary");
 
 function start(args: string[]): ChildProcessWithoutNullStreams {
-  return spawn(process.execPath, ["--import", "tsx", MAIN, ...args], { cwd: ROOT, env: { ...process.env, FLOWSTORE_STORE: "", FLOWSTORE_DATA: "" } });
+  return spawn(process.execPath, [...CLI, ...args], { cwd: ROOT, env: { ...process.env, FLOWSTORE_STORE: "", FLOWSTORE_DATA: "" } });
 }
 function run(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
   const child = start(args);

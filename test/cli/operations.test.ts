@@ -4,13 +4,13 @@ import { writeFile, readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
+import { CLI } from "./spawn.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
-const MAIN = join(ROOT, "src/cli/main.ts");
 
 function flowstore(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((res) => {
-    const child = spawn(process.execPath, ["--import", "tsx", MAIN, ...args], {
+    const child = spawn(process.execPath, [...CLI, ...args], {
       cwd: ROOT,
       env: { ...process.env, FLOWSTORE_STORE: "", FLOWSTORE_DATA: "" },
       stdio: ["ignore", "pipe", "pipe"],

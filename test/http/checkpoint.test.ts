@@ -19,15 +19,15 @@ import { CHECKPOINT_KEY_FILE, Checkpoints, loadCheckpointKey } from "../../src/r
 import { raw, ROOT_PASSWORD, SECRET } from "./harness.js";
 import { rewriteFrom } from "../support/rechain.js";
 import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
+import { CLI } from "../cli/spawn.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
-const MAIN = join(ROOT, "src/cli/main.ts");
 const P = ["project", "p1"];
 
 /** Runs the real CLI; its stdout and exit code. */
 const flowstore = (args: string[]): Promise<{ code: number | null; out: string }> =>
   new Promise((res) => {
-    const child = spawn(process.execPath, ["--import", "tsx", MAIN, ...args], {
+    const child = spawn(process.execPath, [...CLI, ...args], {
       cwd: ROOT,
       env: { ...process.env, FLOWSTORE_STORE: "", FLOWSTORE_DATA: "" },
       stdio: ["ignore", "pipe", "inherit"],

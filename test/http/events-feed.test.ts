@@ -5,7 +5,7 @@
  * to the LMDB directory; resume by Last-Event-ID; delivery by intent; a disabled user's stream ending.
  */
 import { spawn } from "node:child_process";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ProblemError, type FeedMessage, type FlowstoreClient } from "../../src/client/index.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
@@ -13,6 +13,7 @@ import { backends, forEachBackend, type BackendFactory } from "../conformance/ba
 import { startServer, startTwoServers } from "./harness.js";
 import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
 import { eventually } from "../support/eventually.js";
+import { CLI } from "../cli/spawn.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 
@@ -113,7 +114,7 @@ describe("the change feed on one LMDB directory", () => {
     cleanup.push(async () => mary.close());
     const cli = (...args: string[]) =>
       new Promise<string>((res, rej) => {
-        const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "src/cli/main.ts"), ...args, "--data", dir], {
+        const child = spawn(process.execPath, [...CLI, ...args, "--data", dir], {
           cwd: ROOT,
           env: { ...process.env, FLOWSTORE_STORE: "", FLOWSTORE_DATA: "" },
           stdio: ["ignore", "pipe", "pipe"],
