@@ -28,6 +28,8 @@ const slow = [
   "test/kv/postgres.test.ts",
   "test/kv/lmdb.test.ts",
   "test/package.test.ts",
+  // starts the README's own server (npm start) and runs its shell blocks
+  "test/docs/readme-run.test.ts",
   "test/archive/kill.test.ts",
   "test/archive/big-file.test.ts",
   "test/reliability/**/*.test.ts",
@@ -47,11 +49,16 @@ const slow = [
   "test/http/routes.test.ts",
   "test/http/workflow.test.ts",
   "test/http/sessions.test.ts",
+  "test/http/login-guard-store.test.ts",
   "test/http/archive.test.ts",
   "test/http/conventions.test.ts",
   "test/http/restore-trust.test.ts",
   "test/http/events-expiry.test.ts",
+  // a real server with webhook delivery and the example receiver as a child process
+  "test/http/subscriptions.test.ts",
   "test/client/client.test.ts",
+  // builds a Go program with Debian's Go and runs it against a server of its own
+  "test/tlog/x-mod.test.ts",
   "test/archive/project.test.ts",
 ];
 

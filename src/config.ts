@@ -122,6 +122,19 @@ export const CONFIG = {
     default: "1000",
     doc: "age after which a commit a killed process left out of the change feed is appended to it",
   }),
+  FLOWSTORE_WEBHOOK_LEASE_MS: v({
+    type: Count(1),
+    option: "--webhook-lease-ms <ms>",
+    default: "10000",
+    doc: "how long a server holds a webhook subscription's delivery unless it renews it: the longest a fleet waits for a dead deliverer",
+  }),
+  FLOWSTORE_WEBHOOK_RETRY_MS: v({
+    type: Count(1),
+    option: "--webhook-retry-ms <ms>",
+    default: "1000",
+    doc: "a failed webhook delivery's first retry delay (doubled at each retry)",
+  }),
+  FLOWSTORE_WEBHOOK_ATTEMPTS: v({ type: Count(1), option: "--webhook-attempts <n>", default: "8", doc: "attempts of a webhook delivery before it goes to the dead letters" }),
   FLOWSTORE_LOG_ORIGIN: v({
     type: Text(),
     option: "--log-origin <name>",

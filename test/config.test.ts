@@ -17,6 +17,7 @@ import { DEFAULT_SHUTDOWN_GRACE_SECONDS } from "../src/cli/serve.js";
 import { DEFAULT_MAX_DOCUMENT_BYTES } from "../src/workflow/documents.js";
 import { DEFAULT_KEEP_NOTIFICATIONS } from "../src/workflow/notifications.js";
 import { DEFAULT_ORGANIZATION } from "../src/http/trubudget/index.js";
+import { SUBSCRIPTION_DEFAULTS } from "../src/subscriptions/subscriptions.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 
@@ -31,6 +32,9 @@ it("the README's environment table is the one generated from the schema", async 
 it("the schema's defaults are the domains' constants", () => {
   const expected: Partial<Record<keyof typeof CONFIG, number | string>> = {
     FLOWSTORE_HOST: DEFAULT_HOST,
+    FLOWSTORE_WEBHOOK_LEASE_MS: SUBSCRIPTION_DEFAULTS.leaseMs,
+    FLOWSTORE_WEBHOOK_RETRY_MS: SUBSCRIPTION_DEFAULTS.retryBaseMs,
+    FLOWSTORE_WEBHOOK_ATTEMPTS: SUBSCRIPTION_DEFAULTS.maxAttempts,
     FLOWSTORE_ORGANIZATION: DEFAULT_ORGANIZATION,
     FLOWSTORE_BODY_LIMIT: DEFAULT_BODY_LIMIT,
     FLOWSTORE_TOKEN_TTL: DEFAULT_TOKEN_TTL_SECONDS,

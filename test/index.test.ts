@@ -23,8 +23,16 @@ it("openFlowstore gives the whole store over LMDB, and the data survives a reope
     expect((await fs.tenancy.reads.get(SYSTEM, { type: "space", ids: ["sp"] })).data.name).toBe("space");
     expect((await fs.archive.latest(SYSTEM, "order-1")).document).toEqual({ status: ["done"] });
     expect((await fs.processData.get(SYSTEM, "bpm-form-schemas", "form-a")).fields).toMatchObject({ id: "form-a" });
-    // Every chain: the project's partition and the space's.
-    expect(await fs.verifyAll()).toEqual({ ok: true, partitions: 2, events: expect.any(Number), bad: 0, incremental: 0, epochs: { ok: true, list: [] } });
+    // Every chain: the project's partition and the space's; the users' and the grants' record chains.
+    expect(await fs.verifyAll()).toEqual({
+      ok: true,
+      partitions: 2,
+      events: expect.any(Number),
+      bad: 0,
+      incremental: 0,
+      records: { ok: true, partitions: 2, events: expect.any(Number) },
+      epochs: { ok: true, list: [] },
+    });
     await fs.close();
     await expect(openFlowstore("ftp://nope")).rejects.toBeInstanceOf(ValidationError);
   } finally {

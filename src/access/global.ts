@@ -18,6 +18,7 @@ import type { KvStore } from "../kv/contract.js";
 import { allows, isTop, ROOT_ID, type Actor, type Permissions } from "./actor.js";
 import { IntentRegistry, type Intent, type IntentSplit } from "./intents.js";
 import { PartitionKind, Subspace } from "../kv/subspace.js";
+import { CHAIN, type RecordChainSpec } from "../kv/record-chain.js";
 
 /** Which identities (users and groups) exist; implemented by identity, read by whoever grants. */
 export interface IdentityDirectory {
@@ -51,6 +52,9 @@ const MIGRATIONS = new Subspace(["migrations"]);
 const CURRENT_FROM_START = new Subspace(["current-from-start"]).pack();
 /** The keys of the partition: the permissions (one record), each migration's record by name, and the mark of a store born after the splits. */
 export const GLOBAL_KEYS = { permissions: KEY, migration: (name: string) => MIGRATIONS.pack([name]), currentFromStart: CURRENT_FROM_START } as const;
+
+/** The record chain of the partition (kv/record-chain.ts): every record of it, so `verify` covers who holds which global intent. */
+export const GLOBAL_CHAIN: RecordChainSpec = { holds: (p) => GLOBAL.holds(p), covers: (key) => !CHAIN.contains(key) };
 
 /** What a migration of split intents did (its record in the partition). */
 export interface SplitMigration {

@@ -12,20 +12,26 @@
  * event's hash. An export taken after the checkpoint is fine (its tree only extends it). Exit 0 when all
  * holds, 1 naming what does not, 2 on bad options.
  *
- * What it cannot check: a log with several epochs (after a restore of the whole store) holds leaves of
- * replaced histories an export does not carry; such a checkpoint is audited against the server's log
- * (`flowstore verify --log-checkpoint`), not an export.
+ * Across restores: a log with several epochs holds leaves of the histories each restore replaced, which
+ * an export does not carry. An export of such a store says in its header where the current epoch begins
+ * (the index of its first leaf, the subtree hashes of the tree before it and its last leaf with a proof:
+ * compose/transfer.ts); the audit rebuilds the current epoch's leaves on top of that tree. The root then
+ * covers the earlier epochs' leaves, which witnesses cosigned as the tree grew, but their events are not
+ * checked (the output counts them as `earlier`); a checkpoint whose tree ends before the current epoch
+ * begins covers nothing the export holds, and is refused saying so.
  */
 import { createReadStream } from "node:fs";
 import { access, readFile } from "node:fs/promises";
 import { Option, type Command } from "commander";
 import { openFlowstore } from "../compose/index.js";
 import { MemoryKv } from "../kv/memory.js";
+import { ValidationError } from "../errors.js";
+import type { EpochStart } from "../tlog/log.js";
 import { verifyCosigned } from "../tlog/verify.js";
 import { type CosignedOptions, vkeyArg, witnessQuorum } from "./cosigned.js";
 import { EXIT, UsageError } from "./exit.js";
 import { print } from "./store.js";
-import { importStore } from "./transfer.js";
+import { exportHeader, importStore } from "./transfer.js";
 
 interface AuditOptions extends CosignedOptions {
   in: string;
@@ -50,20 +56,35 @@ export function auditCommand(program: Command): void {
       await access(options.in).catch(() => {
         throw new UsageError(`--in ${options.in}: no such file`);
       });
+      const header = await exportHeader(options.in);
       const kv = new MemoryKv();
       await importStore(kv, createReadStream(options.in));
       const store = await openFlowstore(kv);
       try {
         const chains = await store.verifyAll();
+        // An export of a log past a restore: its current epoch's leaves go on top of the tree before it.
+        const epochProblems: string[] = [];
+        if (header.log !== undefined) {
+          await store.log.tree.seed(header.log as EpochStart).catch((e: unknown) => {
+            if (!(e instanceof ValidationError)) throw e;
+            epochProblems.push(`the export's header does not describe a tree the current epoch can start from (${e.field}): ${e.message}`);
+          });
+        }
         const appended = await store.log.tree.appendPending();
+        const { epoch, start } = await store.log.tree.head();
         const log = await verifyCosigned(store.log.tree, note, { logKey, witnesses, quorum });
-        const reasons = [...(chains.ok ? [] : [`${chains.bad} partition(s) of the export do not verify (flowstore verify on an import of it names them)`]), ...log.reasons];
-        const ok = chains.ok && log.ok;
+        const reasons = [
+          ...(chains.ok ? [] : [`${chains.bad} partition(s) of the export do not verify (flowstore verify on an import of it names them)`]),
+          ...epochProblems,
+          ...log.reasons,
+        ];
+        const ok = chains.ok && epochProblems.length === 0 && log.ok;
         print({
           ok,
           checkpoint: { size: log.size, cosigners: log.cosigners, logSignature: logKey ? "checked" : "not checked (no --log-key)" },
-          export: { partitions: chains.partitions, events: chains.events, leaves: appended },
+          export: { partitions: chains.partitions, events: chains.events, leaves: appended, epoch, epochStart: start },
           covered: log.checked ?? 0,
+          earlier: log.earlier ?? 0,
           reasons,
         });
         if (!ok) process.exitCode = EXIT.verificationFailed;

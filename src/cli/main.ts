@@ -6,6 +6,16 @@
  */
 import { VERSION } from "./version.js";
 
+// A reader that stops early (`flowstore serve --help | head -1`) closes the pipe: what the command still
+// writes has nowhere to go, which is no failure of the command. It ends quietly, as a shell tool killed by
+// SIGPIPE does (Node ignores the signal, so the write would otherwise throw an EPIPE stack trace).
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on("error", (e: NodeJS.ErrnoException) => {
+    if (e.code === "EPIPE") process.exit(process.exitCode ?? 0);
+    throw e;
+  });
+}
+
 const args = process.argv.slice(2);
 if (args.length === 1 && (args[0] === "--version" || args[0] === "-V")) {
   process.stdout.write(`${VERSION}\n`);

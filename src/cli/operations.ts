@@ -12,8 +12,7 @@ import { finished, pipeline } from "node:stream/promises";
 import { Option, type Command } from "commander";
 import { SYSTEM } from "../access/actor.js";
 import { CHAINED_KINDS, CONTENT_KINDS } from "../compose/kinds.js";
-import { replacedView } from "../compose/epochs.js";
-import { keepCurrentCredentials } from "../identity/credentials.js";
+import { finishRestore } from "../compose/backup.js";
 import type { VerifiedHead } from "../compose/open.js";
 import { PRIVATE_FILE_MODE, writePrivateFile } from "../private-files.js";
 import { sealingKeyOf } from "../process-data/sealing-key.js";
@@ -27,7 +26,7 @@ import { keysNeeded } from "./keys.js";
 import { configOption, storeOptions, type StoreOptions } from "./options.js";
 import { print, withStore } from "./store.js";
 import { progressBar } from "./progress.js";
-import { countPartitions, importStore, UNFINISHED_IMPORT, unfinishedImport } from "./transfer.js";
+import { countPartitions, importStore, pendingRestore, UNFINISHED_IMPORT, unfinishedImport } from "./transfer.js";
 
 interface LogVerifyOptions extends CosignedOptions {
   logCheckpoint?: string;
@@ -69,7 +68,7 @@ export function operationCommands(program: Command): void {
           out.end();
           await finished(out);
         }
-        progress.done(`${counts.partitions} partitions, ${counts.entries} entries`);
+        progress.done(`${counts.partitions} partitions (${counts.chained} ${CHAINED}), ${counts.entries} entries`);
         process.stderr.write(await keysNeeded(options, await sealingKeyOf(kv)));
       });
     });
@@ -83,11 +82,20 @@ export function operationCommands(program: Command): void {
         async (store) => {
           // Around the store's restore fence: a resume finishes a restore that shut it (and then opens it).
           const kv = store.fence.kv;
-          if (options.resume && !(await unfinishedImport(kv)) && (await store.fence.read()).shut?.phase === "replacing") {
-            // A restore died after it shut the fence for good but before it marked the store: nothing of the content changed.
-            await store.fence.open();
-            process.stderr.write("the restore stopped before it changed the store's content: the store is as it was, the fence is open again\n");
-            return;
+          if (options.resume && !(await unfinishedImport(kv))) {
+            const epoch = await pendingRestore(kv);
+            if (epoch !== null) {
+              // A restore died after its import was done, before its credentials were kept or the fence opened.
+              await finishRestore(kv, store.fence, epoch);
+              process.stderr.write(`the restore had replaced the store's content; it is finished now (epoch ${epoch}), the fence is open again\n`);
+              return;
+            }
+            if ((await store.fence.read()).shut?.phase === "replacing") {
+              // A restore died after it shut the fence for good but before it marked the store: nothing of the content changed.
+              await store.fence.open();
+              process.stderr.write("the restore stopped before it changed the store's content: the store is as it was, the fence is open again\n");
+              return;
+            }
           }
           // The total is the export's size: progress counts the bytes read (stdin has no total).
           const size = options.in ? (await stat(options.in)).size : undefined;
@@ -110,11 +118,8 @@ export function operationCommands(program: Command): void {
             resume: options.resume === true,
           });
           // A restore cut off while it replaced the store: done now, its epoch begins (fence.ts, epochs.ts).
-          const fence = await store.fence.read();
-          if (fence.shut?.phase === "replacing") {
-            await keepCurrentCredentials(replacedView(kv, fence.epoch + 1), kv);
-            await store.fence.open(true);
-          }
+          const epoch = await pendingRestore(kv);
+          if (epoch !== null) await finishRestore(kv, store.fence, epoch);
           progress.done(`${counts.partitions} partitions, ${counts.entries} entries`);
         },
         { create: true },
@@ -160,9 +165,9 @@ export function operationCommands(program: Command): void {
         return;
       }
       const total = await withStore(options, async (store) => {
-        const unfinished = (await unfinishedImport(store.kv)) !== null;
+        const unfinished = (await unfinishedImport(store.kv)) !== null || (await pendingRestore(store.kv)) !== null;
         if (unfinished) process.stderr.write(`flowstore: ${UNFINISHED_IMPORT}\n`);
-        const progress = progressBar(process.stderr, "verified", "partitions", await countPartitions(store.kv, CHAINED_KINDS));
+        const progress = progressBar(process.stderr, "verified", `${CHAINED} partitions`, await countPartitions(store.kv, CHAINED_KINDS));
         let seen = 0;
         let events = 0;
         const heads = options.incremental === undefined ? null : await readVerifiedHeads(options.incremental);
@@ -178,8 +183,11 @@ export function operationCommands(program: Command): void {
         // A failed partition keeps the head it last verified at: the next run checks it from there again.
         if (heads && options.incremental !== undefined)
           await writePrivateFile(options.incremental, `${JSON.stringify({ format: VERIFIED_HEADS_FORMAT, heads: Object.fromEntries(heads) }, null, 1)}\n`);
-        progress.done(`${chains.partitions} partitions, ${chains.events} events`);
-        return unfinished ? { ...chains, ok: false, unfinishedImport: true } : chains;
+        progress.done(`${chains.partitions} ${CHAINED} partitions, ${chains.events} events`);
+        // Named as export names the same count: the partitions holding a hash chain are the chained ones.
+        const { partitions: chained, ...rest } = chains;
+        const named = { ...rest, chained };
+        return unfinished ? { ...named, ok: false, unfinishedImport: true } : named;
       });
       print(total);
       if (!total.ok) process.exitCode = EXIT.verificationFailed;
@@ -215,6 +223,13 @@ export function operationCommands(program: Command): void {
       );
     });
 }
+
+/**
+ * What `export` and `verify` call the partitions that hold a hash chain (a project with its tree, a
+ * tenancy space…): export counts them among the partitions it wrote, verify checks them, and both name
+ * them so, so that the same store answers the same number under the same name.
+ */
+const CHAINED = "chained";
 
 const VERIFIED_HEADS_FORMAT = "flowstore-verified-heads-v1";
 

@@ -2,6 +2,7 @@
 import { Command } from "commander";
 import { archiveCommands } from "./archive.js";
 import { auditCommand } from "./audit.js";
+import { erasureCommand } from "./erasure.js";
 import { EXIT_CODES_HELP } from "./exit.js";
 import { identityCommands } from "./identity.js";
 import { keysCommands } from "./keys.js";
@@ -21,6 +22,7 @@ export function buildProgram(): Command {
   identityCommands(program);
   operationCommands(program);
   archiveCommands(program);
+  erasureCommand(program);
   keysCommands(program);
   witnessCommand(program);
   auditCommand(program);

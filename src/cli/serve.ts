@@ -24,7 +24,7 @@ import { openFlowstore } from "../compose/index.js";
 import { EXIT, UsageError, VerificationFailed } from "./exit.js";
 import { configOption, parsePort, storeOptions, type StoreOptions } from "./options.js";
 import { archiveSealOf, defaultStoreUrl, isPersistent } from "./store.js";
-import { importSource, UNFINISHED_IMPORT, unfinishedImport } from "./transfer.js";
+import { importSource, pendingRestore, UNFINISHED_IMPORT, unfinishedImport } from "./transfer.js";
 
 interface ServeOptions extends StoreOptions {
   host: string;
@@ -42,6 +42,9 @@ interface ServeOptions extends StoreOptions {
   maxDocumentBytes: string;
   keepNotifications: string;
   feedRepairSettleMs: string;
+  webhookLeaseMs: string;
+  webhookRetryMs: string;
+  webhookAttempts: string;
   metricsPort?: string;
   metricsTokenFile?: string;
   trustProxy?: string;
@@ -138,6 +141,9 @@ export function serveCommand(program: Command): void {
     .addOption(configOption("FLOWSTORE_MAX_DOCUMENT_BYTES"))
     .addOption(configOption("FLOWSTORE_KEEP_NOTIFICATIONS"))
     .addOption(configOption("FLOWSTORE_FEED_REPAIR_SETTLE_MS"))
+    .addOption(configOption("FLOWSTORE_WEBHOOK_LEASE_MS"))
+    .addOption(configOption("FLOWSTORE_WEBHOOK_RETRY_MS"))
+    .addOption(configOption("FLOWSTORE_WEBHOOK_ATTEMPTS"))
     .addOption(configOption("FLOWSTORE_SHUTDOWN_GRACE"))
     .addOption(configOption("FLOWSTORE_METRICS_PORT"))
     .addOption(configOption("FLOWSTORE_METRICS_TOKEN_FILE"))
@@ -250,12 +256,19 @@ export function serveCommand(program: Command): void {
           documents: { maxBytes: count(options.maxDocumentBytes, "--max-document-bytes", 1) },
           notifications: { follow: true, keepNewest: count(options.keepNotifications, "--keep-notifications", 1) },
           feedRepair: { settleMs: count(options.feedRepairSettleMs, "--feed-repair-settle-ms") },
+          // Every server delivers webhooks; each subscription's lease lets one at a time deliver it.
+          subscriptions: {
+            deliver: true,
+            leaseMs: count(options.webhookLeaseMs, "--webhook-lease-ms", 1),
+            retryBaseMs: count(options.webhookRetryMs, "--webhook-retry-ms", 1),
+            maxAttempts: count(options.webhookAttempts, "--webhook-attempts", 1),
+          },
           // Every server appends the feed to the transparency log (appends are conditional: no fork).
           log: { append: true, origin: options.logOrigin },
           // A restore (TruBudget's system.restoreBackup) keeps the export it reads here until it is done.
           restoreDir: options.data,
         });
-        if (await unfinishedImport(flowstore.kv)) {
+        if ((await unfinishedImport(flowstore.kv)) || (await pendingRestore(flowstore.kv)) !== null) {
           const source = await importSource(flowstore.kv);
           throw new ConfigurationError(`refusing to serve: ${UNFINISHED_IMPORT}${source ? ` (a restore was reading ${source})` : ""}`);
         }

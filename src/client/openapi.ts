@@ -2768,6 +2768,134 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's subscriptions
+         * @description The caller's subscriptions. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        get: operations["listSubscriptions"];
+        put?: never;
+        /**
+         * Subscribe to the change feed: a pull consumer, or a webhook (its HMAC-SHA256 secret is answered here, once)
+         * @description Subscribe to the change feed: a pull consumer, or a webhook (its HMAC-SHA256 secret is answered here, once). Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        post: operations["createSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscriptions/digest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's daily digest: its open assignments, as JSON and as plain text
+         * @description The caller's daily digest: its open assignments, as JSON and as plain text. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        get: operations["getSubscriptionDigest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscriptions/{subscriptionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One subscription (its owner, or global.manageSubscriptions)
+         * @description One subscription (its owner, or global.manageSubscriptions). Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        get: operations["getSubscription"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a subscription, its position and its dead letters (its owner, or global.manageSubscriptions)
+         * @description Delete a subscription, its position and its dead letters (its owner, or global.manageSubscriptions). Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        delete: operations["deleteSubscription"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscriptions/{subscriptionId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Pull: acknowledge `ack`, then read the events past the subscription's position, as its owner may read them now (at least once, in order per partition)
+         * @description Pull: acknowledge `ack`, then read the events past the subscription's position, as its owner may read them now (at least once, in order per partition). Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        get: operations["getSubscriptionEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscriptions/{subscriptionId}/dead-letters": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A webhook's deliveries given up after their last retry (its owner, or global.manageSubscriptions)
+         * @description A webhook's deliveries given up after their last retry (its owner, or global.manageSubscriptions). Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        get: operations["getSubscriptionDeadLetters"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subscriptions/{subscriptionId}/dead-letters/{deadLetter}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * POST a dead letter to the webhook again, signed now: delivered, it is removed (its owner, or global.manageSubscriptions)
+         * @description POST a dead letter to the webhook again, signed now: delivered, it is removed (its owner, or global.manageSubscriptions). Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        post: operations["replaySubscriptionDeadLetter"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/log/proof/inclusion": {
         parameters: {
             query?: never;
@@ -2822,6 +2950,46 @@ export interface paths {
          * @description Restore the whole store from a backup (application/gzip) as a new epoch: the replaced history is kept and verifiable, every session ends; needs global.restoreBackup. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
          */
         post: operations["postStoreRestore"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subjects/{subjectId}/erase": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase a data subject (global.eraseSubject): its key is destroyed, its personal fields read as erased in state, history, archives and later exports; every chain still verifies. Answers the receipt (again, finished, when erased before)
+         * @description Erase a data subject (global.eraseSubject): its key is destroyed, its personal fields read as erased in state, history, archives and later exports; every chain still verifies. Answers the receipt (again, finished, when erased before). Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        post: operations["eraseSubject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subjects/{subjectId}/erasure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The receipt of a data subject's erasure (global.eraseSubject): what was erased, when, by whom, each chain's head after
+         * @description The receipt of a data subject's erasure (global.eraseSubject): what was erased, when, by whom, each chain's head after. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         */
+        get: operations["getSubjectErasure"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2982,7 +3150,7 @@ export interface components {
              * @description a global intent
              * @enum {string}
              */
-            intent: "global.listPermissions" | "global.grantPermission" | "global.revokePermission" | "global.grantAllPermissions" | "global.createProject" | "global.createSpace" | "global.createUser" | "global.createGroup" | "global.enableUser" | "global.disableUser" | "global.listAssignments" | "global.readArchive" | "global.writeArchive" | "global.readProcessData" | "global.writeProcessData" | "global.createBackup" | "global.restoreBackup";
+            intent: "global.listPermissions" | "global.grantPermission" | "global.revokePermission" | "global.grantAllPermissions" | "global.createProject" | "global.createSpace" | "global.createUser" | "global.createGroup" | "global.enableUser" | "global.disableUser" | "global.listAssignments" | "global.readArchive" | "global.writeArchive" | "global.readProcessData" | "global.writeProcessData" | "global.createBackup" | "global.restoreBackup" | "global.manageSubscriptions" | "global.eraseSubject";
             /** @description 1-64 of A-Z a-z 0-9 . _ @ - */
             identity: string;
         };
@@ -3221,6 +3389,8 @@ export interface components {
             workflowitemType?: "general" | "restricted";
             fundingOrganization?: string;
             markdown?: string;
+            /** @description the data subject the item's personal fields (description, markdown, rejectReason) are about; set at creation */
+            dataSubject?: string;
         };
         Workflowitem: {
             id: string;
@@ -3251,6 +3421,8 @@ export interface components {
                 workflowitemType?: "general" | "restricted";
                 fundingOrganization?: string;
                 markdown?: string;
+                /** @description the data subject the item's personal fields (description, markdown, rejectReason) are about; set at creation */
+                dataSubject?: string;
             };
             meta: components["schemas"]["Meta"];
             allowedIntents?: components["schemas"]["AllowedIntents"];
@@ -3598,6 +3770,94 @@ export interface components {
             /** @enum {boolean} */
             all?: true;
         };
+        /** @description without webhook: a pull consumer (GET /subscriptions/{id}/events) */
+        CreateSubscription: {
+            name: string;
+            filter?: components["schemas"]["SubscriptionFilter"];
+            webhook?: components["schemas"]["WebhookTarget"];
+        };
+        SubscriptionFilter: {
+            /** @description a resource subtree: events of this resource and of everything below it (its path from the root, e.g. [{type: project, id: p}]) */
+            path?: components["schemas"]["PathItem"][];
+            /** @description event types (`workflowitem.assigned`), or every verb of a type (`workflowitem.*`) */
+            types?: string[];
+            /** @description a resource intent (`workflowitem.close`): only events of resources on which the owner holds it when the event is delivered */
+            intent?: string;
+        };
+        WebhookTarget: {
+            /** @description where deliveries are POSTed (http or https) */
+            url: string;
+            /** @description also deliver the owner's daily digest of open assignments here (once per UTC day) */
+            digest?: boolean;
+        };
+        CreatedSubscription: {
+            subscription: components["schemas"]["Subscription"];
+            /** @description the webhook's HMAC-SHA256 key: shown once, here */
+            secret?: string;
+        };
+        Subscription: {
+            id: string;
+            name: string;
+            /** @description its creator: events are delivered as this user may read them at delivery */
+            owner: string;
+            filter: components["schemas"]["SubscriptionFilter"];
+            webhook?: components["schemas"]["WebhookTarget"];
+            /** Format: date-time */
+            createdAt: string;
+            /** @description the position acknowledged up to (`<feed position>-<seq>`) */
+            position: string;
+        };
+        SubscriptionList: {
+            items: components["schemas"]["Subscription"][];
+        };
+        Digest: {
+            user: string;
+            /** @description the UTC day it summarizes (YYYY-MM-DD) */
+            day: string;
+            /** @description how many open assignments */
+            open: number;
+            items: components["schemas"]["DigestItem"][];
+            /** @description the same summary as plain text (a mail body) */
+            text: string;
+        };
+        DigestItem: {
+            type: string;
+            ids: string[];
+            displayName?: string;
+            status: string;
+        };
+        SubscriptionEvents: {
+            items: components["schemas"]["DeliveredEvent"][];
+            /** @description the position that acknowledges everything this answer read (events filtered out included) */
+            ack: string;
+            /** @description true when the feed holds more past `ack` */
+            more: boolean;
+        };
+        DeliveredEvent: {
+            /** @description `<feed position>-<seq>`: ack it (or a later one) to move past this event */
+            position: string;
+            event: components["schemas"]["Event"];
+        };
+        DeadLetterList: {
+            items: components["schemas"]["DeadLetter"][];
+        };
+        DeadLetter: {
+            n: number;
+            /** Format: date-time */
+            at: string;
+            attempts: number;
+            /** @description why the last attempt failed */
+            error: string;
+            /** @description the body that was POSTed (JSON text), as it is replayed */
+            body: string;
+        };
+        /** @description delivered: the dead letter is removed; not: it is kept */
+        Replayed: {
+            delivered: boolean;
+            /** @description the receiver's HTTP status */
+            status?: number;
+            error?: string;
+        };
         InclusionProof: {
             index: number;
             size: number;
@@ -3615,6 +3875,35 @@ export interface components {
             partitions: number;
             /** @description entries the backup held */
             entries: number;
+        };
+        ErasureReceipt: {
+            subject: string;
+            /** @description when the key was destroyed (ISO 8601) */
+            erasedAt: string;
+            /** @description who erased it */
+            erasedBy: string;
+            /** @description the first 16 hex digits of the destroyed key's SHA-256 (names the key, tells nothing of it) */
+            keyId: string;
+            resources: components["schemas"]["ErasedResource"][];
+            /** @description false while the erasure's events are not all appended (erasing again finishes them) */
+            complete: boolean;
+        };
+        ErasedResource: {
+            type: string;
+            /** @description the resource's ids, from its partition owner's down */
+            ids: string[];
+            /** @description its personal fields, which read as erased */
+            fields: string[];
+            /** @description the erasure's event in the resource's chain: its seq and hash (the chain head right after) */
+            event?: {
+                seq: number;
+                hash: string;
+            };
+            /**
+             * @description the resource had been deleted: its events keep the ciphertext, and no event was appended
+             * @enum {boolean}
+             */
+            gone?: true;
         };
     };
     responses: never;
@@ -19458,6 +19747,551 @@ export interface operations {
             };
         };
     };
+    listSubscriptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: SubscriptionList */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionList"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSubscription"];
+            };
+        };
+        responses: {
+            /** @description Created: CreatedSubscription */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedSubscription"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Payload Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported Media Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSubscriptionDigest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: Digest */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Digest"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: Subscription */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description URI Too Long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description URI Too Long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSubscriptionEvents: {
+        parameters: {
+            query?: {
+                /** @description acknowledge everything up to this position (an `ack` or `position` this subscription answered) before reading */
+                ack?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: SubscriptionEvents */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionEvents"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description URI Too Long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSubscriptionDeadLetters: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: DeadLetterList */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeadLetterList"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description URI Too Long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    replaySubscriptionDeadLetter: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscriptionId: string;
+                /** @description the dead letter's number */
+                deadLetter: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: Replayed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Replayed"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Payload Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description URI Too Long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported Media Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     getLogProofInclusion: {
         parameters: {
             query: {
@@ -19639,6 +20473,182 @@ export interface operations {
             };
             /** @description Unsupported Media Type */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    eraseSubject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description 1-128 characters; not . or ..; no control, bidi-formatting or zero-width characters, surrounding spaces or / ? # % \ */
+                subjectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: ErasureReceipt */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErasureReceipt"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Payload Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description URI Too Long */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported Media Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    /** @description seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSubjectErasure: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description 1-128 characters; not . or ..; no control, bidi-formatting or zero-width characters, surrounding spaces or / ? # % \ */
+                subjectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: ErasureReceipt */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErasureReceipt"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description URI Too Long */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -17,6 +17,11 @@
  *   least every `intervalMs`, one pass at a time, never over an unfinished import. Its merge delay is
  *   bounded by the poll interval plus one pass; `lag()` tells how far it trails (in /metrics).
  *
+ * - the webhook deliverer (with `webhooks`, src/subscriptions): a pass over the webhook subscriptions
+ *   whenever the feed's head moves and at least every `intervalMs` (due retries, a lease another server
+ *   let expire), one pass at a time, again at once when asked during a pass; never over an unfinished
+ *   import. Which server delivers a subscription is decided by its lease in the store, not here.
+ *
  * Rules:
  * - a failure of background work goes to `onError` with the task's name; it never stops the work;
  * - `pause()` resolves once no run is in progress; while paused nothing starts. A restore that failed
@@ -29,6 +34,7 @@ import type { Feed, FeedWatcher } from "../resources/log/feed.js";
 import type { Documents } from "../workflow/documents.js";
 import type { TransparencyLog } from "../tlog/log.js";
 import type { Notifications } from "../workflow/notifications.js";
+import type { Subscriptions } from "../subscriptions/subscriptions.js";
 import { IMPORT_KIND } from "./kinds.js";
 
 /** The recovery sweep runs at most this often. */
@@ -54,6 +60,8 @@ export interface BackgroundParts {
   readonly follower: { readonly notifications: Notifications; readonly feed: Feed; readonly watcher: FeedWatcher } | null;
   /** The transparency log's appender, or null when this process does not append. */
   readonly appender: { readonly log: TransparencyLog; readonly watcher: FeedWatcher; readonly intervalMs: number } | null;
+  /** The webhook deliverer, or null when this process does not deliver webhooks. */
+  readonly webhooks: { readonly subscriptions: Subscriptions; readonly watcher: FeedWatcher; readonly intervalMs: number } | null;
   readonly onError: (error: unknown, task: string) => void;
 }
 
@@ -68,6 +76,10 @@ export class Background {
   #appendAgain = false;
   #unappend: () => void = () => {};
   #appendTimer: NodeJS.Timeout | null = null;
+  #delivering: Promise<void> | null = null;
+  #deliverAgain = false;
+  #undeliver: () => void = () => {};
+  #deliverTimer: NodeJS.Timeout | null = null;
   #stopped: Promise<void> | null = null;
 
   constructor(private readonly parts: BackgroundParts) {}
@@ -90,6 +102,13 @@ export class Background {
       this.#appendTimer.unref();
       this.#append();
     }
+    const { webhooks } = this.parts;
+    if (webhooks) {
+      this.#undeliver = webhooks.watcher.subscribe(() => this.#deliver());
+      this.#deliverTimer = setInterval(() => this.#deliver(), webhooks.intervalMs);
+      this.#deliverTimer.unref();
+      this.#deliver();
+    }
   }
 
   /** Resolves once the log's appender has no pass in progress (tests and the metrics ask for a settled log). */
@@ -103,6 +122,7 @@ export class Background {
     await this.#running;
     await this.#following;
     await this.#appending;
+    await this.#delivering;
   }
 
   /** Lets work start again (`kick()` catches the follower up). */
@@ -114,6 +134,7 @@ export class Background {
   kick(): void {
     this.#pump();
     this.#append();
+    this.#deliver();
   }
 
   /** Clears the timer, leaves the feed, and waits for work in progress. */
@@ -125,9 +146,13 @@ export class Background {
       if (this.#appendTimer) clearInterval(this.#appendTimer);
       this.#unappend();
       this.parts.appender?.watcher.stop();
+      if (this.#deliverTimer) clearInterval(this.#deliverTimer);
+      this.#undeliver();
+      this.parts.webhooks?.watcher.stop();
       await this.#running;
       await this.#following;
       await this.#appending;
+      await this.#delivering;
     })();
     return this.#stopped;
   }
@@ -162,6 +187,26 @@ export class Background {
         await follower.notifications.followAll(follower.feed).catch((err: unknown) => this.parts.onError(err, "notifications"));
       } while (this.#followAgain && !this.#paused);
     })().finally(() => (this.#following = null));
+  }
+
+  #deliver(): void {
+    const webhooks = this.parts.webhooks;
+    if (!webhooks || this.#paused || this.#stopped) return;
+    if (this.#delivering) {
+      this.#deliverAgain = true;
+      return;
+    }
+    const { kv, onError } = this.parts;
+    this.#delivering = (async () => {
+      do {
+        this.#deliverAgain = false;
+        // Not over an unfinished import (the feed and the subscriptions are still arriving).
+        if ((await kv.listPartitions(IMPORT_KIND, { limit: 1 })).partitions.length > 0) return;
+        await webhooks.subscriptions.deliverPending((err, id) => onError(err, `webhook delivery of subscription ${id}`));
+      } while (this.#deliverAgain && !this.#paused && !this.#stopped);
+    })()
+      .catch((err: unknown) => onError(err, "webhook delivery"))
+      .finally(() => (this.#delivering = null));
   }
 
   #append(): void {

@@ -48,7 +48,7 @@ import { archiveContent, listEpochs, recordEpoch, replacedView } from "./epochs.
 import { FENCE_GRACE_MS, FENCE_LEASE_MS, type StoreFence } from "./fence.js";
 import { CONTENT_KINDS } from "./kinds.js";
 import { stageExport, type StagedRestore } from "./restore.js";
-import { exportStore, replaceStore, UNFINISHED_IMPORT, type Progress, type TransferCounts } from "./transfer.js";
+import { exportStore, replaceStore, restoreFinished, UNFINISHED_IMPORT, type ExportCounts, type Progress, type TransferCounts } from "./transfer.js";
 
 /** The global intents of the whole-store operations, declared once here (the registry gathers them in intents.ts). */
 export const BACKUP_INTENTS = ["global.createBackup", "global.restoreBackup"] as const;
@@ -63,7 +63,7 @@ declare module "../access/intents.js" {
 /** An export under way: its NDJSON, and its counts once the last line is written (or why it failed; the stream fails too). */
 export interface StoreExport {
   readonly stream: Readable;
-  readonly done: Promise<TransferCounts>;
+  readonly done: Promise<ExportCounts>;
 }
 
 /** What a restore's check needs of a store opened over the scratch copy. */
@@ -225,9 +225,8 @@ export class Backups {
       });
       await fence.replacing();
       replacing = true;
-      const counts = await replaceStore(kv, staged.file, onProgress);
-      await keepCurrentCredentials(replacedView(kv, epoch), kv);
-      await fence.open(true, epoch);
+      const counts = await replaceStore(kv, staged.file, epoch, onProgress);
+      await finishRestore(kv, fence, epoch);
       await this.parts.refresh();
       background.resume();
       await rm(staged.file, { force: true });
@@ -249,6 +248,18 @@ export class Backups {
       background.kick();
     }
   }
+}
+
+/**
+ * The end of a restore of `epoch` whose import is done (here, or by `import --resume` after a kill):
+ * every user present before and after gets the credentials it had before the restore (from the
+ * replaced history of the epoch), the fence opens on the epoch with the token epoch moved on, then the
+ * pending restore is forgotten. Each step may be run again after a kill.
+ */
+export async function finishRestore(kv: KvStore, fence: StoreFence, epoch: number): Promise<void> {
+  await keepCurrentCredentials(replacedView(kv, epoch), kv);
+  await fence.open(true, epoch);
+  await restoreFinished(kv);
 }
 
 /** The time an export names in its header line (null when it names none). */

@@ -7,11 +7,12 @@
  */
 import type { Key, Partition } from "../kv/contract.js";
 import { ARCHIVE_KINDS } from "../archive/kinds.js";
-import { IDENTITY_KINDS } from "../identity/kinds.js";
+import { IDENTITY_KINDS, LOGIN_GUARD_KINDS } from "../identity/kinds.js";
 import { PROCESS_DATA_KINDS } from "../process-data/kinds.js";
 import { RESOURCE_KINDS } from "../resources/model/kinds.js";
 import type { Schema } from "../resources/model/schema.js";
 import { tenancySchema } from "../tenancy/schema.js";
+import { SUBSCRIPTION_KINDS } from "../subscriptions/layout.js";
 import { TLOG_KINDS } from "../tlog/log.js";
 import { NOTIFICATION_KINDS } from "../workflow/notifications.js";
 import { workflowSchema } from "../workflow/schema.js";
@@ -49,23 +50,29 @@ export const IMPORT_KIND = "import";
 
 /**
  * Where the import marker is: its partition and key (compose/transfer.ts writes it; openFlowstore reads
- * it), beside it the flag of a restore whose wipe of the old content is not done yet (`wipe`) and the
- * export a restore reads (`source`, a file path), both written with the marker.
+ * it), beside it the flag of a restore whose wipe of the old content is not done yet (`wipe`), the
+ * export a restore reads (`source`, a file path), both written with the marker, and the epoch of a
+ * restore that is not finished (`restore`): written with the marker too, it outlives it until the
+ * credentials are kept and the fence opens on that epoch (backup.ts `finishRestore`).
  */
-export const IMPORT_MARKER: { readonly partition: Partition; readonly key: Key; readonly wipe: Key; readonly source: Key } = {
+export const IMPORT_MARKER: { readonly partition: Partition; readonly key: Key; readonly wipe: Key; readonly source: Key; readonly restore: Key } = {
   partition: [IMPORT_KIND],
   key: ["marker"],
   wipe: ["wipe"],
   source: ["source"],
+  restore: ["restore"],
 };
 
 const declared: PartitionKind[] = [
   ...Object.entries(SCHEMAS).flatMap(([layer, schema]) => ownerKinds(schema).map((kind) => ({ kind, layer, chained: true }))),
   ...RESOURCE_KINDS.map((kind) => ({ kind, layer: "resources", chained: false })),
   ...IDENTITY_KINDS.map((kind) => ({ kind, layer: "identity", chained: false })),
+  // The login guard's counters outlive a restore: rolling them back would hand an attacker fresh guesses.
+  ...LOGIN_GUARD_KINDS.map((kind) => ({ kind, layer: "identity", chained: false, keptOnRestore: true })),
   ...ARCHIVE_KINDS.map((kind) => ({ kind, layer: "archive", chained: false })),
   ...PROCESS_DATA_KINDS.map((kind) => ({ kind, layer: "process-data", chained: false })),
   ...NOTIFICATION_KINDS.map((kind) => ({ kind, layer: "workflow", chained: false })),
+  ...SUBSCRIPTION_KINDS.map((kind) => ({ kind, layer: "subscriptions", chained: false })),
   ...TLOG_KINDS.map((kind) => ({ kind, layer: "tlog", chained: false, keptOnRestore: true })),
   { kind: IMPORT_KIND, layer: "transfer", chained: false },
   { kind: FENCE_KIND, layer: "compose", chained: false, keptOnRestore: true },

@@ -36,12 +36,15 @@ import { Assignees } from "../workflow/assignees.js";
 import { Workflow } from "../workflow/commands.js";
 import { Documents, type DocumentsOptions } from "../workflow/documents.js";
 import { Notifications, type NotificationsOptions } from "../workflow/notifications.js";
+import { Subscriptions, type SubscriptionsOptions } from "../subscriptions/subscriptions.js";
 import { FeedWatcher } from "../resources/log/feed.js";
 import { LogCheckpoints } from "../tlog/checkpoint.js";
 import { TransparencyLog } from "../tlog/log.js";
 import type { WorkflowSchema } from "../workflow/schema.js";
 import { Background } from "./background.js";
 import { Backups, type StoreExport } from "./backup.js";
+import { Erasures } from "./erasure.js";
+import type { ErasureReceipt } from "../resources/store.js";
 import { flowstoreIntents } from "./intents.js";
 import { listEpochs, replacedView, verifyEpochs, type EpochsVerified } from "./epochs.js";
 import { StoreFence } from "./fence.js";
@@ -64,7 +67,11 @@ export type CheckpointVerified = VerifyResult & {
 };
 
 /** What `verifyAll` answers: the live store's partitions, and the epochs (each restore) with their replaced histories. */
-export type VerifyAllResult = BaseVerifyAllResult & { readonly epochs: EpochsVerified };
+export type VerifyAllResult = BaseVerifyAllResult & {
+  /** The record chains of the identity and global-permission partitions (kv/record-chain.ts): partitions with a chain, events checked. */
+  readonly records: { readonly ok: boolean; readonly partitions: number; readonly events: number };
+  readonly epochs: EpochsVerified;
+};
 export type { StoreExport } from "./backup.js";
 
 /** Half-done archive operations older than this are finished or undone (default 10 minutes). */
@@ -133,6 +140,12 @@ export interface FlowstoreOptions extends OpenKvOptions {
    * `intervalMs` (default 1000).
    */
   readonly log?: { readonly origin?: string; readonly append?: boolean; readonly pollMs?: number; readonly intervalMs?: number };
+  /**
+   * Durable subscriptions (src/subscriptions): their webhooks' lease and retries; with `deliver`, this
+   * process delivers webhooks in the background (on in `serve`): whenever the feed's head moves (polled
+   * every `pollMs`) and at least every `intervalMs` (retries, a dead deliverer's expired lease).
+   */
+  readonly subscriptions?: Omit<SubscriptionsOptions, "clock"> & { readonly deliver?: boolean; readonly pollMs?: number; readonly intervalMs?: number };
   /** Where errors of background work (background.ts) go. Default: a process warning. */
   readonly onBackgroundError?: (error: unknown, task: string) => void;
 }
@@ -150,6 +163,8 @@ export interface Flowstore {
   readonly documents: Documents;
   /** Users' notifications, projected from the workflow's committed events. */
   readonly notifications: Notifications;
+  /** Durable subscriptions to the change feed: pull consumers, signed webhooks, dead letters, the digest. */
+  readonly subscriptions: Subscriptions;
   /** The generic resource operations over the workflow schema (history, as-of, verify, ...). */
   readonly resources: ResourceStore<WorkflowSchema>;
   /** The tenancy hierarchy (spaces, providers, tenants, nodes, ...), on the same backend. */
@@ -224,6 +239,14 @@ export interface Flowstore {
    * process's chain heads and visibility index are refreshed after.
    */
   stageRestore(actor: Actor, input: Readable | (() => Readable)): Promise<StagedRestore>;
+  /**
+   * Erases a data subject (erasure.ts): destroys its key, so its personal fields read as erased
+   * everywhere, appends an erasure event to each resource that held them, and answers the receipt.
+   * Needs `global.eraseSubject` (root always); NotFoundError when no personal data of it was stored.
+   */
+  eraseSubject(actor: Actor, subject: string): Promise<ErasureReceipt>;
+  /** The receipt of a subject's erasure (`global.eraseSubject`); NotFoundError when it was not erased. */
+  erasureReceipt(actor: Actor, subject: string): Promise<ErasureReceipt>;
   /** Stops the root's timers, waits for background work, and closes the backend if it was opened here. */
   close(): Promise<void>;
 }
@@ -289,12 +312,18 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   if (!(await kv.get(IMPORT_MARKER.partition, IMPORT_MARKER.key))) {
     await resources.buildVisibility();
     await tenancy.buildVisibility();
+    // Users, groups and grants written before their record chains: adopted into them, once.
+    await identity.adoptRecords();
     await migrateIntentSplits();
   }
 
   const documents = new Documents(resources, archive, { ...options.documents, clock });
   const { follow = false, pollMs = 200, ...notificationOptions } = options.notifications ?? {};
   const notifications = new Notifications(kv, resources, identity, notificationOptions);
+
+  const assignees = new Assignees(resources, identity);
+  const { deliver = false, pollMs: subscriptionPollMs = 200, intervalMs: subscriptionIntervalMs = 1000, ...subscriptionOptions } = options.subscriptions ?? {};
+  const subscriptions = new Subscriptions({ kv, feed: resources.writer.feed, stores: [resources, tenancy], identity, global, assignees }, { ...subscriptionOptions, clock });
 
   const background = new Background({
     kv,
@@ -304,6 +333,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     chained,
     feedRepair: options.feedRepair ? { settleMs: options.feedRepair.settleMs ?? 1000 } : null,
     follower: follow ? { notifications, feed: resources.writer.feed, watcher: new FeedWatcher(resources.writer.feed, pollMs) } : null,
+    webhooks: deliver ? { subscriptions, watcher: new FeedWatcher(resources.writer.feed, subscriptionPollMs), intervalMs: subscriptionIntervalMs } : null,
     appender: options.log?.append ? { log: tree, watcher: new FeedWatcher(resources.writer.feed, options.log.pollMs ?? 200), intervalMs: options.log.intervalMs ?? 1000 } : null,
     onError: options.onBackgroundError ?? ((error: unknown, task: string) => process.emitWarning(`${task} failed: ${error instanceof Error ? error.message : String(error)}`)),
   });
@@ -329,10 +359,11 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
       await tree.newEpoch();
       await resources.buildVisibility();
       await tenancy.buildVisibility();
+      await identity.adoptRecords(); // a backup from before the record chains
       await migrateIntentSplits();
     },
   });
-  const assignees = new Assignees(resources, identity);
+  const erasures = new Erasures([resources, tenancy], global);
   const verifiers: readonly ChainedKind[] = chained;
   /** The chained kinds' verifiers over another store (a replaced history read as a store of its own: the same schemas verify it). */
   const verifiersOver = (view: KvStore): readonly ChainedKind[] => {
@@ -351,6 +382,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     workflow: new Workflow(resources, identity, documents),
     documents,
     notifications,
+    subscriptions,
     resources,
     tenancy,
     identity,
@@ -364,8 +396,21 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     },
     async verifyAll(onResult, opts = {}) {
       const live = await verifyAll(kv, verifiers, onResult, opts);
+      // Who could do what: the users, groups and grants against their record chains.
+      const records = { ok: true, partitions: 0, events: 0 };
+      let recordsBad = 0;
+      for (const { partition, result } of await identity.verifyRecords()) {
+        if (result.ok && result.checked === 0) continue;
+        records.partitions++;
+        records.events += result.checked;
+        if (!result.ok) {
+          records.ok = false;
+          recordsBad++;
+        }
+        onResult?.(partition, result);
+      }
       const epochs = await verifyEpochs(kv, verifiersOver);
-      return { ...live, ok: live.ok && epochs.ok, epochs };
+      return { ...live, ok: live.ok && records.ok && epochs.ok, bad: live.bad + recordsBad, records, epochs };
     },
     fence,
     disableUser: (actor, id, opts = {}) => assignees.disableUser(actor, id, opts),
@@ -393,6 +438,8 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     },
     exportStore: (actor, onProgress) => backups.exportStore(actor, onProgress),
     stageRestore: (actor, input) => backups.stageRestore(actor, input),
+    eraseSubject: (actor, subject) => erasures.erase(actor, subject),
+    erasureReceipt: (actor, subject) => erasures.receipt(actor, subject),
     close() {
       closed ??= (async () => {
         await background.stop();

@@ -18,6 +18,7 @@ import { pipeline } from "node:stream/promises";
 import { FlowstoreError, ValidationError } from "../errors.js";
 import type { KvStore } from "../kv/contract.js";
 import { openKv } from "../kv/open.js";
+import { insufficientStorage } from "../kv/storage-full.js";
 import { importStore, type Progress, type TransferCounts } from "./transfer.js";
 
 /** A checked export, ready to replace the store's content. */
@@ -39,6 +40,9 @@ export interface StagedRestore {
   discard(): Promise<void>;
 }
 
+/** An error of the operating system (an errno code: EIO, EMFILE…), not of the data read. */
+const systemError = (e: unknown): boolean => typeof (e as { code?: unknown } | null)?.code === "string" && /^E[A-Z0-9]+$/.test((e as { code: string }).code);
+
 /** The export file and the scratch stores live here; files the owner alone reads (exports hold hashes). */
 const FILE_MODE = 0o600;
 
@@ -50,7 +54,9 @@ export async function stageExport(dir: string, input: Readable, check: (scratch:
   await mkdir(dir, { recursive: true });
   const file = join(dir, `restore-${new Date().toISOString().replace(/[:.]/g, "-")}-${randomBytes(4).toString("hex")}.ndjson`);
   try {
-    await pipeline(input, createWriteStream(file, { mode: FILE_MODE, flags: "wx" }));
+    await pipeline(input, createWriteStream(file, { mode: FILE_MODE, flags: "wx" })).catch((e: unknown) => {
+      throw insufficientStorage(e) ?? e;
+    });
     const scratchDir = await mkdtemp(join(dir, ".restore-scratch-"));
     try {
       // Durability buys nothing here: the scratch store is thrown away.
@@ -61,8 +67,10 @@ export async function stageExport(dir: string, input: Readable, check: (scratch:
           await check(scratch);
           return { file, counts };
         } catch (e) {
-          // Whatever the export makes fail (undecodable keys, say) is the export's fault.
-          throw e instanceof FlowstoreError ? e : new ValidationError(`the export cannot be read: ${e instanceof Error ? e.message : String(e)}`, "input");
+          // Whatever the export makes fail (undecodable keys, say) is the export's fault; this machine's
+          // own failures (a full disk: 507, an I/O error) are not, and are not answered as a bad upload.
+          if (e instanceof FlowstoreError) throw e;
+          throw insufficientStorage(e) ?? (systemError(e) ? e : new ValidationError(`the export cannot be read: ${e instanceof Error ? e.message : String(e)}`, "input"));
         }
       } finally {
         await scratch.close();

@@ -3,10 +3,16 @@
  * entries (state, indexes and the hash-chained log alike), so an import into an empty store of any
  * backend reproduces the source byte for byte and its chains verify.
  *
- *   {"flowstore":"export","version":1,"backend":"lmdb","at":"…"}
+ *   {"flowstore":"export","version":1,"backend":"lmdb","at":"…"[,"log":{epoch,start,frontier,last}]}
  *   {"partition":"<base64 of the encoded partition tuple>"}
  *   {"k":"<base64 key bytes>","v":"<base64 value>"}   … one line per entry of that partition
  *   {"end":{"partitions":n,"entries":m}}
+ *
+ * The transparency log is not content (a restore keeps it), so an export does not carry it; but when the
+ * log has had a restore (an epoch past 0), the header says where the current epoch begins
+ * (`TransparencyLog.epochStart`: the index of its first leaf and the subtree hashes of the tree before
+ * it): the leaves of earlier epochs name histories the export does not hold, and with this an auditor
+ * (`flowstore audit`) rebuilds the current epoch's leaves from the export on top of that tree.
  *
  * Process-data access tokens stay sealed (encrypted) in an export; they are never decrypted here.
  *
@@ -17,9 +23,11 @@
  * differently refuses the resume (the store then needs a reset: remove it and import again).
  *
  * A restore (`replaceStore`) imports over a store that has content: it commits the marker together with
- * a wipe flag and the path of the export it reads, drops every content partition, clears the flag, then
- * imports. A kill anywhere in between leaves the marker, so the store is not served, and `import
- * --resume` with that export finishes it: it drops what is left first while the flag is there.
+ * a wipe flag, the path of the export it reads and the restore's epoch, drops every content partition,
+ * clears the flag, then imports. A kill anywhere in between leaves the marker, so the store is not
+ * served, and `import --resume` with that export finishes it: it drops what is left first while the flag
+ * is there. The epoch stays after the marker goes, until the restore is finished (backup.ts
+ * `finishRestore`): a kill between the import's end and the fence's opening is resumed from it.
  */
 import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
@@ -28,13 +36,16 @@ import { once } from "node:events";
 import { ValidationError } from "../errors.js";
 import { allPartitions, scanAll, type Key, type KvStore, type Op, type Partition } from "../kv/contract.js";
 import { decode, encode, encodeNested } from "../kv/tuple.js";
+import { Feed } from "../resources/log/feed.js";
 import { layout } from "../resources/model/layout.js";
-import { CONTENT_KINDS, IMPORT_MARKER } from "./kinds.js";
+import { TransparencyLog } from "../tlog/log.js";
+import { CHAINED_KINDS, CONTENT_KINDS, IMPORT_MARKER } from "./kinds.js";
 
 const MARKER_PARTITION = IMPORT_MARKER.partition;
 const MARKER_KEY = IMPORT_MARKER.key;
 const WIPE_KEY = IMPORT_MARKER.wipe;
 const SOURCE_KEY = IMPORT_MARKER.source;
+const RESTORE_KEY = IMPORT_MARKER.restore;
 
 /** The marker of an unfinished import (the export's header it reads), or null when there is none. */
 export async function unfinishedImport(kv: KvStore): Promise<Record<string, unknown> | null> {
@@ -46,6 +57,20 @@ export async function unfinishedImport(kv: KvStore): Promise<Record<string, unkn
 export async function importSource(kv: KvStore): Promise<string | null> {
   const e = await kv.get(MARKER_PARTITION, SOURCE_KEY);
   return e ? e.value.toString("utf8") : null;
+}
+
+/**
+ * The epoch of a restore that began to replace the store and is not finished (its import may be done,
+ * its credentials kept and fence opened not yet), or null.
+ */
+export async function pendingRestore(kv: KvStore): Promise<number | null> {
+  const e = await kv.get(MARKER_PARTITION, RESTORE_KEY);
+  return e ? (JSON.parse(e.value.toString("utf8")) as { epoch: number }).epoch : null;
+}
+
+/** Forgets the pending restore (its fence is open on its epoch). */
+export async function restoreFinished(kv: KvStore): Promise<void> {
+  await kv.commit(MARKER_PARTITION, [{ type: "delete", key: RESTORE_KEY }]);
 }
 
 /** What an operator is told about a store holding an unfinished import. */
@@ -60,6 +85,14 @@ export interface TransferCounts {
   entries: number;
 }
 
+/**
+ * What an export carried: its partitions and entries (the counts of its end line), and how many of those
+ * partitions hold a hash chain (`chained`: the partitions `verify` checks, so both commands count them alike).
+ */
+export interface ExportCounts extends TransferCounts {
+  chained: number;
+}
+
 const BATCH_ENTRIES = 500;
 const BATCH_BYTES = 4 * 1024 * 1024;
 
@@ -71,11 +104,14 @@ async function write(out: Writable, line: string): Promise<void> {
  * Writes the export of `kv` to `out`. `omit` leaves entries out (a backup for an HTTP caller leaves out
  * the credentials: identity/credentials.ts); the counts are those of what was written.
  */
-export async function exportStore(kv: KvStore, out: Writable, onProgress?: Progress, omit?: (partition: Partition, key: Key) => boolean): Promise<TransferCounts> {
+export async function exportStore(kv: KvStore, out: Writable, onProgress?: Progress, omit?: (partition: Partition, key: Key) => boolean): Promise<ExportCounts> {
   const counts = { partitions: 0, entries: 0 };
-  await write(out, JSON.stringify({ flowstore: "export", version: 1, backend: kv.backend, at: new Date().toISOString() }));
+  let chained = 0;
+  const epoch = await new TransparencyLog(kv, new Feed(kv)).epochStart();
+  await write(out, JSON.stringify({ flowstore: "export", version: 1, backend: kv.backend, at: new Date().toISOString(), ...(epoch.epoch > 0 ? { log: epoch } : {}) }));
   let visited = 0;
   for (const kind of CONTENT_KINDS) {
+    const isChained = CHAINED_KINDS.includes(kind);
     for await (const partition of allPartitions(kv, kind)) {
       visited++;
       // A partition whose keys were all deleted stays listed; it has nothing to carry over.
@@ -87,12 +123,15 @@ export async function exportStore(kv: KvStore, out: Writable, onProgress?: Progr
         await write(out, `{"k":"${e.keyBytes.toString("base64")}","v":"${e.value.toString("base64")}"}`);
         counts.entries++;
       }
-      if (started) counts.partitions++;
+      if (started) {
+        counts.partitions++;
+        if (isChained) chained++;
+      }
       onProgress?.({ ...counts, visited });
     }
   }
   await write(out, JSON.stringify({ end: counts }));
-  return counts;
+  return { ...counts, chained };
 }
 
 /** How many partitions of `kinds` the store lists (what an export or a verify will visit: their progress total). */
@@ -223,7 +262,7 @@ async function wipeContent(kv: KvStore): Promise<void> {
 }
 
 /** The header line of an export file, parsed; a ValidationError when it is not one. */
-async function exportHeader(file: string): Promise<Record<string, unknown>> {
+export async function exportHeader(file: string): Promise<Record<string, unknown>> {
   const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
   try {
     for await (const line of lines) {
@@ -240,13 +279,14 @@ async function exportHeader(file: string): Promise<Record<string, unknown>> {
 }
 
 /**
- * Replaces the whole content of a store with the export in `file` (a restore): the marker, the wipe
- * flag and the file's path first, in one commit, then the old content dropped, then the import. Until
+ * Replaces the whole content of a store with the export in `file` (a restore of `epoch`): the marker,
+ * the wipe flag, the file's path and the epoch first, in one commit, then the old content dropped, then
+ * the import. Until
  * it returns the store holds the marker (not served, does not verify); after a kill, `importStore(kv,
  * <the file>, …, { resume: true })` finishes it. The file must stay until then. Check the export before
  * (an import into a scratch store): a bad one found here leaves the store wiped and marked.
  */
-export async function replaceStore(kv: KvStore, file: string, onProgress?: Progress): Promise<TransferCounts> {
+export async function replaceStore(kv: KvStore, file: string, epoch: number, onProgress?: Progress): Promise<TransferCounts> {
   const header = await exportHeader(file);
   if (await unfinishedImport(kv)) throw new ValidationError(UNFINISHED_IMPORT, "store");
   await kv.commit(MARKER_PARTITION, [
@@ -254,6 +294,7 @@ export async function replaceStore(kv: KvStore, file: string, onProgress?: Progr
     { type: "put", key: MARKER_KEY, value: Buffer.from(JSON.stringify(header)) },
     { type: "put", key: WIPE_KEY, value: Buffer.from("1") },
     { type: "put", key: SOURCE_KEY, value: Buffer.from(file) },
+    { type: "put", key: RESTORE_KEY, value: Buffer.from(JSON.stringify({ epoch })) },
   ]);
   return importStore(kv, createReadStream(file), onProgress, { resume: true });
 }

@@ -17,7 +17,7 @@ import { PassThrough, pipeline as pipe, Transform, type Readable } from "node:st
 import { pipeline } from "node:stream/promises";
 import { createGunzip, createGzip } from "node:zlib";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { UNFINISHED_IMPORT, unfinishedImport, type TransferCounts } from "../compose/transfer.js";
+import { pendingRestore, UNFINISHED_IMPORT, unfinishedImport, type TransferCounts } from "../compose/transfer.js";
 import { FlowstoreError, TooLargeError, ValidationError } from "../errors.js";
 import { MAX_BACKUP_BYTES, MAX_BACKUP_UNPACKED_BYTES } from "./body-limits.js";
 
@@ -91,7 +91,10 @@ export async function restoreBackup(app: FastifyInstance, request: FastifyReques
         applying = true;
         return staged.apply(progress);
       },
-      async () => ((await unfinishedImport(app.flowstore.kv)) ? `the restore failed midway; refusing to serve: ${UNFINISHED_IMPORT}` : null),
+      async () =>
+        (await unfinishedImport(app.flowstore.kv)) || (await pendingRestore(app.flowstore.kv)) !== null
+          ? `the restore failed midway; refusing to serve: ${UNFINISHED_IMPORT}`
+          : null,
     );
     request.log.info({ counts }, "backup restored");
     return { sha256: staged.sha256, counts };

@@ -8,8 +8,9 @@
  *   put in front of the store before anything is built on it), and failures by backend and operation;
  * - commit groups: how many commands each commit of a partition writer carried (`observeCommitGroup`);
  * - the open change-feed (SSE) streams (`metricsHooks`);
- * - the transparency log (`observeLog`): its size and how many feed entries it trails the feed by, read
- *   from the store when /metrics is rendered.
+ * - the transparency log (`observeLog`): its size, and how far it trails the feed (its merge lag) in feed
+ *   entries and in seconds (the age of the oldest acknowledged event not in it yet), read from the store
+ *   when /metrics is rendered.
  * `/metrics` renders the registry; `serveMetrics` serves it on a port of its own when asked.
  */
 import { createServer, type Server } from "node:http";
@@ -19,6 +20,16 @@ import type { CommitResult, Entry, Key, KvStore, Op, Partition, PartitionPage, S
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const GROUP_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128];
+
+/** What /metrics reports of the transparency log. */
+export interface LogState {
+  /** Feed entries the log has not appended yet. */
+  readonly lag: number;
+  /** The age in seconds of the oldest acknowledged event the log does not hold yet. */
+  readonly lagSeconds: number;
+  /** Leaves in the log. */
+  readonly size: number;
+}
 
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -62,14 +73,33 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  #logSource: (() => Promise<{ lag: number; size: number }>) | null = null;
+  #logSource: (() => Promise<LogState>) | null = null;
+  #logRead: Promise<LogState | null> | null = null;
+  /** The log's state, read once for the gauges a render collects together (prom-client collects them at once). */
+  #log(): Promise<LogState | null> {
+    this.#logRead ??= (this.#logSource?.() ?? Promise.resolve(null))
+      .catch(() => null)
+      .finally(() => {
+        this.#logRead = null;
+      });
+    return this.#logRead;
+  }
   readonly #logLag = new Gauge({
     name: "flowstore_tlog_lag_entries",
     help: "Change-feed entries the transparency log has not appended yet (its merge delay, in entries).",
     registers: [this.registry],
     collect: async () => {
-      const s = await this.#logSource?.().catch(() => null);
+      const s = await this.#log();
       if (s) this.#logLag.set(s.lag);
+    },
+  });
+  readonly #logLagSeconds = new Gauge({
+    name: "flowstore_tlog_lag_seconds",
+    help: "Age in seconds of the oldest acknowledged event the transparency log does not hold yet (its merge lag; 0 when it holds every event).",
+    registers: [this.registry],
+    collect: async () => {
+      const s = await this.#log();
+      if (s) this.#logLagSeconds.set(s.lagSeconds);
     },
   });
   readonly #logSize = new Gauge({
@@ -77,7 +107,7 @@ export class Metrics {
     help: "Leaves (events) in the transparency log.",
     registers: [this.registry],
     collect: async () => {
-      const s = await this.#logSource?.().catch(() => null);
+      const s = await this.#log();
       if (s) this.#logSize.set(s.size);
     },
   });
@@ -109,7 +139,7 @@ export class Metrics {
   }
 
   /** Reports the transparency log's lag and size (read when the metrics are rendered). */
-  observeLog(source: () => Promise<{ lag: number; size: number }>): void {
+  observeLog(source: () => Promise<LogState>): void {
     this.#logSource = source;
   }
 

@@ -40,6 +40,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   archive: "Snapshots of process instances and archived projects",
   "process-data": "BPM interim storage: form submissions, message payloads, form schemas and scripts",
   store: "Backup and restore of the whole store (each restore a new epoch)",
+  subjects: "Data subjects: erasure of their personal data (crypto-shredding) and its receipt",
 };
 
 /** Response headers, as @fastify/swagger takes them (a JSON schema with its description). */

@@ -35,8 +35,10 @@ import { processDataRoutes } from "./routes/process-data.js";
 import { archiveRoutes } from "./routes/archive.js";
 import { documentRoutes } from "./routes/documents.js";
 import { notificationRoutes } from "./routes/notifications.js";
+import { subscriptionRoutes } from "./routes/subscriptions.js";
 import { logPublicRoutes, logRoutes } from "./routes/log.js";
 import { backupRoutes } from "./routes/backup.js";
+import { subjectRoutes } from "./routes/subjects.js";
 import { serializerCompiler } from "./serialization.js";
 import { TRUBUDGET_PREFIX, trubudgetApi, type TrubudgetApiOptions } from "./trubudget/index.js";
 import { DEFAULT_BODY_LIMIT } from "./body-limits.js";
@@ -132,8 +134,10 @@ export const CORE_ROUTES: readonly FastifyPluginAsync[] = [
   archiveRoutes,
   documentRoutes,
   notificationRoutes,
+  subscriptionRoutes,
   logRoutes,
   backupRoutes,
+  subjectRoutes,
 ];
 
 /** Builds the server over an opened store; tokens use the store's clock. */
@@ -244,8 +248,8 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
   });
   metricsHooks(app, metrics, `${API_PREFIX}/events`);
   metrics.observeLog(async () => {
-    const [lag, head] = await Promise.all([flowstore.log.tree.lag(), flowstore.log.tree.head()]);
-    return { lag, size: head.size };
+    const [lag, lagSeconds, head] = await Promise.all([flowstore.log.tree.lag(), flowstore.log.tree.lagSeconds(flowstore.clock()), flowstore.log.tree.head()]);
+    return { lag, lagSeconds, size: head.size };
   });
   const writers = new Set([flowstore.resources.writer, flowstore.tenancy.writer]);
   const unobserve = [...writers].map((w) => w.onGroupCommit((n) => metrics.observeCommitGroup(n)));

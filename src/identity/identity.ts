@@ -11,9 +11,10 @@
  * and answered with the user's next logins until the user sets its own.
  */
 import { ConflictError, DisabledLoginError, ForbiddenError, NotFoundError, PasswordChangeRequiredError, UnauthorizedError, ValidationError } from "../errors.js";
-import type { Entry, KvStore, Op } from "../kv/contract.js";
+import type { Entry, KvStore, Op, Partition } from "../kv/contract.js";
+import { adoptRecords, verifyRecordChain, withRecordChain, type RecordChainResult } from "../kv/record-chain.js";
 import { ROOT_ID, SYSTEM, type Actor } from "../access/actor.js";
-import { GlobalPermissions, type IdentityDirectory } from "../access/global.js";
+import { GLOBAL, GLOBAL_CHAIN, GlobalPermissions, type IdentityDirectory } from "../access/global.js";
 import { IntentRegistry, type IntentSplit } from "../access/intents.js";
 import { UserPermissions } from "./user-permissions.js";
 import { checkDisplayName, checkId, checkNewId, checkOrganization, checkPassword, MAX_GROUP_MEMBERS, type PasswordRule } from "./ids.js";
@@ -23,6 +24,7 @@ import {
   decodeRecord,
   groupKey,
   families,
+  IDENTITY_CHAIN,
   PARTITION,
   passwordKey,
   pendingMemberKey,
@@ -122,13 +124,37 @@ export class Identity implements IdentityDirectory {
   /** The permissions on each user account (TruBudget's per-user intents: user-permissions.ts). */
   readonly userPermissions: UserPermissions = new UserPermissions(this);
   readonly #now: () => Date;
+  /** The store, with every write of a user, a group or a global grant appended to its partition's record chain (`verify` covers them). */
+  readonly kv: KvStore;
+  /** The store without the chains: what adopting writes through (its event is the chain's own). */
+  readonly #base: KvStore;
 
-  constructor(
-    readonly kv: KvStore,
-    options: IdentityOptions = {},
-  ) {
-    this.global = options.global ?? new GlobalPermissions(kv, { intents: options.intents ?? new IntentRegistry(IDENTITY_INTENTS), identities: this });
+  constructor(kv: KvStore, options: IdentityOptions = {}) {
     this.#now = options.now ?? (() => new Date());
+    this.#base = kv;
+    this.kv = withRecordChain(kv, [IDENTITY_CHAIN, GLOBAL_CHAIN], () => this.#now().getTime());
+    this.global = options.global ?? new GlobalPermissions(this.kv, { intents: options.intents ?? new IntentRegistry(IDENTITY_INTENTS), identities: this });
+  }
+
+  /**
+   * Verifies the record chains of the identity and global-permission partitions (kv/record-chain.ts):
+   * each chain, and every user, group and grant against its replay.
+   */
+  async verifyRecords(kv: KvStore = this.kv): Promise<{ partition: Partition; result: RecordChainResult }[]> {
+    return Promise.all(
+      (
+        [
+          [PARTITION, IDENTITY_CHAIN],
+          [GLOBAL.partition(), GLOBAL_CHAIN],
+        ] as const
+      ).map(async ([partition, spec]) => ({ partition, result: await verifyRecordChain(kv, partition, spec) })),
+    );
+  }
+
+  /** Starts the record chains of partitions written before them (one event adopting their records); nothing on an empty store. */
+  async adoptRecords(): Promise<void> {
+    await adoptRecords(this.#base, PARTITION, IDENTITY_CHAIN, () => this.#now().getTime());
+    await adoptRecords(this.#base, GLOBAL.partition(), GLOBAL_CHAIN, () => this.#now().getTime());
   }
 
   // ---- users -------------------------------------------------------------------------------------
@@ -226,9 +252,11 @@ export class Identity implements IdentityDirectory {
    * Sets a password: the user itself, or a holder of `global.createUser` or of `user.changePassword` on
    * the account who outranks the user (root only for root); the system actor (an operator's CLI) too. Every token of the user is revoked. A
    * password set by another actor is recorded as its act and shown at the user's next logins
-   * (`credentials`); the user setting its own clears that record.
+   * (`credentials`); the user setting its own clears that record, unless `afterReset`: the change a
+   * reset with `mustChange` requires proves only the reset password, which the administrator knows too,
+   * so the record stays (without `mustChange`) until the user sets its own from a session.
    */
-  async setPassword(actor: Actor, id: string, password: string, options: { passwordRule?: PasswordRule; mustChange?: boolean } = {}): Promise<void> {
+  async setPassword(actor: Actor, id: string, password: string, options: { passwordRule?: PasswordRule; mustChange?: boolean; afterReset?: boolean } = {}): Promise<void> {
     checkId(id, "id");
     checkPassword(password, "password", options.passwordRule);
     const own = actor.system !== true && actor.id === id;
@@ -240,15 +268,21 @@ export class Identity implements IdentityDirectory {
     // The user must still exist when the hash is written (check on the record's version); every token
     // issued under the old password is revoked in the same commit.
     await withRetry(async () => {
-      const [current, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
+      const [current, tokens, previous] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id), resetKey(id)]);
       if (!current) throw new NotFoundError(`no user ${id}`);
       const user = decodeRecord<UserRecord>(current);
       if (!own) await this.global.assertOutranks(actor, { id: user.id, groups: user.groups });
       const reset: PasswordReset = { by: actor.id, at: this.#now().toISOString(), ...(options.mustChange === true ? { mustChange: true as const } : {}) };
+      const kept =
+        own && options.afterReset === true && previous ? JSON.stringify({ ...(JSON.parse(previous.value.toString("utf8")) as PasswordReset), mustChange: undefined }) : null;
       await commitOrRace(this.kv, [
         { type: "check", key: userKey(id), version: current.version },
         { type: "put", key: passwordKey(id), value: Buffer.from(hash) },
-        own ? { type: "delete", key: resetKey(id) } : { type: "put", key: resetKey(id), value: Buffer.from(JSON.stringify(reset)) },
+        own
+          ? kept === null
+            ? { type: "delete", key: resetKey(id) }
+            : { type: "put", key: resetKey(id), value: Buffer.from(kept) }
+          : { type: "put", key: resetKey(id), value: Buffer.from(JSON.stringify(reset)) },
         ...revocationOps(id, tokens),
       ]);
     });

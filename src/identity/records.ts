@@ -21,6 +21,7 @@
 import { ConflictError } from "../errors.js";
 import type { Entry, Key, KvStore, Op } from "../kv/contract.js";
 import { keyFamilies, PartitionKind } from "../kv/subspace.js";
+import type { RecordChainSpec } from "../kv/record-chain.js";
 
 /** The one identity partition's kind. */
 export const IDENTITY = new PartitionKind("identity");
@@ -31,6 +32,14 @@ export const PARTITION = IDENTITY.partition();
  * `userPermissions`: the permissions on a user account once changed (user-permissions.ts).
  */
 export const families = keyFamilies(["user", "password", "group", "tokens", "session", "reset", "system", "pendingMember", "userPermissions"]);
+/**
+ * The record chain of the partition (kv/record-chain.ts): users, groups, awaited members, permissions on
+ * accounts and the provisioning state, so `verify` covers who could do what. Not the credentials and
+ * sessions (passwords, token versions, sessions, reset records): a backup for an HTTP caller leaves some
+ * out and a restore keeps the current ones (credentials.ts), and they change on every log-in.
+ */
+const CHAINED_FAMILIES = [families.user, families.group, families.pendingMember, families.userPermissions, families.system];
+export const IDENTITY_CHAIN: RecordChainSpec = { holds: (p) => IDENTITY.holds(p), covers: (key) => CHAINED_FAMILIES.some((f) => f.contains(key)) };
 export const userKey = (id: string): Key => families.user.pack([id]);
 export const passwordKey = (id: string): Key => families.password.pack([id]);
 export const groupKey = (id: string): Key => families.group.pack([id]);
@@ -41,6 +50,22 @@ export const sessionKey = (id: string, sid: string): Key => families.session.pac
 export const pendingMemberKey = (id: string): Key => families.pendingMember.pack([id]);
 export const provisioningKey: Key = families.system.pack(["provisioning"]);
 export const sessionPrefix = (id: string): Key => families.session.pack([id]);
+
+/**
+ * The login guard's partition (login-guard.ts), apart from the identities: its counters are not content
+ * (a backup does not carry them) and a restore does not roll them back (compose/kinds.ts keeps the kind
+ * on restore: the wipe does not drop it, the fence does not hold its writes). Keys:
+ *
+ *   ["pair", user, address]  {failures, until, last}: one client's failures at one account
+ *   ["address", address]     the same, one client's at any account
+ *   ["user", user]           the same, one account's from every address
+ *   ["known", user]          {addresses}: the addresses the user last logged in from, oldest first
+ *
+ * `user` is the name as tried, lower-cased; `address` the client's ("" when unknown).
+ */
+export const LOGIN_GUARD = new PartitionKind("login-guard");
+export const GUARD_PARTITION = LOGIN_GUARD.partition();
+export const guardFamilies = keyFamilies(["pair", "address", "user", "known"]);
 
 export interface UserRecord {
   readonly id: string;

@@ -144,7 +144,8 @@ export class Tokens {
     this.#now = options.now ?? (() => new Date());
     this.#epoch = options.tokenEpoch ?? (() => 0);
     const g = options.loginGuard;
-    this.guard = g === false ? undefined : g instanceof LoginGuard ? g : new LoginGuard(g ?? DEFAULT_LOGIN_GUARD, () => this.#now().getTime());
+    // Counted in the store (login-guard.ts): every server of a fleet and every restart share the counters.
+    this.guard = g === false ? undefined : g instanceof LoginGuard ? g : new LoginGuard(identity.kv, g ?? DEFAULT_LOGIN_GUARD, () => this.#now().getTime());
   }
 
   #seconds(): number {
@@ -157,15 +158,15 @@ export class Tokens {
    */
   async login(username: unknown, password: unknown, options: { address?: string; claims?: ExtraClaims } = {}): Promise<IssuedToken> {
     const name = typeof username === "string" ? username.slice(0, 256) : "";
-    this.guard?.check(name, options.address);
+    await this.guard?.check(name, options.address);
     let checked;
     try {
       checked = await this.identity.credentials(username, password);
     } catch (e) {
-      if (e instanceof UnauthorizedError) this.guard?.failed(name, options.address);
+      if (e instanceof UnauthorizedError) await this.guard?.failed(name, options.address);
       throw e;
     }
-    this.guard?.succeeded(name, options.address);
+    await this.guard?.succeeded(name, options.address);
     const { user, tokenVersion: version, checks, passwordReset } = checked;
     const issued = await this.#open(user.id, version, checks, options.claims?.(user));
     return passwordReset ? { ...issued, passwordReset } : issued;
@@ -175,20 +176,22 @@ export class Tokens {
    * A user sets its own password proving its current one, and logs in with the new one: what a user
    * whose password an administrator reset requiring a new one must do first (`login` refuses it with a
    * PasswordChangeRequiredError until then); any user may. Guarded as a log in (the current password is
-   * a guess like any other).
+   * a guess like any other). It proves the current password only, which after a reset the administrator
+   * knows too: the reset's record stays, shown at every log-in until the user sets its own password
+   * from a session (identity.ts `setPassword`'s `afterReset`).
    */
   async changePassword(username: unknown, current: unknown, password: string, options: { address?: string; claims?: ExtraClaims } = {}): Promise<IssuedToken> {
     const name = typeof username === "string" ? username.slice(0, 256) : "";
-    this.guard?.check(name, options.address);
+    await this.guard?.check(name, options.address);
     let user: UserRecord;
     try {
       ({ user } = await this.identity.credentials(username, current, { changing: true }));
     } catch (e) {
-      if (e instanceof UnauthorizedError) this.guard?.failed(name, options.address);
+      if (e instanceof UnauthorizedError) await this.guard?.failed(name, options.address);
       throw e;
     }
-    this.guard?.succeeded(name, options.address);
-    await this.identity.setPassword({ id: user.id, groups: user.groups }, user.id, password);
+    await this.guard?.succeeded(name, options.address);
+    await this.identity.setPassword({ id: user.id, groups: user.groups }, user.id, password, { afterReset: true });
     return this.login(user.id, password, options);
   }
 

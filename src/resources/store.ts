@@ -28,6 +28,7 @@ import { locate, type Ref } from "./model/ref.js";
 import type { Schema, SchemaDecl } from "./model/schema.js";
 import type { PartitionWriter } from "./log/writer.js";
 import { Writes } from "./write/writes.js";
+import type { Subjects } from "./personal/subjects.js";
 
 export type { Written } from "./model/record.js";
 export type { Page, PageOptions } from "./core/core.js";
@@ -45,6 +46,7 @@ export type { Writes } from "./write/writes.js";
 export type { Lifecycle } from "./write/lifecycle.js";
 export type { Audit } from "./audit/audit.js";
 export type { PartitionDumps } from "./audit/partition-dump.js";
+export { ERASED_TEXT, type ErasedResource, type ErasureReceipt, type Subjects } from "./personal/subjects.js";
 
 export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
   readonly writer: PartitionWriter;
@@ -59,6 +61,8 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
   readonly audit: Audit;
   /** dump and (verified) restore of a partition owner's whole partition. */
   readonly dumps: PartitionDumps;
+  /** The data subjects' keys: sealing personal fields, opening them, erasure (personal/subjects.ts). */
+  readonly subjects: Subjects;
   readonly #core: Core;
 
   constructor(
@@ -74,6 +78,7 @@ export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
     this.lifecycle = new Lifecycle(core);
     this.audit = new Audit(core);
     this.dumps = new PartitionDumps(core, this.audit);
+    this.subjects = core.subjects;
     this.#core = core;
   }
 

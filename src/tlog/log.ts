@@ -10,8 +10,9 @@
  * restored events are appended again as new leaves of the new epoch; nothing is ever truncated).
  *
  * Layout (one partition, `["tlog"]`, so every append is one atomic commit):
- * - `["m","head"]` → `{size, cursor, mark, epoch}`: leaves so far, the feed position consumed, a mark of the
- *   feed entry at that position (to notice a feed that was replaced), the epoch;
+ * - `["m","head"]` → `{size, cursor, mark, epoch, start?}`: leaves so far, the feed position consumed, a mark
+ *   of the feed entry at that position (to notice a feed that was replaced), the epoch, and the first leaf
+ *   held (`start`, only in a tree seeded from an export's epoch start: see `seed`);
  * - `["n", level, index]` → the 32-byte hash of each complete subtree (level 0: the leaf hashes);
  * - `["l", index]` → the leaf's bytes; `["i", epoch, partition, seq]` → the leaf index of an event;
  * - `["p", epoch, partition]` → the last seq of that partition in the log (so a feed entry that a
@@ -31,6 +32,7 @@ import { canonicalJson } from "../kv/canonical.js";
 import type { KvStore, Op, Partition } from "../kv/contract.js";
 import { PartitionKind } from "../kv/subspace.js";
 import type { Feed, FeedEntry } from "../resources/log/feed.js";
+import * as merkle from "./merkle.js";
 import { appendNodes, consistencyRanges, EMPTY_ROOT, frontierOf, type Hash, inclusionRanges, leafHash, type NodeId, nodeHash, nodeKey, nodesOf, rangeHash } from "./merkle.js";
 
 /** The transparency log's partition kind, declared once (compose/kinds.ts gathers it; kept across a restore). */
@@ -74,6 +76,8 @@ interface Head {
   cursor: number;
   mark: string | null;
   epoch: number;
+  /** The first leaf this store holds (absent: 0); the leaves before are summed up by the nodes of their complete subtrees. */
+  start?: number;
 }
 
 const EMPTY_HEAD: Head = { size: 0, cursor: 0, mark: null, epoch: 0 };
@@ -91,6 +95,8 @@ export interface TreeHead {
   readonly epoch: number;
   /** The feed position the log has consumed. */
   readonly cursor: number;
+  /** The first leaf this store holds: 0, but in a log seeded from an export's epoch start (`seed`). */
+  readonly start: number;
 }
 
 export interface InclusionProof {
@@ -98,6 +104,17 @@ export interface InclusionProof {
   readonly size: number;
   readonly leaf: Buffer;
   readonly proof: Hash[];
+}
+
+/** Where an epoch of the log begins (`epochStart`), in the JSON an export's header carries. */
+export interface EpochStart {
+  readonly epoch: number;
+  /** The index of the epoch's first leaf. */
+  readonly start: number;
+  /** The hashes (base64) of the complete subtrees of the tree of `start` leaves, left first. */
+  readonly frontier: readonly string[];
+  /** The leaf at `start` − 1 (base64) and its inclusion proof in the tree of `start` leaves; null when `start` is 0. */
+  readonly last: { readonly leaf: string; readonly proof: readonly string[] } | null;
 }
 
 export interface AppendOptions {
@@ -122,13 +139,42 @@ export class TransparencyLog {
   /** The tree's current size, root, epoch and feed cursor. */
   async head(): Promise<TreeHead> {
     const { head } = await this.#head();
-    return { size: head.size, root: await this.root(head.size), epoch: head.epoch, cursor: head.cursor };
+    return { size: head.size, root: await this.root(head.size), epoch: head.epoch, cursor: head.cursor, start: head.start ?? 0 };
   }
 
   /** How far the log trails the feed, in feed entries. */
   async lag(): Promise<number> {
     const [{ head }, feedHead] = await Promise.all([this.#head(), this.feed.head()]);
     return Math.max(0, feedHead - head.cursor);
+  }
+
+  /**
+   * How far the log trails the feed, in seconds at `now` (epoch ms): the age (its `at`) of the oldest
+   * acknowledged event the log does not hold yet, 0 when it holds them all. That event is the first
+   * past the log's last seq of its partition, in the first feed entries past the log's cursor that
+   * still name events the log lacks (an entry whose events a repair appended to the feed late, or that
+   * the log already took in through a later entry of its partition, is passed over). Reads at most
+   * `window` feed entries, their partitions' last logged seqs (one batch) and one event; answers 0
+   * when none of the `window` entries names a missing event.
+   */
+  async lagSeconds(now: number, window = 64): Promise<number> {
+    const { head } = await this.#head();
+    const entries = await this.feed.read(head.cursor, window);
+    if (entries.length === 0) return 0;
+    const names = [...new Map(entries.map((e) => [JSON.stringify(e.partition), e.partition])).entries()];
+    const stored = await this.kv.getMany(
+      P,
+      names.map(([, p]) => K.last(head.epoch, p)),
+    );
+    const last = new Map(names.map(([name], i) => [name, stored[i] ? Number(stored[i].value.toString("utf8")) : 0]));
+    for (const e of entries) {
+      const seq = last.get(JSON.stringify(e.partition))! + 1;
+      if (seq > e.to) continue;
+      const [event] = await this.feed.events(e.partition, seq, seq);
+      if (!event) continue; // the partition was dropped since
+      return Math.max(0, (now - Date.parse(event.at)) / 1000);
+    }
+    return 0;
   }
 
   async #nodes(ids: readonly NodeId[]): Promise<Map<string, Hash>> {
@@ -215,6 +261,79 @@ export class TransparencyLog {
   }
 
   /**
+   * Where the current epoch begins: its number, the index of its first leaf (`start`: the log's size
+   * when it began; 0 in epoch 0), the hashes of the complete subtrees of the tree of `start` leaves
+   * (left first: what the tree before the epoch comes to) and, when `start` > 0, the leaf before it with
+   * its inclusion proof in that tree. An export carries it (compose/transfer.ts), so that an auditor
+   * holding the export rebuilds the current epoch's leaves on top of it (`seed`) and checks the result
+   * against a cosigned checkpoint. Finds `start` by a binary search over the leaves' epochs (O(log² n) reads).
+   */
+  async epochStart(): Promise<EpochStart> {
+    const { head } = await this.#head();
+    let lo = head.start ?? 0;
+    let hi = head.size;
+    if (head.epoch === 0) hi = lo;
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      if ((await this.leaf(mid)).epoch < head.epoch) lo = mid + 1;
+      else hi = mid;
+    }
+    const start = lo;
+    const frontier = start > 0 ? await this.#nodes(frontierOf(start)) : new Map<string, Hash>();
+    const last = start > 0 ? await this.inclusion(start - 1, start) : null;
+    return {
+      epoch: head.epoch,
+      start,
+      frontier: frontierOf(start).map((n) => frontier.get(nodeKey(n))!.toString("base64")),
+      last: last ? { leaf: last.leaf.toString("base64"), proof: last.proof.map((h) => h.toString("base64")) } : null,
+    };
+  }
+
+  /**
+   * Makes an empty log the tree an `epochStart` describes, with no leaf before `start` (an auditor's store
+   * over an export: the leaves of earlier epochs belong to histories the export does not carry). Checks
+   * what it can: as many subtree hashes as a tree of `start` leaves has, the leaf before `start` proven
+   * in their tree and of an earlier epoch. Appends then go on from `start` in the given epoch.
+   */
+  async seed(s: EpochStart): Promise<void> {
+    const { head, version } = await this.#head();
+    if (head.size > 0 || version !== null) throw new ValidationError("only an empty log can be seeded", "log");
+    if (typeof s !== "object" || s === null) throw new ValidationError("an epoch start is an object", "log");
+    if (!Number.isSafeInteger(s.epoch) || s.epoch < 0 || !Number.isSafeInteger(s.start) || s.start < 0)
+      throw new ValidationError("an epoch start is a whole epoch and leaf index", "log");
+    if (s.epoch === 0 && s.start > 0) throw new ValidationError("epoch 0 starts at leaf 0", "log");
+    const nodes = frontierOf(s.start);
+    const strings = (v: unknown): v is string[] => Array.isArray(v) && v.every((h) => typeof h === "string");
+    if (!strings(s.frontier)) throw new ValidationError("the subtree hashes are a list of base64 strings", "log.frontier");
+    const hashes = s.frontier.map((h) => Buffer.from(h, "base64"));
+    if (hashes.length !== nodes.length || hashes.some((h) => h.length !== 32))
+      throw new ValidationError(`a tree of ${s.start} leaves is summed up by ${nodes.length} subtree hashes`, "log.frontier");
+    const byKey = new Map(nodes.map((n, i) => [nodeKey(n), hashes[i]!]));
+    if (s.start > 0) {
+      if (!s.last || typeof s.last.leaf !== "string" || !strings(s.last.proof))
+        throw new ValidationError("the leaf before the epoch's start and its proof are missing", "log.last");
+      const leaf = Buffer.from(s.last.leaf, "base64");
+      const root = rangeHash(0, s.start, (n) => byKey.get(nodeKey(n))!);
+      const proof = s.last.proof.map((h) => Buffer.from(h, "base64"));
+      if (!merkle.verifyInclusion(s.start - 1, s.start, leafHash(leaf), proof, root))
+        throw new ValidationError("the leaf before the epoch's start is not proven in the tree before it", "log.last");
+      let epoch: number;
+      try {
+        epoch = parseLeaf(leaf).epoch;
+      } catch {
+        throw new ValidationError("the leaf before the epoch's start is not a flowstore leaf", "log.last");
+      }
+      if (!(epoch < s.epoch)) throw new ValidationError("the leaf before the epoch's start is not of an earlier epoch", "log.last");
+    }
+    const next: Head = { size: s.start, cursor: 0, mark: null, epoch: s.epoch, start: s.start };
+    await this.kv.commit(P, [
+      { type: "check", key: K.head, version: null },
+      ...nodes.map((n, i) => ({ type: "put" as const, key: K.node(n), value: hashes[i]! })),
+      { type: "put", key: K.head, value: Buffer.from(JSON.stringify(next)) },
+    ]);
+  }
+
+  /**
    * Appends what the feed holds past the log's cursor, batch by batch, until it is caught up; returns
    * the leaves appended. Safe to run in several processes at once (see the file header).
    */
@@ -265,7 +384,7 @@ export class TransparencyLog {
       }
     }
     const last = entries.at(-1)!;
-    const nextHead: Head = { size: head.size + leaves.length, cursor: last.position, mark: markOf(last), epoch };
+    const nextHead: Head = { ...head, size: head.size + leaves.length, cursor: last.position, mark: markOf(last) };
     const ops: Op[] = [{ type: "check", key: K.head, version }];
     if (leaves.length > 0) {
       const frontier = head.size > 0 ? await this.#nodes(frontierOf(head.size)) : new Map<string, Hash>();
@@ -323,11 +442,15 @@ export class TransparencyLog {
   async audit(size: number): Promise<{ root: Hash; checked: number; earlierEpochs: number; mismatches: { index: number; partition: Partition; seq: number; reason: string }[] }> {
     const { head } = await this.#head();
     await this.#assertSize(size, "size");
-    const stack: { level: number; hash: Hash }[] = [];
+    const start = head.start ?? 0;
+    if (size < start) throw new ValidationError(`this log holds the leaves from ${start} on, not the tree of ${size}`, "size");
+    // The tree before `start` (a seeded log) comes in as its complete subtrees: the stack's state there.
+    const before = start > 0 ? await this.#nodes(frontierOf(start)) : new Map<string, Hash>();
+    const stack: { level: number; hash: Hash }[] = frontierOf(start).map((n) => ({ level: n.level, hash: before.get(nodeKey(n))! }));
     const mismatches: { index: number; partition: Partition; seq: number; reason: string }[] = [];
     let checked = 0;
     let earlierEpochs = 0;
-    for (let from = 0; from < size; from += 1000) {
+    for (let from = start; from < size; from += 1000) {
       const page = await this.kv.scan(P, { start: K.leaf(from), end: K.leaf(Math.min(size, from + 1000)), limit: 1000 });
       for (const [i, e] of page.entries.entries()) {
         const index = from + i;

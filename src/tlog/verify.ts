@@ -17,6 +17,8 @@ export interface CosignedVerification {
   readonly cosigners: string[];
   readonly reasons: string[];
   readonly checked?: number;
+  /** Leaves of earlier epochs in the checked tree: covered by the root, their events not checked (histories a restore replaced). */
+  readonly earlier?: number;
 }
 
 export async function verifyCosigned(
@@ -39,6 +41,12 @@ export async function verifyCosigned(
   const cosigners = [...new Set(options.witnesses.filter((w) => checkSignatures(note, w).good.length > 0).map((w) => `${w.name}+${w.keyId.toString("hex")}`))];
   if (cosigners.length < options.quorum) reasons.push(`${cosigners.length} valid cosignature(s) by the given witnesses, ${options.quorum} required`);
   const head = await log.head();
+  if (head.start > 0 && cp.size <= head.start) {
+    reasons.push(
+      `the checkpoint's tree of ${cp.size} leaves ends before epoch ${head.epoch} begins (its first leaf is ${head.start}): it covers none of the events here; check against a checkpoint cosigned since`,
+    );
+    return { ok: false, size: cp.size, cosigners, reasons };
+  }
   if (head.size < cp.size) {
     reasons.push(`the local log has ${head.size} leaves, fewer than the cosigned ${cp.size} (truncated, or not caught up)`);
     return { ok: false, size: cp.size, cosigners, reasons };
@@ -46,7 +54,7 @@ export async function verifyCosigned(
   const audit = await log.audit(cp.size);
   if (!audit.root.equals(cp.root)) reasons.push(`the local log's tree of ${cp.size} leaves has another root than the cosigned one (a forked or rewritten log)`);
   for (const m of audit.mismatches.slice(0, 20)) reasons.push(`leaf ${m.index} (${JSON.stringify(m.partition)} seq ${m.seq}): ${m.reason}`);
-  return { ok: reasons.length === 0, size: cp.size, cosigners, reasons, checked: audit.checked };
+  return { ok: reasons.length === 0, size: cp.size, cosigners, reasons, checked: audit.checked, earlier: head.start + audit.earlierEpochs };
 }
 
 /**

@@ -11,6 +11,7 @@ import { ValidationError } from "../errors.js";
 import { FORBIDDEN_ID_CHARS } from "../ids.js";
 import type { Ref } from "../resources/model/ref.js";
 import { type CreateIntentOf, defineSchema } from "../resources/model/schema.js";
+import { RESOURCE_ID_PATTERN } from "../resources/model/wire.js";
 import { PROJECT_QUERY } from "./search.js";
 import { Amount, CurrencyCode, Decimal, IsoDate, isCurrency, isValidDate, PositiveDecimal } from "./money.js";
 
@@ -91,6 +92,20 @@ export const Document = Type.Object(
 );
 export type Document = Static<typeof Document>;
 
+/**
+ * The person a workflowitem's free text is about (a beneficiary, an applicant), by an id of the
+ * writer's choosing: its personal fields (`PERSONAL_FIELDS`) are then stored sealed under that
+ * subject's key, and erasing the subject erases them (resources/personal/subjects.ts).
+ */
+const DataSubject = Type.String({
+  minLength: 1,
+  maxLength: 128,
+  pattern: RESOURCE_ID_PATTERN,
+  description: "the data subject the item's personal fields (description, markdown, rejectReason) are about; set at creation",
+});
+/** The workflowitem's free-text fields that are personal data when the item names a data subject. */
+export const PERSONAL_FIELDS = ["description", "markdown", "rejectReason"] as const;
+
 /** The longest reason a workflowitem may be rejected with (closed with a reason). */
 export const REJECT_REASON_MAX = 2_000;
 export const RejectReason = Type.String({ minLength: 1, maxLength: REJECT_REASON_MAX });
@@ -115,6 +130,7 @@ export const WorkflowitemFields = Type.Object(
     workflowitemType: Type.Optional(WorkflowitemType),
     fundingOrganization: Type.Optional(Text(200)),
     markdown: Type.Optional(Text(100_000)),
+    dataSubject: Type.Optional(DataSubject),
   },
   { additionalProperties: false },
 );
@@ -189,7 +205,9 @@ export const workflowSchema = defineSchema({
       closedAt: { by: "close" },
       workflowitemType: { by: "create (it cannot change)", initial: true },
       documents: { by: "the document routes" },
+      dataSubject: { by: "create (it cannot change)", initial: true },
     },
+    personal: { subject: "dataSubject", fields: PERSONAL_FIELDS },
     keyedArrays: { documents: ["id"] },
     rules: (d) => {
       checkCurrency(d.currency, "data.currency");

@@ -10,6 +10,7 @@ import { ACCESS_INTENTS, IntentRegistry, requestedIntent } from "../../src/acces
 import { Archive, ARCHIVE_INTENTS } from "../../src/archive/index.js";
 import { ForbiddenError, ValidationError } from "../../src/errors.js";
 import { BACKUP_INTENTS } from "../../src/compose/backup.js";
+import { SUBSCRIPTION_INTENTS } from "../../src/subscriptions/subscriptions.js";
 import { flowstoreIntents } from "../../src/compose/intents.js";
 import { Identity, IDENTITY_INTENTS } from "../../src/identity/index.js";
 import { keys } from "../../src/process-data/keys.js";
@@ -38,7 +39,16 @@ describe("the intent registry", () => {
   it("holds access's own intents and every domain's, each once", () => {
     const registry = flowstoreIntents(workflowSchema, tenancySchema);
     expect([...registry.list()].sort()).toEqual(
-      [...ACCESS_INTENTS, ...IDENTITY_INTENTS, ...ARCHIVE_INTENTS, ...PROCESS_DATA_INTENTS, ...BACKUP_INTENTS, "global.createProject", "global.createSpace"].sort(),
+      [
+        ...ACCESS_INTENTS,
+        ...IDENTITY_INTENTS,
+        ...ARCHIVE_INTENTS,
+        ...PROCESS_DATA_INTENTS,
+        ...BACKUP_INTENTS,
+        ...SUBSCRIPTION_INTENTS,
+        "global.createProject",
+        "global.createSpace",
+      ].sort(),
     );
     expect(workflowSchema.globalIntents).toEqual(["global.createProject"]);
     expect(tenancySchema.globalIntents).toEqual(["global.createSpace"]);

@@ -4,13 +4,23 @@
  * the checkpoint); it refuses a doctored export (an event rewritten and its partition re-chained by hand,
  * so the chains alone verify), a quorum the cosignatures do not reach, and a log key that did not sign;
  * a bad witness key is a usage error.
+ *
+ * Across a restore: the store is restored from a backup (a new epoch of the log), written to again, and
+ * the same two witnesses cosign on (the tree only grew). An export taken then spans the restore: its
+ * header says where the current epoch begins, and the audit accepts it against the checkpoint cosigned
+ * after the restore (the earlier epoch's leaves counted, not checked); it refuses it against the
+ * checkpoint cosigned before the restore (its tree ends before the export's epoch begins), and refuses a
+ * header whose tree before the epoch was altered, and a doctored event of the current epoch.
  */
 import { createPublicKey } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { Readable } from "node:stream";
+import { text } from "node:stream/consumers";
 import { finished } from "node:stream/promises";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { SYSTEM } from "../../src/access/actor.js";
 import { EXIT } from "../../src/cli/exit.js";
 import { exportStore, importStore } from "../../src/compose/transfer.js";
 import type { KvStore } from "../../src/kv/contract.js";
@@ -34,6 +44,8 @@ let s: Running;
 let dir: string;
 let note: string;
 let logKey: string;
+/** The two witnesses, with their state kept from one checkpoint to the next. */
+let witnesses: Witness[];
 
 async function exportTo(kv: KvStore, file: string): Promise<string> {
   const out = createWriteStream(file);
@@ -58,10 +70,8 @@ beforeAll(async () => {
   await s.root.projects.create({ id: "p2", displayName: "Roads" });
   await s.app.flowstore.log.tree.appendPending();
   logKey = (await s.root.log.info()).vkey;
-  for (const w of [w1, w2]) {
-    const witness = new Witness({ log: s.base, logKey: parseVkey(logKey), signer: w, state: new MemoryKv() });
-    expect(await witness.step()).toMatchObject({ outcome: "cosigned", posted: true });
-  }
+  witnesses = [w1, w2].map((w) => new Witness({ log: s.base, logKey: parseVkey(logKey), signer: w, state: new MemoryKv() }));
+  for (const witness of witnesses) expect(await witness.step()).toMatchObject({ outcome: "cosigned", posted: true });
   note = await s.client().log.cosignedCheckpoint();
   await writeFile(join(dir, "cp.note"), note);
   await exportTo(s.app.flowstore.kv, join(dir, "export.ndjson"));
@@ -113,4 +123,63 @@ it("accepts an export the cosigned checkpoint covers, and refuses a doctored one
 
   expect(usage.code).toBe(EXIT.usage);
   expect(usage.err).toMatch(/--witness/);
+}, 600_000);
+
+it("audits an export that spans a restore epoch against a checkpoint cosigned since the restore", async () => {
+  const fs = s.app.flowstore;
+  const cosign = async (): Promise<string> => {
+    await fs.log.tree.appendPending();
+    for (const witness of witnesses) expect(await witness.step()).toMatchObject({ outcome: "cosigned", posted: true });
+    return s.client().log.cosignedCheckpoint();
+  };
+  const backup = await fs.exportStore(SYSTEM);
+  const [ndjson] = await Promise.all([text(backup.stream), backup.done]);
+  // Written after the backup: the restore replaces it (it stays in the log, in epoch 0).
+  await fs.workflow.createProject(SYSTEM, { id: "p3", displayName: "Bridges" });
+  const before = await cosign();
+  await (await fs.stageRestore(SYSTEM, Readable.from([ndjson]))).apply();
+  // (The restore ended every session: the writes after it go through the store.)
+  await fs.workflow.createProject(SYSTEM, { id: "p4", displayName: "Parks" });
+  await fs.workflow.update(SYSTEM, { type: "project", ids: ["p1"] }, { description: "after the restore" });
+  const after = await cosign();
+  expect((await fs.log.tree.head()).epoch).toBe(1);
+  await writeFile(join(dir, "before.note"), before);
+  await writeFile(join(dir, "after.note"), after);
+  const restored = await exportTo(fs.kv, join(dir, "restored.ndjson"));
+  const [header, ...rest] = (await readFile(restored, "utf8")).split("\n");
+  const log = (JSON.parse(header!) as { log: { epoch: number; start: number; frontier: string[] } }).log;
+  expect(log).toMatchObject({ epoch: 1 });
+  expect(log.start).toBeGreaterThan(0);
+  // The header's tree before the epoch altered (one subtree hash), and an event of the current epoch doctored.
+  const altered = { ...log, frontier: log.frontier.map((h, i) => (i === 0 ? Buffer.alloc(32, 9).toString("base64") : h)) };
+  await writeFile(join(dir, "altered.ndjson"), [JSON.stringify({ ...JSON.parse(header!), log: altered }), ...rest].join("\n"));
+  const kv = new MemoryKv();
+  await importStore(kv, createReadStream(restored));
+  await rewriteFrom(kv, ["project", "p4"], 1, (e) => {
+    (e as unknown as { at: string }).at = "2020-01-01T00:00:00.000Z";
+  });
+  const doctored = await exportTo(kv, join(dir, "restored-doctored.ndjson"));
+  // (The doctored export is of a store with no log: its header is put back.)
+  const doctoredLines = (await readFile(doctored, "utf8")).split("\n");
+  await writeFile(doctored, [header, ...doctoredLines.slice(1)].join("\n"));
+
+  const both = ["--witness", w1.vkey, "--witness", w2.vkey, "--log-key", logKey];
+  const [ok, old, alteredRun, doctoredRun] = await Promise.all([
+    audit(["--in", restored, "--checkpoint", join(dir, "after.note"), ...both]),
+    audit(["--in", restored, "--checkpoint", join(dir, "before.note"), ...both]),
+    audit(["--in", join(dir, "altered.ndjson"), "--checkpoint", join(dir, "after.note"), ...both]),
+    audit(["--in", doctored, "--checkpoint", join(dir, "after.note"), ...both]),
+  ]);
+  expect(ok.code, ok.err).toBe(EXIT.ok);
+  expect(ok.out).toMatchObject({ ok: true, reasons: [], export: { epoch: 1, epochStart: log.start }, earlier: log.start });
+  expect((ok.out!.covered as number) > 0).toBe(true);
+
+  expect(old.code, old.err).toBe(EXIT.verificationFailed);
+  expect((old.out!.reasons as string[]).join("\n")).toMatch(/ends before epoch 1 begins/);
+
+  expect(alteredRun.code, alteredRun.err).toBe(EXIT.verificationFailed);
+  expect((alteredRun.out!.reasons as string[]).join("\n")).toMatch(/tree before it|another root/);
+
+  expect(doctoredRun.code, doctoredRun.err).toBe(EXIT.verificationFailed);
+  expect((doctoredRun.out!.reasons as string[]).join("\n")).toMatch(/another root/);
 }, 600_000);

@@ -7,6 +7,7 @@
  */
 import { spawn } from "node:child_process";
 import { join } from "node:path";
+import { gzipSync } from "node:zlib";
 import { afterEach, expect, it } from "vitest";
 import { FlowstoreClient } from "../../src/client/index.js";
 import { freePort } from "../support/ports.js";
@@ -79,6 +80,14 @@ it("a write that finds no space answers 507; the server keeps serving, nothing i
 
   // Still full: another write is refused the same way, and the process is alive and serving reads.
   expect((await create("again")).status).toBe(507);
+  // A restore whose upload the full disk cannot stage is the machine's failure (507), not a bad upload (400).
+  const restore = await fetch(`${base}/api/v1/store/restore`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${root.token}`, "content-type": "application/gzip" },
+    body: gzipSync(`${"x".repeat(9 * 1024 * 1024)}\n`),
+  });
+  expect(restore.status, await restore.clone().text()).toBe(507);
+  expect(((await restore.json()) as { type: string }).type).toBe("urn:flowstore:problem:insufficient_storage");
   expect((await fetch(`${base}/health`)).status).toBe(200);
   for (const id of acknowledged) {
     const p = await root.project(id).get();

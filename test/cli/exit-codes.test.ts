@@ -42,6 +42,16 @@ it("usage errors exit 2 with a clear message: a log level that does not exist, a
   expect((await cli(["--help"])).out).toContain("Exit codes: 0 ok, 1 verification failed, 2 usage");
 });
 
+it("a reader that stops early (`flowstore serve --help | head -1`) ends the command quietly: no EPIPE stack trace", async () => {
+  const r = run(["serve", "--help"]);
+  // The reading end of the output pipe is closed before the command writes a byte: every write it makes meets EPIPE,
+  // as the writes after the first line do under `| head -1` (where it depends on when head exits).
+  r.child.stdout!.destroy();
+  const { code } = await r.exit;
+  expect(r.err()).toBe("");
+  expect(code).toBe(0);
+});
+
 it("a command that reads a store refuses a missing one (exit 3) and creates nothing", async () => {
   const typo = join(dir, "typo");
   for (const args of [["verify"], ["export"], ["user", "enable", "bob"], ["keys", "rotate"]]) {
@@ -65,8 +75,8 @@ it("works in a dotted data directory, with progress lines off a terminal, and a 
   expect(demo.err).toContain("created 3 workflowitems: done");
   const verified = await cli(["verify", "--data", dotted], { FLOWSTORE_PROGRESS_SECONDS: "0" });
   expect(verified.code, verified.err).toBe(0);
-  expect(verified.err).toMatch(/^verified 1\/1 partitions \(100%\)/m);
-  expect(JSON.parse(verified.out)).toMatchObject({ ok: true, partitions: 1 });
+  expect(verified.err).toMatch(/^verified 1\/1 chained partitions \(100%\)/m);
+  expect(JSON.parse(verified.out)).toMatchObject({ ok: true, chained: 1 });
 
   // serve opens the dotted directory, then cannot listen: a configuration / I/O failure
   const taken = createServer();
@@ -95,7 +105,7 @@ it.skipIf(!hasScript)("on a terminal, verify draws a bar with its total and ETA"
   // script(1) runs the command on a pseudo-terminal
   const command = `${process.execPath} --import tsx src/cli/main.ts verify --data '${dotted}'`;
   const out = execFileSync("script", ["-qec", command, "/dev/null"], { cwd: ROOT, encoding: "utf8", env: { ...process.env, FLOWSTORE_DATA: "" } });
-  expect(out).toMatch(/verified \[[█░]+\] 100% \| 1\/1 partitions \| .* \| ETA /);
+  expect(out).toMatch(/verified \[[█░]+\] 100% \| 1\/1 chained partitions \| .* \| ETA /);
   // the demo of one project: 26 events (its closers are granted the close intent first, issue 29)
-  expect(out).toContain("verified 1 partitions, 26 events: done");
+  expect(out).toContain("verified 1 chained partitions, 26 events: done");
 });

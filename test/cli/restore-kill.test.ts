@@ -5,18 +5,21 @@
  * unfinished import: `serve` refuses it, naming `import --resume` and the export the restore kept in the
  * data directory; `import --resume --in <that export>` finishes it, `verify` passes, and the store holds
  * the backup's content byte for byte (a clean import of it), not what was written after the backup.
+ * A restore that fails after its import, before the credentials are kept and the fence opens, is
+ * refused by `serve` too, and finished by `import --resume` (its epoch, its kept credentials).
  */
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { gunzipSync } from "node:zlib";
 import { expect, it } from "vitest";
-import { userActor } from "../../src/access/actor.js";
-import { importStore, unfinishedImport } from "../../src/compose/transfer.js";
+import { SYSTEM, userActor } from "../../src/access/actor.js";
+import { importStore, pendingRestore, unfinishedImport } from "../../src/compose/transfer.js";
 import { listEpochs } from "../../src/compose/epochs.js";
-import { CONTENT_KINDS } from "../../src/compose/kinds.js";
+import { CONTENT_KINDS, IMPORT_MARKER } from "../../src/compose/kinds.js";
 import { encode } from "../../src/kv/tuple.js";
 import { openFlowstore } from "../../src/compose/index.js";
+import type { Op, Partition } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { dumpAll } from "../setup/dump.js";
 import { freePort } from "../support/ports.js";
@@ -48,7 +51,7 @@ async function finished(r: Run): Promise<{ code: number | null; out: string; err
   return { code, out: r.out(), err: r.err() };
 }
 
-const tmp = tempDir("restore-kill");
+const tmp = tempDir("restore-kill", "each");
 
 it("killed while it imports: serve refuses, import --resume finishes the backup's content, verify passes", async () => {
   const dir = tmp();
@@ -133,5 +136,68 @@ it("killed while it imports: serve refuses, import --resume finishes the backup'
     expect(content).toEqual(expected);
   } finally {
     await restored.close();
+  }
+}, 300_000);
+
+it("failed after its import, before the credentials are kept and the fence opens: serve refuses, import --resume finishes that restore", async () => {
+  const dir = tmp();
+  const data = join(dir, "data");
+  // The store over a backend whose identity commits fail once a restore's import has ended (its marker
+  // deleted): the restore's last steps, keeping the credentials and opening the fence, do not happen.
+  const lmdb = LmdbKv.open(data);
+  let restoring = false;
+  let armed = false;
+  const kv = new Proxy(lmdb, {
+    get(target, name) {
+      if (name === "commit")
+        return async (partition: Partition, ops: readonly Op[]) => {
+          if (armed && partition[0] === "identity") throw new Error("the disk failed");
+          const done = await target.commit(partition, ops);
+          if (restoring && partition[0] === IMPORT_MARKER.partition[0] && ops.some((o) => o.type === "delete" && encode(o.key).equals(encode(IMPORT_MARKER.key)))) armed = true;
+          return done;
+        };
+      const value = Reflect.get(target, name, target) as unknown;
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  const fs = await openFlowstore(kv, { processData: { dataDir: data } });
+  await fs.identity.ensureRoot(PASSWORD);
+  await fs.identity.createUser(SYSTEM, { id: "bob", displayName: "Bob", password: "bob's first password" });
+  await fs.workflow.createProject(SYSTEM, { id: "kept", displayName: "in the backup" });
+  const backup = await fs.exportStore(SYSTEM);
+  const chunks: Buffer[] = [];
+  for await (const c of backup.stream) chunks.push(c as Buffer);
+  await backup.done;
+  // After the backup: bob's password changes (a restore keeps it), a project is written (a restore replaces it).
+  await fs.identity.setPassword(SYSTEM, "bob", "bob's second password");
+  await fs.workflow.createProject(SYSTEM, { id: "later", displayName: "after the backup" });
+  const staged = await fs.stageRestore(SYSTEM, Readable.from([Buffer.concat(chunks)]));
+  restoring = true;
+  await expect(staged.apply()).rejects.toThrow(/after it began to replace the store/);
+  await fs.close();
+  await lmdb.close();
+
+  const port = await freePort();
+  const refused = await finished(run(["serve", "--data", data, "--port", String(port)], { FLOWSTORE_ROOT_PASSWORD: PASSWORD }));
+  expect(refused.code, refused.err).toBe(3);
+  expect(refused.err).toMatch(/unfinished import/);
+
+  const resumed = await finished(run(["import", "--resume", "--data", data]));
+  expect(resumed.code, resumed.err).toBe(0);
+  expect(resumed.err).toMatch(/finished now \(epoch 1\)/);
+  const verified = await finished(run(["verify", "--data", data]));
+  expect(verified.code, verified.err + verified.out).toBe(0);
+
+  const after = await openFlowstore(`lmdb:${data}`, { processData: { dataDir: data } });
+  try {
+    expect(await pendingRestore(after.kv)).toBeNull();
+    expect(await after.fence.read()).toMatchObject({ shut: null, epoch: 1, tokenEpoch: 1 });
+    expect((await listEpochs(after.kv)).map((e) => e.epoch)).toEqual([1]);
+    // The backup's content, with the credentials of the moment the restore began.
+    expect((await after.workflow.listProjects(SYSTEM)).items.map((p) => (JSON.parse(p.toString("utf8")) as { id: string }).id)).toEqual(["kept"]);
+    await expect(after.identity.authenticate("bob", "bob's second password")).resolves.toMatchObject({ id: "bob" });
+    await expect(after.identity.authenticate("bob", "bob's first password")).rejects.toThrow();
+  } finally {
+    await after.close();
   }
 }, 300_000);

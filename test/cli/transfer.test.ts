@@ -5,7 +5,7 @@ import { PassThrough, Readable } from "node:stream";
 import { randomBytes } from "node:crypto";
 import { afterEach, beforeEach, expect, inject, it } from "vitest";
 import { Archive } from "../../src/archive/archive.js";
-import { exportStore, importSource, importStore, replaceStore, unfinishedImport } from "../../src/cli/transfer.js";
+import { exportStore, importSource, importStore, pendingRestore, replaceStore, restoreFinished, unfinishedImport } from "../../src/cli/transfer.js";
 import { ValidationError } from "../../src/errors.js";
 import { ALL_KINDS, openFlowstore, type Flowstore } from "../../src/compose/index.js";
 import { allPartitions, scanAll, type KvStore, type Partition } from "../../src/kv/contract.js";
@@ -172,7 +172,7 @@ it("a restore (replaceStore) cut off while it drops the old content is finished 
     for (const id of ["x", "y", "z"]) await workflow.createProject(SYSTEM, { id, displayName: id });
   });
   try {
-    await expect(replaceStore(live, file)).rejects.toThrow("killed");
+    await expect(replaceStore(live, file, 1)).rejects.toThrow("killed");
     expect(await unfinishedImport(live)).not.toBeNull();
     expect(await importSource(live)).toBe(file);
     // Not a plain import over it, and not a resume from another export.
@@ -180,6 +180,9 @@ it("a restore (replaceStore) cut off while it drops the old content is finished 
     await importStore(live, createReadStream(file), undefined, { resume: true });
     expect(await unfinishedImport(live)).toBeNull();
     expect(await importSource(live)).toBeNull();
+    // The restore's epoch stays until the restore is finished (its credentials kept, its fence opened).
+    expect(await pendingRestore(live)).toBe(1);
+    await restoreFinished(live);
     expect(await dump(live)).toEqual(await dump(source));
     expect((await verifyAll(live)).ok).toBe(true);
   } finally {

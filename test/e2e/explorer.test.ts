@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT_PASSWORD, type Running } from "../http/harness.js";
-import { hasChromium, loggedIn, startExplorer, type Explorer, type PageOptions } from "./browser.js";
+import { axeViolations, hasChromium, loggedIn, startExplorer, type Explorer, type PageOptions } from "./browser.js";
 
 // Browser globals used inside page.evaluate callbacks (this file is type-checked without the DOM lib).
 declare const sessionStorage: { getItem(key: string): string | null; setItem(key: string, value: string): void };
@@ -251,6 +251,22 @@ describe.skipIf(!hasChromium)("web explorer in Chromium", () => {
     expect(map["project.viewDetails"]).toContain("eve");
     expect(map["project.update"] ?? []).not.toContain("eve");
     await shot(page, "project-permissions");
+  });
+
+  it("renders an update's diff in the history: field, old and new amount with its currency, who and the reason given", async () => {
+    const item = `${subprojectPath(P, S)}/workflowitems/contract`;
+    const before = await server.root.request<{ data: { amount: string } }>("GET", item);
+    await server.root.request("PATCH", item, { body: { amount: "48,500.00" }, headers: { "flowstore-reason": encodeURIComponent("Price index 2026") } });
+    await server.root.request("PATCH", item, { body: { description: "Pipes and fittings" } });
+    await page.goto(`${server.base}/#/projects/${P}/subprojects/${S}/workflowitems/contract`);
+    const panel = page.getByRole("complementary", { name: "Workflowitem" });
+    await panel.getByRole("tab", { name: "History" }).click();
+    const shown = (await panel.locator(".timeline .change").allTextContents()).map((t) => t.replace(/\s+/g, " ").trim());
+    const amount = Number(before.data.amount).toLocaleString("en-US", { minimumFractionDigits: 2 });
+    // The newest first: the description added (no old value), then the amount changed with the reason given.
+    expect(shown.slice(0, 2)).toEqual(["description (none) → Pipes and fittings (root)", `amount ${amount} → 48,500.00 BRL (root, reason: Price index 2026)`]);
+    await shot(page, "workflowitem-history-diff");
+    expect(await axeViolations(page)).toEqual([]);
   });
 
   it("a user without permission sees no action, and the server refuses a forged request", async () => {

@@ -192,8 +192,8 @@ describe.skipIf(!hasChromium)("the explorer for a newcomer", () => {
     const timeline = page.locator(".timeline");
     await timeline.locator("li", { hasText: "ordering set: Site survey, Contract, Public tender" }).waitFor();
     await timeline.locator("li", { hasText: "ordering set: Contract, Site survey, Public tender" }).waitFor();
-    // The workflowitem's own events, by its name.
-    await timeline.locator("li", { hasText: "Contract" }).filter({ hasText: "description = Signed copy pending" }).waitFor();
+    // The workflowitem's own events, by its name; an update as its diff (field, old → new, who).
+    await timeline.locator("li", { hasText: "Contract" }).filter({ hasText: "description (none) → Signed copy pending (root)" }).waitFor();
     await timeline.locator("li", { hasText: "Site survey" }).filter({ hasText: "created" }).first().waitFor();
   });
 

@@ -1,4 +1,5 @@
 /** Starts a real server on 127.0.0.1 (port 0) over a backend, with root created, for the HTTP suites. */
+import { request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
@@ -31,11 +32,11 @@ export interface Running {
 
 /** The store's options (openFlowstore) and the server's (buildServer), in one bag. */
 export type StartOptions = { logger?: Logger | false } & Partial<ServerOptions> &
-  Pick<FlowstoreOptions, "archive" | "archiveSeal" | "processData" | "pageCache" | "clock" | "documents" | "notifications" | "feedRepair" | "restoreDir" | "log">;
+  Pick<FlowstoreOptions, "archive" | "archiveSeal" | "processData" | "pageCache" | "clock" | "documents" | "notifications" | "feedRepair" | "restoreDir" | "log" | "subscriptions">;
 
 /** Opens the store over `kv` (which stays the caller's to close) counted in /metrics, and serves it. */
 export async function startServer(kv: KvStore, options: StartOptions = {}): Promise<Running> {
-  const { archive, archiveSeal, processData, pageCache, clock, documents, notifications, feedRepair, restoreDir, log, ...http } = options;
+  const { archive, archiveSeal, processData, pageCache, clock, documents, notifications, feedRepair, restoreDir, log, subscriptions, ...http } = options;
   const metrics = new Metrics();
   const flowstore = await openFlowstore(kv, {
     archive,
@@ -48,6 +49,7 @@ export async function startServer(kv: KvStore, options: StartOptions = {}): Prom
     feedRepair,
     restoreDir,
     log,
+    subscriptions,
     instrument: (inner) => metrics.wrap(inner),
   });
   const app = await buildServer(flowstore, { tokenSecret: SECRET, logger: false, metrics, closeStore: true, metricsToken: METRICS_TOKEN, ...http });
@@ -123,12 +125,34 @@ export async function raw(
  * Two servers, each with its own openFlowstore over its own handle on the same data of `backend` (a fleet
  * of two); what they hold is closed through `cleanup` (the caller's list, emptied after each test).
  */
-export async function startTwoServers(backend: BackendFactory, cleanup: (() => Promise<unknown>)[]): Promise<{ a: Running; b: Running }> {
+export async function startTwoServers(backend: BackendFactory, cleanup: (() => Promise<unknown>)[], options: StartOptions = {}): Promise<{ a: Running; b: Running }> {
   const handle = await backend.create();
   cleanup.push(() => handle.destroy());
-  const a = await startServer(handle.kv);
+  const a = await startServer(handle.kv, options);
   cleanup.push(() => a.close());
-  const b = await startServer(await handle.reopen());
+  const b = await startServer(await handle.reopen(), options);
   cleanup.push(() => b.close());
   return { a, b };
+}
+
+/** POST /api/v1/auth/token (or TruBudget's user.authenticate) from a chosen loopback address (the whole of 127/8 is loopback on Linux). */
+export function loginFrom(
+  base: string,
+  localAddress: string,
+  username: string,
+  password: string,
+  path = "/api/v1/auth/token",
+): Promise<{ status: number; retryAfter?: string; body: any }> {
+  const url = new URL(path, base);
+  const body = JSON.stringify(path === "/api/v1/auth/token" ? { username, password } : { apiVersion: "1.0", data: { user: { id: username, password } } });
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: "POST", localAddress, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (d: string) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode!, retryAfter: res.headers["retry-after"] as string | undefined, body: JSON.parse(text) }));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
 }

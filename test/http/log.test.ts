@@ -3,13 +3,15 @@
  * signed note verified with the log's vkey, served with an ETag (304 on If-None-Match); consistency
  * proofs are public and verify between checkpoints; an inclusion proof is served to the event's
  * history viewers only (404 to others, as for the history itself) and verifies against the checkpoint
- * it carries; bad sizes are 400s naming the field; /metrics reports the log's size and lag; a witness's
+ * it carries; bad sizes are 400s naming the field; /metrics reports the log's size and lag (in feed
+ * entries, and in seconds: the age of the oldest event not in it yet, by the store's clock); a witness's
  * cosignature is kept only when its key is configured and it verifies, and the cosigned checkpoint
  * carries it.
  */
 import { createPublicKey } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ProblemError } from "../../src/client/index.js";
+import { MemoryKv } from "../../src/kv/memory.js";
 import { leafHash, verifyConsistency, verifyInclusion } from "../../src/tlog/merkle.js";
 import {
   checkSignatures,
@@ -27,7 +29,7 @@ import {
 import { parseLeaf } from "../../src/tlog/log.js";
 import { forEachBackend, httpBackends, type BackendHandle } from "../conformance/backends.js";
 import { eventually } from "../support/index.js";
-import { startServer, type Running } from "./harness.js";
+import { SCRAPE, startServer, type Running } from "./harness.js";
 
 const b64 = (s: string): Buffer => Buffer.from(s, "base64");
 
@@ -153,3 +155,34 @@ forEachBackend((backend) => {
     });
   });
 }, httpBackends);
+
+describe("the log's merge lag in /metrics", () => {
+  it("is the age of the oldest acknowledged event not in the log yet, in seconds, and 0 once the log holds it", async () => {
+    // The store's clock is the test's; the server does not append by itself (the test appends).
+    let now = Date.parse("2026-03-01T12:00:00.000Z");
+    const s = await startServer(new MemoryKv(), { clock: () => now });
+    try {
+      const tree = s.app.flowstore.log.tree;
+      const scrape = async (): Promise<{ seconds: number; entries: number }> => {
+        const text = await (await fetch(`${s.base}/metrics`, SCRAPE)).text();
+        const value = (name: string): number => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
+        return { seconds: value("flowstore_tlog_lag_seconds"), entries: value("flowstore_tlog_lag_entries") };
+      };
+      await tree.appendPending();
+      expect(await scrape()).toEqual({ seconds: 0, entries: 0 });
+      await s.root.projects.create({ id: "p1", displayName: "Schools" });
+      now += 30_000;
+      await s.root.projects.create({ id: "p2", displayName: "Roads" });
+      now += 12_500;
+      expect(await scrape()).toEqual({ seconds: 42.5, entries: 2 });
+      // One feed entry appended (p1's): the oldest event missing is p2's.
+      let batches = 0;
+      await tree.appendPending({ entries: 1, blocked: async () => batches++ >= 1 });
+      expect(await scrape()).toEqual({ seconds: 12.5, entries: 1 });
+      await tree.appendPending();
+      expect(await scrape()).toEqual({ seconds: 0, entries: 0 });
+    } finally {
+      await s.close();
+    }
+  });
+});

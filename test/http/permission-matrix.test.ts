@@ -87,6 +87,13 @@ interface Entry {
   readonly readsOnly?: true;
 }
 
+/** A data subject with personal data stored (a workflowitem's description about it), for the erasure routes. */
+async function subjectData(root: FlowstoreClient, f: Fixture): Promise<{ subject: string }> {
+  const subject = unique("subject-");
+  await root.request("POST", `${f.paths.subproject}/workflowitems`, { body: { displayName: "about someone", amountType: "N/A", dataSubject: subject, description: "personal" } });
+  return { subject };
+}
+
 const pub = (path: string): Entry => ({ need: { kind: "public" }, request: () => ({ path }) });
 const token = (path: string, extra: Partial<Entry> = {}): Entry => ({ need: { kind: "token" }, request: () => ({ path }), ...extra });
 const global = (intent: GlobalIntent, request: (f: Fixture) => Req, setup?: Entry["setup"]): Entry => ({ need: { kind: "global", intent }, request, ...(setup ? { setup } : {}) });
@@ -423,6 +430,28 @@ const MATRIX: Record<string, Entry> = {
     request: () => ({ path: `${API}/store/restore` }),
   },
 
+  // erasing a data subject (issue 26): the subject's data is a workflowitem's description, made by root
+  [`POST ${API}/subjects/:subjectId/erase`]: {
+    ...global(
+      "global.eraseSubject",
+      (f) => ({ path: `${API}/subjects/${f.extra.subject}/erase` }),
+      (root, f) => subjectData(root, f),
+    ),
+    tree: "subproject",
+  },
+  [`GET ${API}/subjects/:subjectId/erasure`]: {
+    ...global(
+      "global.eraseSubject",
+      (f) => ({ path: `${API}/subjects/${f.extra.subject}/erasure` }),
+      async (root, f) => {
+        const made = await subjectData(root, f);
+        await root.request("POST", `${API}/subjects/${made.subject}/erase`);
+        return made;
+      },
+    ),
+    tree: "subproject",
+  },
+
   // the archive
   [`POST ${API}/archive/snapshots`]: global("global.writeArchive", () => ({ path: `${API}/archive/snapshots`, body: { uniqueId: unique("u-"), document: { items: [1] } } })),
   [`GET ${API}/archive/snapshots`]: global("global.readArchive", () => ({ path: `${API}/archive/snapshots?uniqueId=kept` })),
@@ -505,9 +534,70 @@ const MATRIX: Record<string, Entry> = {
   [`GET ${API}/notifications/count`]: token(`${API}/notifications/count`),
   [`POST ${API}/notifications/read`]: { need: { kind: "token" }, request: () => ({ path: `${API}/notifications/read`, body: { all: true } }) },
 
+  // subscriptions (src/subscriptions): the caller's own; an operator's with global.manageSubscriptions
+  [`POST ${API}/subscriptions`]: {
+    need: {
+      kind: "own",
+      rule: "needs a valid token and no intent (201: the subscription is the caller's)",
+      check: async (c) => {
+        const req = { path: `${API}/subscriptions`, body: { name: "mine" } };
+        expect((await c.call(undefined, "POST", req)).status).toBe(401);
+        const made = await c.call(c.eve, "POST", req);
+        expect(made.status).toBe(201);
+        expect(made.body).toMatchObject({ subscription: { owner: "eve", name: "mine" } });
+      },
+    },
+    request: () => ({ path: `${API}/subscriptions` }),
+  },
+  [`GET ${API}/subscriptions`]: token(`${API}/subscriptions`),
+  [`GET ${API}/subscriptions/digest`]: token(`${API}/subscriptions/digest`),
+  [`GET ${API}/subscriptions/:subscriptionId`]: subscriptionEntry("GET", "", "managed"),
+  [`DELETE ${API}/subscriptions/:subscriptionId`]: subscriptionEntry("DELETE", "", "managed"),
+  [`GET ${API}/subscriptions/:subscriptionId/events`]: subscriptionEntry("GET", "/events", "owner"),
+  [`GET ${API}/subscriptions/:subscriptionId/dead-letters`]: subscriptionEntry("GET", "/dead-letters", "managed"),
+  [`POST ${API}/subscriptions/:subscriptionId/dead-letters/:deadLetter/replay`]: subscriptionEntry("POST", "/dead-letters/1/replay", "no letter"),
+
   // the tenancy hierarchy, served from its declaration
   ...tenancyEntries(),
 };
+
+/**
+ * A route of one subscription (made by root for the check): its owner's alone ("owner"), or its owner's
+ * and an operator's with global.manageSubscriptions ("managed"; "no letter": a dead letter's, none here,
+ * so 404 even to them). Anyone else gets the 404 of a subscription that does not exist.
+ */
+function subscriptionEntry(method: string, suffix: string, who: "owner" | "managed" | "no letter"): Entry {
+  const rule =
+    who === "owner"
+      ? "is its owner's alone: anyone else gets the 404 of a subscription that does not exist"
+      : "is its owner's or global.manageSubscriptions's: anyone else gets the 404 of a subscription that does not exist";
+  return {
+    need: {
+      kind: "own",
+      rule,
+      check: async (c) => {
+        const made = await c.call(c.root, "POST", { path: `${API}/subscriptions`, body: { name: unique("sub-") } });
+        expect(made.status).toBe(201);
+        const req = { path: `${API}/subscriptions/${(made.body as { subscription: { id: string } }).subscription.id}${suffix}` };
+        expect((await c.call(undefined, method, req)).status).toBe(401);
+        expect((await c.call(c.eve, method, req)).status).toBe(404);
+        if (who === "owner") {
+          expect((await c.call(c.root, method, req)).status).toBe(200);
+          return;
+        }
+        await c.grant(`${API}/global`, "global.manageSubscriptions");
+        try {
+          const served = await c.call(c.eve, method, req);
+          if (who === "no letter") expect(served.status).toBe(404);
+          else expect(served.status, JSON.stringify(served.body)).toBeLessThan(300);
+        } finally {
+          await c.call(c.root, "POST", { path: `${API}/global/permissions/revoke`, body: { intent: "global.manageSubscriptions", identity: "eve" } });
+        }
+      },
+    },
+    request: () => ({ path: `${API}/subscriptions` }),
+  };
+}
 
 function documentForm(text: string): FormData {
   const form = new FormData();

@@ -6,38 +6,15 @@
  * from elsewhere goes through;
  * a client sending its headers or body one byte a second is cut, while the change feed stays open.
  */
-import { request as httpRequest } from "node:http";
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SYSTEM } from "../../src/access/actor.js";
 import { FlowstoreClient, ProblemError } from "../../src/client/index.js";
 import { MemoryKv } from "../../src/kv/memory.js";
 import { pause } from "../support/eventually.js";
-import { raw, startServer, type Running } from "./harness.js";
+import { loginFrom, raw, startServer, type Running } from "./harness.js";
 
 const json = (body: unknown) => ({ headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-
-/** POST /api/v1/auth/token (or TruBudget's user.authenticate) from a chosen loopback address (the whole of 127/8 is loopback on Linux). */
-function loginFrom(
-  base: string,
-  localAddress: string,
-  username: string,
-  password: string,
-  path = "/api/v1/auth/token",
-): Promise<{ status: number; retryAfter?: string; body: any }> {
-  const url = new URL(path, base);
-  const body = JSON.stringify(path === "/api/v1/auth/token" ? { username, password } : { apiVersion: "1.0", data: { user: { id: username, password } } });
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: "POST", localAddress, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (d: string) => (text += d));
-      res.on("end", () => resolve({ status: res.statusCode!, retryAfter: res.headers["retry-after"] as string | undefined, body: JSON.parse(text) }));
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
-}
 
 describe("tokens and sessions", () => {
   let s: Running;

@@ -58,7 +58,7 @@ describe("administrator hierarchy over /api/v1", () => {
     expect((await login("alice", "alice's own 1234")).body.passwordReset).toBeUndefined();
   });
 
-  it("a reset with mustChange opens no session until the user chooses a new password (POST /auth/password)", async () => {
+  it("a reset with mustChange opens no session until a new password is set (POST /auth/password), and stays on record until the user sets its own from a session", async () => {
     await s.root.users.create({ id: "carol", displayName: "carol", password: "carol password" });
     expect((await raw(s.base, "PUT", `${API}/users/carol/password`, json(admin, { password: "reset by eve 456", mustChange: true }))).status).toBe(204);
     // The admin's password logs carol in nowhere: 403 naming the change; a wrong one is the usual 401.
@@ -74,9 +74,13 @@ describe("administrator hierarchy over /api/v1", () => {
     expect(changed.status, JSON.stringify(changed.body)).toBe(200);
     expect((await raw(s.base, "GET", `${API}/me`, json(changed.body.token))).status).toBe(200);
     expect((await login("carol", "reset by eve 456")).status).toBe(401);
-    const own = await login("carol", "carol's own 12345");
-    expect(own.status).toBe(200);
-    expect(own.body.passwordReset).toBeUndefined();
+    // The change proved only the reset password, which eve knows too: the reset stays on record, no longer requiring a change.
+    const next = await login("carol", "carol's own 12345");
+    expect(next.status).toBe(200);
+    expect(next.body.passwordReset).toMatchObject({ by: "eve" });
+    expect(next.body.passwordReset.mustChange).toBeUndefined();
+    expect((await raw(s.base, "PUT", `${API}/me/password`, json(next.body.token, { currentPassword: "carol's own 12345", password: "carol's own 67890" }))).status).toBe(204);
+    expect((await login("carol", "carol's own 67890")).body.passwordReset).toBeUndefined();
   });
 
   it("grants only intents the granter holds, revokes nothing from root, joins no group holding more", async () => {

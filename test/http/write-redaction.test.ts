@@ -94,6 +94,22 @@ describe("write responses and existence", () => {
     await item.revoke("workflowitem.viewDetails", "eve");
   });
 
+  it("a create may be answered redacted too, so the OpenAPI types create and update answers as the resource or Redacted", async () => {
+    // A restricted workflowitem made for another assignee leaves its creator `list` alone (TruBudget's rule).
+    await s.root.project("secret").subproject("s").grant("subproject.createWorkflowitem", "eve");
+    const created = await as(eve, "POST", `${S}/workflowitems`, { id: "r", displayName: "R", amountType: "N/A", assignee: "root", workflowitemType: "restricted" });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body).toMatchObject({ id: "r", redacted: true, allowedIntents: ["workflowitem.list"] });
+    const { paths } = (await raw(s.base, "GET", "/openapi.json")).body;
+    for (const [path, method, status] of [
+      ["/api/v1/projects/{projectId}/subprojects/{subprojectId}/workflowitems", "post", "201"],
+      ["/api/v1/projects/{projectId}", "patch", "200"],
+    ] as const) {
+      const answer = JSON.stringify(paths[path][method].responses[status].content["application/json"].schema);
+      expect(answer, `${method} ${path}`).toContain("#/components/schemas/Redacted");
+    }
+  });
+
   it("an update and a budget change are redacted the same way for a caller that may not view the result", async () => {
     const project = s.root.project("secret");
     await project.grant("project.update", "eve");

@@ -75,6 +75,11 @@ describe("resource layout keys equal the literal tuples they replaced", () => {
     expect(layout.refOfAssigned(layout.assignedEntry("workflowitem", ["p1", "s1", "w1"]))).toEqual({ type: "workflowitem", ids: ["p1", "s1", "w1"] });
     expect(layout.visibleKind).toBe("visible");
     expect(layout.assignedKind).toBe("assigned");
-    expect(RESOURCE_KINDS).toEqual(["global", "sweeps", "ledger", "feed", "visible", "assigned"]);
+    same(layout.subject("anna"), ["subject", "anna"]);
+    same(layout.subjectKey, ["key"]);
+    same(layout.subjectErasure, ["erasure"]);
+    same(layout.subjectRef("workflowitem", ["p1", "s1", "w1"]), ["ref", "workflowitem", "p1", "s1", "w1"]);
+    expect(layout.refOfSubjectRef(layout.subjectRef("workflowitem", ["p1", "s1", "w1"]))).toEqual({ type: "workflowitem", ids: ["p1", "s1", "w1"] });
+    expect(RESOURCE_KINDS).toEqual(["global", "sweeps", "ledger", "feed", "visible", "assigned", "subject"]);
   });
 });

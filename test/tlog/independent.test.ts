@@ -6,8 +6,8 @@
  *   log's key, and refuses altered ones;
  * - the published C2SP signed-note example (c2sp.org/signed-note, "Example": its vkey and note) verifies
  *   with our parser and verifier, and our key ID of its key is the one the vkey states.
- * Sigstore's package has no consistency-proof verifier; consistency proofs are checked against RFC 9162's
- * definitions in merkle.test.ts.
+ * Sigstore's package has no consistency-proof verifier; consistency proofs are checked by Go's x/mod
+ * (x-mod.test.ts) and against RFC 9162's definitions in merkle.test.ts.
  */
 import { createRequire } from "node:module";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

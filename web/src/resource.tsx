@@ -9,7 +9,7 @@ import { labelOf, type Operation } from "./checks.js";
 import { describeIntent, intentsAt } from "./intents.js";
 import { IdentityPicker, identityName, useDirectory } from "./picker.js";
 import { client, handleOf, session } from "./session.js";
-import { ErrorBox, Field, FormError, fmtDate, useForm, useLive, useLoad } from "./ui.js";
+import { ErrorBox, Field, FormError, fmtAmount, fmtDate, useForm, useLive, useLoad } from "./ui.js";
 
 export type Level = "project" | "subproject" | "workflowitem";
 
@@ -78,6 +78,70 @@ function describe(e: HistoryEvent, names: ReadonlyMap<string, string>): string {
   return verb;
 }
 
+/** One change of a diff as the server records it (`payload.changes`: a JSON Pointer, the values before and after, a keyed element's key). */
+interface Change {
+  path: string;
+  old?: unknown;
+  new?: unknown;
+  key?: Record<string, unknown>;
+}
+
+/** The fields whose values are amounts: shown as the reader's locale writes numbers, with their currency. */
+const AMOUNT_FIELDS = new Set(["amount", "value"]);
+
+/**
+ * A change's field for a reader: the pointer's steps joined by dots, a keyed element (a projected budget,
+ * a document) named by its key instead of its place.
+ */
+function fieldOf(c: Change): string {
+  const steps = c.path
+    .split("/")
+    .slice(1)
+    .map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
+  if (c.key && steps.length >= 2) steps[1] = `[${Object.values(c.key).map(String).join(", ")}]`;
+  return steps.join(".").replace(".[", " [").replace("].", "] ");
+}
+
+/** A value of a change for a reader: an amount as the locale writes it, an object as short JSON. */
+function valueOf(v: unknown, amount: boolean): string {
+  if (v === undefined || v === null) return "(none)";
+  if (amount && (typeof v === "string" || typeof v === "number")) return fmtAmount(v);
+  const text = typeof v === "object" ? JSON.stringify(v) : String(v);
+  return text.length > 80 ? `${text.slice(0, 79)}…` : text;
+}
+
+/**
+ * An update's diff, one line per change: "amount 1,000 → 1,200 EUR (alice, reason: …)". The currency of
+ * an amount is the one the event set, else the keyed element's (a budget's currencyCode), else the
+ * resource's own.
+ */
+function Changes({ e, currency }: { e: HistoryEvent; currency: string | undefined }) {
+  const p = e.payload as Record<string, any>;
+  const changes = p.changes as Change[];
+  const verb = e.type.slice(e.type.indexOf(".") + 1).replace(/_/g, " ");
+  const setCurrency = changes.find((c) => c.path === "/currency")?.new;
+  const who = `(${e.actor}${typeof p.reason === "string" && p.reason !== "" ? `, reason: ${p.reason}` : ""})`;
+  return (
+    <>
+      {verb}:
+      <ul class="changes">
+        {changes.map((c) => {
+          const last = c.path.slice(c.path.lastIndexOf("/") + 1);
+          const amount = AMOUNT_FIELDS.has(last);
+          const unit = amount ? (typeof c.key?.currencyCode === "string" ? c.key.currencyCode : typeof setCurrency === "string" ? setCurrency : currency) : undefined;
+          return (
+            <li class="change">
+              <span class="change-field">{fieldOf(c)}</span> {c.old === undefined ? "(none)" : valueOf(c.old, amount)} →{" "}
+              {c.new === undefined ? "(removed)" : valueOf(c.new, amount)}
+              {unit ? ` ${unit}` : ""} <span class="muted">{who}</span>
+            </li>
+          );
+        })}
+      </ul>
+    </>
+  );
+}
+
 /** The most children whose events a history shows beside its own (the most recently changed first). */
 const CHILD_HISTORIES = 50;
 const EVENTS_PER_PAGE = 50;
@@ -103,10 +167,11 @@ const newestFirst = (a: HistoryEvent, b: HistoryEvent) => (a.at < b.at ? 1 : a.a
  * A resource's history, newest first; with `children` (a subproject's workflowitems, a project's
  * subprojects), their latest events too, each named by its child, and an ordering by the names it set.
  */
-export function HistoryPanel({ ids, children }: { ids: readonly string[]; children?: readonly Resource[] }) {
+export function HistoryPanel({ ids, children, currency }: { ids: readonly string[]; children?: readonly Resource[]; currency?: string }) {
   const path = ids.join("/");
   const [more, setMore] = useState<HistoryEvent[]>([]);
-  const page = (cursor?: string) => handleOf(ids).history({ order: "desc", limit: EVENTS_PER_PAGE, cursor });
+  // diff: every change of the data with its field-level diff (payload.changes), rendered by Changes
+  const page = (cursor?: string) => handleOf(ids).history({ order: "desc", limit: EVENTS_PER_PAGE, cursor, diff: true });
   const shownChildren = [...(children ?? [])]
     .filter((c) => !c.redacted)
     .sort((a, b) => ((a.meta.updatedAt ?? a.meta.createdAt) < (b.meta.updatedAt ?? b.meta.createdAt) ? 1 : -1))
@@ -118,7 +183,7 @@ export function HistoryPanel({ ids, children }: { ids: readonly string[]; childr
       page(),
       mapLimit(shownChildren, 4, (c) =>
         handleOf([...ids, c.id])
-          .history({ order: "desc", limit: EVENTS_PER_PAGE })
+          .history({ order: "desc", limit: EVENTS_PER_PAGE, diff: true })
           .then((p) => p.items)
           .catch(() => [] as HistoryEvent[]),
       ),
@@ -134,6 +199,7 @@ export function HistoryPanel({ ids, children }: { ids: readonly string[]; childr
   const next = cursor === undefined ? first.data?.nextCursor : cursor;
   const events = [...(first.data?.items ?? []), ...more, ...(first.data?.children ?? [])].sort(newestFirst);
   const names = new Map((children ?? []).filter((c) => !c.redacted).map((c) => [c.id, String(c.data.displayName ?? c.id)]));
+  const currencies = new Map((children ?? []).filter((c) => !c.redacted && typeof c.data.currency === "string").map((c) => [c.id, c.data.currency as string]));
   return (
     <div class="history">
       <ErrorBox error={first.error} />
@@ -158,7 +224,13 @@ export function HistoryPanel({ ids, children }: { ids: readonly string[]; childr
                 :{" "}
               </span>
             ) : null}
-            <span class="what">{describe(e, names)}</span>
+            <span class="what">
+              {Array.isArray((e.payload as Record<string, unknown>).changes) && (e.payload as { changes: unknown[] }).changes.length > 0 ? (
+                <Changes e={e} currency={e.path.length === ids.length ? currency : currencies.get(e.path.at(-1)!.id)} />
+              ) : (
+                describe(e, names)
+              )}
+            </span>
           </li>
         ))}
       </ol>

@@ -152,7 +152,9 @@ export class Audit {
         items.push(bytes ? Buffer.from(JSON.stringify(event)) : event);
       }
     }
-    return { items, nextCursor: cursor };
+    // Personal data is sealed in the events as in the state: opened here, or read as erased (personal/subjects.ts).
+    const { subjects } = this.core;
+    return { items: await Promise.all(items.map((e) => (Buffer.isBuffer(e) ? subjects.openJson(e) : subjects.openValue(e)))), nextCursor: cursor };
   }
 
   /** Every event of a resource's history the actor may read, oldest first. */

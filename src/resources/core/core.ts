@@ -15,6 +15,7 @@ import { locate, parentRef, pathOf, type Located, type Ref } from "../model/ref.
 import type { CompiledType, Schema } from "../model/schema.js";
 import { listersOf, statusOf } from "../indexes/visibility.js";
 import { PartitionWriter, type Clock, type Tx } from "../log/writer.js";
+import { Subjects } from "../personal/subjects.js";
 
 export const MAX_PAGE = PAGE_LIMIT.max;
 
@@ -100,6 +101,8 @@ export class Core {
   readonly writer: PartitionWriter;
   readonly global: GlobalPermissions;
   readonly identities: IdentityDirectory | undefined;
+  /** The data subjects' keys: personal fields sealed on write, opened on read (personal/subjects.ts). */
+  readonly subjects: Subjects;
 
   constructor(
     readonly kv: KvStore,
@@ -108,6 +111,7 @@ export class Core {
     options: CoreOptions,
   ) {
     this.writer = new PartitionWriter(kv, options.clock ?? Date.now);
+    this.subjects = new Subjects(kv, options.clock ?? Date.now);
     this.identities = options.identities;
     this.global = options.global ?? new GlobalPermissions(kv, { intents: new IntentRegistry(schema.globalIntents), identities: options.identities });
   }

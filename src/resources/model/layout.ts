@@ -44,7 +44,12 @@ export const kinds = {
   feed: new PartitionKind("feed"),
   visible: new PartitionKind("visible"),
   assigned: new PartitionKind("assigned"),
+  /** A data subject's personal-data key, the resources holding data sealed under it, and its erasure (personal/subjects.ts). */
+  subject: new PartitionKind("subject"),
 } as const;
+
+/** A subject partition's families: its key, the resources it sealed data of, and the receipt of its erasure. */
+const SUBJECT = keyFamilies(["key", "ref", "erasure"]);
 
 /** The key families of a resource partition (the first tuple item), one Subspace each. */
 export const families = keyFamilies(["s", "a", "c", "o", "n", "x", "h", "l", "m"]);
@@ -105,6 +110,16 @@ export const layout = {
   identityOfVisible: (partition: Partition): string => kinds.visible.unpack(partition)[0] as string,
   /** The root id a visibility key names. */
   idOfVisible: (key: Key): string => BARE.unpack(key)[1] as string,
+  /** A data subject's partition (personal/subjects.ts): its key, the resources holding its sealed data, its erasure. */
+  subject: (subject: string): Partition => kinds.subject.partition(subject),
+  subjectKey: SUBJECT.key.pack(),
+  subjectErasure: SUBJECT.erasure.pack(),
+  subjectRefs: SUBJECT.ref.pack(),
+  subjectRef: (type: string, ids: readonly string[]): Key => SUBJECT.ref.pack([type, ...ids]),
+  refOfSubjectRef: (key: Key): { type: string; ids: string[] } => {
+    const [type, ...ids] = SUBJECT.ref.unpack(key);
+    return { type: type as string, ids: ids as string[] };
+  },
   feedEntry: (position: number): Key => FEED_ENTRY.pack([position]),
   /** Past every feed entry (an exclusive scan end). */
   feedEnd: FEED_END.pack(),

@@ -72,6 +72,21 @@ export interface TypeDecl {
   readonly keyedArrays?: Readonly<Record<string, readonly string[]>>;
   /** Server-side search and sort of this type's lists (query.ts); a root's rows come from the index of visible roots. */
   readonly query?: ListQueryDecl;
+  /**
+   * Personal data (crypto-shredding, personal/subjects.ts): the string fields in `fields` are a data
+   * subject's, named by the resource's field `subject` (an id, set at creation and never changed). While
+   * the resource names a subject they are stored sealed under that subject's key (AES-256-GCM), in the
+   * state and in every event, so the hash chain covers the ciphertext; erasing the subject destroys the
+   * key and they read as erased everywhere. A resource naming no subject holds no personal data.
+   */
+  readonly personal?: PersonalDecl;
+}
+
+export interface PersonalDecl {
+  /** The data field naming the data subject (an owned field, set at creation only). */
+  readonly subject: string;
+  /** The free-text (string) fields that are the subject's personal data. */
+  readonly fields: readonly string[];
 }
 
 /** A list row, what search and sort see: the id, createdAt, status and the declared fields (none when the caller may not view it). */
@@ -189,6 +204,16 @@ export class Schema<S extends SchemaDecl = SchemaDecl> {
       }
       for (const f of d.query?.sort ?? []) {
         if (f !== "id" && f !== "createdAt" && f !== "status" && !d.query!.fields.includes(f)) throw new Error(`type ${name}: sort field ${f} is not one of its query fields`);
+      }
+      if (d.personal) {
+        const { subject, fields } = d.personal;
+        if (d.fields.properties[subject]?.type !== "string" || d.ownedFields?.[subject]?.initial !== true) {
+          throw new Error(`type ${name}: personal data subject ${subject} must be a string field owned from creation on`);
+        }
+        for (const f of fields) {
+          if (d.fields.properties[f]?.type !== "string" || f === subject) throw new Error(`type ${name}: personal field ${f} must be a string field other than the subject`);
+          if (d.query?.fields.includes(f)) throw new Error(`type ${name}: personal field ${f} cannot be searched (it is stored sealed)`);
+        }
       }
       if (d.orderedChildren && decl[d.orderedChildren]?.parent !== name) {
         throw new Error(`type ${name}: ordered children ${d.orderedChildren} is not a child type`);

@@ -18,6 +18,7 @@ import { listedJson, Queries, type ListQuery } from "./query.js";
 import { RecordView, redacted, WRITTEN_WITH, type Envelope, type RedactedEnvelope, type Written } from "../model/record.js";
 import { childRef, locate, type Located, type Ref } from "../model/ref.js";
 import type { CompiledType, DataOf, SchemaDecl } from "../model/schema.js";
+import { sealedIn } from "../personal/subjects.js";
 
 const listed = listedJson;
 
@@ -44,7 +45,7 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
 
   /** A resource the actor may view, typed by its declared type. */
   async get<T extends keyof S & string>(actor: Actor, ref: Ref & { type: T }): Promise<Envelope<DataOf<S, T>>> {
-    return (await this.#readable(actor, ref)).view.envelope<DataOf<S, T>>();
+    return this.core.subjects.openValue((await this.#readable(actor, ref)).view.envelope<DataOf<S, T>>());
   }
 
   /** Refuses unless the actor holds `intent` on the resource now, a check before costly work: the one check (404 when it may not know of it, else 403). */
@@ -76,7 +77,13 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
    */
   async queryChildrenJson(actor: Actor, parent: Ref | null, childType: string, q: ListQuery): Promise<Page<Buffer>> {
     const page = await this.#queries.query(actor, parent, childType, q, (a, ref) => this.#readable(a, ref));
-    return this.#withIds(actor, this.core.schema.type(childType), parent, page, q);
+    return this.#opened(await this.#withIds(actor, this.core.schema.type(childType), parent, page, q));
+  }
+
+  /** A page with the personal data its items hold opened (personal/subjects.ts). */
+  async #opened<P extends Page<Buffer>>(page: P): Promise<P> {
+    const items = this.core.subjects.openAll(page.items);
+    return Array.isArray(items) ? page : { ...page, items: await items };
   }
 
   /** A page whose items are JSON objects with an `id`, with `allowedIntents` added when asked. */
@@ -134,7 +141,9 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
         ? await kv.getMany(l.partition, [layout.state(l), layout.access(l)])
         : [await kv.get(l.partition, layout.state(l))];
     const view = this.core.viewable(state?.value, actor) ?? (await this.core.authorize(this.core.reader(l), l, actor, l.type.intents.view, { state: state?.value })).view;
-    const json = view.publicBytes();
+    // Personal data opened (personal/subjects.ts) only where the bytes hold a sealed value: no promise otherwise.
+    const stored = view.publicBytes();
+    const json = sealedIn(stored) ? await this.core.subjects.openJson(stored) : stored;
     return { json: options.allowedIntents ? withAllowedIntents(json, allowedIntents(l.type, permissionsOf(access?.value), actor)) : json, version: view.version };
   }
 
@@ -156,7 +165,7 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
     const l = locate(this.core.schema, ref);
     const permissions = envelope[WRITTEN_WITH] ?? permissionsOf((await this.core.kv.get(l.partition, layout.access(l)))?.value);
     const intents = options.allowedIntents ? { allowedIntents: allowedIntents(l.type, permissions, actor) } : {};
-    if (allows(permissions, actor, l.type.intents.view)) return { ...envelope, ...intents };
+    if (allows(permissions, actor, l.type.intents.view)) return { ...(await this.core.subjects.openValue<Envelope>(envelope)), ...intents };
     const { statusField } = l.type.decl;
     const status = statusField ? envelope.data[statusField] : undefined;
     return { ...redacted(l.type.name, envelope.id, statusField, typeof status === "string" ? status : "", envelope.meta.createdAt), ...intents };
@@ -169,6 +178,10 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
    * out otherwise. Items are JSON bytes, ready to be joined.
    */
   async listChildrenJson(actor: Actor, parent: Ref | null, childType: string, options: PageOptions = {}): Promise<Page<Buffer>> {
+    return this.#opened(await this.#listChildrenJson(actor, parent, childType, options));
+  }
+
+  async #listChildrenJson(actor: Actor, parent: Ref | null, childType: string, options: PageOptions): Promise<Page<Buffer>> {
     const t = this.core.schema.type(childType);
     const limit = pageLimit(options.limit);
     if (t.decl.parent === null) return this.#listRoots(actor, t, options.cursor ?? null, limit, options);
@@ -226,6 +239,10 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
    * when children are added or removed elsewhere.
    */
   async listOrderedJson(actor: Actor, parent: Ref, options: PageOptions = {}): Promise<Page<Buffer> & { version: number }> {
+    return this.#opened(await this.#listOrderedJson(actor, parent, options));
+  }
+
+  async #listOrderedJson(actor: Actor, parent: Ref, options: PageOptions): Promise<Page<Buffer> & { version: number }> {
     const whole = await this.#listWhole(actor, parent, options);
     if (whole) return whole;
     const { l, view: parentView } = await this.#readable(actor, parent);

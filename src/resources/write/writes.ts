@@ -111,12 +111,14 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
       if ((await tx.get(layout.head)) || (await tx.get(layout.state(l)))) throw existed(type, id);
     };
 
+    // Personal fields are sealed under their subject's key once the data is decided (personal/subjects.ts).
+    const sealed = () => this.core.subjects.seal(t, l.ref, clean, null);
     if (t.decl.parent === null) {
       await this.core.global.assert(actor, t.intents.create as Intent); // a root type's create intent, registered from its schema's globalIntents
       return writer.run(l.partition, actor, async (tx) => {
         await fresh(tx);
         const permissions = await decide(tx, null, null);
-        return this.#put(tx, l, clean, permissions, null, meta);
+        return this.#put(tx, l, await sealed(), permissions, null, meta);
       });
     }
 
@@ -126,7 +128,7 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
         const parentState = await requireParent(tx, pl);
         if ((await tx.get(layout.state(l))) || (await tx.anyUnder(layout.history(l)))) throw existed(type, id);
         const permissions = await decide(tx, pl, parentState);
-        const envelope = this.#put(tx, l, clean, permissions, null, meta);
+        const envelope = this.#put(tx, l, await sealed(), permissions, null, meta);
         // A new child is never in its parent's ordering (which names existing children, and ids are not reused).
         if (pl.type.decl.orderedChildren === type) {
           tx.put(layout.orderIndexRestEntry(pl, type, restSortKey({ id, createdAtMs: Date.parse(envelope.meta.createdAt) })), Buffer.from(id, "utf8"));
@@ -149,7 +151,7 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
     try {
       return await writer.run(l.partition, actor, async (tx) => {
         await fresh(tx);
-        return this.#put(tx, l, clean, permissions, parent, meta);
+        return this.#put(tx, l, await sealed(), permissions, parent, meta);
       });
     } catch (e) {
       await this.core.unlinkFlat(pl, type, id, actor).catch(() => undefined);
@@ -204,7 +206,11 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
       }
       const { patch, record, permissions } = decided;
       alsoWrite?.(tx, l, decided);
-      const data = patch ? this.core.schema.validate(l.type, applyPatch(current.data, patch)) : current.data;
+      // Validated as plain text: the sealed personal fields the patch leaves stand in for theirs, then the
+      // fields it sets are sealed (an unchanged one keeps its ciphertext: no change in the diff).
+      const merged = patch ? applyPatch(current.data, patch) : current.data;
+      if (patch) this.core.schema.validate(l.type, this.core.subjects.standIn(l.type, merged, patch));
+      const data = patch ? await this.core.subjects.seal(l.type, l.ref, merged, new Set(Object.keys(patch)), current.data) : current.data;
       const perms = permissions ?? priv.permissions;
       const next: Envelope = { ...current, data, meta: { ...current.meta, updatedAt: tx.now, version: current.meta.version + 1 } };
       tx.put(layout.state(l), encodeResource(l.type, next, perms));
@@ -215,7 +221,7 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
       // a grant or revoke records its intent and identity instead.
       // A data patch records the diff it made (diff.ts): the fields as validated and stored, before and after.
       const payload = {
-        ...(patch ? { data: patch, changes: diffData(current.data, data, l.type.decl.keyedArrays) } : {}),
+        ...(patch ? { data: this.core.subjects.sealedPatch(l.type, patch, data), changes: diffData(current.data, data, l.type.decl.keyedArrays) } : {}),
         ...(permissions && record?.intent === undefined ? { permissions } : {}),
         ...(record ?? {}),
       };

@@ -185,7 +185,7 @@ function WorkflowitemPanel({ ids, onClose }: { ids: string[]; onClose: () => voi
       <ResourceHead ids={ids} loaded={loaded} />
       <Tabs
         tabs={[
-          { key: "history", label: "History", render: () => <HistoryPanel ids={ids} /> },
+          { key: "history", label: "History", render: () => <HistoryPanel ids={ids} currency={loaded.data?.resource.data.currency as string | undefined} /> },
           { key: "documents", label: "Documents", render: () => (loaded.data ? <DocumentsPanel ids={ids} resource={loaded.data.resource} can={can} /> : null) },
           { key: "permissions", label: "Permissions", render: () => <PermissionsPanel ids={ids} /> },
         ]}

@@ -1,0 +1,91 @@
+/**
+ * Erasing a data subject (crypto-shredding, issue 26 part 2): its key is destroyed, so the personal
+ * fields sealed under it (resources/personal/subjects.ts) read as erased in the state, the history, a
+ * project archive and every export taken after; every chain still verifies, since the bytes it hashes
+ * (the ciphertext) are unchanged. Each resource that held the subject's data gets an event
+ * `<type>.subject_erased` in its chain (the erasure's trace in the tamper-evident history, with who and
+ * when), and the receipt (what was erased, when, by whom, the key's id and each chain's head after its
+ * erasure event) is kept in the subject's partition, to be shown to the subject.
+ *
+ * The key goes first, in one commit with the receipt (complete: false): that commit is the erasure. A
+ * process killed before the events are all appended leaves the receipt incomplete, and erasing the
+ * subject again appends the missing ones. Needs `global.eraseSubject` (root and the system actor may always).
+ */
+import { NotFoundError, ForbiddenError } from "../errors.js";
+import { ROOT_ID, SYSTEM, type Actor } from "../access/actor.js";
+import type { GlobalPermissions } from "../access/global.js";
+import type { ResourceStore } from "../resources/store.js";
+import type { ErasedResource, ErasureReceipt } from "../resources/personal/subjects.js";
+
+/** The global intent of erasing a data subject and reading its receipt, declared once here (intents.ts gathers it). */
+export const ERASURE_INTENTS = ["global.eraseSubject"] as const;
+
+declare module "../access/intents.js" {
+  interface DeclaredIntents {
+    erasure: (typeof ERASURE_INTENTS)[number];
+  }
+}
+
+/** The event verb an erasure appends to each resource that held the subject's data. */
+export const ERASED_VERB = "subject_erased";
+
+export class Erasures {
+  constructor(
+    /** The stores whose schemas may declare personal data; the subjects' keys are shared (one kv). */
+    private readonly stores: readonly ResourceStore[],
+    private readonly global: GlobalPermissions,
+  ) {}
+
+  async #assertMay(actor: Actor): Promise<void> {
+    if (actor.system || actor.id === ROOT_ID) return;
+    if (!(await this.global.has(actor, "global.eraseSubject"))) throw new ForbiddenError(`${actor.id} lacks the intent global.eraseSubject`);
+  }
+
+  #storeOf(type: string): ResourceStore | undefined {
+    return this.stores.find((s) => s.schema.types.has(type));
+  }
+
+  /** Erases the subject (see the module's comment) and answers the receipt; a subject erased before answers its receipt, finished if it was not. */
+  async erase(actor: Actor, subject: string): Promise<ErasureReceipt> {
+    await this.#assertMay(actor);
+    const subjects = this.stores[0]!.subjects;
+    const fieldsOf = (type: string) => this.#storeOf(type)?.schema.types.get(type)?.decl.personal?.fields ?? [];
+    let receipt = await subjects.destroyKey(subject, actor.id, fieldsOf);
+    if (receipt.complete) return receipt;
+    const resources: ErasedResource[] = [];
+    for (const r of receipt.resources) {
+      if (r.event || r.gone) {
+        resources.push(r);
+        continue;
+      }
+      resources.push(await this.#mark(actor, r, subject));
+    }
+    receipt = { ...receipt, resources, complete: true };
+    await subjects.record(receipt);
+    return receipt;
+  }
+
+  /** Appends the erasure's event to the resource's chain: its seq and hash, or `gone` when the resource was deleted. */
+  async #mark(actor: Actor, r: ErasedResource, subject: string): Promise<ErasedResource> {
+    const store = this.#storeOf(r.type);
+    const ref = { type: r.type, ids: [...r.ids] };
+    if (!store) return { ...r, gone: true };
+    try {
+      await store.writes.mutate(actor, ref, { intent: null, verb: ERASED_VERB, change: () => ({ record: { subject, fields: [...r.fields] } }) });
+    } catch (e) {
+      if (e instanceof NotFoundError) return { ...r, gone: true };
+      throw e;
+    }
+    const head = await store.audit.history(SYSTEM, ref, { limit: 1, reverse: true });
+    const last = head.items[0]!;
+    return { ...r, event: { seq: last.seq, hash: last.hash } };
+  }
+
+  /** The receipt of a subject's erasure (needs `global.eraseSubject`); NotFoundError when it was not erased. */
+  async receipt(actor: Actor, subject: string): Promise<ErasureReceipt> {
+    await this.#assertMay(actor);
+    const receipt = await this.stores[0]!.subjects.receipt(subject);
+    if (!receipt) throw new NotFoundError(`the data subject ${subject} was not erased`);
+    return receipt;
+  }
+}

@@ -1,0 +1,247 @@
+/**
+ * Personal data under per-subject keys: crypto-shredding (issue 26, part 2). A type declares which of
+ * its string fields are a data subject's and which field names the subject (`TypeDecl.personal`). A
+ * write seals those fields under the subject's own key (AES-256-GCM, node:crypto) before the state is
+ * encoded and the event appended, so the stored record and every event (its data, its diff) hold the
+ * ciphertext and the hash chain covers it. Reads open what they serve. Erasing the subject deletes its
+ * key: every sealed value of it, wherever a copy went after that (state, history, a project archive,
+ * an export), reads as erased, while the bytes the chains and checkpoints hash are unchanged.
+ *
+ * A subject's partition (`layout.subject`) holds its key, the resources holding data sealed under it
+ * (the receipt of an erasure names them) and, once erased, the receipt of its erasure. A sealed value is
+ * `psd1.<base64url(subject)>.<base64url(iv[12] | tag[16] | ciphertext)>`; its additional authenticated
+ * data is the subject, so a value does not open under another subject's key.
+ */
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
+import { ConflictError, NotFoundError } from "../../errors.js";
+import { scanAll, type Entry, type KvStore } from "../../kv/contract.js";
+import type { Static } from "@sinclair/typebox";
+import { layout } from "../model/layout.js";
+import type { ErasedResource as ErasedResourceShape, ErasureReceipt as ErasureReceiptShape } from "../model/wire.js";
+import type { Ref } from "../model/ref.js";
+import { assertId, type CompiledType } from "../model/schema.js";
+
+export const SEALED_PREFIX = "psd1.";
+/** What a sealed value of an erased subject reads as (a string, so every served schema still holds). */
+export const ERASED_TEXT = "(erased)";
+const QUOTED_PREFIX = Buffer.from(`"${SEALED_PREFIX}`);
+
+/** True when JSON bytes may hold a sealed value (a string starting with the prefix): a scan, no parse. */
+export const sealedIn = (json: Buffer): boolean => json.indexOf(QUOTED_PREFIX) >= 0;
+
+/** The receipt of an erasure and each resource it names: their one declaration is the wire shape (model/wire.ts). */
+export type ErasureReceipt = Static<typeof ErasureReceiptShape>;
+export type ErasedResource = Static<typeof ErasedResourceShape>;
+
+const b64 = (s: string): string => Buffer.from(s, "utf8").toString("base64url");
+const keyIdOf = (key: Buffer): string => createHash("sha256").update(key).digest("hex").slice(0, 16);
+
+function seal(key: Buffer, subject: string, plain: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv("aes-256-gcm", key, iv);
+  cipher.setAAD(Buffer.from(subject, "utf8"));
+  const ct = Buffer.concat([cipher.update(plain, "utf8"), cipher.final()]);
+  return `${SEALED_PREFIX}${b64(subject)}.${Buffer.concat([iv, cipher.getAuthTag(), ct]).toString("base64url")}`;
+}
+
+/** The subject a sealed value names, or null when the string is not one. */
+function subjectOf(value: string): string | null {
+  if (!value.startsWith(SEALED_PREFIX)) return null;
+  const dot = value.indexOf(".", SEALED_PREFIX.length);
+  if (dot < 0) return null;
+  return Buffer.from(value.slice(SEALED_PREFIX.length, dot), "base64url").toString("utf8");
+}
+
+/** The plain text of a sealed value under `key`, or null when it does not open (another key, altered). */
+function open(key: Buffer, subject: string, value: string): string | null {
+  const raw = Buffer.from(value.slice(value.lastIndexOf(".") + 1), "base64url");
+  if (raw.length < 28) return null;
+  try {
+    const decipher = createDecipheriv("aes-256-gcm", key, raw.subarray(0, 12));
+    decipher.setAAD(Buffer.from(subject, "utf8"));
+    decipher.setAuthTag(raw.subarray(12, 28));
+    return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString("utf8");
+  } catch {
+    return null;
+  }
+}
+
+const decodeKey = (e: Entry): Buffer => Buffer.from((JSON.parse(e.value.toString("utf8")) as { key: string }).key, "base64");
+
+/** Every string of a JSON value, depth first. */
+function eachString(v: unknown, f: (s: string) => void): void {
+  if (typeof v === "string") f(v);
+  else if (Array.isArray(v)) for (const x of v) eachString(x, f);
+  else if (v !== null && typeof v === "object") for (const x of Object.values(v)) eachString(x, f);
+}
+
+/** The JSON value with each string replaced by `f`'s answer (objects and arrays copied). */
+function mapStrings(v: unknown, f: (s: string) => string): unknown {
+  if (typeof v === "string") return f(v);
+  if (Array.isArray(v)) return v.map((x) => mapStrings(x, f));
+  if (v !== null && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, mapStrings(x, f)]));
+  return v;
+}
+
+/** The data subjects' keys of one store (Core.subjects): sealing on write, opening on read, and erasure. */
+export class Subjects {
+  constructor(
+    private readonly kv: KvStore,
+    private readonly now: () => number,
+  ) {}
+
+  /**
+   * `data` with its personal fields sealed under its subject's key: those `fresh` names (the fields the
+   * write sets; null: all), unless the value is what `current` holds sealed already (kept as it is, so an
+   * unchanged field is no change in a diff). The subject's key is made on its first use, and the resource
+   * is recorded as holding its data. A subject that was erased takes no new personal data (ConflictError).
+   */
+  async seal(t: CompiledType, ref: Ref, data: Record<string, unknown>, fresh: ReadonlySet<string> | null, current?: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const p = t.decl.personal;
+    if (!p) return data;
+    const subject = data[p.subject];
+    if (typeof subject !== "string") return data;
+    const fields = p.fields.filter((f) => typeof data[f] === "string" && (fresh === null || fresh.has(f)));
+    if (fields.length === 0) return data;
+    const key = await this.#keyFor(subject, ref, `data.${p.subject}`);
+    const out = { ...data };
+    for (const f of fields) {
+      const plain = data[f] as string;
+      const was = current?.[f];
+      out[f] = typeof was === "string" && subjectOf(was) === subject && open(key, subject, was) === plain ? was : seal(key, subject, plain);
+    }
+    return out;
+  }
+
+  /** The patch an event records: its personal fields as `data` (the state written) holds them, sealed. */
+  sealedPatch(t: CompiledType, patch: Record<string, unknown>, data: Record<string, unknown>): Record<string, unknown> {
+    const p = t.decl.personal;
+    if (!p || typeof data[p.subject] !== "string") return patch;
+    const out = { ...patch };
+    for (const f of p.fields) if (typeof out[f] === "string") out[f] = data[f];
+    return out;
+  }
+
+  /** The data to validate in place of `data`: the sealed personal fields a write did not set stand in as a short text (their plain text was validated when written). */
+  standIn(t: CompiledType, data: Record<string, unknown>, patch: Record<string, unknown>): Record<string, unknown> {
+    const p = t.decl.personal;
+    if (!p) return data;
+    const out = { ...data };
+    for (const f of p.fields) if (!(f in patch) && typeof out[f] === "string" && subjectOf(out[f] as string) !== null) out[f] = "x";
+    return out;
+  }
+
+  /** The subject's key, made (and the resource recorded) on first use; ConflictError when the subject was erased. */
+  async #keyFor(subject: string, ref: Ref, field: string): Promise<Buffer> {
+    assertId(subject, field);
+    const partition = layout.subject(subject);
+    const refKey = layout.subjectRef(ref.type, ref.ids);
+    for (;;) {
+      const [k, r, erased] = await this.kv.getMany(partition, [layout.subjectKey, refKey, layout.subjectErasure]);
+      if (erased) throw new ConflictError(`the data subject ${subject} was erased: no personal data of it can be stored`, field);
+      if (k && r) return decodeKey(k);
+      const key = k ? decodeKey(k) : randomBytes(32);
+      // The key entry is put again with each resource recorded: its version moves, so an erasure that
+      // listed the resources before this commit fails its check and lists them again (its receipt misses none).
+      const value = k ? k.value : Buffer.from(JSON.stringify({ key: key.toString("base64"), createdAt: new Date(this.now()).toISOString() }));
+      try {
+        await this.kv.commit(partition, [
+          { type: "check", key: layout.subjectKey, version: k?.version ?? null },
+          { type: "check", key: layout.subjectErasure, version: null },
+          { type: "put", key: layout.subjectKey, value },
+          { type: "put", key: refKey, value: Buffer.alloc(0) },
+        ]);
+        return key;
+      } catch (e) {
+        if (!(e instanceof ConflictError)) throw e;
+        // another write made the key, or an erasure destroyed it, meanwhile: read again
+      }
+    }
+  }
+
+  /** A JSON value with every sealed string opened: its plain text, ERASED_TEXT once its subject was erased, or as it is when it opens under no key. */
+  async openValue<T>(value: T): Promise<T> {
+    const subjects = new Set<string>();
+    eachString(value, (s) => {
+      const subject = subjectOf(s);
+      if (subject !== null) subjects.add(subject);
+    });
+    if (subjects.size === 0) return value;
+    const keys = new Map<string, Buffer | "erased">();
+    await Promise.all(
+      [...subjects].map(async (subject) => {
+        let partition;
+        try {
+          partition = layout.subject(subject);
+        } catch {
+          return;
+        }
+        const [k, erased] = await this.kv.getMany(partition, [layout.subjectKey, layout.subjectErasure]);
+        if (k) keys.set(subject, decodeKey(k));
+        else if (erased) keys.set(subject, "erased");
+      }),
+    );
+    return mapStrings(value, (s) => {
+      const subject = subjectOf(s);
+      const key = subject === null ? undefined : keys.get(subject);
+      if (key === undefined) return s;
+      if (key === "erased") return ERASED_TEXT;
+      return open(key, subject!, s) ?? s;
+    }) as T;
+  }
+
+  /** JSON bytes with every sealed string opened (`openValue`); bytes holding none are answered as they are, unparsed. */
+  async openJson(json: Buffer): Promise<Buffer> {
+    if (!sealedIn(json)) return json;
+    return Buffer.from(JSON.stringify(await this.openValue(JSON.parse(json.toString("utf8")))));
+  }
+
+  /** Each of `items` opened (`openJson`): the same array when none holds a sealed value (the common case: no promise). */
+  openAll(items: Buffer[]): Buffer[] | Promise<Buffer[]> {
+    if (!items.some(sealedIn)) return items;
+    return Promise.all(items.map((b) => this.openJson(b)));
+  }
+
+  /** The receipt of a subject's erasure, or null when it was not erased. */
+  async receipt(subject: string): Promise<ErasureReceipt | null> {
+    assertId(subject, "subjectId");
+    const e = await this.kv.get(layout.subject(subject), layout.subjectErasure);
+    return e ? (JSON.parse(e.value.toString("utf8")) as ErasureReceipt) : null;
+  }
+
+  /**
+   * Destroys the subject's key and records the erasure's receipt (incomplete: its events are appended
+   * after), in one commit; a subject erased before answers its receipt as it stands. NotFoundError when
+   * no personal data of the subject was ever stored. `fieldsOf` names a type's personal fields.
+   */
+  async destroyKey(subject: string, by: string, fieldsOf: (type: string) => readonly string[]): Promise<ErasureReceipt> {
+    assertId(subject, "subjectId");
+    const partition = layout.subject(subject);
+    for (;;) {
+      const [k, erased] = await this.kv.getMany(partition, [layout.subjectKey, layout.subjectErasure]);
+      if (erased) return JSON.parse(erased.value.toString("utf8")) as ErasureReceipt;
+      if (!k) throw new NotFoundError(`no personal data of the subject ${subject} is stored`);
+      const resources: ErasedResource[] = [];
+      for await (const e of scanAll(this.kv, partition, { prefix: layout.subjectRefs })) {
+        const ref = layout.refOfSubjectRef(e.key);
+        resources.push({ ...ref, fields: [...fieldsOf(ref.type)] });
+      }
+      const receipt: ErasureReceipt = { subject, erasedAt: new Date(this.now()).toISOString(), erasedBy: by, keyId: keyIdOf(decodeKey(k)), resources, complete: false };
+      try {
+        await this.kv.commit(partition, [
+          { type: "check", key: layout.subjectKey, version: k.version },
+          { type: "delete", key: layout.subjectKey },
+          { type: "put", key: layout.subjectErasure, value: Buffer.from(JSON.stringify(receipt)) },
+        ]);
+        return receipt;
+      } catch (e) {
+        if (!(e instanceof ConflictError)) throw e;
+      }
+    }
+  }
+
+  /** Records the receipt as it now stands (the erasure's events appended). */
+  async record(receipt: ErasureReceipt): Promise<void> {
+    await this.kv.commit(layout.subject(receipt.subject), [{ type: "put", key: layout.subjectErasure, value: Buffer.from(JSON.stringify(receipt)) }]);
+  }
+}

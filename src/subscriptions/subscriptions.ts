@@ -1,0 +1,594 @@
+/**
+ * Durable subscriptions (issue 26, part 3): a named filter over the store-wide change feed
+ * (resources/log/feed.ts) whose position is kept in the store, so it survives restarts and a switch to
+ * another server of a fleet (the servers share the store). Delivered to a pull consumer
+ * (`pull`: read, then `ack`) or to a webhook (`deliverPending`, run by the background runner).
+ *
+ * Guarantees (docs/subscriptions.md):
+ * - at least once: a delivery is acknowledged only after it was answered (a pull's `ack`, a webhook's
+ *   2xx), and an acknowledgment is a guarded write (the cursor's version; for a webhook, the lease's
+ *   too), so nothing is skipped by a race; an event can be delivered again after a crash or a lost lease;
+ * - in order per partition: events are read in feed order, and the events a crash left without a feed
+ *   entry (feed.ts) are read before the next entry of their partition, as the change feed does; the
+ *   last seq acknowledged of each partition is stored for that;
+ * - as the owner may read it now: every event is re-checked at delivery against the owner's current
+ *   view (its history intent, a permission change's `listPermissions`, permission maps left out for
+ *   those who may not list them: `audit.eventFor`), and against the filter's intent;
+ * - one deliverer: a webhook is delivered by the server holding its lease (a record in the
+ *   subscription's partition, taken when free or expired, renewed each pass).
+ *
+ * Who may: a subscription is its creator's (the owner): only the owner reads, pulls or acknowledges it.
+ * The owner or a holder of `global.manageSubscriptions` (an operator) may read it, delete it, and read
+ * and replay its dead letters; anyone else gets a 404, as for a subscription that does not exist.
+ */
+import { createHash, randomBytes, randomUUID } from "node:crypto";
+import { isTop, type Actor } from "../access/actor.js";
+import type { GlobalPermissions } from "../access/global.js";
+import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
+import type { Identity } from "../identity/index.js";
+import { allPartitions, type Entry, type KvStore, type Op, type Partition } from "../kv/contract.js";
+import type { Feed, FeedEntry } from "../resources/log/feed.js";
+import type { ResourceEvent } from "../resources/model/events.js";
+import type { Ref } from "../resources/model/ref.js";
+import type { Assignees } from "../workflow/assignees.js";
+import { subscriptionLayout as L } from "./layout.js";
+import { SIGNATURE_HEADER, sign } from "./signature.js";
+import type { CreateSubscription, CreatedSubscription, DeadLetter, Delivered, Digest, Replayed, Subscription, SubscriptionEvents, SubscriptionFilter } from "./wire.js";
+
+/** The global intent of operators over every subscription: read, delete, read and replay dead letters. */
+export const SUBSCRIPTION_INTENTS = ["global.manageSubscriptions"] as const;
+const MANAGE = SUBSCRIPTION_INTENTS[0];
+
+declare module "../access/intents.js" {
+  interface DeclaredIntents {
+    subscriptions: (typeof SUBSCRIPTION_INTENTS)[number];
+  }
+}
+
+export interface SubscriptionsOptions {
+  readonly clock?: () => number;
+  /** How long a server's webhook lease lasts unless renewed (default 10 s): the longest a fleet waits for a dead deliverer. */
+  readonly leaseMs?: number;
+  /** The first retry's delay; each retry doubles it (default 1 s). */
+  readonly retryBaseMs?: number;
+  /** Attempts of one delivery before it goes to the dead letters (default 8). */
+  readonly maxAttempts?: number;
+  /** A receiver that does not answer within this is a failed attempt (default 10 s). */
+  readonly timeoutMs?: number;
+  /** Events in one webhook delivery at most (default 100). */
+  readonly batch?: number;
+}
+
+export const SUBSCRIPTION_DEFAULTS = { leaseMs: 10_000, retryBaseMs: 1000, maxAttempts: 8, timeoutMs: 10_000, batch: 100 } as const;
+
+/** The events one pull answers at most, and the feed entries one read scans. */
+export const PULL_LIMIT = { default: 100, max: 1000 } as const;
+const ENTRIES_PER_READ = 500;
+/** The feed entries one read of a subscription scans at most (the rest is `more`). */
+const ENTRIES_PER_PAGE = 10_000;
+const ATTEMPTS = 20;
+/** Webhook subscriptions one server delivers at once. */
+const CONCURRENT_DELIVERIES = 8;
+
+interface Stored {
+  id: string;
+  name: string;
+  owner: string;
+  filter: SubscriptionFilter;
+  webhook?: { url: string; digest?: boolean };
+  secret?: string;
+  createdAt: string;
+}
+
+/** Acknowledged: the feed entries before `position`, and of entry `position` the events up to `seq`. */
+interface Cursor {
+  position: number;
+  seq: number;
+}
+
+interface Lease {
+  holder: string;
+  until: number;
+}
+
+interface Retry {
+  attempts: number;
+  nextAt: number;
+  error: string;
+}
+
+const json = (v: unknown): Buffer => Buffer.from(JSON.stringify(v));
+const parse = <T>(e: Entry): T => JSON.parse(e.value.toString("utf8")) as T;
+const spell = (c: Cursor): string => `${c.position}-${c.seq}`;
+const before = (a: Cursor, b: Cursor): boolean => a.position < b.position || (a.position === b.position && a.seq < b.seq);
+
+/** `<position>-<seq>` → a cursor; ValidationError naming `field` when malformed. */
+function cursorOf(text: string, field: string): Cursor {
+  const m = /^(\d{1,15})-(\d{1,15})$/.exec(text);
+  if (!m) throw new ValidationError(`${field} must be a position this subscription delivered (<feed position>-<seq>)`, field);
+  return { position: Number(m[1]), seq: Number(m[2]) };
+}
+
+/** True when `event` passes the filter's path and types (the intent is checked with the owner's view). */
+export function matches(filter: SubscriptionFilter, event: ResourceEvent): boolean {
+  const { path, types } = filter;
+  if (path && (event.path.length < path.length || path.some((p, i) => event.path[i]!.type !== p.type || event.path[i]!.id !== p.id))) return false;
+  if (types && !types.some((t) => t === event.type || (t.endsWith(".*") && event.type.startsWith(t.slice(0, -1))))) return false;
+  return true;
+}
+
+/** What subscriptions need of a schema's store: its types' intents, who may read an event, an intent check. */
+export interface EventReader {
+  readonly schema: { readonly types: ReadonlyMap<string, { readonly intents: { readonly all: readonly string[] } }> };
+  readonly audit: { eventFor(actor: Actor, event: ResourceEvent): Promise<ResourceEvent | null> };
+  readonly reads: { assertIntent(actor: Actor, ref: Ref, intent: string): Promise<void> };
+}
+
+export interface SubscriptionsParts {
+  readonly kv: KvStore;
+  readonly feed: Feed;
+  /** The stores whose events the feed carries (each schema's), asked in turn who may read an event. */
+  readonly stores: readonly EventReader[];
+  readonly identity: Identity;
+  readonly global: GlobalPermissions;
+  readonly assignees: Assignees;
+}
+
+/** What one page of a subscription's events holds, and the cursor and per-partition marks that acknowledge it. */
+interface Page {
+  items: Delivered[];
+  ack: Cursor;
+  more: boolean;
+}
+
+export class Subscriptions {
+  /** This process, as a lease holder. */
+  readonly holder = randomUUID();
+  readonly #clock: () => number;
+  readonly #o: Required<Omit<SubscriptionsOptions, "clock">>;
+
+  constructor(
+    private readonly parts: SubscriptionsParts,
+    options: SubscriptionsOptions = {},
+  ) {
+    this.#clock = options.clock ?? Date.now;
+    this.#o = { ...SUBSCRIPTION_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([k, v]) => k !== "clock" && v !== undefined)) };
+  }
+
+  // ------------------------------------------------------------------ the subscriptions
+
+  async create(actor: Actor, body: CreateSubscription): Promise<CreatedSubscription> {
+    const filter = body.filter ?? {};
+    if (filter.intent !== undefined) this.#checkIntent(filter.intent);
+    if (body.webhook) {
+      let url: URL;
+      try {
+        url = new URL(body.webhook.url);
+      } catch {
+        throw new ValidationError("webhook.url is not a URL", "webhook.url");
+      }
+      if (url.protocol !== "http:" && url.protocol !== "https:") throw new ValidationError("webhook.url must be http or https", "webhook.url");
+    }
+    const id = randomBytes(12).toString("base64url");
+    const secret = body.webhook ? randomBytes(32).toString("base64url") : undefined;
+    const stored: Stored = {
+      id,
+      name: body.name,
+      owner: actor.id,
+      filter,
+      ...(body.webhook ? { webhook: { url: body.webhook.url, ...(body.webhook.digest ? { digest: true } : {}) }, secret } : {}),
+      createdAt: new Date(this.#clock()).toISOString(),
+    };
+    // It starts at the feed's head: a subscription delivers what is committed from now on.
+    const cursor = await this.#headCursor();
+    await this.parts.kv.commit(L.partition(id), [
+      { type: "check", key: L.record, version: null },
+      { type: "put", key: L.record, value: json(stored) },
+      { type: "put", key: L.cursor, value: json(cursor) },
+    ]);
+    return { subscription: this.#wire(stored, cursor), ...(secret ? { secret } : {}) };
+  }
+
+  async get(actor: Actor, id: string): Promise<Subscription> {
+    const s = await this.#managed(actor, id);
+    return this.#wire(s, await this.#cursor(id).then((c) => c.value));
+  }
+
+  /** The caller's own subscriptions. */
+  async list(actor: Actor): Promise<Subscription[]> {
+    const out: Subscription[] = [];
+    for await (const p of allPartitions(this.parts.kv, L.kind.kind)) {
+      const [r, c] = await this.parts.kv.getMany(p, [L.record, L.cursor]);
+      if (!r || !c) continue;
+      const s = parse<Stored>(r);
+      if (s.owner === actor.id) out.push(this.#wire(s, parse<Cursor>(c)));
+    }
+    return out;
+  }
+
+  async delete(actor: Actor, id: string): Promise<void> {
+    await this.#managed(actor, id);
+    await this.parts.kv.dropPartition(L.partition(id));
+  }
+
+  // ------------------------------------------------------------------ the pull consumer
+
+  /**
+   * Acknowledges `ack` (when given: a guarded write of the cursor), then reads the events past the
+   * cursor that pass the filter, as the owner may read them now. Owner only.
+   */
+  async pull(actor: Actor, id: string, options: { ack?: string; limit?: number } = {}): Promise<SubscriptionEvents> {
+    const s = await this.#owned(actor, id);
+    if (options.ack !== undefined) await this.#ack(id, cursorOf(options.ack, "ack"), null);
+    // The owner as it is now (its groups as stored, not as its token was issued).
+    const owner = await this.parts.identity.actorFor(s.owner);
+    const page = await this.#read(s, owner, (await this.#cursor(id)).value, options.limit ?? PULL_LIMIT.default);
+    return { items: page.items, ack: spell(page.ack), more: page.more };
+  }
+
+  // ------------------------------------------------------------------ dead letters
+
+  async deadLetters(actor: Actor, id: string): Promise<DeadLetter[]> {
+    await this.#managed(actor, id);
+    const page = await this.parts.kv.scan(L.partition(id), { prefix: L.dead.prefix, limit: 1000 });
+    return page.entries.map((e) => parse<DeadLetter>(e));
+  }
+
+  /** POSTs a dead letter again, signed now: delivered, it is removed; not, it is kept. */
+  async replay(actor: Actor, id: string, n: number): Promise<Replayed> {
+    const s = await this.#managed(actor, id);
+    const key = L.dead.pack([n]);
+    const e = await this.parts.kv.get(L.partition(id), key);
+    if (!e || !s.webhook || !s.secret) throw new NotFoundError(`subscription ${id} has no dead letter ${n}`);
+    const letter = parse<DeadLetter>(e);
+    const result = await this.#post(s, letter.body);
+    if (result.ok)
+      await this.parts.kv
+        .commit(L.partition(id), [
+          { type: "check", key, version: e.version },
+          { type: "delete", key },
+        ])
+        .catch(() => undefined);
+    return { delivered: result.ok, ...(result.status !== undefined ? { status: result.status } : {}), ...(result.ok ? {} : { error: result.error }) };
+  }
+
+  // ------------------------------------------------------------------ the digest
+
+  /** The caller's open assignments (TruBudget #1904's daily digest), as JSON and as plain text. */
+  async digest(actor: Actor): Promise<Digest> {
+    const assigned = await this.parts.assignees.assignmentsOf(actor, actor.id);
+    const items = assigned
+      .filter((a) => a.status !== "closed")
+      .map((a) => ({ type: a.type, ids: [...a.ids], ...(a.displayName !== undefined ? { displayName: a.displayName } : {}), status: a.status }));
+    const day = new Date(this.#clock()).toISOString().slice(0, 10);
+    const lines = items.map((i) => `- ${i.type} ${i.ids.join("/")}${i.displayName ? `: ${i.displayName}` : ""}`);
+    const text = [`Open assignments of ${actor.id} on ${day}: ${items.length}`, ...lines].join("\n") + "\n";
+    return { user: actor.id, day, open: items.length, items, text };
+  }
+
+  // ------------------------------------------------------------------ webhook delivery (background)
+
+  /**
+   * One pass over every webhook subscription: where this process holds (or takes) the lease and no
+   * retry is waiting, deliver what is pending, batch by batch, until caught up or an attempt fails.
+   * Failures of one subscription go to `onError` and do not stop the others.
+   */
+  async deliverPending(onError: (e: unknown, id: string) => void = () => {}): Promise<void> {
+    // A few at a time, so one slow receiver does not hold up the others' deliveries.
+    let running: Promise<void>[] = [];
+    for await (const p of allPartitions(this.parts.kv, L.kind.kind)) {
+      const id = String(p[1]);
+      running.push(this.#deliverOne(id).catch((e: unknown) => onError(e, id)));
+      if (running.length >= CONCURRENT_DELIVERIES) {
+        await Promise.all(running);
+        running = [];
+      }
+    }
+    await Promise.all(running);
+  }
+
+  async #deliverOne(id: string): Promise<void> {
+    const { kv } = this.parts;
+    const partition = L.partition(id);
+    const r = await kv.get(partition, L.record);
+    const s = r ? parse<Stored>(r) : undefined;
+    if (!s?.webhook || !s.secret) return;
+    const lease = await this.#takeLease(partition);
+    if (lease === null) return;
+    let actor: Actor;
+    try {
+      actor = await this.parts.identity.actorFor(s.owner);
+    } catch {
+      return; // the owner is disabled or gone: nothing is delivered meanwhile
+    }
+    try {
+      if (s.webhook.digest) await this.#deliverDigest(s, actor, lease);
+      await this.#deliverEvents(s, actor, lease);
+    } catch (e) {
+      // A lost lease (or a delete) in the middle: another server, or nobody, delivers from the cursor.
+      if (!(e instanceof ConflictError || e instanceof NotFoundError)) throw e;
+    }
+  }
+
+  async #deliverEvents(s: Stored, actor: Actor, taken: number): Promise<void> {
+    const { kv } = this.parts;
+    const id = s.id;
+    const partition = L.partition(id);
+    let lease = taken;
+    for (let round = 0; round < 100; round++) {
+      if (round > 0) {
+        // Renewed each round, so a long pass keeps it; lost, another server delivers from the cursor.
+        const renewed = await this.#takeLease(partition);
+        if (renewed === null) return;
+        lease = renewed;
+      }
+      const retry = await kv.get(partition, L.retry);
+      if (retry && parse<Retry>(retry).nextAt > this.#clock()) return;
+      const cursor = (await this.#cursor(id)).value;
+      const page = await this.#read(s, actor, cursor, this.#o.batch);
+      if (page.items.length === 0) {
+        if (before(cursor, page.ack)) await this.#ack(id, page.ack, lease);
+        if (!page.more) return;
+        continue;
+      }
+      const body = JSON.stringify({ subscription: id, ack: spell(page.ack), events: page.items });
+      const result = await this.#post(s, body);
+      if (result.ok) {
+        await this.#ack(id, page.ack, lease, [{ type: "delete", key: L.retry }]);
+        if (!page.more) return;
+        continue;
+      }
+      const attempts = (retry ? parse<Retry>(retry).attempts : 0) + 1;
+      if (attempts >= this.#o.maxAttempts) {
+        // Given up: the batch goes to the dead letters and the subscription moves past it, in one commit.
+        const next = await kv.get(partition, L.deadNext);
+        const n = next ? parse<number>(next) : 1;
+        const letter: DeadLetter = { n, at: new Date(this.#clock()).toISOString(), attempts, error: result.error, body };
+        await this.#ack(id, page.ack, lease, [
+          { type: "check", key: L.deadNext, version: next?.version ?? null },
+          { type: "put", key: L.dead.pack([n]), value: json(letter) },
+          { type: "put", key: L.deadNext, value: json(n + 1) },
+          { type: "delete", key: L.retry },
+        ]);
+        continue;
+      }
+      const wait = this.#o.retryBaseMs * 2 ** (attempts - 1);
+      await kv.commit(partition, [
+        { type: "check", key: L.lease, version: lease },
+        { type: "put", key: L.retry, value: json({ attempts, nextAt: this.#clock() + wait, error: result.error } satisfies Retry) },
+      ]);
+      return;
+    }
+  }
+
+  /** Once per UTC day, the owner's digest to the webhook (retried on the next pass when it fails). */
+  async #deliverDigest(s: Stored, actor: Actor, lease: number): Promise<void> {
+    const partition = L.partition(s.id);
+    const last = await this.parts.kv.get(partition, L.digestDay);
+    if (last && parse<string>(last) === new Date(this.#clock()).toISOString().slice(0, 10)) return;
+    const digest = await this.digest(actor);
+    const result = await this.#post(s, JSON.stringify({ subscription: s.id, digest }));
+    if (!result.ok) return;
+    await this.parts.kv.commit(partition, [
+      { type: "check", key: L.lease, version: lease },
+      { type: "check", key: L.digestDay, version: last?.version ?? null },
+      { type: "put", key: L.digestDay, value: json(digest.day) },
+    ]);
+  }
+
+  /**
+   * Takes or renews the lease (renewed once half of it is spent); answers its version, or null when
+   * another live server holds it or the subscription is gone.
+   */
+  async #takeLease(partition: Partition): Promise<number | null> {
+    const [record, e] = await this.parts.kv.getMany(partition, [L.record, L.lease]);
+    if (!record) return null;
+    const now = this.#clock();
+    if (e) {
+      const l = parse<Lease>(e);
+      if (l.holder !== this.holder && l.until > now) return null;
+      if (l.holder === this.holder && l.until - now > this.#o.leaseMs / 2) return e.version;
+    }
+    try {
+      const { version } = await this.parts.kv.commit(partition, [
+        { type: "check", key: L.record, version: record.version },
+        { type: "check", key: L.lease, version: e?.version ?? null },
+        { type: "put", key: L.lease, value: json({ holder: this.holder, until: now + this.#o.leaseMs } satisfies Lease) },
+      ]);
+      return version;
+    } catch (err) {
+      if (err instanceof ConflictError) return null; // another server took it first
+      throw err;
+    }
+  }
+
+  async #post(s: Stored, body: string): Promise<{ ok: boolean; status?: number; error: string }> {
+    try {
+      const res = await fetch(s.webhook!.url, {
+        method: "POST",
+        redirect: "manual",
+        signal: AbortSignal.timeout(this.#o.timeoutMs),
+        headers: {
+          "content-type": "application/json",
+          [SIGNATURE_HEADER]: sign(s.secret!, body, Math.floor(this.#clock() / 1000)),
+          "flowstore-subscription": s.id,
+          "flowstore-delivery": createHash("sha256").update(body).digest("base64url").slice(0, 22),
+        },
+        body,
+      });
+      await res.body?.cancel();
+      return { ok: res.status >= 200 && res.status < 300, status: res.status, error: `the receiver answered ${res.status}` };
+    } catch (e) {
+      return { ok: false, error: e instanceof Error ? e.message : String(e) };
+    }
+  }
+
+  // ------------------------------------------------------------------ reading and acknowledging
+
+  /**
+   * The events past `cursor` that pass the filter and that the owner may read now, at most `limit`;
+   * `ack` acknowledges everything read (filtered out or not).
+   */
+  async #read(s: Stored, actor: Actor, cursor: Cursor, limit: number): Promise<Page> {
+    const { feed, kv } = this.parts;
+    const partition = L.partition(s.id);
+    const marks = new Map<string, number | undefined>();
+    const markOf = async (p: Partition): Promise<number | undefined> => {
+      const key = JSON.stringify(p);
+      if (!marks.has(key)) {
+        const e = await kv.get(partition, L.marks.pack(p));
+        marks.set(key, e ? parse<number>(e) : undefined);
+      }
+      return marks.get(key);
+    };
+    const items: Delivered[] = [];
+    let ack = cursor;
+    // The entry at the cursor may be partly acknowledged: read from it.
+    let after = Math.max(0, cursor.position - 1);
+    for (let scanned = 0; ; scanned += ENTRIES_PER_READ) {
+      const entries = await feed.read(after, ENTRIES_PER_READ);
+      if (entries.length === 0) return { items, ack, more: false };
+      if (scanned >= ENTRIES_PER_PAGE) return { items, ack, more: true };
+      for (const entry of entries) {
+        after = entry.position;
+        if (entry.position < cursor.position) continue;
+        const skipTo = entry.position === cursor.position ? cursor.seq : 0;
+        const mark = await markOf(entry.partition);
+        const events = mark !== undefined && entry.to <= mark ? [] : await this.#eventsOf(entry, mark);
+        for (const e of events) {
+          if (e.seq <= skipTo) continue;
+          const visible = matches(s.filter, e) ? await this.#visible(actor, s.filter, e) : null;
+          ack = { position: entry.position, seq: e.seq };
+          if (visible) {
+            items.push({ position: spell(ack), event: visible as Delivered["event"] });
+            if (items.length >= limit) return { items, ack, more: true };
+          }
+        }
+        if (before(ack, { position: entry.position, seq: entry.to })) ack = { position: entry.position, seq: entry.to };
+        marks.set(JSON.stringify(entry.partition), Math.max(mark ?? 0, entry.to));
+      }
+    }
+  }
+
+  /** An entry's events, and before them those a crash left without an entry since the partition's mark. */
+  #eventsOf(entry: FeedEntry, mark: number | undefined): Promise<ResourceEvent[]> {
+    const from = mark !== undefined && mark < entry.from ? mark + 1 : entry.from;
+    return this.parts.feed.events(entry.partition, from, entry.to);
+  }
+
+  /** The event as the owner may read it now (null when it may not), the filter's intent included. */
+  async #visible(actor: Actor, filter: SubscriptionFilter, event: ResourceEvent): Promise<ResourceEvent | null> {
+    for (const store of this.parts.stores) {
+      const visible = await store.audit.eventFor(actor, event);
+      if (!visible) continue;
+      if (filter.intent === undefined) return visible;
+      const last = event.path.at(-1)!;
+      try {
+        await store.reads.assertIntent(actor, { type: last.type, ids: event.path.map((p) => p.id) }, filter.intent);
+        return visible;
+      } catch {
+        return null;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Moves the cursor to `to` (never back) and the per-partition marks with it, in one commit guarded by
+   * the cursor's version (and the lease's, for a webhook). `extra` ops ride along. A position past what
+   * the feed holds is a ValidationError naming `ack`.
+   */
+  async #ack(id: string, to: Cursor, lease: number | null, extra: Op[] = []): Promise<void> {
+    const { kv, feed } = this.parts;
+    const partition = L.partition(id);
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      const c = await this.#cursor(id);
+      if (!before(c.value, to) && extra.length === 0) return; // acknowledged already
+      const record = await kv.get(partition, L.record);
+      if (!record) throw new NotFoundError(`no subscription ${id}`);
+      const head = await feed.head();
+      if (to.position > head) throw new ValidationError(`ack ${spell(to)} is past this store's feed (its head is ${head})`, "ack");
+      const marks = new Map<string, { p: Partition; seq: number }>();
+      for (let after = Math.max(0, c.value.position - 1); after < to.position; ) {
+        const entries = await feed.read(after, ENTRIES_PER_READ);
+        if (entries.length === 0) break;
+        for (const entry of entries) {
+          after = entry.position;
+          if (entry.position > to.position) break;
+          if (entry.position === to.position && to.seq > entry.to)
+            throw new ValidationError(`ack ${spell(to)} is not a position of this feed (entry ${to.position} ends at seq ${entry.to})`, "ack");
+          const seq = entry.position === to.position ? to.seq : entry.to;
+          const key = JSON.stringify(entry.partition);
+          marks.set(key, { p: entry.partition, seq: Math.max(marks.get(key)?.seq ?? 0, seq) });
+        }
+      }
+      const stored = await kv.getMany(
+        partition,
+        [...marks.values()].map((m) => L.marks.pack(m.p)),
+      );
+      const moves = before(c.value, to);
+      const ops: Op[] = [
+        { type: "check", key: L.record, version: record.version },
+        { type: "check", key: L.cursor, version: c.version },
+        ...(lease === null ? [] : [{ type: "check" as const, key: L.lease, version: lease }]),
+        ...(moves
+          ? [
+              { type: "put" as const, key: L.cursor, value: json(to) },
+              ...[...marks.values()].map((m, i) => ({ type: "put" as const, key: L.marks.pack(m.p), value: json(Math.max(m.seq, stored[i] ? parse<number>(stored[i]!) : 0)) })),
+            ]
+          : []),
+        ...extra,
+      ];
+      try {
+        await kv.commit(partition, ops);
+        return;
+      } catch (e) {
+        if (!(e instanceof ConflictError) || lease !== null) throw e; // a webhook that lost its lease delivers again later
+      }
+    }
+    throw new ConflictError(`too much contention on subscription ${id}`, "ack");
+  }
+
+  async #cursor(id: string): Promise<{ value: Cursor; version: number }> {
+    const e = await this.parts.kv.get(L.partition(id), L.cursor);
+    if (!e) throw new NotFoundError(`no subscription ${id}`);
+    return { value: parse<Cursor>(e), version: e.version };
+  }
+
+  async #headCursor(): Promise<Cursor> {
+    const head = await this.parts.feed.head();
+    if (head === 0) return { position: 0, seq: 0 };
+    const [entry] = await this.parts.feed.read(head - 1, 1);
+    return { position: head, seq: entry?.to ?? 0 };
+  }
+
+  // ------------------------------------------------------------------ access
+
+  async #record(id: string): Promise<Stored | undefined> {
+    const e = await this.parts.kv.get(L.partition(id), L.record);
+    return e ? parse<Stored>(e) : undefined;
+  }
+
+  /** The owner's alone (a pull reads and acknowledges as the owner). */
+  async #owned(actor: Actor, id: string): Promise<Stored> {
+    const s = await this.#record(id);
+    if (!s || s.owner !== actor.id) throw new NotFoundError(`no subscription ${id}`);
+    return s;
+  }
+
+  /** The owner's, or an operator's (`global.manageSubscriptions`; root always, as a store's root may predate the intent). */
+  async #managed(actor: Actor, id: string): Promise<Stored> {
+    const s = await this.#record(id);
+    if (s && (s.owner === actor.id || isTop(actor) || (await this.parts.global.has(actor, MANAGE)))) return s;
+    throw new NotFoundError(`no subscription ${id}`);
+  }
+
+  #checkIntent(intent: string): void {
+    for (const store of this.parts.stores) for (const t of store.schema.types.values()) if (t.intents.all.includes(intent)) return;
+    throw new ValidationError(`${intent} is not an intent of any resource type`, "filter.intent");
+  }
+
+  #wire(s: Stored, cursor: Cursor): Subscription {
+    return { id: s.id, name: s.name, owner: s.owner, filter: s.filter, ...(s.webhook ? { webhook: s.webhook } : {}), createdAt: s.createdAt, position: spell(cursor) };
+  }
+}

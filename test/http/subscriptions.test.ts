@@ -1,0 +1,252 @@
+/**
+ * Durable subscriptions through a real server on 127.0.0.1 (issue 26, part 3): filter semantics, the
+ * pull consumer's acknowledgments, events re-checked against the owner's view at delivery, who may see a
+ * subscription, webhook retries into dead letters and their replay (signatures checked by the example
+ * receiver, a real child process), and the digest of open assignments.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { API } from "../../src/client/core.js";
+import type { FlowstoreClient } from "../../src/client/index.js";
+import { backends } from "../conformance/backends.js";
+import { freePort } from "../support/ports.js";
+import { eventually } from "../support/eventually.js";
+import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
+import { startReceiver, type DeliveredEvent } from "../support/webhook-receiver.js";
+import { raw, startServer, type Running, type StartOptions } from "./harness.js";
+
+const cleanup: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.splice(0).reverse()) await c();
+});
+
+async function serve(options: StartOptions = {}): Promise<Running> {
+  const handle = await backends[0]!.create();
+  cleanup.push(() => handle.destroy());
+  const s = await startServer(handle.kv, options);
+  cleanup.push(() => s.close());
+  return s;
+}
+
+/** One request as `who`. */
+function call(s: Running, who: FlowstoreClient, method: string, path: string, body?: unknown) {
+  return raw(s.base, method, `${API}${path}`, {
+    headers: { authorization: `Bearer ${who.token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
+async function subscribe(s: Running, who: FlowstoreClient, body: unknown): Promise<{ id: string; secret?: string }> {
+  const r = await call(s, who, "POST", "/subscriptions", body);
+  expect(r.status).toBe(201);
+  return { id: r.body.subscription.id, secret: r.body.secret };
+}
+
+type Pulled = { items: DeliveredEvent[]; ack: string; more: boolean };
+async function pull(s: Running, who: FlowstoreClient, id: string, query = ""): Promise<Pulled> {
+  const r = await call(s, who, "GET", `/subscriptions/${id}/events${query}`);
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  return r.body as Pulled;
+}
+
+const item = (s: Running, p: string, w: string) => s.root.project(p).subproject("s").workflowitems.create({ id: w, displayName: w, amountType: "N/A" });
+async function project(s: Running, p: string): Promise<void> {
+  await s.root.projects.create({ id: p, displayName: p });
+  await s.root.project(p).subprojects.create({ id: "s", displayName: "s", currency: "EUR" });
+}
+
+/** Positions `<feed position>-<seq>` in the order delivered must grow, and each partition's seqs too. */
+function inOrder(items: readonly DeliveredEvent[]): void {
+  const last = new Map<string, number>();
+  let previous = [0, 0];
+  for (const { position, event } of items) {
+    const [p, q] = position.split("-").map(Number) as [number, number];
+    expect(p > previous[0]! || (p === previous[0] && q > previous[1]!), position).toBe(true);
+    previous = [p, q];
+    const key = event.path[0]!.id;
+    expect(event.seq, `${key} seq ${event.seq}`).toBeGreaterThan(last.get(key) ?? 0);
+    last.set(key, event.seq);
+  }
+}
+
+describe("a pull subscription", () => {
+  it("delivers what its filter selects (subtree, types), in order, again until acknowledged", async () => {
+    const s = await serve();
+    const items = await subscribe(s, s.root, { name: "items of p1", filter: { path: [{ type: "project", id: "p1" }], types: ["workflowitem.*"] } });
+    const projects = await subscribe(s, s.root, { name: "new projects", filter: { types: ["project.created"] } });
+    const all = await subscribe(s, s.root, { name: "everything" });
+    for (const p of ["p1", "p2"]) await project(s, p);
+    await item(s, "p1", "w1");
+    await item(s, "p2", "w1");
+    await s.root.project("p1").subproject("s").workflowitem("w1").update({ description: "changed" });
+
+    const got = await pull(s, s.root, items.id);
+    expect(got.items.map((d) => [d.event.type, d.event.path.map((x) => x.id).join("/")])).toEqual([
+      ["workflowitem.created", "p1/s/w1"],
+      ["workflowitem.updated", "p1/s/w1"],
+    ]);
+    expect(got.more).toBe(false);
+    expect((await pull(s, s.root, projects.id)).items.map((d) => d.event.path[0]!.id)).toEqual(["p1", "p2"]);
+    const everything = await pull(s, s.root, all.id);
+    expect(everything.items.length).toBeGreaterThanOrEqual(7); // 2 projects, 2 subprojects, 2 items, an update
+    inOrder(everything.items);
+
+    // At least once: unacknowledged, the same events come again; acknowledged, they do not.
+    expect(await pull(s, s.root, items.id)).toEqual(got);
+    const rest = await pull(s, s.root, items.id, `?ack=${got.items[0]!.position}`);
+    expect(rest.items.map((d) => d.event.type)).toEqual(["workflowitem.updated"]);
+    expect((await pull(s, s.root, items.id, `?ack=${rest.ack}`)).items).toEqual([]);
+    // An older acknowledgment moves nothing back.
+    expect((await pull(s, s.root, items.id, `?ack=${got.items[0]!.position}`)).items).toEqual([]);
+    expect((await call(s, s.root, "GET", `/subscriptions/${items.id}`)).body.position).toBe(rest.ack);
+
+    // A page at a time: `ack` covers what the page read.
+    const first = await pull(s, s.root, all.id, "?limit=1");
+    expect(first.items).toHaveLength(1);
+    expect(first.more).toBe(true);
+    const second = await pull(s, s.root, all.id, `?limit=1&ack=${first.ack}`);
+    expect(second.items[0]).toEqual(everything.items[1]);
+
+    // Bad acknowledgments: 400 naming ack, nothing moved.
+    for (const bad of ["nonsense", "1-x", "999999-1"]) {
+      const r = await call(s, s.root, "GET", `/subscriptions/${all.id}/events?ack=${bad}`);
+      expect(r.status, bad).toBe(400);
+      expect(r.type).toContain("application/problem+json");
+      expect(r.body.field).toContain("ack");
+    }
+    expect((await pull(s, s.root, all.id, "?limit=1")).items[0]).toEqual(everything.items[1]);
+  });
+
+  it("re-checks every event against the owner's view at delivery: a revoked view hides what was written while it held", async () => {
+    const s = await serve();
+    const alice = await s.userClient("alice");
+    const bob = await s.userClient("bob");
+    const sub = await subscribe(s, alice, { name: "mine" });
+    await s.root.projects.create({ id: "p", displayName: "p" });
+    for (const i of ["project.viewDetails", "project.viewHistory"]) await s.root.project("p").grant(i, "alice");
+    await s.root.project("p").update({ description: "while alice may read it" });
+    await s.root.project("p").revoke("project.viewHistory", "alice");
+    await s.root.projects.create({ id: "q", displayName: "q" });
+    for (const i of ["project.viewDetails", "project.viewHistory"]) await s.root.project("q").grant(i, "alice");
+
+    const got = await pull(s, alice, sub.id);
+    expect(got.items.filter((d) => d.event.path[0]!.id === "p")).toEqual([]);
+    const created = got.items.find((d) => d.event.type === "project.created");
+    expect(created?.event.path[0]!.id).toBe("q");
+    // Without the intent to list permissions: no permission map, no permission events.
+    expect(created!.event.payload.permissions).toBeUndefined();
+    expect(got.items.filter((d) => d.event.type.includes("permission"))).toEqual([]);
+
+    // A subscription is its owner's: anyone else hears of none; root (the operators) may read it.
+    expect((await call(s, bob, "GET", `/subscriptions/${sub.id}`)).status).toBe(404);
+    expect((await call(s, bob, "GET", `/subscriptions/${sub.id}/events`)).status).toBe(404);
+    expect((await call(s, bob, "GET", "/subscriptions")).body.items).toEqual([]);
+    expect((await call(s, s.root, "GET", `/subscriptions/${sub.id}`)).body).toMatchObject({ owner: "alice", name: "mine" });
+    expect((await call(s, alice, "GET", "/subscriptions")).body.items.map((x: { id: string }) => x.id)).toEqual([sub.id]);
+  });
+
+  it("refuses bad input with the field named, and forgets a deleted subscription", async () => {
+    const s = await serve();
+    for (const [body, field] of [
+      [{ name: "x", webhook: { url: "ftp://example.invalid/" } }, "url"],
+      [{ name: "x", filter: { intent: "project.fly" } }, "filter.intent"],
+      [{ name: "x", filter: { colour: "red" } }, "filter"],
+      [{ name: "" }, "name"],
+    ] as const) {
+      const r = await call(s, s.root, "POST", "/subscriptions", body);
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(r.body.field, JSON.stringify(body)).toContain(field);
+    }
+    const sub = await subscribe(s, s.root, { name: "gone soon", filter: { intent: "project.update" } });
+    expect((await call(s, s.root, "DELETE", `/subscriptions/${sub.id}`)).status).toBe(204);
+    expect((await call(s, s.root, "GET", `/subscriptions/${sub.id}`)).status).toBe(404);
+    expect((await call(s, s.root, "GET", `/subscriptions/${sub.id}/events`)).status).toBe(404);
+  });
+});
+
+describe("a webhook subscription", () => {
+  it("retries with backoff, gives up into a dead letter an operator reads and replays; every body is signed", async () => {
+    const dir = makeTempDirSync("webhook");
+    cleanup.push(async () => removeTempDirSync(dir));
+    const s = await serve({ subscriptions: { deliver: true, retryBaseMs: 20, maxAttempts: 3, intervalMs: 50, pollMs: 50 } });
+    const port = await freePort();
+    const sub = await subscribe(s, s.root, { name: "p's events", filter: { path: [{ type: "project", id: "p" }] }, webhook: { url: `http://127.0.0.1:${port}/hook` } });
+    expect(sub.secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    // The secret is shown once: never again.
+    expect(JSON.stringify((await call(s, s.root, "GET", `/subscriptions/${sub.id}`)).body)).not.toContain(sub.secret);
+    const receiver = await startReceiver({ secret: sub.secret!, port, dir, fail: 3 });
+    cleanup.push(() => receiver.stop());
+
+    await s.root.projects.create({ id: "p", displayName: "p" });
+    const letters = await eventually(
+      async () => {
+        const r = await call(s, s.root, "GET", `/subscriptions/${sub.id}/dead-letters`);
+        return r.body.items.length > 0 && r.body.items;
+      },
+      { what: "a dead letter", timeoutMs: 30_000, intervalMs: 50 },
+    );
+    expect(letters[0]).toMatchObject({ n: 1, attempts: 3, error: "the receiver answered 503" });
+    expect(receiver.lines.filter((l) => l.failing)).toHaveLength(3);
+    const dead = JSON.parse(letters[0].body).events as DeliveredEvent[];
+    expect(dead.map((d) => d.event.type)).toContain("project.created");
+
+    // Past the dead letter, delivery goes on.
+    await s.root.project("p").update({ description: "after" });
+    await eventually(() => receiver.events().some((d) => d.event.type === "project.updated"), { what: "the update delivered", timeoutMs: 30_000, intervalMs: 50 });
+
+    // Dead letters are the owner's and the operators' (global.manageSubscriptions) to read and replay.
+    const alice = await s.userClient("alice");
+    expect((await call(s, alice, "GET", `/subscriptions/${sub.id}/dead-letters`)).status).toBe(404);
+    expect((await call(s, alice, "POST", `/subscriptions/${sub.id}/dead-letters/1/replay`)).status).toBe(404);
+    await s.root.globalPermissions.grant("global.manageSubscriptions", "alice");
+    expect((await call(s, alice, "GET", `/subscriptions/${sub.id}/dead-letters`)).body.items).toHaveLength(1);
+    const replayed = await call(s, alice, "POST", `/subscriptions/${sub.id}/dead-letters/1/replay`);
+    expect(replayed.body).toEqual({ delivered: true, status: 204 });
+    expect((await call(s, alice, "GET", `/subscriptions/${sub.id}/dead-letters`)).body.items).toEqual([]);
+    expect((await call(s, alice, "POST", `/subscriptions/${sub.id}/dead-letters/1/replay`)).status).toBe(404);
+
+    // Every event of p reached the receiver, verified by its signature.
+    const types = receiver.events().map((d) => d.event.type);
+    expect(types).toContain("project.created");
+    expect(types).toContain("project.updated");
+    // A body the secret did not sign is refused by the receiver.
+    const forged = await fetch(receiver.url, { method: "POST", headers: { "flowstore-signature": `t=${Math.floor(Date.now() / 1000)},v1=${"0".repeat(64)}` }, body: "{}" });
+    expect(forged.status).toBe(401);
+  });
+});
+
+describe("the digest", () => {
+  it("summarizes the caller's open assignments as JSON and text, and is delivered to a webhook once a day", async () => {
+    const dir = makeTempDirSync("digest");
+    cleanup.push(async () => removeTempDirSync(dir));
+    const s = await serve({ subscriptions: { deliver: true, intervalMs: 50, pollMs: 50 } });
+    const alice = await s.userClient("alice");
+    await project(s, "p");
+    await item(s, "p", "v"); // first: items close in order (TruBudget's rule)
+    await item(s, "p", "w");
+    await s.root.project("p").subproject("s").workflowitem("w").assign("alice");
+    await s.root.project("p").subproject("s").workflowitem("v").assign("alice");
+    // TruBudget's close rule: the assignee closes (seeing the item).
+    await s.root.project("p").grant("project.viewDetails", "alice");
+    await s.root.project("p").subproject("s").grant("subproject.viewDetails", "alice");
+    for (const i of ["workflowitem.viewDetails", "workflowitem.close"]) await s.root.project("p").subproject("s").workflowitem("v").grant(i, "alice");
+    await alice.project("p").subproject("s").workflowitem("v").close();
+
+    const digest = (await call(s, alice, "GET", "/subscriptions/digest")).body;
+    expect(digest).toMatchObject({ user: "alice", open: 1, items: [{ type: "workflowitem", ids: ["p", "s", "w"], status: "open" }] });
+    expect(digest.day).toBe(new Date().toISOString().slice(0, 10));
+    expect(digest.text).toContain("workflowitem p/s/w");
+    expect(digest.text).not.toContain("p/s/v");
+
+    const port = await freePort();
+    const sub = await subscribe(s, alice, { name: "daily", filter: { types: ["nothing.*"] }, webhook: { url: `http://127.0.0.1:${port}/hook`, digest: true } });
+    const receiver = await startReceiver({ secret: sub.secret!, port, dir });
+    cleanup.push(() => receiver.stop());
+    await eventually(() => receiver.digests().length > 0, { what: "the digest delivered", timeoutMs: 30_000, intervalMs: 50 });
+    // Once a day: further passes send no second one (a pass moves the position past the update it filters out).
+    const position = (await call(s, alice, "GET", `/subscriptions/${sub.id}`)).body.position;
+    await s.root.project("p").update({ description: "a pass of the deliverer" });
+    await eventually(async () => (await call(s, alice, "GET", `/subscriptions/${sub.id}`)).body.position !== position, { what: "a pass", timeoutMs: 30_000, intervalMs: 50 });
+    expect(receiver.digests()).toHaveLength(1);
+    expect(receiver.digests()[0]!.text).toBe(digest.text);
+  });
+});
