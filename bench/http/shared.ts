@@ -1,6 +1,8 @@
 /** What the http workload's processes share: the data set, the credentials, the routes and the servers' front door. */
 import type { FastifyInstance } from "fastify";
 import { jwtVerify } from "jose";
+import { writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
 import type { AddressInfo } from "node:net";
 import { subproject, type Tree } from "../tree.js";
 
@@ -51,12 +53,30 @@ export const userOf = (request: object): string => (request as { user: string })
 
 /**
  * Listens on 127.0.0.1 (a free port), answers the parent's {usage} requests (RSS and the CPU time the
- * process has used), closes (then `close`) and exits when the parent disconnects, and tells the parent
+ * process has used) and {profile-start}/{profile-stop, file} (a CPU profile of a load, bench/profile/cpu.ts), closes (then `close`) and exits when the parent disconnects, and tells the parent
  * {ready, port, rss, ...extra}.
  */
 export async function serveParent(app: FastifyInstance, close: () => unknown, extra: object = {}): Promise<void> {
   await app.listen({ host: "127.0.0.1", port: 0 });
-  process.on("message", (m: { type: string }) => {
+  let session: Session | undefined;
+  process.on("message", (m: { type: string; file?: string }) => {
+    if (m.type === "profile-start" && !session) {
+      // bench/profile/cpu.ts --profile: a CPU profile of this process over one load only (node:inspector)
+      session = new Session();
+      session.connect();
+      void session.post("Profiler.enable").then(() => session!.post("Profiler.start").then(() => process.send!({ type: "profiling" })));
+      return;
+    }
+    if (m.type === "profile-stop" && session) {
+      const s = session;
+      session = undefined;
+      void s.post("Profiler.stop").then(({ profile }) => {
+        writeFileSync(m.file!, JSON.stringify(profile));
+        s.disconnect();
+        process.send!({ type: "profiled", file: m.file });
+      });
+      return;
+    }
     if (m.type !== "usage") return;
     const cpu = process.cpuUsage();
     process.send!({ type: "usage", rss: process.memoryUsage().rss, cpuMs: (cpu.user + cpu.system) / 1000 });

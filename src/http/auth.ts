@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { UnauthorizedError } from "../errors.js";
+import type { Verified } from "../identity/index.js";
 import { problems } from "./problem.js";
 import { withReason } from "./reason.js";
 
@@ -19,9 +20,27 @@ export function requireAuthentication(app: FastifyInstance): void {
     const response = (schema.response ??= {}) as Record<number, unknown>;
     Object.assign(response, { ...problems(401), ...response });
   });
-  app.addHook("onRequest", async (request: FastifyRequest) => {
-    request.actor = withReason(request, await request.server.flowstore.tokens.verify(bearerToken(request)));
+  // Callback-style: on a store that reads synchronously a known token is verified with no promise (Tokens.verifyNow).
+  app.addHook("onRequest", (request, _reply, done) => {
+    let verified: Verified | Promise<Verified>;
+    try {
+      verified = request.server.flowstore.tokens.verifyNow(bearerToken(request));
+    } catch (e) {
+      return done(e as Error);
+    }
+    if (verified instanceof Promise) verified.then((v) => admit(request, v, done), done);
+    else admit(request, verified, done);
   });
+}
+
+function admit(request: FastifyRequest, verified: Verified, done: (error?: Error) => void): void {
+  let error: Error | undefined;
+  try {
+    request.actor = withReason(request, verified.actor);
+  } catch (e) {
+    error = e as Error;
+  }
+  done(error);
 }
 
 /** The bearer token a request carries; UnauthorizedError when there is none. */

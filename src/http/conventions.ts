@@ -7,7 +7,7 @@
  * - 405 with `Allow` for a path the server knows asked with a method it does not serve there;
  * - CORS (@fastify/cors) for the configured origins only, off by default;
  * - compression (@fastify/compress) of JSON answers;
- * - security headers (@fastify/helmet);
+ * - security headers (@fastify/helmet's, computed once: `securityHeaders`; server.ts sets them);
  * - back pressure (@fastify/under-pressure), when configured: 503 with Retry-After while the event loop lags;
  * - on the native API (apiConventions): 406 when Accept admits none of the media types a route answers,
  *   and, when required, 428 for a write to an existing resource sent without If-Match.
@@ -18,7 +18,7 @@ import compress from "@fastify/compress";
 import cors from "@fastify/cors";
 import helmet from "@fastify/helmet";
 import underPressure from "@fastify/under-pressure";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { PreconditionRequiredError, UnavailableError } from "../errors.js";
 import { PROBLEM_CONTENT_TYPE, problem, sendProblem } from "./problem.js";
 
@@ -59,6 +59,33 @@ export interface HttpConventionOptions {
 }
 
 export const DEFAULT_COMPRESS_THRESHOLD = 1024;
+
+// The explorer sets its own Content-Security-Policy; without TLS, upgrading requests would break /docs.
+const HELMET_OPTIONS = { global: true, hsts: false, contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } } } as const;
+let helmetHeaders: Promise<Readonly<Record<string, string>>> | undefined;
+
+/**
+ * The security headers of every answer: those @fastify/helmet sets with HELMET_OPTIONS, which depend on
+ * nothing in the request. The plugin builds its middleware anew on every request (a CPU profile of a
+ * GET put it among the server's heaviest frames); here it runs once per process, on a request to a
+ * throwaway instance, and the server sets what it set (server.ts). Null when they are turned off.
+ */
+export function securityHeaders(options: HttpConventionOptions = {}): Promise<Readonly<Record<string, string>> | null> {
+  if (options.securityHeaders === false) return Promise.resolve(null);
+  helmetHeaders ??= (async () => {
+    const probe = fastify({ logger: false });
+    try {
+      await probe.register(helmet, HELMET_OPTIONS);
+      // Helmet sets its headers on the raw response before the handler runs: they are all it holds here.
+      probe.get("/", (_request, reply) => reply.send(Object.fromEntries(Object.entries(reply.raw.getHeaders()).map(([k, v]) => [k, String(v)]))));
+      const answer = await probe.inject({ method: "GET", url: "/" });
+      return Object.freeze(answer.json<Record<string, string>>());
+    } finally {
+      await probe.close();
+    }
+  })();
+  return helmetHeaders;
+}
 
 /** Headers a browser page may read from an answer (CORS exposes only the simple ones otherwise). */
 const EXPOSED = ["ETag", "Location", "Retry-After", "X-Request-Id", "WWW-Authenticate"];
@@ -127,10 +154,6 @@ export async function useConventions(app: FastifyInstance, options: HttpConventi
   const allowed = methodTable(app);
   // Before compression: a 304 has no body to compress.
   conditionalReads(app);
-  if (options.securityHeaders !== false) {
-    // The explorer sets its own Content-Security-Policy; without TLS, upgrading requests would break /docs.
-    await app.register(helmet, { global: true, hsts: false, contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } } });
-  }
   if (options.cors) {
     await app.register(cors, { origin: [...options.cors.origins], exposedHeaders: EXPOSED, allowedHeaders: ALLOWED, maxAge: 600 });
   }

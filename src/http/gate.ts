@@ -9,7 +9,7 @@
  * the fleet, it answers 503 here too. The fence is read again when the copy read last is older than
  * FENCE_CACHE_MS (so an idle server reads it at most once per request burst).
  */
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import { shutReason, type StoreFence } from "../compose/fence.js";
 import { UnavailableError } from "../errors.js";
 
@@ -36,35 +36,33 @@ export class Gate {
     private readonly clock: () => number = Date.now,
   ) {}
 
-  /** Installs the gate's hook on the server (before any route's own). */
-  install(app: FastifyInstance): void {
-    app.addHook("onRequest", (request, reply, done) => {
-      if (request.routeOptions.config?.ungated === true) return done();
-      const refuse = (why: string): void => {
-        reply.header("retry-after", String(GATE_RETRY_AFTER_SECONDS));
-        done(new UnavailableError(`${why}: retry after ${GATE_RETRY_AFTER_SECONDS} s`));
-      };
-      const admit = (): void => {
-        const res = reply.raw;
-        this.#inFlight.add(res);
-        res.once("close", () => {
-          this.#inFlight.delete(res);
-          this.#changed?.();
-        });
-        done();
-      };
-      if (this.#shut !== null) return refuse(this.#shut);
-      if (!this.fence) return admit();
+  /**
+   * The gate's part of the server's onRequest hook (server.ts, before any route's own): admits the
+   * request (`done()`), or refuses it with 503 (`done(error)`).
+   */
+  admit(request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void {
+    const refuse = (why: string): void => {
+      reply.header("retry-after", String(GATE_RETRY_AFTER_SECONDS));
+      done(new UnavailableError(`${why}: retry after ${GATE_RETRY_AFTER_SECONDS} s`));
+    };
+    const admit = (): void => {
+      const res = reply.raw;
+      this.#inFlight.add(res);
+      res.once("close", () => {
+        this.#inFlight.delete(res);
+        this.#changed?.();
+      });
+      done();
+    };
+    const decide = (why: string | null): void => (why === null ? admit() : refuse(why));
+    if (request.routeOptions.config?.ungated === true) done();
+    else if (this.#shut !== null) refuse(this.#shut);
+    else if (!this.fence) admit();
+    else {
       const cached = this.fence.cached();
-      if (cached.fresh) {
-        const why = shutReason(cached.state, this.clock());
-        return why === null ? admit() : refuse(why);
-      }
-      this.fence.reason().then(
-        (why) => (why === null ? admit() : refuse(why)),
-        (err: unknown) => done(err as Error),
-      );
-    });
+      if (cached.fresh) decide(shutReason(cached.state, this.clock()));
+      else this.fence.reason().then(decide, (err: unknown) => done(err as Error));
+    }
   }
 
   /** Why the gate is shut, or null while it is open. */

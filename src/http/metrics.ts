@@ -197,10 +197,36 @@ export async function serveMetrics(metrics: Metrics, host: string, port: number)
 
 /** A KvStore that times each operation (and counts each failure) and otherwise forwards to the inner store. */
 export class TimedKv implements KvStore {
+  /** The synchronous get (the read fast path), where the backend has one; counted as a get. Made once, not per access. */
+  readonly getSync?: KvStore["getSync"];
+  /** The staged commit (pipelining), where the backend has one; counted as a commit. */
+  readonly commitVisible?: KvStore["commitVisible"];
+  /** The commit across partitions, where the backend has one; counted as a commit. */
+  readonly commitAcross?: KvStore["commitAcross"];
+
   constructor(
     readonly inner: KvStore,
     private readonly metrics: Metrics,
-  ) {}
+  ) {
+    const getSync = inner.getSync;
+    if (getSync) {
+      this.getSync = (partition, key) => {
+        const start = process.hrtime.bigint();
+        let failed = true;
+        try {
+          const entry = getSync.call(inner, partition, key);
+          failed = false;
+          return entry;
+        } finally {
+          this.#observe("get", start, failed);
+        }
+      };
+    }
+    const commitVisible = inner.commitVisible;
+    if (commitVisible) this.commitVisible = (partition, ops) => this.#time("commit", () => commitVisible.call(inner, partition, ops));
+    const commitAcross = inner.commitAcross;
+    if (commitAcross) this.commitAcross = (build) => this.#time("commit", () => commitAcross.call(inner, build));
+  }
 
   get backend(): string {
     return this.inner.backend;
@@ -225,22 +251,6 @@ export class TimedKv implements KvStore {
   get(partition: Partition, key: Key): Promise<Entry | undefined> {
     return this.#time("get", () => this.inner.get(partition, key));
   }
-  /** The synchronous get (the read fast path), where the backend has one; counted as a get. */
-  get getSync(): KvStore["getSync"] {
-    const inner = this.inner.getSync;
-    if (!inner) return undefined;
-    return (partition, key) => {
-      const start = process.hrtime.bigint();
-      let failed = true;
-      try {
-        const entry = inner.call(this.inner, partition, key);
-        failed = false;
-        return entry;
-      } finally {
-        this.#observe("get", start, failed);
-      }
-    };
-  }
   getMany(partition: Partition, keys: readonly Key[]): Promise<(Entry | undefined)[]> {
     return this.#time("getMany", () => this.inner.getMany(partition, keys));
   }
@@ -249,16 +259,6 @@ export class TimedKv implements KvStore {
   }
   commit(partition: Partition, ops: readonly Op[]): Promise<CommitResult> {
     return this.#time("commit", () => this.inner.commit(partition, ops));
-  }
-  /** The staged commit (pipelining), where the backend has one; counted as a commit. */
-  get commitVisible(): KvStore["commitVisible"] {
-    const inner = this.inner.commitVisible;
-    return inner ? (partition, ops) => this.#time("commit", () => inner.call(this.inner, partition, ops)) : undefined;
-  }
-  /** The commit across partitions, where the backend has one; counted as a commit. */
-  get commitAcross(): KvStore["commitAcross"] {
-    const inner = this.inner.commitAcross;
-    return inner ? (build) => this.#time("commit", () => inner.call(this.inner, build)) : undefined;
   }
   listPartitions(kind: string, options?: { limit?: number; after?: string | null }): Promise<PartitionPage> {
     return this.#time("listPartitions", () => this.inner.listPartitions(kind, options));

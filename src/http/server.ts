@@ -29,7 +29,7 @@ import { workflowRoutes } from "./routes/workflow.js";
 import { tenancyRoutes } from "./routes/tenancy.js";
 
 import { namedComponents, registerComponents, useComponents } from "./components.js";
-import { apiConventions, useConventions, type HttpConventionOptions } from "./conventions.js";
+import { apiConventions, securityHeaders, useConventions, type HttpConventionOptions } from "./conventions.js";
 import { documentRoute, finishDocument } from "./openapi.js";
 import { processDataRoutes } from "./routes/process-data.js";
 import { archiveRoutes } from "./routes/archive.js";
@@ -151,7 +151,11 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
     refreshTtlSeconds: options.refreshTtlSeconds,
     now: () => new Date(flowstore.clock()),
     // A restore bumps the store's token epoch: every session and token from before it stops working.
-    tokenEpoch: async () => (await flowstore.fence.current()).tokenEpoch,
+    // Known without I/O while the fence was read recently (the gate reads it), else read.
+    tokenEpoch: () => {
+      const { state, fresh } = flowstore.fence.cached();
+      return fresh ? state.tokenEpoch : flowstore.fence.current().then((s) => s.tokenEpoch);
+    },
     // No limits (tests): no guard either.
     ...(options.loginRateLimit === false ? { loginGuard: false as const } : {}),
   });
@@ -199,8 +203,6 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
   app.decorate("flowstore", context);
   // Null until the auth hook sets it, inside the authenticated scope (context.ts).
   app.decorateRequest("actor", null, []);
-  // Shut while a restore replaces the store: 503 with Retry-After (gate.ts).
-  gate.install(app);
   useComponents(app);
   registerComponents(app, [Problem]);
   // JSON only: a text/plain body is a 415, not a string that fails validation later.
@@ -221,14 +223,19 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
     });
   });
 
-  // Per-request hooks are callback-style: no promise per request on the hot path.
+  // The one onRequest hook of the whole server (each domain scope adds only its own: authentication,
+  // content negotiation), callback-style: no promise per request on the hot path. It sets the request id
+  // and the security headers (computed once, conventions.ts), refuses a Host-less HTTP/1.1 request, and
+  // while a restore replaces the store answers 503 with Retry-After (gate.ts).
+  const secure = await securityHeaders(options.http);
   app.addHook("onRequest", (request, reply, done) => {
     reply.header("x-request-id", request.id);
+    if (secure) reply.headers(secure);
     if (request.raw.httpVersion === "1.1" && request.headers.host === undefined) {
       done(new ValidationError("an HTTP/1.1 request needs a Host header", "headers.host"));
       return;
     }
-    done();
+    gate.admit(request, reply, done);
   });
   // While closing, answers to in-flight requests end their connection, so that close() does not wait
   // for idle keep-alive connections to time out.

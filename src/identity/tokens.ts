@@ -4,11 +4,14 @@
  * - An access token is a short-lived JWT signed with HS256 (jose): subject = user id, `sid` = its
  *   session, `ver` = the user's token version when it was issued. Verifying checks the signature, the
  *   algorithm, the issuer and the expiry, then reads the user record, its token version and the session
- *   in one `getMany`, so a disabled user, a changed password, a logout or a logout-all refuses the very
+ *   in one snapshot, so a disabled user, a changed password, a logout or a logout-all refuses the very
  *   next request (the store is read on every request: another process may have written it). The
- *   signature is checked synchronously with node:crypto (hs256.ts, jose's checks); the user record is
+ *   signature is checked synchronously with node:crypto (hs256.ts, jose's checks), once per token (the
+ *   checked claims are kept per process; the expiry is checked on every request); the user record is
  *   parsed once per version it is read at (a per-process cache keyed by the record's kv version, so a
- *   write by any process, which gives the record a new version, is seen by the next request).
+ *   write by any process, which gives the record a new version, is seen by the next request). On a store
+ *   that reads synchronously (LMDB, memory) with the token epoch known, a request is verified with no
+ *   promise at all (`verifyNow`).
  * - A refresh token is opaque: `<base64url user id>.<sid>.<secret>`; the session keeps the SHA-256 of
  *   its secret. Each use rotates it (a new secret, committed on the session's version, so two uses of one
  *   token cannot both win); showing the one it replaced again revokes the session (reuse detection, RFC
@@ -50,8 +53,11 @@ export interface TokenOptions {
    * none. Default: the default limits, on this clock.
    */
   readonly loginGuard?: LoginGuard | LoginGuardLimits | false;
-  /** The store's token epoch now (default: always 0). Tokens and sessions of another epoch are refused. */
-  readonly tokenEpoch?: () => Promise<number>;
+  /**
+   * The store's token epoch now (default: always 0). Tokens and sessions of another epoch are refused.
+   * A number when it is known without I/O (a fence read recently): verifying then needs no promise.
+   */
+  readonly tokenEpoch?: () => number | Promise<number>;
 }
 
 /** Claims a caller adds to an access token, from the user's record (flowstore's own claims win over them). */
@@ -80,6 +86,17 @@ export interface Verified {
 
 /** User records kept decoded per process (the oldest entry goes first past this). */
 const USER_CACHE = 10_000;
+/** Access tokens whose signature was checked, kept per process (the oldest entry goes first past this). */
+const TOKEN_CACHE = 10_000;
+
+/** What a checked access token says (flowstore's own claims, their types checked). */
+interface Claims {
+  readonly sub: string;
+  readonly sid: string;
+  readonly ver: number;
+  readonly ep: number;
+  readonly exp: number;
+}
 const SID = /^[0-9a-z]{8,64}$/;
 const hashOf = (secret: string): string => createHash("sha256").update(secret).digest("base64url");
 const sameHash = (a: string, b: string | undefined): boolean => b !== undefined && a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
@@ -98,12 +115,18 @@ export class Tokens {
   readonly #secret: Promise<webcrypto.CryptoKey>;
   /** The same key as a node:crypto KeyObject: verifying, synchronously. */
   readonly #verifier: Hs256;
-  /** Per user id, the user record last decoded and the kv version it was read at. */
-  readonly #users = new Map<string, { version: number; bytes: Buffer; record: UserRecord }>();
+  /** Per user id, the user record last decoded, the kv version it was read at, and its Actor. */
+  readonly #users = new Map<string, { version: number; bytes: Buffer; record: UserRecord; actor: Actor }>();
+  /**
+   * Per access token, its claims once its signature and claims were checked: a token is a string the
+   * server signed, so the HMAC and the JSON parses are done once per token, not once per request. The
+   * expiry, the epoch and the user's records are still checked on every request.
+   */
+  readonly #claims = new Map<string, Claims>();
   readonly #ttl: number;
   readonly #refreshTtl: number;
   readonly #now: () => Date;
-  readonly #epoch: () => Promise<number>;
+  readonly #epoch: () => number | Promise<number>;
   /** Shared by every API that logs in through these Tokens. */
   readonly guard: LoginGuard | undefined;
 
@@ -119,7 +142,7 @@ export class Tokens {
     this.#ttl = options.ttlSeconds ?? DEFAULT_TOKEN_TTL_SECONDS;
     this.#refreshTtl = options.refreshTtlSeconds ?? DEFAULT_REFRESH_TTL_SECONDS;
     this.#now = options.now ?? (() => new Date());
-    this.#epoch = options.tokenEpoch ?? (async () => 0);
+    this.#epoch = options.tokenEpoch ?? (() => 0);
     const g = options.loginGuard;
     // Counted in the store (login-guard.ts): every server of a fleet and every restart share the counters.
     this.guard = g === false ? undefined : g instanceof LoginGuard ? g : new LoginGuard(identity.kv, g ?? DEFAULT_LOGIN_GUARD, () => this.#now().getTime());
@@ -287,12 +310,36 @@ export class Tokens {
   }
 
   async verifySession(token: string): Promise<Verified> {
+    return this.verifyNow(token);
+  }
+
+  /**
+   * `verifySession` with no promise where it can: the token's claims checked before (#claimsOf), the
+   * token epoch known without I/O and a store that reads synchronously (LMDB, memory: `getSync`) answer
+   * at once; otherwise the promise of the same checks. Throws (or rejects with) UnauthorizedError.
+   */
+  verifyNow(token: string): Verified | Promise<Verified> {
+    const claims = this.#claimsOf(token);
+    const epoch = this.#epoch();
+    return typeof epoch === "number" ? this.#checkStored(claims, epoch) : epoch.then((e) => this.#checkStored(claims, e));
+  }
+
+  /** The token's claims: checked once per token (signature, algorithm, issuer, types), its expiry every time. */
+  #claimsOf(token: string): Claims {
+    const now = this.#seconds();
+    const known = this.#claims.get(token);
+    if (known) {
+      if (known.exp > now) return known;
+      this.#claims.delete(token);
+      throw new UnauthorizedError(new JwtRefused(true).message);
+    }
     let sub: unknown;
     let sid: unknown;
     let ver: unknown;
     let ep: unknown;
+    let exp: unknown;
     try {
-      ({ sub, sid, ver, ep } = this.#verifier.verify(token, { issuer: ISSUER, requiredClaims: ["exp", "sub"], now: this.#seconds() }));
+      ({ sub, sid, ver, ep, exp } = this.#verifier.verify(token, { issuer: ISSUER, requiredClaims: ["exp", "sub"], now }));
     } catch (e) {
       if (e instanceof JwtRefused) throw new UnauthorizedError(e.message);
       throw e;
@@ -300,26 +347,47 @@ export class Tokens {
     if (typeof sub !== "string" || sub === "" || typeof sid !== "string" || !SID.test(sid) || typeof ver !== "number" || (ep !== undefined && typeof ep !== "number")) {
       throw new UnauthorizedError("invalid token");
     }
-    if ((ep ?? 0) !== (await this.#epoch())) throw new UnauthorizedError("the token was issued before the store was restored: log in again");
-    const [user, tokens, session] = await this.identity.kv.getMany(PARTITION, [userKey(sub), tokenStateKey(sub), sessionKey(sub, sid)]);
+    const claims: Claims = { sub, sid, ver, ep: (ep as number | undefined) ?? 0, exp: exp as number };
+    if (this.#claims.size >= TOKEN_CACHE) this.#claims.delete(this.#claims.keys().next().value!);
+    this.#claims.set(token, claims);
+    return claims;
+  }
+
+  /** The epoch, then the user record, its token version and the session, read in one snapshot (synchronously where the store can). */
+  #checkStored(claims: Claims, epoch: number): Verified | Promise<Verified> {
+    if (claims.ep !== epoch) throw new UnauthorizedError("the token was issued before the store was restored: log in again");
+    const { kv } = this.identity;
+    const keys = [userKey(claims.sub), tokenStateKey(claims.sub), sessionKey(claims.sub, claims.sid)];
+    // Synchronous reads in one event turn share one read transaction (as getMany's do).
+    if (kv.getSync)
+      return this.#decide(
+        claims,
+        keys.map((k) => kv.getSync!(PARTITION, k)),
+      );
+    return kv.getMany(PARTITION, keys).then((entries) => this.#decide(claims, entries));
+  }
+
+  #decide(claims: Claims, [user, tokens, session]: readonly (Entry | undefined)[]): Verified {
     if (!user) throw new UnauthorizedError("unknown user");
-    const record = this.#userRecord(sub, user);
+    const { record, actor } = this.#userRecord(claims.sub, user);
     if (!record.enabled) throw new UnauthorizedError("the user is disabled");
-    if (ver !== tokenVersion(tokens) || !session) throw new UnauthorizedError("the token has been revoked");
-    return { actor: { id: record.id, groups: record.groups }, userId: sub, sessionId: sid };
+    if (claims.ver !== tokenVersion(tokens) || !session) throw new UnauthorizedError("the token has been revoked");
+    return { actor, userId: claims.sub, sessionId: claims.sid };
   }
 
   /**
-   * The user record of an entry, decoded once per version: a write by any process gives the record a new
-   * version. The bytes are compared too, so a store replaced by a restore (whose versions may repeat)
+   * The user record of an entry (and its Actor), decoded once per version: a write by any process gives
+   * the record a new version. The bytes are compared too, so a store replaced by a restore (whose versions may repeat)
    * cannot serve a stale record.
    */
-  #userRecord(userId: string, entry: Entry): UserRecord {
+  #userRecord(userId: string, entry: Entry): { record: UserRecord; actor: Actor } {
     const cached = this.#users.get(userId);
-    if (cached && cached.version === entry.version && cached.bytes.equals(entry.value)) return cached.record;
+    if (cached && cached.version === entry.version && cached.bytes.equals(entry.value)) return cached;
     const record = decodeRecord<UserRecord>(entry);
+    // One Actor per record version: what is derived per actor (record.ts's identity needles) is kept.
+    const decoded = { version: entry.version, bytes: Buffer.from(entry.value), record, actor: { id: record.id, groups: record.groups } };
     if (this.#users.size >= USER_CACHE) this.#users.delete(this.#users.keys().next().value!);
-    this.#users.set(userId, { version: entry.version, bytes: Buffer.from(entry.value), record });
-    return record;
+    this.#users.set(userId, decoded);
+    return decoded;
   }
 }

@@ -124,11 +124,12 @@ export class Audit {
     // history ends; the cursor stays a position in the index, so paging on continues after the last read.
     const items: (ResourceEvent | Buffer)[] = [];
     let cursor = options.cursor ?? null;
+    const seqOf = layout.seqOfHistoryBytes(l);
     do {
       const page = await kv.scan(l.partition, { prefix: layout.history(l), after: cursor, limit: limit - items.length, reverse: options.reverse === true });
       const logs = await kv.getMany(
         l.partition,
-        page.entries.map((e) => layout.log(layout.seqOfHistory(e.key))),
+        page.entries.map((e) => layout.log(seqOf(e.keyBytes))),
       );
       for (const e of logs) {
         if (e === undefined) continue;

@@ -37,7 +37,7 @@
  */
 import type { Key, Partition } from "../../kv/contract.js";
 import { keyFamilies, PartitionKind, Subspace } from "../../kv/subspace.js";
-import type { TupleItem } from "../../kv/tuple.js";
+import { decode, encode, type TupleItem } from "../../kv/tuple.js";
 import type { Located } from "./ref.js";
 
 /** The store-wide partition kinds of the resources layer (beside each schema's owner types), each declared once. */
@@ -173,6 +173,15 @@ export const layout = {
 
   /** The seq a history index entry points at. */
   seqOfHistory: (key: Key): number => key.at(-1) as number,
+  /**
+   * The seq of a history index entry of `l` from its encoded key (a scan's `keyBytes`): the bytes after
+   * the encoded history prefix are the seq's alone (a prefix tuple's encoding is a byte prefix), so a
+   * history read decodes one integer per event instead of the whole key with its ids.
+   */
+  seqOfHistoryBytes: (l: Located): ((keyBytes: Buffer) => number) => {
+    const prefix = encode(H.pack([l.depth, ...l.pairs])).length;
+    return (keyBytes) => decode(keyBytes.subarray(prefix))[0] as number;
+  },
   /** The seq a log key is stored under. */
   seqOfLog: (key: Key): unknown => key[1],
   /** The child a flat index entry names. */
