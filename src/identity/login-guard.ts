@@ -3,7 +3,7 @@
  * that every way in (the native API, TruBudget's, a library user) shares one set of counters.
  *
  * What it counts, each with an exponential backoff once its free failures are spent (1 s, 2 s, 4 s, …,
- * up to `maxSeconds`), reset by a success:
+ * up to `maxSeconds`), reset by a success (the per-address count is not: it only lapses):
  * - per user and address: the guesses one client makes at one account;
  * - per address: the guesses one client makes at any account (password spraying);
  * - per user, over every address: an account under attack from many addresses. Its backoff holds for
@@ -132,24 +132,27 @@ export class LoginGuard {
     await this.prune(PRUNE_BATCH);
   }
 
-  /** A correct password: this user's and this address's failures are forgiven, and the address is known to the user. */
+  /**
+   * A correct password: this user's failures at this address are forgiven, and the address is known to
+   * the user. The address's own count is not: it only lapses (`forgetSeconds` without a failure), or
+   * anyone holding an account could spray guesses at other accounts from one address without limit,
+   * logging in to its own now and then.
+   */
   async succeeded(user: string, address: string | undefined): Promise<void> {
     const u = user.toLowerCase();
     const a = address ?? "";
-    const keys = [pairKey(u, a), addressKey(a), knownKey(u)];
+    const keys = [pairKey(u, a), knownKey(u)];
     await this.#retry(async () => {
-      const [pair, addr, knownEntry] = await this.kv.getMany(GUARD_PARTITION, keys);
+      const [pair, knownEntry] = await this.kv.getMany(GUARD_PARTITION, keys);
       const known = decode<{ addresses: string[] }>(knownEntry)?.addresses ?? [];
       // Written only when it changes something: a usual log in from a usual address costs no write.
-      if (!pair && !addr && known.includes(a)) return;
+      if (!pair && known.includes(a)) return;
       const addresses = known.includes(a) ? known : [...known, a].slice(-KNOWN_ADDRESSES);
       await this.kv.commit(GUARD_PARTITION, [
         { type: "check", key: keys[0]!, version: pair?.version ?? null },
-        { type: "check", key: keys[1]!, version: addr?.version ?? null },
-        { type: "check", key: keys[2]!, version: knownEntry?.version ?? null },
+        { type: "check", key: keys[1]!, version: knownEntry?.version ?? null },
         ...(pair ? [{ type: "delete" as const, key: keys[0]! }] : []),
-        ...(addr ? [{ type: "delete" as const, key: keys[1]! }] : []),
-        { type: "put", key: keys[2]!, value: encode({ addresses }) },
+        { type: "put", key: keys[1]!, value: encode({ addresses }) },
       ]);
     });
   }

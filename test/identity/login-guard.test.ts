@@ -2,7 +2,7 @@
  * The login guard over the store (identity/login-guard.ts), on every backend: guards of two processes (two
  * handles on one store's data) failing at once lose no increment (a fast-check property over random
  * interleavings); a counter whose last failure is older than `forgetSeconds` counts from zero again and
- * is pruned; a usual log in writes nothing.
+ * is pruned; a usual log in writes nothing; a success does not forgive the address's count (spraying).
  */
 import fc from "fast-check";
 import { afterEach, expect, it } from "vitest";
@@ -78,5 +78,27 @@ forEachBackend((backend) => {
     const [after] = (await h.kv.scan(GUARD_PARTITION)).entries;
     expect(after!.version).toBe(known!.version);
     expect((await h.kv.scan(GUARD_PARTITION)).entries).toHaveLength(1);
+  });
+
+  it("a success forgives its user's failures at the address, not the address's: spraying from one address is held at the per-address limit", async () => {
+    const h = await backend.create();
+    handles.push(h);
+    const now = Date.parse("2030-01-01T00:00:00Z");
+    const guard = new LoginGuard(h.kv, DEFAULT_LOGIN_GUARD, () => now);
+    const from = "10.0.0.9";
+    // Four guesses at each victim (under the per-pair limit), the sprayer's own log in after every ten.
+    let allowed = 0;
+    for (let i = 0; i < 200; i++) {
+      const refused = await guard.check(`victim${Math.floor(i / 4)}`, from).then(
+        () => false,
+        () => true,
+      );
+      if (refused) break;
+      allowed++;
+      await guard.failed(`victim${Math.floor(i / 4)}`, from);
+      if (i % 10 === 9) await guard.succeeded("sprayer", from);
+    }
+    expect(allowed).toBe(DEFAULT_LOGIN_GUARD.perAddress + 1);
+    expect(await guard.counter({ address: from })).toMatchObject({ failures: DEFAULT_LOGIN_GUARD.perAddress + 1 });
   });
 });
