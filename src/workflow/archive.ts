@@ -34,7 +34,7 @@ import { SEAL_ITEM, sealHolds, sealOf } from "../archive/seal.js";
 import { canonicalJson } from "../kv/canonical.js";
 import type { ArchiveDocument } from "../archive/document.js";
 import type { SnapshotSummary } from "../archive/snapshots.js";
-import { ConflictError, ValidationError } from "../errors.js";
+import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
 import { allows, SYSTEM, type Actor, type Permissions } from "../access/actor.js";
 import type { VerifyResult } from "../resources/model/events.js";
 import type { ChainHead, DumpNames, PartitionCounts, ResourceStore } from "../resources/store.js";
@@ -154,6 +154,10 @@ export async function restoreProject(deps: ProjectArchiveDeps, actor: Actor, sna
   await store.global.assert(actor, "global.writeArchive");
   await store.global.assert(actor, "global.createProject");
   const snapshot = await archive.read(SYSTEM, snapshotId); // the caller's intents are checked above
+  // Whoever may not view the archived project is answered as a reader is: as if it did not exist.
+  if (!actor.system && !(await projectArchiveReadPolicy(store)(actor, snapshot.uniqueId, async () => snapshot.document))) {
+    throw new NotFoundError(`snapshot ${snapshotId} does not exist`);
+  }
   const doc = snapshot.document;
   if (docValue(doc, "kind") !== PROJECT_ARCHIVE_KIND || docValue(doc, "format") !== PROJECT_ARCHIVE_FORMAT) {
     throw new ValidationError(`snapshot ${snapshotId} is not a project archive (format ${PROJECT_ARCHIVE_FORMAT})`, "snapshotId");

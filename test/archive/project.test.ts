@@ -116,6 +116,10 @@ forEachBackend((backend) => {
     await dst.wf.store.global.grant(SYSTEM, "global.writeArchive", "mary");
     await expect(restoreProject(dst.deps, mary, snap.id)).rejects.toBeInstanceOf(ForbiddenError); // needs global.createProject too
     await dst.wf.store.global.grant(SYSTEM, "global.createProject", "mary");
+    // Who may not view the archived project (by its sealed permissions) is answered as for a missing snapshot.
+    for (const intent of ["global.writeArchive", "global.createProject"] as const) await dst.wf.store.global.grant(SYSTEM, intent, "tom");
+    await expect(restoreProject(dst.deps, userActor("tom"), snap.id)).rejects.toMatchObject({ status: 404, message: `snapshot ${snap.id} does not exist` });
+    expect(await dumpPartition(other.kv, "p")).toEqual([]);
     const restored = await restoreProject(dst.deps, mary, snap.id);
     expect(restored).toMatchObject({ projectId: "p", entries: before.length, verify: { ok: true, checked: archived.chainHead.seq } });
     expect(await dumpPartition(other.kv, "p")).toEqual(before);
