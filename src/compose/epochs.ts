@@ -13,16 +13,20 @@
 import { createHash } from "node:crypto";
 import { canonicalJson } from "../kv/canonical.js";
 import { allPartitions, scanAll, type KvStore, type Op, type Partition, type PartitionPage } from "../kv/contract.js";
+import { keyFamilies, PartitionKind } from "../kv/subspace.js";
 import { ConflictError } from "../errors.js";
 import { verifyAll, type ChainedKind } from "../resources/audit/verify-all.js";
 
 /** The partition of the epoch records (kept on restore). */
-export const EPOCHS_KIND = "epochs";
+const EPOCHS_PARTITION = new PartitionKind("epochs");
+export const EPOCHS_KIND = EPOCHS_PARTITION.kind;
 /** The replaced histories: `["replaced", epoch, ...partition]` (kept on restore). */
-export const REPLACED_KIND = "replaced";
+const REPLACED = new PartitionKind("replaced");
+export const REPLACED_KIND = REPLACED.kind;
 
-const EPOCHS: Partition = [EPOCHS_KIND];
-const recordKey = (n: number) => ["epoch", n];
+const EPOCHS: Partition = EPOCHS_PARTITION.partition();
+const F = keyFamilies(["epoch"]);
+const recordKey = (n: number) => F.epoch.pack([n]);
 
 /** What a restore records: the epoch it starts. */
 export interface EpochRecord {
@@ -49,7 +53,7 @@ function hashOf(record: Omit<EpochRecord, "hash">): string {
 /** Every epoch record, in order. */
 export async function listEpochs(kv: KvStore): Promise<EpochRecord[]> {
   const out: EpochRecord[] = [];
-  for await (const e of scanAll(kv, EPOCHS, { prefix: ["epoch"] })) out.push(JSON.parse(e.value.toString("utf8")) as EpochRecord);
+  for await (const e of scanAll(kv, EPOCHS, { prefix: F.epoch.pack() })) out.push(JSON.parse(e.value.toString("utf8")) as EpochRecord);
   return out.sort((a, b) => a.epoch - b.epoch);
 }
 
@@ -62,7 +66,7 @@ export async function archiveContent(kv: KvStore, n: number, kinds: readonly str
   const counts = { partitions: 0, entries: 0 };
   for (const kind of kinds) {
     for await (const partition of allPartitions(kv, kind)) {
-      const target: Partition = [REPLACED_KIND, n, ...partition];
+      const target: Partition = REPLACED.partition(n, ...partition);
       let batch: Op[] = [];
       let copied = false;
       for await (const e of scanAll(kv, partition, { limit: 1000 })) {
@@ -116,7 +120,7 @@ export function checkEpochChain(records: readonly EpochRecord[]): { ok: boolean;
 
 /** The replaced history of epoch `n` as a store of its own, read-only (what verify reads it through). */
 export function replacedView(kv: KvStore, n: number): KvStore {
-  const at = (partition: Partition): Partition => [REPLACED_KIND, n, ...partition];
+  const at = (partition: Partition): Partition => REPLACED.partition(n, ...partition);
   const readOnly = (): never => {
     throw new ConflictError(`the replaced history of epoch ${n} is read-only`, "store");
   };

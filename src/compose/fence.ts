@@ -25,9 +25,11 @@
 import { ConflictError, UnavailableError } from "../errors.js";
 import type { KvStore, Partition } from "../kv/contract.js";
 import { kindOf } from "../kv/contract.js";
+import { keyFamilies, PartitionKind } from "../kv/subspace.js";
 
 /** The kinds of the restore's own records, all kept on restore (kinds.ts). */
-export const FENCE_KIND = "fence";
+const FENCE = new PartitionKind("fence");
+export const FENCE_KIND = FENCE.kind;
 /** How long a process trusts the fence it read last before a write reads it again. */
 export const FENCE_CACHE_MS = 100;
 /** How long a restore waits after shutting the fence before it changes anything. */
@@ -35,8 +37,8 @@ export const FENCE_GRACE_MS = 1000;
 /** How long a `checking` fence holds without its restorer renewing it. */
 export const FENCE_LEASE_MS = 30_000;
 
-const PARTITION: Partition = [FENCE_KIND];
-const STATE_KEY = ["state"];
+const PARTITION: Partition = FENCE.partition();
+const STATE_KEY = keyFamilies(["state"]).state.pack();
 
 export type FencePhase = "checking" | "replacing";
 

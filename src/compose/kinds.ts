@@ -6,6 +6,7 @@
  * checks that no layer writes a kind missing here.
  */
 import type { Key, Partition } from "../kv/contract.js";
+import { keyFamilies, PartitionKind as KindOfPartitions } from "../kv/subspace.js";
 import { ARCHIVE_KINDS } from "../archive/kinds.js";
 import { IDENTITY_KINDS, LOGIN_GUARD_KINDS } from "../identity/kinds.js";
 import { PROCESS_DATA_KINDS } from "../process-data/kinds.js";
@@ -47,7 +48,9 @@ function ownerKinds(schema: Schema): string[] {
  * The import marker's kind (the CLI's transfer): present while an import runs or after one was killed;
  * a store holding it is not served and does not verify. Never exported, never counted as content.
  */
-export const IMPORT_KIND = "import";
+const IMPORT = new KindOfPartitions("import");
+export const IMPORT_KIND = IMPORT.kind;
+const IMPORT_KEYS = keyFamilies(["marker", "wipe", "source", "restore"]);
 
 /**
  * Where the import marker is: its partition and key (compose/transfer.ts writes it; openFlowstore reads
@@ -57,11 +60,11 @@ export const IMPORT_KIND = "import";
  * credentials are kept and the fence opens on that epoch (backup.ts `finishRestore`).
  */
 export const IMPORT_MARKER: { readonly partition: Partition; readonly key: Key; readonly wipe: Key; readonly source: Key; readonly restore: Key } = {
-  partition: [IMPORT_KIND],
-  key: ["marker"],
-  wipe: ["wipe"],
-  source: ["source"],
-  restore: ["restore"],
+  partition: IMPORT.partition(),
+  key: IMPORT_KEYS.marker.pack(),
+  wipe: IMPORT_KEYS.wipe.pack(),
+  source: IMPORT_KEYS.source.pack(),
+  restore: IMPORT_KEYS.restore.pack(),
 };
 
 const declared: PartitionKind[] = [

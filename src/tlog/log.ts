@@ -30,7 +30,7 @@ import { createHash } from "node:crypto";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
 import { canonicalJson } from "../kv/canonical.js";
 import type { KvStore, Op, Partition } from "../kv/contract.js";
-import { PartitionKind } from "../kv/subspace.js";
+import { PartitionKind, Subspace } from "../kv/subspace.js";
 import type { Feed, FeedEntry } from "../resources/log/feed.js";
 import * as merkle from "./merkle.js";
 import { appendNodes, consistencyRanges, EMPTY_ROOT, frontierOf, type Hash, inclusionRanges, leafHash, type NodeId, nodeHash, nodeKey, nodesOf, rangeHash } from "./merkle.js";
@@ -40,14 +40,18 @@ export const TLOG = new PartitionKind("tlog");
 export const TLOG_KINDS: readonly string[] = [TLOG.kind];
 
 const P = TLOG.partition();
+/** The key families of the log's partition (the layout above), each a subspace. */
+const F = { meta: new Subspace(["m"]), node: new Subspace(["n"]), leaf: new Subspace(["l"]), index: new Subspace(["i"]), last: new Subspace(["p"]), cosig: new Subspace(["w"]) };
 const K = {
-  head: ["m", "head"],
-  node: (n: NodeId) => ["n", n.level, n.index],
-  leaf: (i: number) => ["l", i],
-  index: (epoch: number, partition: Partition, seq: number) => ["i", epoch, [...partition], seq],
-  last: (epoch: number, partition: Partition) => ["p", epoch, [...partition]],
-  cosig: (size: number, name: string) => ["w", size, name],
-  cosigs: (size: number) => ["w", size],
+  head: F.meta.pack(["head"]),
+  node: (n: NodeId) => F.node.pack([n.level, n.index]),
+  leaf: (i: number) => F.leaf.pack([i]),
+  index: (epoch: number, partition: Partition, seq: number) => F.index.pack([epoch, [...partition], seq]),
+  last: (epoch: number, partition: Partition) => F.last.pack([epoch, [...partition]]),
+  lasts: (epoch: number) => F.last.pack([epoch]),
+  cosig: (size: number, name: string) => F.cosig.pack([size, name]),
+  cosigs: (size: number) => F.cosig.pack([size]),
+  allCosigs: F.cosig.pack(),
 } as const;
 
 export const LEAF_PREFIX = "flowstore-leaf/v1\n";
@@ -428,7 +432,7 @@ export class TransparencyLog {
 
   /** The largest size that has cosignatures, or null. */
   async latestCosigned(): Promise<number | null> {
-    const page = await this.kv.scan(P, { prefix: ["w"], reverse: true, limit: 1 });
+    const page = await this.kv.scan(P, { prefix: K.allCosigs, reverse: true, limit: 1 });
     const e = page.entries[0];
     return e ? (e.key[1] as number) : null;
   }
@@ -485,7 +489,7 @@ export class TransparencyLog {
     const problems: { partition: Partition; seq: number; reason: string }[] = [];
     let cursor: string | null = null;
     do {
-      const page = await this.kv.scan(P, { prefix: ["p", head.epoch], limit: 500, after: cursor });
+      const page = await this.kv.scan(P, { prefix: K.lasts(head.epoch), limit: 500, after: cursor });
       for (const e of page.entries) {
         const partition = e.key[2] as Partition;
         const seq = Number(e.value.toString("utf8"));

@@ -16,12 +16,14 @@
  */
 import { ValidationError } from "../errors.js";
 import type { KvStore } from "../kv/contract.js";
-import { PartitionKind } from "../kv/subspace.js";
+import { keyFamilies, PartitionKind } from "../kv/subspace.js";
 import { verifyConsistency } from "./merkle.js";
 import { checkSignatures, cosignLine, parseCheckpoint, parseNote, type Signer, type Verifier } from "./note.js";
 
 export const WITNESS = new PartitionKind("witness");
 const P = WITNESS.partition();
+/** The witness's key families: the last checkpoint it cosigned of each log, and the evidence of each refusal. */
+const F = keyFamilies(["log", "evidence"]);
 
 export interface WitnessState {
   readonly size: number;
@@ -63,13 +65,13 @@ export class Witness {
 
   /** The last checkpoint this witness cosigned for the log, or null. */
   async state(): Promise<WitnessState | null> {
-    const e = await this.options.state.get(P, ["log", this.options.logKey.name]);
+    const e = await this.options.state.get(P, F.log.pack([this.options.logKey.name]));
     return e ? (JSON.parse(e.value.toString("utf8")) as WitnessState) : null;
   }
 
   /** The evidence kept of refused checkpoints. */
   async evidence(): Promise<{ cosigned: WitnessState; offered: string; proof: string[] | null; reason: string; at: number }[]> {
-    const page = await this.options.state.scan(P, { prefix: ["evidence", this.options.logKey.name] });
+    const page = await this.options.state.scan(P, { prefix: F.evidence.pack([this.options.logKey.name]) });
     return page.entries.map((e) => JSON.parse(e.value.toString("utf8")));
   }
 
@@ -108,12 +110,12 @@ export class Witness {
     }
     if (reason !== null && last) {
       const at = this.#clock();
-      await state.commit(P, [{ type: "put", key: ["evidence", logKey.name, at], value: Buffer.from(JSON.stringify({ cosigned: last, offered, proof, reason, at })) }]);
+      await state.commit(P, [{ type: "put", key: F.evidence.pack([logKey.name, at]), value: Buffer.from(JSON.stringify({ cosigned: last, offered, proof, reason, at })) }]);
       return { outcome: "inconsistent", reason, cosigned: last, offered };
     }
     const line = cosignLine(note.text, signer, Math.floor(this.#clock() / 1000));
     const next: WitnessState = { size: cp.size, root: cp.root.toString("base64"), note: offered + line };
-    await state.commit(P, [{ type: "put", key: ["log", logKey.name], value: Buffer.from(JSON.stringify(next)) }]);
+    await state.commit(P, [{ type: "put", key: F.log.pack([logKey.name]), value: Buffer.from(JSON.stringify(next)) }]);
     const res = await this.#fetch(`${this.options.log.replace(/\/+$/, "")}/api/v1/log/cosignatures`, {
       method: "POST",
       headers: { "content-type": "text/plain; charset=utf-8" },
