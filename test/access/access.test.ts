@@ -11,6 +11,8 @@ import { Archive, ARCHIVE_INTENTS } from "../../src/archive/index.js";
 import { ForbiddenError, ValidationError } from "../../src/errors.js";
 import { BACKUP_INTENTS } from "../../src/compose/backup.js";
 import { SUBSCRIPTION_INTENTS } from "../../src/subscriptions/subscriptions.js";
+import { ERASURE_INTENTS } from "../../src/compose/erasure.js";
+import { RATES_INTENTS } from "../../src/workflow/rates.js";
 import { flowstoreIntents } from "../../src/compose/intents.js";
 import { Identity, IDENTITY_INTENTS } from "../../src/identity/index.js";
 import { keys } from "../../src/process-data/keys.js";
@@ -46,6 +48,8 @@ describe("the intent registry", () => {
         ...PROCESS_DATA_INTENTS,
         ...BACKUP_INTENTS,
         ...SUBSCRIPTION_INTENTS,
+        ...ERASURE_INTENTS,
+        ...RATES_INTENTS,
         "global.createProject",
         "global.createSpace",
       ].sort(),

@@ -148,7 +148,8 @@ describe.skipIf(!hasChromium)("the explorer for a newcomer", () => {
     const perms = page.locator(".permissions");
     const intent = perms.getByLabel("Permission", { exact: true });
     const who = perms.getByLabel("User or group");
-    // The choices are names, not ids: users and groups apart.
+    // The choices are names, not ids: users and groups apart (the directory is read when the form shows).
+    await who.locator("optgroup[label=Users] option", { hasText: "Eve Viewer (eve)" }).waitFor({ state: "attached", timeout: 20_000 });
     expect(await who.locator("optgroup[label=Users] option").allTextContents()).toContain("Eve Viewer (eve)");
     expect(await who.locator("optgroup[label=Groups] option").allTextContents()).toContain("Auditors (group auditors)");
     expect(await intent.locator("option").allTextContents()).toContain("View details: Read the project's fields, budgets and documents.");

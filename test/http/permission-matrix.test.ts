@@ -484,6 +484,8 @@ const MATRIX: Record<string, Entry> = {
     alsoNeeds: [{ kind: "global", intent: "global.createProject" }],
     tree: "project",
     setup: async (root, f) => {
+      // Restoring needs to view the archived project by its sealed permissions (else a 404, as for a reader).
+      await root.project(f.p).grant("project.viewDetails", "eve");
       await root.project(f.p).close();
       const archived = await root.request<{ snapshot: { id: string } }>("POST", `${f.paths.project}/archive`, { body: { drop: true } });
       return { id: archived.snapshot.id };
