@@ -296,6 +296,8 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
     let before: string[] = [];
     let rows = new Map<string, { id: string; createdAtMs: number }>();
     let live = new Set<string>();
+    // What the order index lists now (nested children): the entries the commit rewrites.
+    let listed: readonly string[] = [];
     const nested = this.core.schema.type(childType).decl.idStyle === "nested";
     return this.#mutate(
       actor,
@@ -312,6 +314,7 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
             // children the current ordering names, one small entry each), and the record of each id the new
             // ordering adds to it (a child when it exists; its creation time places its entry) or drops from it.
             const listedNow = await ctx.orderIndexListed(childType);
+            listed = listedNow;
             live = new Set(listedNow);
             rows = new Map();
             // The records are read at once, not one after another (a round trip each on a remote backend).
@@ -340,7 +343,11 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
         tx.deletePrefix(layout.orderIndexListed(l, childType));
         valid.forEach((id, i) => tx.put(layout.orderIndexListedEntry(l, childType, i), Buffer.from(id, "utf8")));
         const now = new Set(valid);
-        const was = new Set(before.filter((id) => live.has(id)));
+        // Nested: what the index lists, whose records were read above. Not the stored ordering: on a backend
+        // whose reads of one command are separate round trips (PostgreSQL, Redis), a concurrent reorder can
+        // land between the two reads, and an id the ordering lacks but the index lists had no record read
+        // (this commit then fails its version check: a 412, not a crash).
+        const was = nested ? new Set(listed) : new Set(before.filter((id) => live.has(id)));
         for (const id of was) if (!now.has(id)) tx.put(layout.orderIndexRestEntry(l, childType, restSortKey(rows.get(id)!)), Buffer.from(id, "utf8"));
         for (const id of now) if (!was.has(id)) tx.delete(layout.orderIndexRestEntry(l, childType, restSortKey(rows.get(id)!)));
       },
