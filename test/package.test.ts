@@ -13,7 +13,7 @@
  * except under CI=true, where it fails.
  */
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -53,7 +53,11 @@ function project(dir: string, resolution: "nodenext" | "node16" | "bundler", fil
 }
 
 /** @types/node for the examples' process.env (linked after npm install, which would prune it). */
-const linkNodeTypes = (dir: string) => symlinkSync(join(repo, "node_modules", "@types"), join(dir, "node_modules", "@types"), "dir");
+const linkNodeTypes = (dir: string) => {
+  // The repository's own @types, in place of any a dependency installed (fast-csv, under exceljs, brings @types/node).
+  rmSync(join(dir, "node_modules", "@types"), { recursive: true, force: true });
+  symlinkSync(join(repo, "node_modules", "@types"), join(dir, "node_modules", "@types"), "dir");
+};
 
 const tsc = (dir: string, resolution: string, extra: string[] = []) =>
   run(process.execPath, [join(repo, "node_modules", "typescript", "bin", "tsc"), "-p", join(dir, `tsconfig.${resolution}.json`), ...extra]).catch((e: { stdout?: string }) => {

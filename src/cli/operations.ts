@@ -174,7 +174,8 @@ export function operationCommands(program: Command): void {
         const chains = await store.verifyAll(
           (p, r) => {
             events += r.checked;
-            progress.update(++seen, `${events} events`);
+            // The record chains (identity, grants) report here too; the progress counts the resources' chained partitions.
+            if (CHAINED_KINDS.includes(String(p[0]))) progress.update(++seen, `${events} events`);
             if (!r.ok) process.stdout.write(`${JSON.stringify({ partition: p, ...r, head: undefined })}\n`);
             else if (heads && r.head) heads.set(JSON.stringify(p), r.head);
           },

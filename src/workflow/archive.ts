@@ -154,10 +154,6 @@ export async function restoreProject(deps: ProjectArchiveDeps, actor: Actor, sna
   await store.global.assert(actor, "global.writeArchive");
   await store.global.assert(actor, "global.createProject");
   const snapshot = await archive.read(SYSTEM, snapshotId); // the caller's intents are checked above
-  // Whoever may not view the archived project is answered as a reader is: as if it did not exist.
-  if (!actor.system && !(await projectArchiveReadPolicy(store)(actor, snapshot.uniqueId, async () => snapshot.document))) {
-    throw new NotFoundError(`snapshot ${snapshotId} does not exist`);
-  }
   const doc = snapshot.document;
   if (docValue(doc, "kind") !== PROJECT_ARCHIVE_KIND || docValue(doc, "format") !== PROJECT_ARCHIVE_FORMAT) {
     throw new ValidationError(`snapshot ${snapshotId} is not a project archive (format ${PROJECT_ARCHIVE_FORMAT})`, "snapshotId");
@@ -176,6 +172,10 @@ export async function restoreProject(deps: ProjectArchiveDeps, actor: Actor, sna
   const file = snapshot.files.find((f) => f.name === PROJECT_ARCHIVE_FILE)!;
   if (!sealHolds(await deps.sealKey(), doc, file.sha256, docValue(doc, SEAL_ITEM))) {
     throw new ValidationError(`snapshot ${snapshotId} does not bear this server's archive seal: only project archives made here are restorable`, "snapshotId");
+  }
+  // Whoever may not view the archived project (by its sealed permissions) is answered as a reader is: as if it did not exist.
+  if (!actor.system && !(await projectArchiveReadPolicy(store)(actor, snapshot.uniqueId, async () => snapshot.document))) {
+    throw new NotFoundError(`snapshot ${snapshotId} does not exist`);
   }
   const refuse = (what: string): ValidationError => new ValidationError(`snapshot ${snapshotId}: ${what}`, "snapshotId");
   const hash = createHash("sha256");

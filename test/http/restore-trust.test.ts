@@ -111,6 +111,8 @@ it("refuses a project archive made elsewhere: history by root in 2020, a permiss
 
 it("refuses a state record with an unknown format byte, a missing seal, a wrong seal; restores the honest archive", async () => {
   expect((await call(root, "POST", "/projects", { id: "p", displayName: "School" })).status).toBe(201);
+  // eve restores it: she must view the project by the archive's sealed permissions (else the reader's 404).
+  expect((await call(root, "POST", "/projects/p/permissions/grant", { intent: "project.viewDetails", identity: "eve" })).status).toBeLessThan(300);
   await call(root, "POST", "/projects/p/close");
   const archived = await call(root, "POST", "/projects/p/archive", { drop: true });
   expect(archived.status).toBe(201);
@@ -130,7 +132,7 @@ it("refuses a state record with an unknown format byte, a missing seal, a wrong 
   const wrong = String(seal![0]).replace(/^./, (c) => (c === "0" ? "1" : "0"));
   await refused(await upload(eve, "project:p", { ...document, seal: [wrong] }, file), "p", /seal/);
   // The summary changed (a permission added to it), the file not: the seal no longer holds.
-  const widened = { ...document, permissions: [{ "project.viewDetails": ["root", "mallory"] }] };
+  const widened = { ...document, permissions: [{ "project.viewDetails": ["root", "eve", "mallory"] }] };
   await refused(await upload(eve, "project:p", widened, file), "p", /seal/);
 
   const restored = await call(eve, "POST", "/archive/restore", { snapshotId: archived.body.snapshot.id });

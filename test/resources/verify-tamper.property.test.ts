@@ -101,7 +101,7 @@ for (const backend of backends.filter((b) => b.name === "memory" || b.name === "
 
     it("a random single change of a stored key or value fails, naming the first divergent key", async () => {
       const families = new Set(entries.map((e) => String(e.key[0])));
-      expect([...families].sort()).toEqual(["a", "h", "l", "m", "o", "s", "x"]);
+      expect([...families].sort()).toEqual(["a", "g", "h", "l", "m", "o", "s", "x"]);
       await fc.assert(
         fc.asyncProperty(
           fc.nat({ max: entries.length - 1 }),

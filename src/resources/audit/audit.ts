@@ -264,9 +264,12 @@ export class Audit {
     } while (after !== null);
     const last = expected - 1;
     if (since && since.seq > last) return bad(last + 1, `the log ends at ${last}, before the checkpoint's seq ${since.seq}: its tail was cut`, "l");
-    const head = await this.core.writer.readHead(partition);
+    // A head or anchor record altered so it no longer parses is a divergence to name, not an error to throw.
+    const head = await this.core.writer.readHead(partition).catch(() => null);
+    if (head === null) return bad(last + 1, "the chain head record is unreadable", "m", layout.head);
     if (head.seq !== last || head.hash !== prev) return bad(last + 1, `chain head says seq ${head.seq}, the log ends at ${last}`, "m", layout.head);
-    const anchor = await this.core.writer.readLedger(partition);
+    const anchor = await this.core.writer.readLedger(partition).catch(() => undefined);
+    if (anchor === undefined) return bad(last + 1, "the ledger's anchor record is unreadable", "ledger");
     if (anchor && anchor.seq > last) return bad(last + 1, `the ledger anchors seq ${anchor.seq}, the log ends at ${last}: its tail was cut`, "ledger");
     if (anchor && anchor.seq > 0) {
       const at = await this.core.kv.get(partition, layout.log(anchor.seq));
