@@ -3,28 +3,23 @@
  * subject's personal fields then read as erased, and the real `flowstore verify` passes; a subject with
  * no personal data stored is refused (exit 2).
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { SYSTEM } from "../../src/access/actor.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { ERASED_TEXT, ResourceStore } from "../../src/resources/store.js";
 import { Workflow } from "../../src/workflow/commands.js";
 import { workflowSchema } from "../../src/workflow/schema.js";
-import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
+import { tempDir } from "../support/temp-dir.js";
 import { run } from "./spawn.js";
 
 const W = { type: "workflowitem" as const, ids: ["p", "s", "w"] };
 
-let dir: string;
-beforeEach(async () => {
-  dir = await makeTempDir("cli-erasure");
-});
-afterEach(async () => {
-  await removeTempDir(dir);
-});
+/** A fresh store directory per case (test/support/temp-dir.ts). */
+const tmp = tempDir("cli-erasure", "each");
 
 describe("flowstore erase-subject", () => {
   it("erases a subject's personal data, prints the receipt, and the store still verifies", async () => {
-    let kv = LmdbKv.open(dir);
+    let kv = LmdbKv.open(tmp());
     try {
       const wf = new Workflow(new ResourceStore(kv, workflowSchema));
       await wf.createProject(SYSTEM, { id: "p", displayName: "Grants" });
@@ -35,17 +30,17 @@ describe("flowstore erase-subject", () => {
       await kv.close();
     }
 
-    const unknown = run(["erase-subject", "nobody", "--data", dir]);
+    const unknown = run(["erase-subject", "nobody", "--data", tmp()]);
     expect((await unknown.exit).code, unknown.err()).toBe(2);
-    const erased = run(["erase-subject", "anna", "--data", dir]);
+    const erased = run(["erase-subject", "anna", "--data", tmp()]);
     expect((await erased.exit).code, erased.err()).toBe(0);
     const receipt = JSON.parse(erased.out());
     expect(receipt).toMatchObject({ subject: "anna", erasedBy: "system", complete: true, resources: [{ type: "workflowitem", ids: ["p", "s", "w"], event: { seq: 4 } }] });
 
-    const verify = run(["verify", "--data", dir]);
+    const verify = run(["verify", "--data", tmp()]);
     expect((await verify.exit).code, verify.out() + verify.err()).toBe(0);
 
-    kv = LmdbKv.open(dir);
+    kv = LmdbKv.open(tmp());
     try {
       const store = new ResourceStore(kv, workflowSchema);
       expect((await store.reads.get(SYSTEM, W)).data).toMatchObject({ description: ERASED_TEXT, dataSubject: "anna" });
