@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FeedMessage, FlowstoreClient } from "../../src/client/index.js";
 import { scanAll } from "../../src/kv/contract.js";
-import { ERASED_TEXT } from "../../src/resources/store.js";
+import { ERASED_TEXT, SEALED_PREFIX as SEALED } from "../../src/resources/personal/subjects.js";
 import { eventually } from "../support/eventually.js";
 import { freePort } from "../support/ports.js";
 import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
@@ -18,7 +18,6 @@ import { raw, startLmdbServer, type Running } from "./harness.js";
 const API = "/api/v1";
 const NAME = "Jonas Berger";
 const LATER = "Jonas Berger, second visit";
-const SEALED = "psd1.";
 
 let s: Running;
 let dir: string;
