@@ -330,7 +330,10 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
 
   const assignees = new Assignees(resources, identity);
   const { deliver = false, pollMs: subscriptionPollMs = 200, intervalMs: subscriptionIntervalMs = 1000, ...subscriptionOptions } = options.subscriptions ?? {};
-  const subscriptions = new Subscriptions({ kv, feed: resources.writer.feed, stores: [resources, tenancy], identity, global, assignees }, { ...subscriptionOptions, clock });
+  const subscriptions = new Subscriptions(
+    { kv, feed: resources.writer.feed, stores: [resources, tenancy], identity, global, assignees, personal: resources.subjects },
+    { ...subscriptionOptions, clock },
+  );
 
   const background = new Background({
     kv,

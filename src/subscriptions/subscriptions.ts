@@ -30,6 +30,7 @@ import { allPartitions, type Entry, type KvStore, type Op, type Partition } from
 import type { Feed, FeedEntry } from "../resources/log/feed.js";
 import type { ResourceEvent } from "../resources/model/events.js";
 import type { Ref } from "../resources/model/ref.js";
+import type { Subjects } from "../resources/personal/subjects.js";
 import type { Assignees } from "../workflow/assignees.js";
 import { subscriptionLayout as L } from "./layout.js";
 import { SIGNATURE_HEADER, sign } from "./signature.js";
@@ -120,7 +121,7 @@ export function matches(filter: SubscriptionFilter, event: ResourceEvent): boole
 /** What subscriptions need of a schema's store: its types' intents, who may read an event, an intent check. */
 export interface EventReader {
   readonly schema: { readonly types: ReadonlyMap<string, { readonly intents: { readonly all: readonly string[] } }> };
-  readonly audit: { eventFor(actor: Actor, event: ResourceEvent): Promise<ResourceEvent | null> };
+  readonly audit: { eventFor(actor: Actor, event: ResourceEvent, options?: { sealed?: boolean }): Promise<ResourceEvent | null> };
   readonly reads: { assertIntent(actor: Actor, ref: Ref, intent: string): Promise<void> };
 }
 
@@ -132,6 +133,12 @@ export interface SubscriptionsParts {
   readonly identity: Identity;
   readonly global: GlobalPermissions;
   readonly assignees: Assignees;
+  /**
+   * Opens the personal data sealed in what is delivered (resources/personal/subjects.ts): plain text
+   * while the subject's key exists, erased after. Pages are read sealed and opened only as they leave,
+   * so a dead letter keeps the ciphertext and an erasure reaches it too.
+   */
+  readonly personal: Pick<Subjects, "openValue" | "openJson">;
 }
 
 /** What one page of a subscription's events holds, and the cursor and per-partition marks that acknowledge it. */
@@ -223,7 +230,7 @@ export class Subscriptions {
     // The owner as it is now (its groups as stored, not as its token was issued).
     const owner = await this.parts.identity.actorFor(s.owner);
     const page = await this.#read(s, owner, (await this.#cursor(id)).value, options.limit ?? PULL_LIMIT.default);
-    return { items: page.items, ack: spell(page.ack), more: page.more };
+    return { items: await this.parts.personal.openValue(page.items), ack: spell(page.ack), more: page.more };
   }
 
   // ------------------------------------------------------------------ dead letters
@@ -231,7 +238,7 @@ export class Subscriptions {
   async deadLetters(actor: Actor, id: string): Promise<DeadLetter[]> {
     await this.#managed(actor, id);
     const page = await this.parts.kv.scan(L.partition(id), { prefix: L.dead.prefix, limit: 1000 });
-    return page.entries.map((e) => parse<DeadLetter>(e));
+    return Promise.all(page.entries.map((e) => parse<DeadLetter>(e)).map(async (l) => ({ ...l, body: await this.#opened(l.body) })));
   }
 
   /** POSTs a dead letter again, signed now: delivered, it is removed; not, it is kept. */
@@ -241,7 +248,7 @@ export class Subscriptions {
     const e = await this.parts.kv.get(L.partition(id), key);
     if (!e || !s.webhook || !s.secret) throw new NotFoundError(`subscription ${id} has no dead letter ${n}`);
     const letter = parse<DeadLetter>(e);
-    const result = await this.#post(s, letter.body);
+    const result = await this.#post(s, await this.#opened(letter.body));
     if (result.ok)
       await this.parts.kv
         .commit(L.partition(id), [
@@ -332,7 +339,7 @@ export class Subscriptions {
         continue;
       }
       const body = JSON.stringify({ subscription: id, ack: spell(page.ack), events: page.items });
-      const result = await this.#post(s, body);
+      const result = await this.#post(s, await this.#opened(body));
       if (result.ok) {
         await this.#ack(id, page.ack, lease, [{ type: "delete", key: L.retry }]);
         if (!page.more) return;
@@ -400,6 +407,11 @@ export class Subscriptions {
       if (err instanceof ConflictError) return null; // another server took it first
       throw err;
     }
+  }
+
+  /** A body as it leaves: its sealed personal data opened (a body holding none is answered as it is). */
+  async #opened(body: string): Promise<string> {
+    return (await this.parts.personal.openJson(Buffer.from(body, "utf8"))).toString("utf8");
   }
 
   async #post(s: Stored, body: string): Promise<{ ok: boolean; status?: number; error: string }> {
@@ -479,7 +491,7 @@ export class Subscriptions {
   /** The event as the owner may read it now (null when it may not), the filter's intent included. */
   async #visible(actor: Actor, filter: SubscriptionFilter, event: ResourceEvent): Promise<ResourceEvent | null> {
     for (const store of this.parts.stores) {
-      const visible = await store.audit.eventFor(actor, event);
+      const visible = await store.audit.eventFor(actor, event, { sealed: true });
       if (!visible) continue;
       if (filter.intent === undefined) return visible;
       const last = event.path.at(-1)!;

@@ -173,9 +173,16 @@ export class Audit {
    * An event as the actor may read it over REST, or null: every event needs the resource's history
    * intent, a permission change its `intent.listPermissions`; a `created` event's permission map is
    * left out for those who may not list permissions. Null too when the resource is gone (as its
-   * history answers 404), except for the system actor.
+   * history answers 404), except for the system actor. Its personal data is opened as history opens it
+   * (plain text, or ERASED_TEXT once the subject was erased), unless `sealed`: for a consumer that keeps
+   * what it delivers (a subscription's dead letters), which opens it when it is read.
    */
-  async eventFor(actor: Actor, event: ResourceEvent): Promise<ResourceEvent | null> {
+  async eventFor(actor: Actor, event: ResourceEvent, options: { sealed?: boolean } = {}): Promise<ResourceEvent | null> {
+    const visible = await this.#visibleEvent(actor, event);
+    return visible === null || options.sealed === true ? visible : this.core.subjects.openValue(visible);
+  }
+
+  async #visibleEvent(actor: Actor, event: ResourceEvent): Promise<ResourceEvent | null> {
     const last = event.path.at(-1);
     if (!last) return null;
     let l;
