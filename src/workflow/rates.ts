@@ -167,9 +167,9 @@ export class ExchangeRates {
 
   /**
    * A reader of rates as of now: `at(from, to, date)` is the latest rate of the pair on or before the day
-   * (null when there is none). The pairs it reads are kept in memory until the rates are written again.
+   * (null when there is none); `version` is the rates' version it read (null: none written), which every write moves. The pairs it reads are kept in memory until the rates are written again.
    */
-  async reader(): Promise<{ at(from: string, to: string, date: string): Promise<{ rate: string; date: string } | null> }> {
+  async reader(): Promise<{ readonly version: number | null; at(from: string, to: string, date: string): Promise<{ rate: string; date: string } | null> }> {
     const version = (await this.kv.get(RATES.partition(), VERSION.pack()))?.version ?? null;
     if (version !== this.#cache.version) this.#cache = { version, pairs: new Map() };
     const pairs = this.#cache.pairs;
@@ -188,6 +188,7 @@ export class ExchangeRates {
       return p;
     };
     return {
+      version,
       async at(from, to, date) {
         const { dates, rates } = await load(from, to);
         // The last date <= the day: binary search.
