@@ -5,16 +5,20 @@
  * (eurofxref-hist.csv: `Date,USD,JPY,…`, one row per day, rates from EUR). The rate at a date is the
  * latest rate on or before it.
  *
- * The rates live in one partition (`["rates"]`): key [from, to, date] → {rate, by, at}. They are data
- * beside the hash-chained partitions, not events of them: a rate written again replaces the old one
- * (the value records who wrote it and when). Every commit also puts the version key, so a reader keeps
- * each pair's rates in memory (sorted by date, one binary search per lookup) until the next write.
+ * The rates live in one partition (`["rates"]`): key [from, to, date] → {rate, by, at}. A rate written
+ * again replaces the old one (the value records who wrote it and when). The partition carries a record
+ * chain (kv/record-chain.ts, as the users, groups and grants do): every commit appends an event naming
+ * each rate it wrote and the SHA-256 of its value, so `verify` replays the chain and names the partition
+ * when a stored rate differs from it (an edit made past the store). Every commit also puts the version
+ * key, so a reader keeps each pair's rates in memory (sorted by date, one binary search per lookup), and
+ * analytics keep their converted totals, until the next write, whichever process wrote.
  */
 import { Type, type Static } from "@sinclair/typebox";
 import { ForbiddenError, ValidationError } from "../errors.js";
 import { isTop, type Actor } from "../access/actor.js";
 import type { GlobalPermissions } from "../access/global.js";
-import { scanAll, type KvStore, type Op } from "../kv/contract.js";
+import { scanAll, type KvStore, type Op, type Partition } from "../kv/contract.js";
+import { adoptRecords, verifyRecordChain, withRecordChain, type RecordChainResult, type RecordChainSpec } from "../kv/record-chain.js";
 import { PartitionKind, Subspace } from "../kv/subspace.js";
 import { isValidDate, PositiveDecimal } from "./money.js";
 
@@ -33,6 +37,10 @@ const RATE = new Subspace(["r"]);
 /** Put by every commit: its version tells a reader whether its cached pairs are current. */
 const VERSION = new Subspace(["v"]);
 export const RATES_KINDS: readonly string[] = [RATES.kind];
+/** Where a rate is stored: its partition and its key (for the tools and tests that read or edit the store itself). */
+export const RATES_LAYOUT = { partition: RATES.partition(), rate: (from: string, to: string, date: string) => RATE.pack([from, to, date]) } as const;
+/** The rates' record chain: it covers every rate (the version key is not a record). */
+export const RATES_CHAIN: RecordChainSpec = { holds: (p) => RATES.holds(p), covers: (key) => RATE.contains(key) };
 
 /** A currency of a rate: three capital letters (historical codes such as the ECB's CYP are accepted). */
 const RateCurrency = Type.String({ pattern: "^[A-Z]{3}$", description: 'a currency code, e.g. "USD"' });
@@ -112,11 +120,27 @@ export class ExchangeRates {
   /** The pairs read at one version of the rates (a reader of an older version fills its own map, never this one). */
   #cache: { version: number | null; pairs: Map<string, PairRates> } = { version: -1, pairs: new Map() };
 
+  /** The store, its rates partition's commits chained (RATES_CHAIN). */
+  private readonly kv: KvStore;
+
   constructor(
-    private readonly kv: KvStore,
+    private readonly base: KvStore,
     private readonly global: GlobalPermissions,
     private readonly clock: () => number = Date.now,
-  ) {}
+  ) {
+    this.kv = withRecordChain(base, [RATES_CHAIN], clock);
+  }
+
+  /** Starts the chain of rates written before it (one event adopting them); nothing when there are none or the chain exists. */
+  async adoptRecords(): Promise<void> {
+    await adoptRecords(this.base, RATES.partition(), RATES_CHAIN, this.clock);
+  }
+
+  /** The rates' partition against its record chain (checked 0: no rate was ever written). */
+  async verifyRecords(): Promise<{ partition: Partition; result: RecordChainResult }[]> {
+    const partition = RATES.partition();
+    return [{ partition, result: await verifyRecordChain(this.kv, partition, RATES_CHAIN) }];
+  }
 
   /** Refuses an actor that may not write rates: root and the system actor may, others with the intent. */
   async #assertMay(actor: Actor): Promise<void> {
