@@ -12,6 +12,9 @@
  * when a stored rate differs from it (an edit made past the store). Every commit also puts the version
  * key, so a reader keeps each pair's rates in memory (sorted by date, one binary search per lookup), and
  * analytics keep their converted totals, until the next write, whichever process wrote.
+ *
+ * A write is one commit, whatever its size (an ECB history since 1999 is about 200,000 rates): a
+ * write or import that fails or is killed leaves the rates as they were, never a prefix of the file.
  */
 import { Type, type Static } from "@sinclair/typebox";
 import { ForbiddenError, ValidationError } from "../errors.js";
@@ -67,8 +70,6 @@ export type StoredRate = Static<typeof StoredRate>;
 const CURRENCY_RE = /^[A-Z]{3}$/;
 const DAY_RE = /^\d{4}-\d{2}-\d{2}$/;
 const RATE_RE = new RegExp(PositiveDecimal.pattern!);
-/** The most rates one write commits at once (an ECB history is written in chunks of this many). */
-const CHUNK = 2_000;
 
 /** Refuses a rate that is not one (ValidationError naming its field under `field`). */
 function checkRate(r: ExchangeRate, field: string): void {
@@ -148,21 +149,23 @@ export class ExchangeRates {
     if (!(await this.global.has(actor, "global.writeExchangeRates"))) throw new ForbiddenError(`${actor.id} lacks the intent global.writeExchangeRates`);
   }
 
-  /** Writes rates (each replacing the rate of its pair and date), all checked before any is written. Returns how many. */
+  /**
+   * Writes rates (each replacing the rate of its pair and date), all checked before any is written, in
+   * one commit: all of them or none. Returns how many.
+   */
   async put(actor: Actor, rates: readonly ExchangeRate[], field = "rates"): Promise<number> {
     await this.#assertMay(actor);
     if (!Array.isArray(rates)) throw new ValidationError(`${field} must be a list of rates`, field);
     rates.forEach((r, i) => checkRate(r, `${field}.${i}`));
     const at = new Date(this.clock()).toISOString();
-    for (let i = 0; i < rates.length; i += CHUNK) {
-      const ops: Op[] = rates.slice(i, i + CHUNK).map((r) => ({
-        type: "put",
-        key: RATE.pack([r.from, r.to, r.date]),
-        value: Buffer.from(JSON.stringify({ rate: r.rate, by: actor.id, at }), "utf8"),
-      }));
-      ops.push({ type: "put", key: VERSION.pack(), value: Buffer.alloc(0) });
-      await this.kv.commit(RATES.partition(), ops);
-    }
+    if (rates.length === 0) return 0;
+    const ops: Op[] = rates.map((r) => ({
+      type: "put",
+      key: RATE.pack([r.from, r.to, r.date]),
+      value: Buffer.from(JSON.stringify({ rate: r.rate, by: actor.id, at }), "utf8"),
+    }));
+    ops.push({ type: "put", key: VERSION.pack(), value: Buffer.alloc(0) });
+    await this.kv.commit(RATES.partition(), ops);
     return rates.length;
   }
 
