@@ -226,18 +226,23 @@ export async function exactTotals(contributions: readonly Contribution[], target
   const acc = new Map<Measure, Map<bigint, bigint>>(MEASURES.map((m) => [m, new Map()]));
   const lacking = new Set<Measure>();
   const missing = new Map<string, MissingRate>();
+  // Each distinct factor looked up once (a bucket per day and currency shares its day's), then summed without a wait per bucket.
+  const keys = contributions.map((c) => {
+    const k = c.via ? `${c.currency}|${c.date}|${c.via.currency}|${c.via.rate}` : `${c.currency}|${c.date}`;
+    if (!factors.has(k)) {
+      // The dated leg: from the item's currency, or from its subproject's when its own rate took it there.
+      const dated = factor(rateAt, c.via?.currency ?? c.currency, target, c.date);
+      factors.set(k, c.via ? dated.then((f) => (f === null ? null : mul(fraction(c.via!.rate), f))) : dated);
+    }
+    return k;
+  });
+  const resolved = new Map<string, Fraction | null>();
+  await Promise.all([...new Set(keys)].map(async (k) => resolved.set(k, await factors.get(k)!)));
   for (let i = 0; i < contributions.length; i++) {
     const c = contributions[i]!;
-    // The dated leg: from the item's currency, or from its subproject's when its own rate took it there.
-    const from = c.via?.currency ?? c.currency;
-    const k = c.via ? `${c.currency}|${c.date}|${c.via.currency}|${c.via.rate}` : `${c.currency}|${c.date}`;
-    let p = factors.get(k);
-    if (!p) {
-      const dated = factor(rateAt, from, target, c.date);
-      factors.set(k, (p = c.via ? dated.then((f) => (f === null ? null : mul(fraction(c.via!.rate), f))) : dated));
-    }
-    const f = await p;
+    const f = resolved.get(keys[i]!)!;
     if (f === null) {
+      const from = c.via?.currency ?? c.currency;
       missing.set(`${from}|${c.date}`, { from, to: target, date: c.date });
       lacking.add(c.measure);
       continue;
