@@ -2,15 +2,18 @@
  * Budget analytics' cache (workflow/analytics.ts): the subprojects' converted totals are kept per
  * project partition head version and rates version, on a real LMDB store. A repeated read finds them; a
  * write of an item or of a rate is never followed by a cached answer, whether this handle wrote or
- * another handle on the same directory did (as another process of a fleet would).
+ * another handle on the same directory did (as another process of a fleet would). A store whose sums
+ * were built under an older version of the workflowitem's sums declaration gets them again at open.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { SYSTEM, userActor } from "../../src/access/actor.js";
 import { openFlowstore, type Flowstore } from "../../src/compose/index.js";
+import { layout } from "../../src/resources/model/layout.js";
 import { eventually } from "../support/eventually.js";
 import { tempDir } from "../support/temp-dir.js";
 
 const dir = tempDir("analytics-cache");
+const oldDir = tempDir("analytics-sums-version");
 const mary = userActor("mary");
 let a: Flowstore;
 let b: Flowstore;
@@ -70,4 +73,29 @@ it("a write through another handle on the same LMDB directory (another process o
   await eventually(async () => (await usd(a)) === "333.00", { what: "a's analytics to convert at b's rate" });
   expect(await usd(a)).toBe("333.00");
   expect((await a.analytics.subproject(mary, "p", "s", { currency: "USD" })).total.converted!.openAssigned).toBe("303.00");
+});
+
+it("a store whose sums were built before an item's own rate was counted gets them again once at open (sumsVersion), and verifies", async () => {
+  const old = await openFlowstore(`lmdb:${oldDir()}`, {});
+  await old.identity.createUser(SYSTEM, { id: "mary", displayName: "Mary", password: "a long enough password" });
+  await old.global.grant(SYSTEM, "global.createProject", "mary");
+  await old.workflow.createProject(mary, { id: "q", displayName: "Q" });
+  await old.workflow.createSubproject(mary, "q", { id: "s", displayName: "S", currency: "EUR", workflowMode: "unordered" });
+  // In USD at its own rate: 1 USD = 0.9 EUR.
+  await old.workflow.createWorkflowitem(mary, "q", "s", { id: "w", displayName: "w", amountType: "allocated", amount: "100", currency: "USD", exchangeRate: "0.9" } as never);
+  // As the store was before: the partition's sums gone (as a version that did not count them left them) and the marker of version 1.
+  await old.kv.commit(["project", "q"], [{ type: "deletePrefix", prefix: layout.allSums }]);
+  await old.kv.commit(layout.sumsBuilt, [{ type: "put", key: layout.sumsBuiltEntry("project"), value: Buffer.from(JSON.stringify({ built: true })) }]);
+  expect((await old.resources.audit.verify(["project", "q"])).ok).toBe(false);
+  await old.close();
+
+  const reopened = await openFlowstore(`lmdb:${oldDir()}`, {});
+  try {
+    expect((await reopened.resources.audit.verify(["project", "q"])).ok).toBe(true);
+    const a = await reopened.analytics.project(mary, "q", { currency: "EUR" });
+    expect(a.total.converted!.openAssigned).toBe("90.00");
+    expect(a.total.byCurrency.map((c) => [c.currency, c.openAssigned])).toEqual([["USD", "100"]]);
+  } finally {
+    await reopened.close();
+  }
 });
