@@ -313,6 +313,8 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   // open, and after a restore of an export written before the split).
   const migrateIntentSplits = () => global.migrateSplits(INTENT_SPLITS_MIGRATION, [...ACCESS_SPLITS, ...IDENTITY_SPLITS], new Date(clock()));
 
+  const rates = new ExchangeRates(kv, global, clock);
+
   // The index of visible roots (resources/visibility.ts), built once for a store written before it; not
   // while an import is unfinished (the store is not whole, and the import must end byte for byte).
   if (!(await kv.get(IMPORT_MARKER.partition, IMPORT_MARKER.key))) {
@@ -320,6 +322,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     await tenancy.buildVisibility();
     // Users, groups and grants written before their record chains: adopted into them, once.
     await identity.adoptRecords();
+    await rates.adoptRecords(); // exchange rates written before their record chain
     await resources.buildSums();
     await migrateIntentSplits();
   }
@@ -370,12 +373,12 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
       await resources.buildVisibility();
       await tenancy.buildVisibility();
       await identity.adoptRecords(); // a backup from before the record chains
+      await rates.adoptRecords();
       await resources.buildSums();
       await migrateIntentSplits();
     },
   });
   const erasures = new Erasures([resources, tenancy], global);
-  const rates = new ExchangeRates(kv, global, clock);
   const verifiers: readonly ChainedKind[] = chained;
   /** The chained kinds' verifiers over another store (a replaced history read as a store of its own: the same schemas verify it). */
   const verifiersOver = (view: KvStore): readonly ChainedKind[] => {
@@ -410,10 +413,10 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     },
     async verifyAll(onResult, opts = {}) {
       const live = await verifyAll(kv, verifiers, onResult, opts);
-      // Who could do what: the users, groups and grants against their record chains.
+      // Who could do what (the users, groups and grants) and the exchange rates, against their record chains.
       const records = { ok: true, partitions: 0, events: 0 };
       let recordsBad = 0;
-      for (const { partition, result } of await identity.verifyRecords()) {
+      for (const { partition, result } of [...(await identity.verifyRecords()), ...(await rates.verifyRecords())]) {
         if (result.ok && result.checked === 0) continue;
         records.partitions++;
         records.events += result.checked;

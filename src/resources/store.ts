@@ -41,7 +41,7 @@ export type { DeleteOptions } from "./write/lifecycle.js";
 export type { ChainHead, DumpNames, DumpSource, PartitionCounts, PartitionDump } from "./audit/partition-dump.js";
 
 export type ResourceStoreOptions = CoreOptions;
-export type { ChildSums, Reads, SumRow } from "./read/reads.js";
+export type { ChildSums, Reads, SumRow, SumsOptions } from "./read/reads.js";
 export type { Writes } from "./write/writes.js";
 export type { Lifecycle } from "./write/lifecycle.js";
 export type { Audit } from "./audit/audit.js";

@@ -39,6 +39,11 @@ export interface ChildSums {
   readonly sums: SumRow[];
 }
 
+/** Options of the sums reads: `withSums(head)` false skips the sums' range read (the caller holds what it derived from them at that head). */
+export interface SumsOptions {
+  readonly withSums?: (head: number | null) => boolean;
+}
+
 const listed = listedJson;
 
 /** From this page size, a first page reads a collection that fits in it whole (`#listWhole`). */
@@ -435,24 +440,33 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
 
   /**
    * A resource the actor may view and the sums it keeps of its children's declared amounts (sums.ts):
-   * one range read of O(buckets), whatever the number of children.
+   * one range read of O(buckets), whatever the number of children. `head` is the version of its
+   * partition's chain head, read before anything else: every write to the partition moves it, so what
+   * was derived from this read may be cached under it (a newer write moves it past). `withSums(head)`
+   * false: the sums are not read (the caller holds what it derived from them at that head).
    */
-  async sums(actor: Actor, ref: Ref): Promise<{ envelope: Envelope; sums: SumRow[] }> {
-    const { l, view } = await this.#readable(actor, ref);
+  async sums(actor: Actor, ref: Ref, options: SumsOptions = {}): Promise<{ envelope: Envelope; sums: SumRow[]; head: number | null }> {
+    const l = locate(this.core.schema, ref);
+    const head = await this.#head(l);
+    const { view } = await this.#readable(actor, ref);
     const sums: SumRow[] = [];
-    for await (const e of scanAll(this.core.kv, l.partition, { prefix: layout.sums(l), limit: 5000 })) {
-      const { sum, n } = decodeSum(e.value);
-      sums.push({ bucket: layout.bucketOfSum(e.key, l.depth), sum: fromScaled(sum), n });
+    if (options.withSums?.(head) ?? true) {
+      for await (const e of scanAll(this.core.kv, l.partition, { prefix: layout.sums(l), limit: 5000 })) {
+        const { sum, n } = decodeSum(e.value);
+        sums.push({ bucket: layout.bucketOfSum(e.key, l.depth), sum: fromScaled(sum), n });
+      }
     }
-    return { envelope: view.envelope(), sums };
+    return { envelope: view.envelope(), sums, head };
   }
 
   /**
    * The nested children of one type under a resource the actor may view, each with the sums it keeps
    * and whether the actor may view it: one range read of the children's records and one of their sums,
-   * O(children + buckets), whatever the number of grandchildren.
+   * O(children + buckets), whatever the number of grandchildren. `head` and `withSums` as in `sums`.
    */
-  async childSums(actor: Actor, parent: Ref, childType: string): Promise<{ envelope: Envelope; children: ChildSums[] }> {
+  async childSums(actor: Actor, parent: Ref, childType: string, options: SumsOptions = {}): Promise<{ envelope: Envelope; children: ChildSums[]; head: number | null }> {
+    const located = locate(this.core.schema, parent);
+    const head = await this.#head(located);
     const { l, view } = await this.#readable(actor, parent);
     const t = this.core.schema.type(childType);
     if (t.decl.parent !== l.type.name || t.decl.idStyle !== "nested") throw new ValidationError(`${childType} is no nested child type of ${l.type.name}`, "childType");
@@ -462,12 +476,19 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
       children.set(v.id, { id: v.id, envelope: v.envelope(), viewable: v.viewableBy(actor), sums: [] });
     }
     const depth = l.depth + 1;
-    for await (const e of scanAll(this.core.kv, l.partition, { prefix: layout.sumsOfType(depth, l.pairs, childType), limit: 5000 })) {
-      const id = layout.pairsOfSum(e.key, depth).at(-1)!;
-      const { sum, n } = decodeSum(e.value);
-      children.get(id)?.sums.push({ bucket: layout.bucketOfSum(e.key, depth), sum: fromScaled(sum), n });
+    if (options.withSums?.(head) ?? true) {
+      for await (const e of scanAll(this.core.kv, l.partition, { prefix: layout.sumsOfType(depth, l.pairs, childType), limit: 5000 })) {
+        const id = layout.pairsOfSum(e.key, depth).at(-1)!;
+        const { sum, n } = decodeSum(e.value);
+        children.get(id)?.sums.push({ bucket: layout.bucketOfSum(e.key, depth), sum: fromScaled(sum), n });
+      }
     }
-    return { envelope: view.envelope(), children: [...children.values()] };
+    return { envelope: view.envelope(), children: [...children.values()], head };
+  }
+
+  /** The version of a partition's chain head (null: nothing written), read first by the reads whose results a caller caches under it. */
+  async #head(l: Located): Promise<number | null> {
+    return (await this.core.kv.get(l.partition, layout.head))?.version ?? null;
   }
 
   /** A resource's permissions: intent → identities (its `listPermissions` intent). */
