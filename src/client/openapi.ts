@@ -3926,6 +3926,8 @@ export interface components {
             createdAt: string;
             /** @description the position acknowledged up to (`<feed position>-<seq>`) */
             position: string;
+            /** @description its lag: the change feed's entries past its position (0: caught up) */
+            behind: number;
         };
         SubscriptionList: {
             items: components["schemas"]["Subscription"][];

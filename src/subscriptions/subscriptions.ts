@@ -207,22 +207,23 @@ export class Subscriptions {
       { type: "put", key: L.record, value: json(stored) },
       { type: "put", key: L.cursor, value: json(cursor) },
     ]);
-    return { subscription: this.#wire(stored, cursor), ...(secret ? { secret } : {}) };
+    return { subscription: this.#wire(stored, cursor, cursor.position), ...(secret ? { secret } : {}) };
   }
 
   async get(actor: Actor, id: string): Promise<Subscription> {
     const s = await this.#managed(actor, id);
-    return this.#wire(s, await this.#cursor(id).then((c) => c.value));
+    return this.#wire(s, await this.#cursor(id).then((c) => c.value), await this.parts.feed.head());
   }
 
   /** The caller's own subscriptions. */
   async list(actor: Actor): Promise<Subscription[]> {
     const out: Subscription[] = [];
+    const head = await this.parts.feed.head();
     for await (const p of allPartitions(this.parts.kv, L.kind.kind)) {
       const [r, c] = await this.parts.kv.getMany(p, [L.record, L.cursor]);
       if (!r || !c) continue;
       const s = parse<Stored>(r);
-      if (s.owner === actor.id) out.push(this.#wire(s, parse<Cursor>(c)));
+      if (s.owner === actor.id) out.push(this.#wire(s, parse<Cursor>(c), head));
     }
     return out;
   }
@@ -609,7 +610,9 @@ export class Subscriptions {
     throw new ValidationError(`${intent} is not an intent of any resource type`, "filter.intent");
   }
 
-  #wire(s: Stored, cursor: Cursor): Subscription {
-    return { id: s.id, name: s.name, owner: s.owner, filter: s.filter, ...(s.webhook ? { webhook: s.webhook } : {}), createdAt: s.createdAt, position: spell(cursor) };
+  /** Its wire shape; `head` is the feed's, from which its lag is told (an entry at the cursor partly acknowledged is not counted). */
+  #wire(s: Stored, cursor: Cursor, head: number): Subscription {
+    const behind = Math.max(0, head - cursor.position);
+    return { id: s.id, name: s.name, owner: s.owner, filter: s.filter, ...(s.webhook ? { webhook: s.webhook } : {}), createdAt: s.createdAt, position: spell(cursor), behind };
   }
 }

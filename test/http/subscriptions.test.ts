@@ -118,6 +118,9 @@ describe("a pull subscription", () => {
     // An older acknowledgment moves nothing back.
     expect((await pull(s, s.root, items.id, `?ack=${got.items[0]!.position}`)).items).toEqual([]);
     expect((await call(s, s.root, "GET", `/subscriptions/${items.id}`)).body.position).toBe(rest.ack);
+    // Its lag: the feed's entries past its position; none once acknowledged up to the head.
+    expect((await call(s, s.root, "GET", `/subscriptions/${all.id}`)).body.behind).toBeGreaterThanOrEqual(7);
+    expect((await call(s, s.root, "GET", `/subscriptions/${items.id}`)).body.behind).toBe(0);
 
     // A page at a time: `ack` covers what the page read.
     const first = await pull(s, s.root, all.id, "?limit=1");
