@@ -2800,8 +2800,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The caller's daily digest: its open assignments, as JSON and as plain text
-         * @description The caller's daily digest: its open assignments, as JSON and as plain text. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         * The caller's daily digest of open assignments: JSON (with its plain text in `text`), or the plain text alone with `Accept: text/plain` or `format=text`
+         * @description The caller's daily digest of open assignments: JSON (with its plain text in `text`), or the plain text alone with `Accept: text/plain` or `format=text`. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
          */
         get: operations["getSubscriptionDigest"];
         put?: never;
@@ -3926,6 +3926,8 @@ export interface components {
             createdAt: string;
             /** @description the position acknowledged up to (`<feed position>-<seq>`) */
             position: string;
+            /** @description its lag: the change feed's entries past its position (0: caught up) */
+            behind: number;
         };
         SubscriptionList: {
             items: components["schemas"]["Subscription"][];
@@ -20075,20 +20077,24 @@ export interface operations {
     };
     getSubscriptionDigest: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description instead of the Accept header */
+                format?: "json" | "text";
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description OK: Digest */
+            /** @description the digest (JSON), or its plain text (a mail body) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Digest"];
+                    "text/plain": string;
                 };
             };
             /** @description Bad Request */

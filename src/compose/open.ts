@@ -333,9 +333,10 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
 
   const assignees = new Assignees(resources, identity);
   const { deliver = false, pollMs: subscriptionPollMs = 200, intervalMs: subscriptionIntervalMs = 1000, ...subscriptionOptions } = options.subscriptions ?? {};
+  // Webhook secrets are sealed under a key file beside an LMDB store unless a key is given (secrets.ts).
   const subscriptions = new Subscriptions(
     { kv, feed: resources.writer.feed, stores: [resources, tenancy], identity, global, assignees, personal: resources.subjects },
-    { ...subscriptionOptions, clock },
+    { ...subscriptionOptions, secretKey: subscriptionOptions.secretKey ?? { dataDir: lmdbDir }, clock },
   );
 
   const background = new Background({

@@ -33,7 +33,9 @@ import type { Ref } from "../resources/model/ref.js";
 import type { Subjects } from "../resources/personal/subjects.js";
 import type { Assignees } from "../workflow/assignees.js";
 import { subscriptionLayout as L } from "./layout.js";
+import { SecretSeal, type WebhookKeyOptions } from "./secrets.js";
 import { SIGNATURE_HEADER, sign } from "./signature.js";
+import { WebhookGuard } from "./webhook-target.js";
 import type { CreateSubscription, CreatedSubscription, DeadLetter, Delivered, Digest, Replayed, Subscription, SubscriptionEvents, SubscriptionFilter } from "./wire.js";
 
 /** The global intent of operators over every subscription: read, delete, read and replay dead letters. */
@@ -58,6 +60,10 @@ export interface SubscriptionsOptions {
   readonly timeoutMs?: number;
   /** Events in one webhook delivery at most (default 100). */
   readonly batch?: number;
+  /** Webhook hosts, addresses and CIDRs allowed although internal (FLOWSTORE_WEBHOOK_ALLOW; webhook-target.ts). */
+  readonly allow?: readonly string[];
+  /** The key webhook secrets are sealed with at rest (FLOWSTORE_WEBHOOK_KEY, or a key file; secrets.ts). */
+  readonly secretKey?: WebhookKeyOptions;
 }
 
 export const SUBSCRIPTION_DEFAULTS = { leaseMs: 10_000, retryBaseMs: 1000, maxAttempts: 8, timeoutMs: 10_000, batch: 100 } as const;
@@ -77,6 +83,9 @@ interface Stored {
   owner: string;
   filter: SubscriptionFilter;
   webhook?: { url: string; digest?: boolean };
+  /** The webhook's HMAC secret, sealed (secrets.ts). */
+  sealedSecret?: string;
+  /** As stores written before secrets were sealed hold it: read, never written. */
   secret?: string;
   createdAt: string;
 }
@@ -152,14 +161,32 @@ export class Subscriptions {
   /** This process, as a lease holder. */
   readonly holder = randomUUID();
   readonly #clock: () => number;
-  readonly #o: Required<Omit<SubscriptionsOptions, "clock">>;
+  readonly #o: Required<Omit<SubscriptionsOptions, "clock" | "allow" | "secretKey">>;
+  readonly #guard: WebhookGuard;
+  readonly #secretKey: WebhookKeyOptions;
+  #seal: Promise<SecretSeal> | undefined;
 
   constructor(
     private readonly parts: SubscriptionsParts,
     options: SubscriptionsOptions = {},
   ) {
     this.#clock = options.clock ?? Date.now;
-    this.#o = { ...SUBSCRIPTION_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([k, v]) => k !== "clock" && v !== undefined)) };
+    const { clock: _, allow, secretKey, ...rest } = options;
+    this.#o = { ...SUBSCRIPTION_DEFAULTS, ...Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)) };
+    this.#guard = new WebhookGuard(allow);
+    this.#secretKey = secretKey ?? {};
+  }
+
+  /** The seal of webhook secrets, its key loaded when first needed. */
+  #secrets(): Promise<SecretSeal> {
+    this.#seal ??= SecretSeal.load(this.#secretKey);
+    return this.#seal;
+  }
+
+  async #secretOf(s: Stored): Promise<string> {
+    if (s.sealedSecret !== undefined) return (await this.#secrets()).open(s.sealedSecret, s.id);
+    if (s.secret !== undefined) return s.secret;
+    throw new NotFoundError(`subscription ${s.id} has no webhook`);
   }
 
   // ------------------------------------------------------------------ the subscriptions
@@ -167,23 +194,17 @@ export class Subscriptions {
   async create(actor: Actor, body: CreateSubscription): Promise<CreatedSubscription> {
     const filter = body.filter ?? {};
     if (filter.intent !== undefined) this.#checkIntent(filter.intent);
-    if (body.webhook) {
-      let url: URL;
-      try {
-        url = new URL(body.webhook.url);
-      } catch {
-        throw new ValidationError("webhook.url is not a URL", "webhook.url");
-      }
-      if (url.protocol !== "http:" && url.protocol !== "https:") throw new ValidationError("webhook.url must be http or https", "webhook.url");
-    }
+    // Not to the server's own networks (server-side request forgery): checked again at every delivery.
+    if (body.webhook) await this.#guard.check(body.webhook.url, "webhook.url");
     const id = randomBytes(12).toString("base64url");
     const secret = body.webhook ? randomBytes(32).toString("base64url") : undefined;
+    const sealedSecret = secret === undefined ? undefined : (await this.#secrets()).seal(secret, id);
     const stored: Stored = {
       id,
       name: body.name,
       owner: actor.id,
       filter,
-      ...(body.webhook ? { webhook: { url: body.webhook.url, ...(body.webhook.digest ? { digest: true } : {}) }, secret } : {}),
+      ...(body.webhook ? { webhook: { url: body.webhook.url, ...(body.webhook.digest ? { digest: true } : {}) }, sealedSecret } : {}),
       createdAt: new Date(this.#clock()).toISOString(),
     };
     // It starts at the feed's head: a subscription delivers what is committed from now on.
@@ -193,22 +214,23 @@ export class Subscriptions {
       { type: "put", key: L.record, value: json(stored) },
       { type: "put", key: L.cursor, value: json(cursor) },
     ]);
-    return { subscription: this.#wire(stored, cursor), ...(secret ? { secret } : {}) };
+    return { subscription: this.#wire(stored, cursor, cursor.position), ...(secret ? { secret } : {}) };
   }
 
   async get(actor: Actor, id: string): Promise<Subscription> {
     const s = await this.#managed(actor, id);
-    return this.#wire(s, await this.#cursor(id).then((c) => c.value));
+    return this.#wire(s, await this.#cursor(id).then((c) => c.value), await this.parts.feed.head());
   }
 
   /** The caller's own subscriptions. */
   async list(actor: Actor): Promise<Subscription[]> {
     const out: Subscription[] = [];
+    const head = await this.parts.feed.head();
     for await (const p of allPartitions(this.parts.kv, L.kind.kind)) {
       const [r, c] = await this.parts.kv.getMany(p, [L.record, L.cursor]);
       if (!r || !c) continue;
       const s = parse<Stored>(r);
-      if (s.owner === actor.id) out.push(this.#wire(s, parse<Cursor>(c)));
+      if (s.owner === actor.id) out.push(this.#wire(s, parse<Cursor>(c), head));
     }
     return out;
   }
@@ -246,7 +268,7 @@ export class Subscriptions {
     const s = await this.#managed(actor, id);
     const key = L.dead.pack([n]);
     const e = await this.parts.kv.get(L.partition(id), key);
-    if (!e || !s.webhook || !s.secret) throw new NotFoundError(`subscription ${id} has no dead letter ${n}`);
+    if (!e || !s.webhook) throw new NotFoundError(`subscription ${id} has no dead letter ${n}`);
     const letter = parse<DeadLetter>(e);
     const result = await this.#post(s, await this.#opened(letter.body));
     if (result.ok)
@@ -299,7 +321,7 @@ export class Subscriptions {
     const partition = L.partition(id);
     const r = await kv.get(partition, L.record);
     const s = r ? parse<Stored>(r) : undefined;
-    if (!s?.webhook || !s.secret) return;
+    if (!s?.webhook) return;
     const lease = await this.#takeLease(partition);
     if (lease === null) return;
     let actor: Actor;
@@ -414,22 +436,22 @@ export class Subscriptions {
     return (await this.parts.personal.openJson(Buffer.from(body, "utf8"))).toString("utf8");
   }
 
+  /**
+   * One attempt: signed now, to the address the URL's host resolves to now if the guard allows it
+   * (webhook-target.ts: checked at each delivery, connected to as checked, redirects not followed).
+   * A secret that does not open (another server's key) throws: nothing is POSTed, nothing is acknowledged.
+   */
   async #post(s: Stored, body: string): Promise<{ ok: boolean; status?: number; error: string }> {
+    const secret = await this.#secretOf(s);
     try {
-      const res = await fetch(s.webhook!.url, {
-        method: "POST",
-        redirect: "manual",
-        signal: AbortSignal.timeout(this.#o.timeoutMs),
-        headers: {
-          "content-type": "application/json",
-          [SIGNATURE_HEADER]: sign(s.secret!, body, Math.floor(this.#clock() / 1000)),
-          "flowstore-subscription": s.id,
-          "flowstore-delivery": createHash("sha256").update(body).digest("base64url").slice(0, 22),
-        },
-        body,
-      });
-      await res.body?.cancel();
-      return { ok: res.status >= 200 && res.status < 300, status: res.status, error: `the receiver answered ${res.status}` };
+      const headers = {
+        "content-type": "application/json",
+        [SIGNATURE_HEADER]: sign(secret, body, Math.floor(this.#clock() / 1000)),
+        "flowstore-subscription": s.id,
+        "flowstore-delivery": createHash("sha256").update(body).digest("base64url").slice(0, 22),
+      };
+      const status = await this.#guard.post(s.webhook!.url, headers, body, this.#o.timeoutMs);
+      return { ok: status >= 200 && status < 300, status, error: `the receiver answered ${status}` };
     } catch (e) {
       return { ok: false, error: e instanceof Error ? e.message : String(e) };
     }
@@ -600,7 +622,9 @@ export class Subscriptions {
     throw new ValidationError(`${intent} is not an intent of any resource type`, "filter.intent");
   }
 
-  #wire(s: Stored, cursor: Cursor): Subscription {
-    return { id: s.id, name: s.name, owner: s.owner, filter: s.filter, ...(s.webhook ? { webhook: s.webhook } : {}), createdAt: s.createdAt, position: spell(cursor) };
+  /** Its wire shape; `head` is the feed's, from which its lag is told (an entry at the cursor partly acknowledged is not counted). */
+  #wire(s: Stored, cursor: Cursor, head: number): Subscription {
+    const behind = Math.max(0, head - cursor.position);
+    return { id: s.id, name: s.name, owner: s.owner, filter: s.filter, ...(s.webhook ? { webhook: s.webhook } : {}), createdAt: s.createdAt, position: spell(cursor), behind };
   }
 }
