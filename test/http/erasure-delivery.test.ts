@@ -62,7 +62,11 @@ async function subscriptionBytes(id: string): Promise<string> {
 let before: string;
 
 beforeAll(async () => {
-  s = await startLmdbServer("erasure-delivery", { webRoot: false, subscriptions: { deliver: true, retryBaseMs: 20, maxAttempts: 3, intervalMs: 50, pollMs: 50 } });
+  // The receiver runs on 127.0.0.1, which the webhook guard refuses unless the operator allows it (FLOWSTORE_WEBHOOK_ALLOW).
+  s = await startLmdbServer("erasure-delivery", {
+    webRoot: false,
+    subscriptions: { deliver: true, retryBaseMs: 20, maxAttempts: 3, intervalMs: 50, pollMs: 50, allow: ["127.0.0.1"] },
+  });
   dir = makeTempDirSync("erasure-hook");
   const port = await freePort();
   const pull = await call(s.root, "POST", "/subscriptions", { name: "p pulled", filter: { path: [{ type: "project", id: "p" }] } });
