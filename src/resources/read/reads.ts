@@ -8,7 +8,7 @@ import { cursorBytes, cursorOf, scanAll, type Entry } from "../../kv/contract.js
 import { encodeNested } from "../../kv/tuple.js";
 import { allows, type Actor, type Permissions } from "../../access/actor.js";
 import { flatChildRecords } from "./context.js";
-import { allowedIntents, allowedIntentsTail, pageLimit, permissionsOf, MAX_PAGE, withAllowedIntents, type Core, type Page, type PageOptions } from "../core/core.js";
+import { allowedIntents, pageLimit, permissionsOf, MAX_PAGE, withAllowedIntents, type Core, type Page, type PageOptions } from "../core/core.js";
 import { layout } from "../model/layout.js";
 import { rebuildOrderIndex } from "../audit/order-index.js";
 import { closedFirstOrder, effectiveOrder } from "../model/ordering.js";
@@ -142,15 +142,8 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
       }),
     );
     // Siblings mostly share their access entry's bytes (inherited permissions): each distinct entry is
-    // parsed and judged once per page.
-    const judged = new Map<string, Buffer>();
-    return items.map((item, i) => {
-      const raw = raws[i];
-      const k = raw ? raw.toString("latin1") : "";
-      let tail = judged.get(k);
-      if (!tail) judged.set(k, (tail = allowedIntentsTail(allowedIntents(t, permissionsOf(raw), actor))));
-      return withAllowedIntents(item, tail);
-    });
+    // parsed and judged once (core.ts, IntentTails).
+    return items.map((item, i) => withAllowedIntents(item, this.core.intentTails.tail(t, raws[i], actor)));
   }
 
   /** The stored public JSON of a resource the actor may view, with `allowedIntents` when asked, and its version. */
@@ -168,7 +161,7 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
     // Personal data opened (personal/subjects.ts) only where the bytes hold a sealed value: no promise otherwise.
     const stored = view.publicBytes();
     const json = sealedIn(stored) ? await this.core.subjects.openJson(stored) : stored;
-    return { json: options.allowedIntents ? withAllowedIntents(json, allowedIntents(l.type, permissionsOf(access?.value), actor)) : json, version: view.version };
+    return { json: options.allowedIntents ? withAllowedIntents(json, this.core.intentTails.tail(l.type, access?.value, actor)) : json, version: view.version };
   }
 
   /** The record of a resource the actor holds `intent` on (the view intent by default). */
