@@ -6746,7 +6746,7 @@ export interface operations {
                     "application/json": components["schemas"]["Project"];
                 };
             };
-            /** @description No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match */
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
             204: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -7401,7 +7401,7 @@ export interface operations {
                     "application/json": components["schemas"]["Project"];
                 };
             };
-            /** @description No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match */
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
             204: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -7525,7 +7525,7 @@ export interface operations {
                     "application/json": components["schemas"]["Project"];
                 };
             };
-            /** @description No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match */
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
             204: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -7655,7 +7655,7 @@ export interface operations {
                     "application/json": components["schemas"]["Project"];
                 };
             };
-            /** @description No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match */
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
             204: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -7774,7 +7774,7 @@ export interface operations {
                     "application/json": components["schemas"]["Project"];
                 };
             };
-            /** @description No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match */
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
             204: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -8280,7 +8280,7 @@ export interface operations {
                     "application/json": components["schemas"]["Subproject"];
                 };
             };
-            /** @description No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match */
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
             204: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -8787,7 +8787,7 @@ export interface operations {
                     "application/json": components["schemas"]["Subproject"];
                 };
             };
-            /** @description No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match */
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
             204: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -8913,7 +8913,7 @@ export interface operations {
                     "application/json": components["schemas"]["Subproject"];
                 };
             };
-            /** @description No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match */
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
             204: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -9045,7 +9045,7 @@ export interface operations {
                     "application/json": components["schemas"]["Subproject"];
                 };
             };
-            /** @description No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match */
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
             204: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -9166,7 +9166,7 @@ export interface operations {
                     "application/json": components["schemas"]["Subproject"];
                 };
             };
-            /** @description No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match */
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
             204: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -9899,7 +9899,7 @@ export interface operations {
                     "application/json": components["schemas"]["Workflowitem"];
                 };
             };
-            /** @description No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match */
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
             204: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -10422,7 +10422,7 @@ export interface operations {
                     "application/json": components["schemas"]["Workflowitem"];
                 };
             };
-            /** @description No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match */
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
             204: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -10550,7 +10550,7 @@ export interface operations {
                     "application/json": components["schemas"]["Workflowitem"];
                 };
             };
-            /** @description No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match */
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
             204: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -11065,7 +11065,7 @@ export interface operations {
                     "application/json": components["schemas"]["Space"];
                 };
             };
-            /** @description No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match */
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
             204: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -11565,7 +11565,7 @@ export interface operations {
                     "application/json": components["schemas"]["Space"];
                 };
             };
-            /** @description No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match */
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
             204: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -11694,7 +11694,7 @@ export interface operations {
                     "application/json": components["schemas"]["Space"];
                 };
             };
-            /** @description No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match */
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
             204: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -12355,7 +12355,7 @@ export interface operations {
                     "application/json": components["schemas"]["Provider"];
                 };
             };
-            /** @description No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match */
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
             204: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -13527,7 +13527,7 @@ export interface operations {
                     "application/json": components["schemas"]["Node"];
                 };
             };
-            /** @description No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match */
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
             204: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -14427,7 +14427,7 @@ export interface operations {
                     "application/json": components["schemas"]["Tenant"];
                 };
             };
-            /** @description No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match */
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
             204: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -15599,7 +15599,7 @@ export interface operations {
                     "application/json": components["schemas"]["Kms"];
                 };
             };
-            /** @description No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match */
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
             204: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -16505,7 +16505,7 @@ export interface operations {
                     "application/json": components["schemas"]["ContentObject"];
                 };
             };
-            /** @description No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match */
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
             204: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -17421,7 +17421,7 @@ export interface operations {
                     "application/json": components["schemas"]["ContentObjectVersion"];
                 };
             };
-            /** @description No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match */
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
             204: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */

@@ -131,7 +131,7 @@ export function typeSchemas<S extends SchemaDecl, T extends keyof S & string>(sc
 export const updatedResponses = <R extends TSchema>(resource: R) => ({
   200: resource,
   204: Type.Null({
-    description: "No Content: the write is done, and the caller may act on the resource but not view it (issue 16); the ETag is its new version, for the next If-Match",
+    description: "No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match",
   }),
 });
 
