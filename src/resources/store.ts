@@ -51,7 +51,7 @@ export { ERASED_TEXT, type ErasedResource, type ErasureReceipt, type Subjects } 
 export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
   readonly writer: PartitionWriter;
   readonly global: GlobalPermissions;
-  /** get, getJson, seenBy, assertIntent, canView, the lists (children, query, ordered), ordering, permissions. */
+  /** get, getJson, seenBy, seenByCreator, assertIntent, canView, the lists (children, query, ordered), ordering, permissions. */
   readonly reads: Reads<S>;
   /** create, mutate (behind update and every domain command), update, grant, revoke, setOrdering, setGovernanceDelete. */
   readonly writes: Writes<S>;

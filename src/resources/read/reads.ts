@@ -15,7 +15,7 @@ import { closedFirstOrder, effectiveOrder } from "../model/ordering.js";
 import { pageJson } from "../model/page-json.js";
 import { PageCache } from "./page-cache.js";
 import { listedJson, Queries, type ListQuery } from "./query.js";
-import { RecordView, redacted, WRITTEN_WITH, type Envelope, type RedactedEnvelope, type Written } from "../model/record.js";
+import { RecordView, WRITTEN_WITH, type Envelope, type Written } from "../model/record.js";
 import { childRef, locate, type Located, type Ref } from "../model/ref.js";
 import type { CompiledType, DataOf, SchemaDecl } from "../model/schema.js";
 import { sealedIn } from "../personal/subjects.js";
@@ -172,20 +172,35 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
   }
 
   /**
-   * A resource as the actor may see it right after writing it: whole when the actor holds its view
-   * intent, else redacted as lists show it, with the intents it holds when asked. A caller that may act
-   * on a resource but not view it learns no more from its write than from a list. Both are decided from
-   * the permissions the write itself wrote (no read after it); an envelope no write of this store
-   * returned has its access entry read instead.
+   * A resource as the actor that wrote it may see it right after the write: whole (its personal data
+   * opened), with the intents it holds on it when asked, or null when it may act on it but not view it
+   * (a caller learns no more from a write than from a list). Decided from the permissions the write itself
+   * wrote (no read after it); an envelope no write of this store returned has its access entry read instead.
    */
-  async seenBy(actor: Actor, ref: Ref, envelope: Written, options: { allowedIntents?: boolean } = {}): Promise<(Envelope | RedactedEnvelope) & { allowedIntents?: string[] }> {
+  async seenBy(actor: Actor, ref: Ref, envelope: Written, options: { allowedIntents?: boolean } = {}): Promise<(Envelope & { allowedIntents?: string[] }) | null> {
+    const { l, permissions } = await this.#writtenWith(ref, envelope);
+    return allows(permissions, actor, l.type.intents.view) ? this.#whole(actor, l, permissions, envelope, options) : null;
+  }
+
+  /**
+   * A new resource as its creator is answered: whole, like `seenBy` to a viewer, even when its permissions
+   * leave the creator no view of it (a restricted workflowitem made for another assignee). A create echoes
+   * the fields the creator sent, their defaults and the facts of the creation (id, status, meta); the
+   * answer holds no permission map.
+   */
+  async seenByCreator(actor: Actor, ref: Ref, envelope: Written, options: { allowedIntents?: boolean } = {}): Promise<Envelope & { allowedIntents?: string[] }> {
+    const { l, permissions } = await this.#writtenWith(ref, envelope);
+    return this.#whole(actor, l, permissions, envelope, options);
+  }
+
+  async #writtenWith(ref: Ref, envelope: Written): Promise<{ l: Located; permissions: Permissions }> {
     const l = locate(this.core.schema, ref);
-    const permissions = envelope[WRITTEN_WITH] ?? permissionsOf((await this.core.kv.get(l.partition, layout.access(l)))?.value);
+    return { l, permissions: envelope[WRITTEN_WITH] ?? permissionsOf((await this.core.kv.get(l.partition, layout.access(l)))?.value) };
+  }
+
+  async #whole(actor: Actor, l: Located, permissions: Permissions, envelope: Written, options: { allowedIntents?: boolean }): Promise<Envelope & { allowedIntents?: string[] }> {
     const intents = options.allowedIntents ? { allowedIntents: allowedIntents(l.type, permissions, actor) } : {};
-    if (allows(permissions, actor, l.type.intents.view)) return { ...(await this.core.subjects.openValue<Envelope>(envelope)), ...intents };
-    const { statusField } = l.type.decl;
-    const status = statusField ? envelope.data[statusField] : undefined;
-    return { ...redacted(l.type.name, envelope.id, statusField, typeof status === "string" ? status : "", envelope.meta.createdAt), ...intents };
+    return { ...(await this.core.subjects.openValue<Envelope>(envelope)), ...intents };
   }
 
   /**
