@@ -3,11 +3,13 @@
  * project partition head version and rates version, on a real LMDB store. A repeated read finds them; a
  * write of an item or of a rate is never followed by a cached answer, whether this handle wrote or
  * another handle on the same directory did (as another process of a fleet would). A store whose sums
- * were built under an older version of the workflowitem's sums declaration gets them again at open.
+ * were built under an older version of the workflowitem's sums declaration gets them again at open, and
+ * verify names that version when an older server writes sums of the older shape after the upgrade.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { SYSTEM, userActor } from "../../src/access/actor.js";
 import { openFlowstore, type Flowstore } from "../../src/compose/index.js";
+import { scanAll, type Entry, type Partition } from "../../src/kv/contract.js";
 import { layout } from "../../src/resources/model/layout.js";
 import { eventually } from "../support/eventually.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -15,6 +17,11 @@ import { tempDir } from "../support/temp-dir.js";
 const dir = tempDir("analytics-cache");
 const oldDir = tempDir("analytics-sums-version");
 const mary = userActor("mary");
+const all = async (it: AsyncIterable<Entry>): Promise<Entry[]> => {
+  const out: Entry[] = [];
+  for await (const e of it) out.push(e);
+  return out;
+};
 let a: Flowstore;
 let b: Flowstore;
 
@@ -95,6 +102,22 @@ it("a store whose sums were built before an item's own rate was counted gets the
     const a = await reopened.analytics.project(mary, "q", { currency: "EUR" });
     expect(a.total.converted!.openAssigned).toBe("90.00");
     expect(a.total.byCurrency.map((c) => [c.currency, c.openAssigned])).toEqual([["USD", "100"]]);
+
+    // A server of the older version still running after the upgrade (a fleet not stopped whole) puts the
+    // item's bucket without its rate: verify fails on it and names the sums version it checks against.
+    const p: Partition = ["project", "q"];
+    const own = (await all(scanAll(reopened.kv, p, { prefix: layout.allSums }))).find((e) => e.key.at(-1) === "0.9")!;
+    await reopened.kv.commit(p, [
+      { type: "delete", key: own.key },
+      { type: "put", key: own.key.slice(0, -1), value: own.value },
+    ]);
+    const bad = await reopened.resources.audit.verify(p);
+    expect(bad.ok).toBe(false);
+    expect(bad.firstBad!.family).toBe("g");
+    expect(bad.firstBad!.reason).toMatch(/^sums entry .* \(checked against sumsVersion 2: a server older than that .*stop every server of a fleet before upgrading\)$/);
+    // Its sums rebuilt from the log (what the docs say repairs it), it verifies again.
+    await reopened.resources.rebuildOrderIndex(p);
+    expect((await reopened.resources.audit.verify(p)).ok).toBe(true);
   } finally {
     await reopened.close();
   }
