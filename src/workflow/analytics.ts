@@ -314,13 +314,25 @@ export async function totalsOf(
  * version of its partition's chain head and one version of the rates, and per target currency. Every
  * write to the project's partition moves its head and every write of rates moves the rates' version,
  * whichever process or server wrote, so an entry is never served after a write: no invalidation message
- * is needed across a fleet. Entries are evicted oldest first past `MAX_ENTRIES` (projects × currencies).
+ * is needed across a fleet. The bound is on what is held, the subprojects' totals (each per currency and
+ * measure, exact): past `maxSubprojects` the least recently used entries (a project at a head, rates
+ * version and currency) are evicted, but never the one just set, so a project larger than the bound is
+ * still cached alone.
  */
 class TotalsCache {
-  static readonly MAX_ENTRIES = 256;
+  /** Subproject totals held at most, all entries together (each an exact sum per currency of its items and measure). */
+  static readonly MAX_SUBPROJECTS = 20_000;
   readonly #entries = new Map<string, { subs: Map<string, ExactTotals>; complete: boolean }>();
+  /** The subproject totals held, all entries together. */
+  #held = 0;
   hits = 0;
   misses = 0;
+
+  constructor(private readonly maxSubprojects = TotalsCache.MAX_SUBPROJECTS) {}
+
+  get held(): number {
+    return this.#held;
+  }
 
   key(project: string, head: number | null, ratesVersion: number | null, target: string | null): string | null {
     return head === null ? null : [project, head, ratesVersion ?? "", target ?? ""].join("\u0000");
@@ -339,13 +351,16 @@ class TotalsCache {
   set(key: string | null, sub: string | null, totals: ReadonlyMap<string, ExactTotals>, complete: boolean): void {
     if (key === null) return;
     const e = this.#entries.get(key) ?? { subs: new Map(), complete: false };
+    this.#held -= e.subs.size;
     for (const [id, t] of totals) if (sub === null || id === sub) e.subs.set(id, t);
+    this.#held += e.subs.size;
     e.complete ||= complete;
     this.#entries.delete(key);
     this.#entries.set(key, e);
-    for (const k of this.#entries.keys()) {
-      if (this.#entries.size <= TotalsCache.MAX_ENTRIES) break;
+    for (const [k, old] of this.#entries) {
+      if (this.#held <= this.maxSubprojects || k === key) break;
       this.#entries.delete(k);
+      this.#held -= old.subs.size;
     }
   }
 }
@@ -367,14 +382,17 @@ export class BudgetAnalytics {
     private readonly store: ResourceStore<WorkflowSchema>,
     private readonly rates: ExchangeRates,
     private readonly clock: () => number = Date.now,
-    options: { cache?: boolean } = {},
+    options: { cache?: boolean; cacheSubprojects?: number } = {},
   ) {
-    this.#cache = options.cache === false ? null : new TotalsCache();
+    this.#cache = options.cache === false ? null : new TotalsCache(options.cacheSubprojects);
   }
 
-  /** How many subproject totals reads found cached and how many derived from the sums (for tests and metrics). */
-  get cacheStats(): { hits: number; misses: number } {
-    return { hits: this.#cache?.hits ?? 0, misses: this.#cache?.misses ?? 0 };
+  /**
+   * How many subproject totals reads found cached and how many derived from the sums, and how many the
+   * cache holds (for tests and metrics).
+   */
+  get cacheStats(): { hits: number; misses: number; held: number } {
+    return { hits: this.#cache?.hits ?? 0, misses: this.#cache?.misses ?? 0, held: this.#cache?.held ?? 0 };
   }
 
   #options(options: AnalyticsOptions): { target: string | null; date: string } {

@@ -4,13 +4,15 @@
  * write of an item or of a rate is never followed by a cached answer, whether this handle wrote or
  * another handle on the same directory did (as another process of a fleet would). A store whose sums
  * were built under an older version of the workflowitem's sums declaration gets them again at open, and
- * verify names that version when an older server writes sums of the older shape after the upgrade.
+ * verify names that version when an older server writes sums of the older shape after the upgrade. The
+ * cache's bound counts the subprojects' totals it holds.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { SYSTEM, userActor } from "../../src/access/actor.js";
 import { openFlowstore, type Flowstore } from "../../src/compose/index.js";
 import { scanAll, type Entry, type Partition } from "../../src/kv/contract.js";
 import { layout } from "../../src/resources/model/layout.js";
+import { BudgetAnalytics } from "../../src/workflow/analytics.js";
 import { eventually } from "../support/eventually.js";
 import { tempDir } from "../support/temp-dir.js";
 
@@ -50,10 +52,10 @@ it("a repeated read is served from the cache; a write of an item or of a rate th
   const first = a.analytics.cacheStats;
   expect(await usd(a)).toBe("150.00");
   // Both subprojects' totals found, none derived again.
-  expect(a.analytics.cacheStats).toEqual({ hits: first.hits + 2, misses: first.misses });
+  expect(a.analytics.cacheStats).toMatchObject({ hits: first.hits + 2, misses: first.misses });
   // A subproject's read finds its row of the project's entry.
   expect((await a.analytics.subproject(mary, "p", "s", { currency: "USD" })).total.converted!.openAssigned).toBe("150.00");
-  expect(a.analytics.cacheStats).toEqual({ hits: first.hits + 3, misses: first.misses });
+  expect(a.analytics.cacheStats).toMatchObject({ hits: first.hits + 3, misses: first.misses });
 
   // A write of an item moves the partition's head: derived again, and counted.
   await a.workflow.createWorkflowitem(mary, "p", "t", item("w2", "10"));
@@ -67,6 +69,30 @@ it("a repeated read is served from the cache; a write of an item or of a rate th
   // Another target currency is an entry of its own.
   expect((await a.analytics.project(mary, "p", { currency: "EUR" })).total.converted!.openAssigned).toBe("110.00");
   expect((await a.verifyAll()).ok).toBe(true);
+});
+
+it("the cache is bounded by the subprojects' totals it holds: past the bound the least recently read project goes, but a project larger than the bound is still held alone", async () => {
+  await a.workflow.createProject(mary, { id: "r", displayName: "R" });
+  await a.workflow.createSubproject(mary, "r", { id: "u", displayName: "U", currency: "EUR", workflowMode: "unordered" });
+  const bounded = new BudgetAnalytics(a.resources, a.rates, Date.now, { cacheSubprojects: 2 });
+  const read = (p: string) => bounded.project(mary, p, { currency: "USD" });
+  await read("p");
+  expect(bounded.cacheStats).toEqual({ hits: 0, misses: 2, held: 2 });
+  await read("p");
+  expect(bounded.cacheStats).toEqual({ hits: 2, misses: 2, held: 2 });
+  // r's one subproject would make 3: p's entry (read least recently) is evicted.
+  await read("r");
+  expect(bounded.cacheStats).toEqual({ hits: 2, misses: 3, held: 1 });
+  await read("p");
+  expect(bounded.cacheStats).toEqual({ hits: 2, misses: 5, held: 2 });
+  await read("r");
+  expect(bounded.cacheStats).toEqual({ hits: 2, misses: 6, held: 1 });
+
+  // A bound below one project's subprojects: the project is held alone, and read again from the cache.
+  const tiny = new BudgetAnalytics(a.resources, a.rates, Date.now, { cacheSubprojects: 1 });
+  expect((await tiny.project(mary, "p", { currency: "USD" })).total).toEqual((await read("p")).total);
+  await tiny.project(mary, "p", { currency: "USD" });
+  expect(tiny.cacheStats).toEqual({ hits: 2, misses: 2, held: 2 });
 });
 
 it("a write through another handle on the same LMDB directory (another process of a fleet) is not followed by a cached answer", async () => {
