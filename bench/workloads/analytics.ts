@@ -131,28 +131,25 @@ export const analytics: Workload = {
           for (let i = 0; i < 20; i++) await update();
         },
       });
+      /** 20 pairs: the update, then the project read by `reader`. */
+      const pairs = (reader: BudgetAnalytics) => async () => {
+        for (let i = 0; i < 20; i++) {
+          await update();
+          await reader.project(mary, "p", { currency: "EUR", date: "2025-02-01" });
+        }
+      };
       const uncachedPair = "the same update, then the project read, uncached (pairs/s)";
       await ctx.measure(uncachedPair, {
         ops: 20,
         reference: updateRow,
         note: "the reference of the next row: every subproject's totals derived after the write",
-        round: async () => {
-          for (let i = 0; i < 20; i++) {
-            await update();
-            await uncached.project(mary, "p", { currency: "EUR", date: "2025-02-01" });
-          }
-        },
+        round: pairs(uncached),
       });
       await ctx.measure("the same update, then the project read (cached but for the written subproject) (pairs/s)", {
         ops: 20,
         reference: uncachedPair,
         note: "a write to one subproject, then the first read after it: the sums are read again, and only that subproject's totals derived (the others' sums are unchanged, named by their entries' highest version and count); the read's cost is 1/this − 1/the update's",
-        round: async () => {
-          for (let i = 0; i < 20; i++) {
-            await update();
-            await store.analytics.project(mary, "p", { currency: "EUR", date: "2025-02-01" });
-          }
-        },
+        round: pairs(store.analytics),
       });
       const stats = store.analytics.cacheStats;
       ctx.note(
