@@ -8,10 +8,10 @@
 import { expect, it } from "vitest";
 import { SYSTEM } from "../../src/access/actor.js";
 import { openFlowstore, type Flowstore } from "../../src/compose/index.js";
-import type { Partition } from "../../src/kv/contract.js";
+import type { KvStore, Partition } from "../../src/kv/contract.js";
 import { CHAIN, type RecordChainResult, type RecordEvent } from "../../src/kv/record-chain.js";
 import { encode } from "../../src/kv/tuple.js";
-import { RATES_LAYOUT } from "../../src/workflow/rates.js";
+import { ExchangeRates, RATES_LAYOUT } from "../../src/workflow/rates.js";
 import { tempDir } from "../support/temp-dir.js";
 
 const dir = tempDir("rates-chain", "each");
@@ -110,6 +110,44 @@ it("an import puts only new or changed rates: the same CSV again writes 0 and ap
     expect(await store.rates.put(SYSTEM, [{ from: "EUR", to: "USD", date: "2025-01-03", rate: "1.0300" }])).toBe(1);
     expect((await store.rates.list("EUR", "USD", { since: "2025-01-02", until: "2025-01-03" })).map((r) => r.rate)).toEqual(["1.0330", "1.0300"]);
     expect(await verify(store)).toEqual({ ok: true, rates: [{ ok: true, checked: first.seq + 3 }] });
+  } finally {
+    await store.close();
+  }
+});
+
+it("a write whose compared rates change before its commit (another writer) compares again: its rate is written, not lost as unchanged", async () => {
+  const store = await openFlowstore(`lmdb:${dir()}`, {});
+  try {
+    const x = { from: "EUR", to: "USD", date: "2025-01-02", rate: "1.0" } as const;
+    await store.rates.put(SYSTEM, [x]);
+    // The real store, with another writer's commit of x (at 2.0) landing between this writer's read and its commit.
+    const kv = store.kv;
+    let other = false;
+    const racing: KvStore = {
+      backend: kv.backend,
+      get: (p, k) => kv.get(p, k),
+      getMany: (p, keys) => kv.getMany(p, keys),
+      scan: (p, o) => kv.scan(p, o),
+      async commit(p, ops) {
+        if (!other) {
+          other = true;
+          await store.rates.put(SYSTEM, [{ ...x, rate: "2.0" }]);
+        }
+        return kv.commit(p, ops);
+      },
+      listPartitions: (kind, o) => kv.listPartitions(kind, o),
+      dropPartition: (p) => kv.dropPartition(p),
+      close: () => kv.close(),
+    };
+    const writer = new ExchangeRates(racing, store.global);
+    // x as stored when read (1.0: not to be written) and a new rate; x is 2.0 by the commit: compared again, both are written.
+    expect(await writer.put(SYSTEM, [x, { ...x, date: "2025-01-03" }])).toBe(2);
+    expect(other).toBe(true);
+    expect((await store.rates.list("EUR", "USD")).map((r) => [r.date, r.rate])).toEqual([
+      ["2025-01-02", "1.0"],
+      ["2025-01-03", "1.0"],
+    ]);
+    expect((await verify(store)).ok).toBe(true);
   } finally {
     await store.close();
   }
