@@ -2,7 +2,7 @@
  * `flowstore rates import-ecb <file>` and `flowstore rates set <from> <to> <date> <rate>`: exchange rates
  * written directly to the store as the system actor (stop the server first for an embedded store); a
  * running server takes the same through `POST /api/v1/exchange-rates/ecb` and `PUT /api/v1/exchange-rates`.
- * Each prints {written} as one JSON line. An import is one commit (workflow/rates.ts): killed or failed
+ * Each prints {written} as one JSON line: the rates that were new or changed (a re-import writes 0). An import is one commit (workflow/rates.ts): killed or failed
  * before it prints, it wrote nothing, and is run again whole; `import-ecb` says on stderr how many rates it
  * is committing once the file is parsed.
  */
@@ -19,7 +19,7 @@ export function ratesCommands(program: Command): void {
     async (file: string, options: StoreOptions) => {
       const rates = parseEcbCsv(await readFile(file, "utf8"));
       const written = await withStore(options, (store) => {
-        process.stderr.write(`flowstore: importing ${rates.length} rates in one commit (all or none)\n`);
+        process.stderr.write(`flowstore: importing ${rates.length} rates in one commit (all or none; those stored already, unchanged, are not written again)\n`);
         return store.rates.put(SYSTEM, rates, "csv");
       });
       print({ written });

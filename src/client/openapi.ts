@@ -4097,6 +4097,7 @@ export interface components {
             rate: string;
         };
         ExchangeRatesWritten: {
+            /** @description how many rates were written: those new or changed (a rate stored already, unchanged, is not written again) */
             written: number;
         };
         ExchangeRatePage: {

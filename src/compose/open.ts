@@ -417,7 +417,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
       // Who could do what (the users, groups and grants) and the exchange rates, against their record chains.
       const records = { ok: true, partitions: 0, events: 0 };
       let recordsBad = 0;
-      for (const { partition, result } of [...(await identity.verifyRecords()), ...(await rates.verifyRecords())]) {
+      for (const { partition, result } of [...(await identity.verifyRecords()), ...(await rates.verifyRecords(kv))]) {
         if (result.ok && result.checked === 0) continue;
         records.partitions++;
         records.events += result.checked;

@@ -314,19 +314,35 @@ export async function totalsOf(
  * version of its partition's chain head and one version of the rates, and per target currency. Every
  * write to the project's partition moves its head and every write of rates moves the rates' version,
  * whichever process or server wrote, so an entry is never served after a write: no invalidation message
- * is needed across a fleet. Entries are evicted oldest first past `MAX_ENTRIES` (projects × currencies).
+ * is needed across a fleet. The bound is on what is held, the subprojects' totals (each per currency and
+ * measure, exact): past `maxSubprojects` the least recently used entries (a project at a head, rates
+ * version and currency) are evicted, but never the one just set, so a project larger than the bound is
+ * still cached alone. A read at a new head reuses the totals of each subproject whose sums are named
+ * as in the project's latest entry (reads' `sumsVersion`: the highest version of its sum entries and
+ * their count) at the same currency, rates version and target: a write recomputes its own subproject.
  */
 class TotalsCache {
-  static readonly MAX_ENTRIES = 256;
-  readonly #entries = new Map<string, { subs: Map<string, ExactTotals>; complete: boolean }>();
+  /** Subproject totals held at most, all entries together (each an exact sum per currency of its items and measure). */
+  static readonly MAX_SUBPROJECTS = 20_000;
+  readonly #entries = new Map<string, CacheEntry>();
+  /** Per project, rates version and target: the key of its latest complete entry (what a read after a write reuses rows of). */
+  readonly #latest = new Map<string, string>();
+  /** The subproject totals held, all entries together. */
+  #held = 0;
   hits = 0;
   misses = 0;
+
+  constructor(private readonly maxSubprojects = TotalsCache.MAX_SUBPROJECTS) {}
+
+  get held(): number {
+    return this.#held;
+  }
 
   key(project: string, head: number | null, ratesVersion: number | null, target: string | null): string | null {
     return head === null ? null : [project, head, ratesVersion ?? "", target ?? ""].join("\u0000");
   }
 
-  get(key: string | null): { subs: Map<string, ExactTotals>; complete: boolean } | undefined {
+  get(key: string | null): CacheEntry | undefined {
     if (key === null) return undefined;
     const e = this.#entries.get(key);
     if (e) {
@@ -336,19 +352,55 @@ class TotalsCache {
     return e;
   }
 
-  set(key: string | null, sub: string | null, totals: ReadonlyMap<string, ExactTotals>, complete: boolean): void {
+  /** The latest complete entry of the project at this rates version and target (at an older head), if still held. */
+  previous(project: string, ratesVersion: number | null, target: string | null): CacheEntry | undefined {
+    const k = this.#latest.get(latestKey(project, ratesVersion, target));
+    return k === undefined ? undefined : this.#entries.get(k);
+  }
+
+  /**
+   * Holds `totals` under `key` (only `sub`'s, unless null); `versions` (complete entries): each
+   * subproject's sums version and currency the totals were derived at.
+   */
+  set(
+    key: string | null,
+    sub: string | null,
+    totals: ReadonlyMap<string, ExactTotals>,
+    complete: boolean,
+    latest?: { project: string; ratesVersion: number | null; target: string | null; versions: ReadonlyMap<string, string> },
+  ): void {
     if (key === null) return;
-    const e = this.#entries.get(key) ?? { subs: new Map(), complete: false };
+    const e = this.#entries.get(key) ?? { subs: new Map(), complete: false, versions: new Map(), latest: null };
+    this.#held -= e.subs.size;
     for (const [id, t] of totals) if (sub === null || id === sub) e.subs.set(id, t);
+    this.#held += e.subs.size;
     e.complete ||= complete;
+    if (latest) {
+      e.versions = latest.versions;
+      e.latest = latestKey(latest.project, latest.ratesVersion, latest.target);
+      this.#latest.set(e.latest, key);
+    }
     this.#entries.delete(key);
     this.#entries.set(key, e);
-    for (const k of this.#entries.keys()) {
-      if (this.#entries.size <= TotalsCache.MAX_ENTRIES) break;
+    for (const [k, old] of this.#entries) {
+      if (this.#held <= this.maxSubprojects || k === key) break;
       this.#entries.delete(k);
+      this.#held -= old.subs.size;
+      if (old.latest !== null && this.#latest.get(old.latest) === k) this.#latest.delete(old.latest);
     }
   }
 }
+
+interface CacheEntry {
+  subs: Map<string, ExactTotals>;
+  complete: boolean;
+  /** Per subproject: its sums version and currency at derivation (complete entries). */
+  versions: ReadonlyMap<string, string>;
+  /** Its key in the latest entries, when it was set as one. */
+  latest: string | null;
+}
+
+const latestKey = (project: string, ratesVersion: number | null, target: string | null): string => [project, ratesVersion ?? "", target ?? ""].join("\u0000");
 
 const today = (now: number): string => new Date(now).toISOString().slice(0, 10);
 
@@ -367,14 +419,17 @@ export class BudgetAnalytics {
     private readonly store: ResourceStore<WorkflowSchema>,
     private readonly rates: ExchangeRates,
     private readonly clock: () => number = Date.now,
-    options: { cache?: boolean } = {},
+    options: { cache?: boolean; cacheSubprojects?: number } = {},
   ) {
-    this.#cache = options.cache === false ? null : new TotalsCache();
+    this.#cache = options.cache === false ? null : new TotalsCache(options.cacheSubprojects);
   }
 
-  /** How many subproject totals reads found cached and how many derived from the sums (for tests and metrics). */
-  get cacheStats(): { hits: number; misses: number } {
-    return { hits: this.#cache?.hits ?? 0, misses: this.#cache?.misses ?? 0 };
+  /**
+   * How many subproject totals reads found cached and how many derived from the sums, and how many the
+   * cache holds (for tests and metrics).
+   */
+  get cacheStats(): { hits: number; misses: number; held: number } {
+    return { hits: this.#cache?.hits ?? 0, misses: this.#cache?.misses ?? 0, held: this.#cache?.held ?? 0 };
   }
 
   #options(options: AnalyticsOptions): { target: string | null; date: string } {
@@ -413,7 +468,7 @@ export class BudgetAnalytics {
     const rateAt: RateAt = (f, t, d) => reader.at(f, t, d);
     const cache = this.#cache;
     let key: string | null = null;
-    let entry: { subs: Map<string, ExactTotals>; complete: boolean } | undefined;
+    let entry: CacheEntry | undefined;
     const { envelope, children, head } = await this.store.reads.childSums(actor, projectRef(p), "subproject", {
       withSums: (h) => {
         key = cache?.key(p, h, reader.version, target) ?? null;
@@ -423,8 +478,17 @@ export class BudgetAnalytics {
     });
     const factors: FactorCache = new Map();
     const subs = children.map((c) => ({ id: c.id, currency: c.envelope.data.currency as string, sums: c.sums }));
-    const items = await this.#itemTotals(subs, entry?.complete ? entry.subs : undefined, target, rateAt, factors);
-    cache?.set(key ?? cache.key(p, head, reader.version, target), null, items, true);
+    let cached = entry?.complete ? entry.subs : undefined;
+    let versions: Map<string, string> | undefined;
+    if (cache && !cached) {
+      // Read after a write: a subproject whose sums (and currency) are as the latest entry derived them keeps its totals.
+      versions = new Map(children.map((c) => [c.id, `${c.sumsVersion}|${c.envelope.data.currency as string}`]));
+      const prev = cache.previous(p, reader.version, target);
+      cached = new Map();
+      for (const [id, v] of versions) if (prev?.versions.get(id) === v && prev.subs.has(id)) cached.set(id, prev.subs.get(id)!);
+    }
+    const items = await this.#itemTotals(subs, cached, target, rateAt, factors);
+    cache?.set(key ?? cache.key(p, head, reader.version, target), null, items, true, versions && { project: p, ratesVersion: reader.version, target, versions });
     const parts: ExactTotals[] = [await exactTotals(projectedContributions(envelope.data.projectedBudgets as ProjectedBudget[] | undefined, date), target, rateAt, factors)];
     const rows: AnalyticsRow[] = [];
     let hidden = 0;

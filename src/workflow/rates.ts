@@ -14,10 +14,12 @@
  * analytics keep their converted totals, until the next write, whichever process wrote.
  *
  * A write is one commit, whatever its size (an ECB history since 1999 is about 200,000 rates): a
- * write or import that fails or is killed leaves the rates as they were, never a prefix of the file.
+ * write or import that fails or is killed leaves the rates as they were, never a prefix of the file. It
+ * puts only the rates that are new or changed: the ECB's file is the whole history, re-imported daily,
+ * and rewriting every rate would append a ~20 MB chain event each time.
  */
 import { Type, type Static } from "@sinclair/typebox";
-import { ForbiddenError, ValidationError } from "../errors.js";
+import { ConflictError, ForbiddenError, ValidationError } from "../errors.js";
 import { isTop, type Actor } from "../access/actor.js";
 import type { GlobalPermissions } from "../access/global.js";
 import { scanAll, type KvStore, type Op, type Partition } from "../kv/contract.js";
@@ -66,6 +68,9 @@ export const StoredRate = Type.Object(
   { additionalProperties: false, $id: "StoredRate" },
 );
 export type StoredRate = Static<typeof StoredRate>;
+
+/** How often a write whose stored rates changed before its commit (another writer) reads them again. */
+const PUT_ATTEMPTS = 10;
 
 const CURRENCY_RE = /^[A-Z]{3}$/;
 const DAY_RE = /^\d{4}-\d{2}-\d{2}$/;
@@ -137,10 +142,13 @@ export class ExchangeRates {
     await adoptRecords(this.base, RATES.partition(), RATES_CHAIN, this.clock);
   }
 
-  /** The rates' partition against its record chain (checked 0: no rate was ever written). */
-  async verifyRecords(): Promise<{ partition: Partition; result: RecordChainResult }[]> {
+  /**
+   * The rates' partition of the store `over` against its record chain (checked 0: no rate was ever
+   * written): this store's, or the view of another epoch (a history a restore replaced).
+   */
+  async verifyRecords(over: KvStore): Promise<{ partition: Partition; result: RecordChainResult }[]> {
     const partition = RATES.partition();
-    return [{ partition, result: await verifyRecordChain(this.kv, partition, RATES_CHAIN) }];
+    return [{ partition, result: await verifyRecordChain(over, partition, RATES_CHAIN) }];
   }
 
   /** Refuses an actor that may not write rates: root and the system actor may, others with the intent. */
@@ -151,25 +159,41 @@ export class ExchangeRates {
 
   /**
    * Writes rates (each replacing the rate of its pair and date), all checked before any is written, in
-   * one commit: all of them or none. Returns how many.
+   * one commit: all of them or none. Only the rates that are new or whose `rate` differs from the stored
+   * one are written (the last of a pair and date given twice counts), so the chain's event names real
+   * changes only, and importing the same ECB file again writes nothing and appends no event. The commit
+   * checks the version the stored rates were read at (a write in between reads them again). Returns how
+   * many were written.
    */
   async put(actor: Actor, rates: readonly ExchangeRate[], field = "rates"): Promise<number> {
     await this.#assertMay(actor);
     if (!Array.isArray(rates)) throw new ValidationError(`${field} must be a list of rates`, field);
     rates.forEach((r, i) => checkRate(r, `${field}.${i}`));
     const at = new Date(this.clock()).toISOString();
-    if (rates.length === 0) return 0;
-    const ops: Op[] = rates.map((r) => ({
-      type: "put",
-      key: RATE.pack([r.from, r.to, r.date]),
-      value: Buffer.from(JSON.stringify({ rate: r.rate, by: actor.id, at }), "utf8"),
-    }));
-    ops.push({ type: "put", key: VERSION.pack(), value: Buffer.alloc(0) });
-    await this.kv.commit(RATES.partition(), ops);
-    return rates.length;
+    // Currencies are three letters and days ten characters: the concatenation names a pair and day.
+    const wanted = new Map<string, ExchangeRate>();
+    for (const r of rates) wanted.set(`${r.from}${r.to}${r.date}`, r);
+    for (let attempt = 1; ; attempt++) {
+      const stored = await this.reader();
+      const ops: Op[] = [];
+      for (const r of wanted.values()) {
+        const now = await stored.at(r.from, r.to, r.date);
+        if (now?.date === r.date && now.rate === r.rate) continue;
+        ops.push({ type: "put", key: RATE.pack([r.from, r.to, r.date]), value: Buffer.from(JSON.stringify({ rate: r.rate, by: actor.id, at }), "utf8") });
+      }
+      const written = ops.length;
+      if (written === 0) return 0;
+      ops.push({ type: "check", key: VERSION.pack(), version: stored.version }, { type: "put", key: VERSION.pack(), value: Buffer.alloc(0) });
+      try {
+        await this.kv.commit(RATES.partition(), ops);
+        return written;
+      } catch (e) {
+        if (!(e instanceof ConflictError) || attempt >= PUT_ATTEMPTS) throw e;
+      }
+    }
   }
 
-  /** Imports the ECB's CSV (parseEcbCsv): every rate in it, from EUR. Returns how many. */
+  /** Imports the ECB's CSV (parseEcbCsv): every rate in it, from EUR, that is new or changed (put). Returns how many were written. */
   importEcbCsv(actor: Actor, text: string): Promise<number> {
     return this.#assertMay(actor).then(() => this.put(actor, parseEcbCsv(text), "csv"));
   }

@@ -47,6 +47,9 @@ it("rates: only holders of global.writeExchangeRates write them; the ECB's CSV i
   expect(await problemOf(alice.exchangeRates.importEcb(ECB))).toMatchObject({ status: 403 });
   await s.root.globalPermissions.grant("global.writeExchangeRates", "alice");
   expect(await alice.exchangeRates.importEcb(ECB)).toBe(3);
+  // The same file again writes nothing (answered 0), and so does a rate already stored, through JSON.
+  expect(await alice.exchangeRates.importEcb(ECB)).toBe(0);
+  expect(await alice.exchangeRates.put([{ from: "EUR", to: "JPY", date: "2025-01-03", rate: "163.2" }])).toBe(0);
   expect((await alice.exchangeRates.at("EUR", "USD", "2025-01-02")).rate).toBe("1.0321");
   expect((await alice.exchangeRates.at("EUR", "USD", "2026-06-01")).rate).toBe("1.0299");
   expect(await problemOf(alice.exchangeRates.at("EUR", "USD", "2024-12-31"))).toMatchObject({ status: 404 });

@@ -3,18 +3,27 @@
  * project partition head version and rates version, on a real LMDB store. A repeated read finds them; a
  * write of an item or of a rate is never followed by a cached answer, whether this handle wrote or
  * another handle on the same directory did (as another process of a fleet would). A store whose sums
- * were built under an older version of the workflowitem's sums declaration gets them again at open.
+ * were built under an older version of the workflowitem's sums declaration gets them again at open, and
+ * verify names that version when an older server writes sums of the older shape after the upgrade. The
+ * cache's bound counts the subprojects' totals it holds.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { SYSTEM, userActor } from "../../src/access/actor.js";
 import { openFlowstore, type Flowstore } from "../../src/compose/index.js";
+import { scanAll, type Entry, type Partition } from "../../src/kv/contract.js";
 import { layout } from "../../src/resources/model/layout.js";
+import { BudgetAnalytics } from "../../src/workflow/analytics.js";
 import { eventually } from "../support/eventually.js";
 import { tempDir } from "../support/temp-dir.js";
 
 const dir = tempDir("analytics-cache");
 const oldDir = tempDir("analytics-sums-version");
 const mary = userActor("mary");
+const all = async (it: AsyncIterable<Entry>): Promise<Entry[]> => {
+  const out: Entry[] = [];
+  for await (const e of it) out.push(e);
+  return out;
+};
 let a: Flowstore;
 let b: Flowstore;
 
@@ -43,23 +52,48 @@ it("a repeated read is served from the cache; a write of an item or of a rate th
   const first = a.analytics.cacheStats;
   expect(await usd(a)).toBe("150.00");
   // Both subprojects' totals found, none derived again.
-  expect(a.analytics.cacheStats).toEqual({ hits: first.hits + 2, misses: first.misses });
+  expect(a.analytics.cacheStats).toMatchObject({ hits: first.hits + 2, misses: first.misses });
   // A subproject's read finds its row of the project's entry.
   expect((await a.analytics.subproject(mary, "p", "s", { currency: "USD" })).total.converted!.openAssigned).toBe("150.00");
-  expect(a.analytics.cacheStats).toEqual({ hits: first.hits + 3, misses: first.misses });
+  expect(a.analytics.cacheStats).toMatchObject({ hits: first.hits + 3, misses: first.misses });
 
-  // A write of an item moves the partition's head: derived again, and counted.
+  // A write of an item moves the partition's head: its subproject's totals are derived again, and
+  // counted; the other's sums did not change (same entries at the same versions), so its totals are kept.
   await a.workflow.createWorkflowitem(mary, "p", "t", item("w2", "10"));
   expect(await usd(a)).toBe("165.00");
-  expect(a.analytics.cacheStats.misses).toBe(first.misses + 2);
+  expect(a.analytics.cacheStats).toMatchObject({ hits: first.hits + 4, misses: first.misses + 1 });
 
   // A write of a rate moves the rates' version: converted again at the new rate of the items' day.
   await a.rates.put(SYSTEM, [{ from: "EUR", to: "USD", date: "2025-01-02", rate: "2" }]);
   expect(await usd(a)).toBe("220.00");
-  expect(a.analytics.cacheStats.misses).toBe(first.misses + 4);
+  expect(a.analytics.cacheStats.misses).toBe(first.misses + 3);
   // Another target currency is an entry of its own.
   expect((await a.analytics.project(mary, "p", { currency: "EUR" })).total.converted!.openAssigned).toBe("110.00");
   expect((await a.verifyAll()).ok).toBe(true);
+});
+
+it("the cache is bounded by the subprojects' totals it holds: past the bound the least recently read project goes, but a project larger than the bound is still held alone", async () => {
+  await a.workflow.createProject(mary, { id: "r", displayName: "R" });
+  await a.workflow.createSubproject(mary, "r", { id: "u", displayName: "U", currency: "EUR", workflowMode: "unordered" });
+  const bounded = new BudgetAnalytics(a.resources, a.rates, Date.now, { cacheSubprojects: 2 });
+  const read = (p: string) => bounded.project(mary, p, { currency: "USD" });
+  await read("p");
+  expect(bounded.cacheStats).toEqual({ hits: 0, misses: 2, held: 2 });
+  await read("p");
+  expect(bounded.cacheStats).toEqual({ hits: 2, misses: 2, held: 2 });
+  // r's one subproject would make 3: p's entry (read least recently) is evicted.
+  await read("r");
+  expect(bounded.cacheStats).toEqual({ hits: 2, misses: 3, held: 1 });
+  await read("p");
+  expect(bounded.cacheStats).toEqual({ hits: 2, misses: 5, held: 2 });
+  await read("r");
+  expect(bounded.cacheStats).toEqual({ hits: 2, misses: 6, held: 1 });
+
+  // A bound below one project's subprojects: the project is held alone, and read again from the cache.
+  const tiny = new BudgetAnalytics(a.resources, a.rates, Date.now, { cacheSubprojects: 1 });
+  expect((await tiny.project(mary, "p", { currency: "USD" })).total).toEqual((await read("p")).total);
+  await tiny.project(mary, "p", { currency: "USD" });
+  expect(tiny.cacheStats).toEqual({ hits: 2, misses: 2, held: 2 });
 });
 
 it("a write through another handle on the same LMDB directory (another process of a fleet) is not followed by a cached answer", async () => {
@@ -95,6 +129,22 @@ it("a store whose sums were built before an item's own rate was counted gets the
     const a = await reopened.analytics.project(mary, "q", { currency: "EUR" });
     expect(a.total.converted!.openAssigned).toBe("90.00");
     expect(a.total.byCurrency.map((c) => [c.currency, c.openAssigned])).toEqual([["USD", "100"]]);
+
+    // A server of the older version still running after the upgrade (a fleet not stopped whole) puts the
+    // item's bucket without its rate: verify fails on it and names the sums version it checks against.
+    const p: Partition = ["project", "q"];
+    const own = (await all(scanAll(reopened.kv, p, { prefix: layout.allSums }))).find((e) => e.key.at(-1) === "0.9")!;
+    await reopened.kv.commit(p, [
+      { type: "delete", key: own.key },
+      { type: "put", key: own.key.slice(0, -1), value: own.value },
+    ]);
+    const bad = await reopened.resources.audit.verify(p);
+    expect(bad.ok).toBe(false);
+    expect(bad.firstBad!.family).toBe("g");
+    expect(bad.firstBad!.reason).toMatch(/^sums entry .* \(checked against sumsVersion 2: a server older than that .*stop every server of a fleet before upgrading\)$/);
+    // Its sums rebuilt from the log (what the docs say repairs it), it verifies again.
+    await reopened.resources.rebuildOrderIndex(p);
+    expect((await reopened.resources.audit.verify(p)).ok).toBe(true);
   } finally {
     await reopened.close();
   }

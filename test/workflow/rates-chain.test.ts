@@ -2,14 +2,16 @@
  * The exchange rates' record chain (workflow/rates.ts, kv/record-chain.ts), on LMDB: every write and
  * import of rates is chained and `verify` covers it; a rate edited in the store itself (past the chain)
  * fails `verify`, which names the rates' partition and the key; rates written before the chain are
- * adopted when the store opens.
+ * adopted when the store opens; a write or import puts only the rates that are new or changed, so the
+ * same file imported again writes nothing and appends no chain event.
  */
 import { expect, it } from "vitest";
 import { SYSTEM } from "../../src/access/actor.js";
 import { openFlowstore, type Flowstore } from "../../src/compose/index.js";
-import type { Partition } from "../../src/kv/contract.js";
-import type { RecordChainResult } from "../../src/kv/record-chain.js";
-import { RATES_LAYOUT } from "../../src/workflow/rates.js";
+import type { KvStore, Partition } from "../../src/kv/contract.js";
+import { CHAIN, type RecordChainResult, type RecordEvent } from "../../src/kv/record-chain.js";
+import { encode } from "../../src/kv/tuple.js";
+import { ExchangeRates, RATES_LAYOUT } from "../../src/workflow/rates.js";
 import { tempDir } from "../support/temp-dir.js";
 
 const dir = tempDir("rates-chain", "each");
@@ -65,5 +67,88 @@ it("rates written before the chain are adopted when the store opens, and verify"
     expect((await reopened.rates.list("EUR", "USD")).map((r) => r.rate)).toEqual(["1.0389"]);
   } finally {
     await reopened.close();
+  }
+});
+
+/** The rates' chain: its length (the head's seq) and its last event. */
+async function chainOf(store: Flowstore): Promise<{ seq: number; last: RecordEvent }> {
+  const head = JSON.parse((await store.kv.get(RATES_LAYOUT.partition, CHAIN.pack(["head"])))!.value.toString()) as { seq: number };
+  const last = JSON.parse((await store.kv.get(RATES_LAYOUT.partition, CHAIN.sub("log").pack([head.seq])))!.value.toString()) as RecordEvent;
+  return { seq: head.seq, last };
+}
+
+it("an import puts only new or changed rates: the same CSV again writes 0 and appends no chain event; one rate changed writes 1", async () => {
+  const store = await openFlowstore(`lmdb:${dir()}`, {});
+  try {
+    const csv = "Date,USD,JPY,\n2025-01-03,1.0299,161.92,\n2025-01-02,1.0321,163.56,\n2025-01-01,N/A,163.10,\n";
+    expect(await store.rates.importEcbCsv(SYSTEM, csv)).toBe(5);
+    const first = await chainOf(store);
+    expect(first.last.changes).toHaveLength(5);
+    const version = (await store.rates.reader()).version;
+
+    expect(await store.rates.importEcbCsv(SYSTEM, csv)).toBe(0);
+    expect((await chainOf(store)).seq).toBe(first.seq);
+    // Nothing committed: the rates' version (what analytics caches are keyed by) did not move either.
+    expect((await store.rates.reader()).version).toBe(version);
+
+    // One rate changed and one day added: exactly those two are written, and the event names them.
+    const changed = csv.replace("2025-01-02,1.0321", "2025-01-02,1.0330");
+    expect(await store.rates.importEcbCsv(SYSTEM, changed)).toBe(1);
+    const second = await chainOf(store);
+    expect(second.seq).toBe(first.seq + 1);
+    expect(second.last.changes.map(([k]) => k)).toEqual([encode(RATES_LAYOUT.rate("EUR", "USD", "2025-01-02")).toString("base64")]);
+    expect(await store.rates.importEcbCsv(SYSTEM, `${changed}2025-01-06,1.0400,162.00,\n`)).toBe(2);
+    expect((await chainOf(store)).last.changes).toHaveLength(2);
+
+    // A pair and day given twice counts once, at its last rate; the same rate through put writes 0.
+    expect(
+      await store.rates.put(SYSTEM, [
+        { from: "EUR", to: "USD", date: "2025-01-03", rate: "1.5" },
+        { from: "EUR", to: "USD", date: "2025-01-03", rate: "1.0299" },
+      ]),
+    ).toBe(0);
+    expect(await store.rates.put(SYSTEM, [{ from: "EUR", to: "USD", date: "2025-01-03", rate: "1.0300" }])).toBe(1);
+    expect((await store.rates.list("EUR", "USD", { since: "2025-01-02", until: "2025-01-03" })).map((r) => r.rate)).toEqual(["1.0330", "1.0300"]);
+    expect(await verify(store)).toEqual({ ok: true, rates: [{ ok: true, checked: first.seq + 3 }] });
+  } finally {
+    await store.close();
+  }
+});
+
+it("a write whose compared rates change before its commit (another writer) compares again: its rate is written, not lost as unchanged", async () => {
+  const store = await openFlowstore(`lmdb:${dir()}`, {});
+  try {
+    const x = { from: "EUR", to: "USD", date: "2025-01-02", rate: "1.0" } as const;
+    await store.rates.put(SYSTEM, [x]);
+    // The real store, with another writer's commit of x (at 2.0) landing between this writer's read and its commit.
+    const kv = store.kv;
+    let other = false;
+    const racing: KvStore = {
+      backend: kv.backend,
+      get: (p, k) => kv.get(p, k),
+      getMany: (p, keys) => kv.getMany(p, keys),
+      scan: (p, o) => kv.scan(p, o),
+      async commit(p, ops) {
+        if (!other) {
+          other = true;
+          await store.rates.put(SYSTEM, [{ ...x, rate: "2.0" }]);
+        }
+        return kv.commit(p, ops);
+      },
+      listPartitions: (kind, o) => kv.listPartitions(kind, o),
+      dropPartition: (p) => kv.dropPartition(p),
+      close: () => kv.close(),
+    };
+    const writer = new ExchangeRates(racing, store.global);
+    // x as stored when read (1.0: not to be written) and a new rate; x is 2.0 by the commit: compared again, both are written.
+    expect(await writer.put(SYSTEM, [x, { ...x, date: "2025-01-03" }])).toBe(2);
+    expect(other).toBe(true);
+    expect((await store.rates.list("EUR", "USD")).map((r) => [r.date, r.rate])).toEqual([
+      ["2025-01-02", "1.0"],
+      ["2025-01-03", "1.0"],
+    ]);
+    expect((await verify(store)).ok).toBe(true);
+  } finally {
+    await store.close();
   }
 });

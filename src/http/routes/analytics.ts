@@ -40,7 +40,10 @@ export const AnalyticsQuery = Type.Object(
   { additionalProperties: false },
 );
 export const RatesBody = Type.Object({ rates: Type.Array(ExchangeRate, { maxItems: 100_000 }) }, { additionalProperties: false, $id: "ExchangeRates" });
-export const RatesWritten = Type.Object({ written: Type.Integer({ minimum: 0 }) }, { $id: "ExchangeRatesWritten" });
+export const RatesWritten = Type.Object(
+  { written: Type.Integer({ minimum: 0, description: "how many rates were written: those new or changed (a rate stored already, unchanged, is not written again)" }) },
+  { $id: "ExchangeRatesWritten" },
+);
 export const RatePage = Type.Object({ items: Type.Array(StoredRate) }, { $id: "ExchangeRatePage" });
 const Pair = Type.Object({ from: Currency, to: Currency });
 

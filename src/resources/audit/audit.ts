@@ -439,11 +439,23 @@ export class Audit {
     }
     if (missing) {
       const key = decode(missing.keyBytes); // as a stored key is named (bytes items as Uint8Array)
-      return { seq: seqOf(key), reason: `${describe(key)} is missing (the log produces it)`, family: String(key[0]), key };
+      return { seq: seqOf(key), reason: `${describe(key)} is missing (the log produces it)${this.#sumsHint(partition, key)}`, family: String(key[0]), key };
     }
     if (!first) return null;
     const { key } = first.entry;
-    return { seq: seqOf(key), reason: `${describe(key)} ${first.reason}`, family: String(key[0]), key };
+    return { seq: seqOf(key), reason: `${describe(key)} ${first.reason}${this.#sumsHint(partition, key)}`, family: String(key[0]), key };
+  }
+
+  /**
+   * For a divergent sums key, the version of the sums declarations it is checked against: a server of an
+   * older version that wrote after the upgrade (a fleet not stopped whole) leaves buckets of the older
+   * shape, which no later open rebuilds (the marker is already at this version).
+   */
+  #sumsHint(partition: Partition, key: Key): string {
+    if (key[0] !== layout.allSums[0]) return "";
+    let version = 1;
+    for (const t of this.core.schema.types.values()) if (t.owner === partition[0] && t.decl.sums !== undefined) version = Math.max(version, t.decl.sumsVersion ?? 1);
+    return ` (checked against sumsVersion ${version}: a server older than that writing to the store since the upgrade leaves sums of the older shape; stop every server of a fleet before upgrading)`;
   }
 }
 
@@ -465,6 +477,7 @@ const FAMILIES: Record<string, string> = {
   h: "history index entry",
   m: "meta key",
   x: "order index entry",
+  g: "sums entry",
 };
 
 /** A key as a reader names it: its family and the resource path. */

@@ -37,6 +37,13 @@ export interface ChildSums {
   readonly envelope: Envelope;
   readonly viewable: boolean;
   readonly sums: SumRow[];
+  /**
+   * Names the state of its sums as read: the highest version of its sum entries and how many there are
+   * ("" when not read). Versions are the partition's commit sequence and never repeat, so any write of
+   * its sums changes it, and an equal one means the same entries: what was derived from them may be
+   * cached under it even after writes to its siblings moved the partition's head.
+   */
+  readonly sumsVersion: string;
 }
 
 /** Options of the sums reads: `withSums(head)` false skips the sums' range read (the caller holds what it derived from them at that head). */
@@ -481,14 +488,21 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
     const children = new Map<string, ChildSums>();
     for await (const e of scanAll(this.core.kv, l.partition, { prefix: layout.children(l, childType), limit: 5000 })) {
       const v = new RecordView(e.value);
-      children.set(v.id, { id: v.id, envelope: v.envelope(), viewable: v.viewableBy(actor), sums: [] });
+      children.set(v.id, { id: v.id, envelope: v.envelope(), viewable: v.viewableBy(actor), sums: [], sumsVersion: "" });
     }
     const depth = l.depth + 1;
     if (options.withSums?.(head) ?? true) {
+      const versions = new Map<string, { max: number; n: number }>();
       for await (const e of scanAll(this.core.kv, l.partition, { prefix: layout.sumsOfType(depth, l.pairs, childType), limit: 5000 })) {
         const id = layout.pairsOfSum(e.key, depth).at(-1)!;
         const { sum, n } = decodeSum(e.value);
         children.get(id)?.sums.push({ bucket: layout.bucketOfSum(e.key, depth), sum: fromScaled(sum), n });
+        const at = versions.get(id) ?? { max: 0, n: 0 };
+        versions.set(id, { max: Math.max(at.max, e.version), n: at.n + 1 });
+      }
+      for (const [id, c] of children) {
+        const at = versions.get(id) ?? { max: 0, n: 0 };
+        children.set(id, { ...c, sumsVersion: `${at.max}:${at.n}` });
       }
     }
     return { envelope: view.envelope(), children: [...children.values()], head };
