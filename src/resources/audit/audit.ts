@@ -154,7 +154,7 @@ export class Audit {
     }
     // Personal data is sealed in the events as in the state: opened here, or read as erased (personal/subjects.ts).
     const { subjects } = this.core;
-    return { items: await Promise.all(items.map((e) => (Buffer.isBuffer(e) ? subjects.openJson(e) : subjects.openValue(e)))), nextCursor: cursor };
+    return { items: await Promise.all(items.map((e) => (Buffer.isBuffer(e) ? subjects.openJson(ref, e) : subjects.open(ref, e)))), nextCursor: cursor };
   }
 
   /** Every event of a resource's history the actor may read, oldest first. */
@@ -179,7 +179,7 @@ export class Audit {
    */
   async eventFor(actor: Actor, event: ResourceEvent, options: { sealed?: boolean } = {}): Promise<ResourceEvent | null> {
     const visible = await this.#visibleEvent(actor, event);
-    return visible === null || options.sealed === true ? visible : this.core.subjects.openValue(visible);
+    return visible === null || options.sealed === true ? visible : this.core.subjects.openEvent(visible);
   }
 
   async #visibleEvent(actor: Actor, event: ResourceEvent): Promise<ResourceEvent | null> {
