@@ -57,12 +57,8 @@ async function keep(kv: KvStore, receipt: ErasureReceipt): Promise<boolean> {
       if (!(e instanceof ConflictError)) throw e;
     }
   }
-  for (const copy of await replacedCopies(kv, layout.subject(receipt.subject))) {
-    if (await kv.get(copy, layout.subjectKey)) {
-      await kv.commit(copy, [{ type: "delete", key: layout.subjectKey }]);
-      wrote = true;
-    }
-  }
+  const subjects = new Subjects(kv, Date.now);
+  for (const copy of await replacedCopies(kv, layout.subject(receipt.subject))) if (await subjects.forgetKey(copy)) wrote = true;
   return wrote;
 }
 

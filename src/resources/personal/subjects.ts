@@ -14,7 +14,7 @@
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
 import { ConflictError, NotFoundError, ValidationError } from "../../errors.js";
-import { allPartitions, scanAll, type Entry, type KvStore } from "../../kv/contract.js";
+import { allPartitions, scanAll, type Entry, type KvStore, type Partition } from "../../kv/contract.js";
 import type { Static } from "@sinclair/typebox";
 import { kinds, layout } from "../model/layout.js";
 import type { ErasedResource as ErasedResourceShape, ErasureReceipt as ErasureReceiptShape } from "../model/wire.js";
@@ -330,6 +330,16 @@ export class Subjects {
       { type: "delete", key: layout.subjectKey },
       { type: "put", key: layout.subjectErasure, value: Buffer.from(JSON.stringify(receipt)) },
     ]);
+    return true;
+  }
+
+  /**
+   * Deletes the subject key a copy of a subject's partition holds (`copy`: the copy a restore kept in a
+   * replaced history, epochs.ts), as `destroyKey` does in the live one. True when there was one.
+   */
+  async forgetKey(copy: Partition): Promise<boolean> {
+    if (!(await this.kv.get(copy, layout.subjectKey))) return false;
+    await this.kv.commit(copy, [{ type: "delete", key: layout.subjectKey }]);
     return true;
   }
 
