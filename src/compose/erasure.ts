@@ -14,10 +14,11 @@
  * An erasure outlives a restore. Its receipt is also kept in the register of erasures (partition
  * `["erased"]`, one receipt per subject: ids, times and hashes, no personal data), a kind a restore
  * leaves alone, as it leaves the epochs and the login guard; the copies of the subject's partition in
- * the replaced histories of earlier restores (epochs.ts) lose their key too. After every import (a
- * restore's, or the CLI's into an empty store) `keepErasures` puts each registered erasure back: a
- * backup or export taken before the erasure brings the key, which is deleted again before the import
- * ends (before the store is served), and the receipt with it.
+ * the replaced histories of earlier restores (epochs.ts) lose their key too (at the next open, when a
+ * kill came between). After every import (a restore's, or the CLI's into an empty store) and at every
+ * open, `keepErasures` puts each registered erasure back: a backup or export taken before the erasure
+ * brings the key, which is deleted again before the import ends (before the store is served), and the
+ * receipt with it.
  */
 import { ConflictError, NotFoundError, ForbiddenError } from "../errors.js";
 import { ROOT_ID, SYSTEM, type Actor } from "../access/actor.js";
