@@ -14,12 +14,13 @@
  * An erasure outlives a restore. Its receipt is also kept in the register of erasures (partition
  * `["erased"]`, one receipt per subject: ids, times and hashes, no personal data), a kind a restore
  * leaves alone, as it leaves the epochs and the login guard; the copies of the subject's partition in
- * the replaced histories of earlier restores (epochs.ts) lose their key too. After every import (a
- * restore's, or the CLI's into an empty store) `keepErasures` puts each registered erasure back: a
- * backup or export taken before the erasure brings the key, which is deleted again before the import
- * ends (before the store is served), and the receipt with it.
+ * the replaced histories of earlier restores (epochs.ts) lose their key too (at the next open, when a
+ * kill came between). After every import (a restore's, or the CLI's into an empty store) and at every
+ * open, `keepErasures` puts each registered erasure back: a backup or export taken before the erasure
+ * brings the key, which is deleted again before the import ends (before the store is served), and the
+ * receipt with it.
  */
-import { NotFoundError, ForbiddenError } from "../errors.js";
+import { ConflictError, NotFoundError, ForbiddenError } from "../errors.js";
 import { ROOT_ID, SYSTEM, type Actor } from "../access/actor.js";
 import type { GlobalPermissions } from "../access/global.js";
 import type { ResourceStore } from "../resources/store.js";
@@ -35,19 +36,40 @@ export const ERASED_KIND = ERASED.kind;
 const REGISTER = ERASED.partition();
 const F = keyFamilies(["subject"]);
 
-/** Keeps the receipt in the register, and deletes the key from every copy of the subject's partition a restore kept. */
-async function keep(kv: KvStore, receipt: ErasureReceipt): Promise<void> {
-  await kv.commit(REGISTER, [{ type: "put", key: F.subject.pack([receipt.subject]), value: Buffer.from(JSON.stringify(receipt)) }]);
-  for (const copy of await replacedCopies(kv, layout.subject(receipt.subject))) {
-    if (await kv.get(copy, layout.subjectKey)) await kv.commit(copy, [{ type: "delete", key: layout.subjectKey }]);
+/**
+ * Keeps the receipt in the register, and deletes the key from every copy of the subject's partition a
+ * restore kept. Each step is skipped where done already, so run again (at open, after an import) it
+ * writes nothing; a register entry changed meanwhile (another process recording the same erasure) is
+ * left as that process wrote it. True when it wrote anything.
+ */
+async function keep(kv: KvStore, receipt: ErasureReceipt): Promise<boolean> {
+  const key = F.subject.pack([receipt.subject]);
+  const value = Buffer.from(JSON.stringify(receipt));
+  const registered = await kv.get(REGISTER, key);
+  let wrote = false;
+  if (!registered?.value.equals(value)) {
+    try {
+      await kv.commit(REGISTER, [
+        { type: "check", key, version: registered?.version ?? null },
+        { type: "put", key, value },
+      ]);
+      wrote = true;
+    } catch (e) {
+      if (!(e instanceof ConflictError)) throw e;
+    }
   }
+  const subjects = new Subjects(kv, Date.now);
+  for (const copy of await replacedCopies(kv, layout.subject(receipt.subject))) if (await subjects.forgetKey(copy)) wrote = true;
+  return wrote;
 }
 
 /**
- * After an import (compose/transfer.ts, before its marker goes): registers every erasure the store's
- * subject partitions hold (what the import brought), then puts every registered erasure back where a
- * copy from before it brought the key (personal/subjects.ts `reinstate`). Answers the subjects whose key
- * it deleted again. Run again after a kill, it finds nothing more to do.
+ * After an import (compose/transfer.ts, before its marker goes), and at every open (compose/open.ts, a
+ * repair as the feed's is): registers every erasure the store's subject partitions hold (what an import
+ * brought, or an erasure a kill interrupted between destroying its key and `keep`) and deletes its key
+ * from every replaced history, then puts every registered erasure back where a copy from before it
+ * brought the key (personal/subjects.ts `reinstate`). Answers the subjects whose key it deleted again
+ * from their live partition. Run again, it finds nothing more to do.
  */
 export async function keepErasures(kv: KvStore): Promise<string[]> {
   const subjects = new Subjects(kv, Date.now);
@@ -56,7 +78,7 @@ export async function keepErasures(kv: KvStore): Promise<string[]> {
     const receipt = JSON.parse(e.value.toString("utf8")) as ErasureReceipt;
     registered.set(receipt.subject, receipt);
   }
-  for await (const receipt of subjects.erasures()) if (!registered.has(receipt.subject)) await keep(kv, receipt);
+  for await (const receipt of subjects.erasures()) await keep(kv, receipt);
   const again: string[] = [];
   for (const receipt of registered.values()) if (await subjects.reinstate(receipt)) again.push(receipt.subject);
   return again;

@@ -45,7 +45,7 @@ import { TransparencyLog } from "../tlog/log.js";
 import type { WorkflowSchema } from "../workflow/schema.js";
 import { Background } from "./background.js";
 import { Backups, type StoreExport } from "./backup.js";
-import { Erasures } from "./erasure.js";
+import { Erasures, keepErasures } from "./erasure.js";
 import type { ErasureReceipt } from "../resources/store.js";
 import { flowstoreIntents } from "./intents.js";
 import { listEpochs, replacedView, verifyEpochs, type EpochsVerified } from "./epochs.js";
@@ -380,6 +380,9 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     },
   });
   const erasures = new Erasures([resources, tenancy], global);
+  // A repair at open: an erasure a kill interrupted after its key went (registered, and its key deleted
+  // from the replaced histories), or an import that brought a key back, is finished before anything is served.
+  await keepErasures(kv);
   const verifiers: readonly ChainedKind[] = chained;
   /** The chained kinds' verifiers over another store (a replaced history read as a store of its own: the same schemas verify it). */
   const verifiersOver = (view: KvStore): readonly ChainedKind[] => {

@@ -147,7 +147,7 @@ export interface SubscriptionsParts {
    * while the subject's key exists, erased after. Pages are read sealed and opened only as they leave,
    * so a dead letter keeps the ciphertext and an erasure reaches it too.
    */
-  readonly personal: Pick<Subjects, "openValue" | "openJson">;
+  readonly personal: Pick<Subjects, "openEvent" | "masked">;
 }
 
 /** What one page of a subscription's events holds, and the cursor and per-partition marks that acknowledge it. */
@@ -252,15 +252,31 @@ export class Subscriptions {
     // The owner as it is now (its groups as stored, not as its token was issued).
     const owner = await this.parts.identity.actorFor(s.owner);
     const page = await this.#read(s, owner, (await this.#cursor(id)).value, options.limit ?? PULL_LIMIT.default);
-    return { items: await this.parts.personal.openValue(page.items), ack: spell(page.ack), more: page.more };
+    return { items: await Promise.all(page.items.map(async (i) => ({ ...i, event: await this.parts.personal.openEvent(i.event) }))), ack: spell(page.ack), more: page.more };
   }
 
   // ------------------------------------------------------------------ dead letters
 
+  /**
+   * The dead letters, their bodies as the caller may read them: to the owner, each event it may still
+   * read (the feed's visibility, `#visible`) with its personal data opened; to an operator, which passed
+   * no view of these events, with every sealed value masked (neither plain text nor ciphertext).
+   */
   async deadLetters(actor: Actor, id: string): Promise<DeadLetter[]> {
-    await this.#managed(actor, id);
+    const s = await this.#managed(actor, id);
     const page = await this.parts.kv.scan(L.partition(id), { prefix: L.dead.prefix, limit: 1000 });
-    return Promise.all(page.entries.map((e) => parse<DeadLetter>(e)).map(async (l) => ({ ...l, body: await this.#opened(l.body) })));
+    const owner = s.owner === actor.id ? await this.parts.identity.actorFor(s.owner) : null;
+    const bodyFor = async (body: string): Promise<string> => {
+      const parsed = JSON.parse(body) as { events?: Delivered[] };
+      if (owner === null || !Array.isArray(parsed.events)) return JSON.stringify(this.parts.personal.masked(parsed));
+      const events: Delivered[] = [];
+      for (const d of parsed.events) {
+        const visible = await this.#visible(owner, s.filter, d.event);
+        if (visible) events.push({ ...d, event: await this.parts.personal.openEvent(visible) });
+      }
+      return JSON.stringify({ ...parsed, events });
+    };
+    return Promise.all(page.entries.map((e) => parse<DeadLetter>(e)).map(async (l) => ({ ...l, body: await bodyFor(l.body) })));
   }
 
   /** POSTs a dead letter again, signed now: delivered, it is removed; not, it is kept. */
@@ -433,7 +449,9 @@ export class Subscriptions {
 
   /** A body as it leaves: its sealed personal data opened (a body holding none is answered as it is). */
   async #opened(body: string): Promise<string> {
-    return (await this.parts.personal.openJson(Buffer.from(body, "utf8"))).toString("utf8");
+    const parsed = JSON.parse(body) as { events?: Delivered[] };
+    if (!Array.isArray(parsed.events)) return body;
+    return JSON.stringify({ ...parsed, events: await Promise.all(parsed.events.map(async (d) => ({ ...d, event: await this.parts.personal.openEvent(d.event) }))) });
   }
 
   /**

@@ -6,7 +6,9 @@
  * - a backup taken before an erasure holds the key, and restoring it does not bring the key back: the
  *   register of erasures (kept on restore) puts the erasure back before the store is served, so the data
  *   stays unreadable, the receipt is still there and `verify` (the restore's epoch included) is green;
- * - an erasure after a restore also deletes the key from the replaced history the restore kept.
+ * - an erasure after a restore also deletes the key from the replaced history the restore kept;
+ * - an erasure a kill interrupted right after its key went is registered, and its key deleted from the
+ *   replaced histories, at the next open (over the same LMDB directory).
  */
 import { gunzipSync, gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,7 +16,10 @@ import type { FlowstoreClient } from "../../src/client/index.js";
 import { allPartitions, scanAll } from "../../src/kv/contract.js";
 import { layout } from "../../src/resources/model/layout.js";
 import { ERASED_TEXT, SEALED_PREFIX as SEALED } from "../../src/resources/personal/subjects.js";
-import { raw, ROOT_PASSWORD, startLmdbServer, type Running } from "./harness.js";
+import { ERASED_KIND } from "../../src/compose/erasure.js";
+import { LmdbKv } from "../../src/kv/lmdb.js";
+import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
+import { raw, ROOT_PASSWORD, startLmdbServer, startServer, type Running } from "./harness.js";
 
 const API = "/api/v1";
 const MIA = "Mia Keller, Lindenweg 3";
@@ -154,5 +159,67 @@ describe("a backup taken before an erasure", () => {
     expect(copies).toBeGreaterThan(0);
     expect((await call("GET", item("c"))).body.data.description).toBe(ERASED_TEXT);
     expect((await s.app.flowstore.verifyAll()).ok).toBe(true);
+  });
+});
+
+describe("an erasure a kill interrupted right after its key went", () => {
+  it("is finished at the next open: registered, and its key gone from the replaced histories too", async () => {
+    const dir = makeTempDirSync("erasure-crash");
+    let kv = LmdbKv.open(dir);
+    let t = await startServer(kv, { webRoot: false });
+    const as = (method: string, path: string, body?: unknown) =>
+      raw(t.base, method, `${API}${path}`, {
+        headers: { authorization: `Bearer ${t.root.token}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      });
+    /** The copies of eva's partition in the replaced histories, and how many of them still hold her key. */
+    const evaCopies = async (): Promise<{ copies: number; keyed: number }> => {
+      let copies = 0;
+      let keyed = 0;
+      for await (const p of allPartitions(t.app.flowstore.kv, "replaced")) {
+        if (p[2] !== layout.subject("eva")[0] || p[3] !== "eva") continue;
+        copies++;
+        if (await t.app.flowstore.kv.get(p, layout.subjectKey)) keyed++;
+      }
+      return { copies, keyed };
+    };
+    try {
+      expect((await as("POST", "/projects", { id: "d", displayName: "d" })).status).toBe(201);
+      expect((await as("POST", "/projects/d/subprojects", { id: "s", displayName: "s", currency: "EUR", workflowMode: "unordered" })).status).toBe(201);
+      expect(
+        (await as("POST", "/projects/d/subprojects/s/workflowitems", { id: "w", displayName: "w", amountType: "N/A", dataSubject: "eva", description: "Eva Maier" })).status,
+      ).toBe(201);
+      // A restore keeps what it replaces (eva's key with it) as the replaced history of its epoch.
+      const taken = await fetch(`${t.base}${API}/store/backup`, { headers: { authorization: `Bearer ${t.root.token}` } });
+      const restored = await raw(t.base, "POST", `${API}/store/restore`, {
+        headers: { authorization: `Bearer ${t.root.token}`, "content-type": "application/gzip" },
+        body: Buffer.from(await taken.arrayBuffer()),
+      });
+      expect(restored.status, JSON.stringify(restored.body)).toBe(200);
+      expect((await evaCopies()).keyed).toBeGreaterThan(0);
+
+      // The erasure's first commit alone (Erasures.erase: the key deleted with the receipt), as a kill right after it leaves the store.
+      const receipt = await t.app.flowstore.resources.subjects.destroyKey("eva", "root", () => ["description"]);
+      expect(receipt.complete).toBe(false);
+      expect((await evaCopies()).keyed).toBeGreaterThan(0);
+
+      await t.close();
+      await kv.close();
+      kv = LmdbKv.open(dir);
+      t = await startServer(kv, { webRoot: false });
+      const after = await evaCopies();
+      expect(after.copies).toBeGreaterThan(0);
+      expect(after.keyed).toBe(0);
+      const register: unknown[] = [];
+      for await (const e of scanAll(t.app.flowstore.kv, [ERASED_KIND], { limit: 1000 })) register.push(JSON.parse(e.value.toString("utf8")));
+      expect(register).toEqual([receipt]);
+      expect((await as("GET", "/projects/d/subprojects/s/workflowitems/w")).body.data.description).toBe(ERASED_TEXT);
+      // Erasing again appends the events the kill left out: the receipt completes.
+      expect((await as("POST", "/subjects/eva/erase")).body).toMatchObject({ subject: "eva", complete: true });
+    } finally {
+      await t.close();
+      await kv.close();
+      removeTempDirSync(dir);
+    }
   });
 });

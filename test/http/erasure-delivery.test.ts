@@ -3,12 +3,13 @@
  * the change feed (SSE), a pull subscription and a webhook subscription (its receiver the example one, a
  * real child process checking every signature) deliver a data subject's personal fields as plain text
  * while the subject's key exists and as the erased marker after its erasure, never the sealed envelope;
- * a dead letter keeps the ciphertext in the store and reads as erased once the key is gone.
+ * a dead letter keeps the ciphertext in the store, reads opened to the subscription's owner and masked
+ * to an operator (global.manageSubscriptions), and reads as erased once the key is gone.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FeedMessage, FlowstoreClient } from "../../src/client/index.js";
 import { scanAll } from "../../src/kv/contract.js";
-import { ERASED_TEXT, SEALED_PREFIX as SEALED } from "../../src/resources/personal/subjects.js";
+import { ERASED_TEXT, MASKED_TEXT, SEALED_PREFIX as SEALED } from "../../src/resources/personal/subjects.js";
 import { eventually } from "../support/eventually.js";
 import { freePort } from "../support/ports.js";
 import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
@@ -115,6 +116,17 @@ describe("personal data as the feed and the subscriptions deliver it", () => {
     const stored = await subscriptionBytes(hookId);
     expect(stored).toContain(SEALED);
     expect(stored).not.toContain("Jonas");
+
+    // An operator (global.manageSubscriptions, no view of p) reads the letter with its personal data
+    // masked: neither the name nor the ciphertext (which opens nowhere else, but is not its to hold).
+    const op = await s.userClient("op");
+    await s.root.globalPermissions.grant("global.manageSubscriptions", "op");
+    const seenByOp = (await call(op, "GET", `/subscriptions/${hookId}/dead-letters`)).body.items as { body: string }[];
+    expect(seenByOp).toHaveLength(letters.length);
+    const masked = JSON.parse(seenByOp[0]!.body).events as DeliveredEvent[];
+    expect(masked.map((d) => descriptionOf(d.event, "w1")).filter(Boolean)).toEqual([MASKED_TEXT]);
+    expect(seenByOp[0]!.body).not.toContain("Jonas");
+    expect(seenByOp[0]!.body).not.toContain(SEALED);
 
     // Past the dead letter, the receiver gets the next item's text, opened, and its signature checks.
     await s.root.project("p").subproject("s").workflowitems.create({ id: "w2", displayName: "Grant 2", amountType: "N/A", dataSubject: "jonas", description: LATER });

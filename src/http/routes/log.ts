@@ -176,7 +176,7 @@ export const logRoutes: RoutePlugin = async (app) => {
       const [event] = await app.flowstore.resources.writer.feed.events(partition, seq, seq);
       if (!event) throw notFound();
       let visible = false;
-      for (const store of stores) if ((await store.audit.eventFor(request.actor, event)) !== null) visible = true;
+      for (const store of stores) if ((await store.audit.eventFor(request.actor, event, { sealed: true })) !== null) visible = true;
       if (!visible) throw notFound();
       const index = await tree.indexOf(partition, seq);
       if (index === null) throw new NotFoundError(`event ${seq} of ${kind} ${id} is not in the log yet (it trails the writes by its merge delay)`);

@@ -166,8 +166,8 @@ export class Audit {
     // changes, so a record naming none had none in any event): the events of any other are served as read.
     if (state && !namesSubject(l.type, state)) return { items, nextCursor: cursor };
     const { subjects } = this.core;
-    if (bytes) return { items: await subjects.openAll(items as Buffer[]), nextCursor: cursor };
-    return { items: await Promise.all(items.map((e) => (Buffer.isBuffer(e) ? subjects.openJson(e) : subjects.openValue(e)))), nextCursor: cursor };
+    if (bytes) return { items: await subjects.openAll(items as Buffer[], () => ref), nextCursor: cursor };
+    return { items: await Promise.all(items.map((e) => (Buffer.isBuffer(e) ? subjects.openJson(ref, e) : subjects.open(ref, e)))), nextCursor: cursor };
   }
 
   /** Every event of a resource's history the actor may read, oldest first. */
@@ -192,7 +192,7 @@ export class Audit {
    */
   async eventFor(actor: Actor, event: ResourceEvent, options: { sealed?: boolean } = {}): Promise<ResourceEvent | null> {
     const visible = await this.#visibleEvent(actor, event);
-    return visible === null || options.sealed === true ? visible : this.core.subjects.openValue(visible);
+    return visible === null || options.sealed === true ? visible : this.core.subjects.openEvent(visible);
   }
 
   async #visibleEvent(actor: Actor, event: ResourceEvent): Promise<ResourceEvent | null> {

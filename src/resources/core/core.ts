@@ -164,7 +164,7 @@ export class Core {
     options: CoreOptions,
   ) {
     this.writer = new PartitionWriter(kv, options.clock ?? Date.now);
-    this.subjects = new Subjects(kv, options.clock ?? Date.now);
+    this.subjects = new Subjects(kv, options.clock ?? Date.now, (type) => schema.types.get(type)?.decl.personal);
     this.identities = options.identities;
     this.global = options.global ?? new GlobalPermissions(kv, { intents: new IntentRegistry(schema.globalIntents), identities: options.identities });
   }

@@ -13,17 +13,19 @@
  * data is the subject, so a value does not open under another subject's key.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
-import { ConflictError, NotFoundError } from "../../errors.js";
-import { allPartitions, scanAll, type Entry, type KvStore } from "../../kv/contract.js";
+import { ConflictError, NotFoundError, ValidationError } from "../../errors.js";
+import { allPartitions, scanAll, type Entry, type KvStore, type Partition } from "../../kv/contract.js";
 import type { Static } from "@sinclair/typebox";
 import { kinds, layout } from "../model/layout.js";
 import type { ErasedResource as ErasedResourceShape, ErasureReceipt as ErasureReceiptShape } from "../model/wire.js";
 import type { Ref } from "../model/ref.js";
-import { assertId, type CompiledType } from "../model/schema.js";
+import { assertId, type CompiledType, type PersonalDecl } from "../model/schema.js";
 
 export const SEALED_PREFIX = "psd1.";
 /** What a sealed value of an erased subject reads as (a string, so every served schema still holds). */
 export const ERASED_TEXT = "(erased)";
+/** What a sealed value reads as to a reader who may not read it (a subscription's dead letter shown to an operator). */
+export const MASKED_TEXT = "(withheld)";
 const QUOTED_PREFIX = Buffer.from(`"${SEALED_PREFIX}`);
 
 /** True when JSON bytes may hold a sealed value (a string starting with the prefix): a scan, no parse. */
@@ -68,13 +70,6 @@ function open(key: Buffer, subject: string, value: string): string | null {
 
 const decodeKey = (e: Entry): Buffer => Buffer.from((JSON.parse(e.value.toString("utf8")) as { key: string }).key, "base64");
 
-/** Every string of a JSON value, depth first. */
-function eachString(v: unknown, f: (s: string) => void): void {
-  if (typeof v === "string") f(v);
-  else if (Array.isArray(v)) for (const x of v) eachString(x, f);
-  else if (v !== null && typeof v === "object") for (const x of Object.values(v)) eachString(x, f);
-}
-
 /** The JSON value with each string replaced by `f`'s answer (objects and arrays copied). */
 function mapStrings(v: unknown, f: (s: string) => string): unknown {
   if (typeof v === "string") return f(v);
@@ -83,11 +78,68 @@ function mapStrings(v: unknown, f: (s: string) => string): unknown {
   return v;
 }
 
+/**
+ * Refuses written data holding a string that starts with the seal prefix, anywhere in it (ValidationError
+ * naming its field, as `data.<path>`): only a write's own sealing makes sealed values, so one in the
+ * input is a copy of another's (from an archive file, an export) and is stored nowhere.
+ */
+export function refuseSealed(value: unknown, field = "data"): void {
+  if (typeof value === "string") {
+    if (value.startsWith(SEALED_PREFIX)) throw new ValidationError(`${field} is a sealed value (${SEALED_PREFIX}…): sealed values are made by the store, never written`, field);
+  } else if (Array.isArray(value)) value.forEach((x, i) => refuseSealed(x, `${field}.${i}`));
+  else if (value !== null && typeof value === "object") for (const [k, x] of Object.entries(value)) refuseSealed(x, `${field}.${k}`);
+}
+
+/** The resource an event is of (its path), or null when the path names none. */
+export function refOfEvent(event: { path?: readonly { type: string; id: string }[] }): Ref | null {
+  const last = event.path?.at(-1);
+  return last ? { type: last.type, ids: event.path!.map((p) => p.id) } : null;
+}
+
+/**
+ * Where a served value of a resource holds its personal fields: `data.<field>` of an envelope or a
+ * listed item, and of an event `payload.data.<field>` and the `old`/`new` of a change at `/<field>`.
+ * `at` is called with each such string and its replacement is put in a copy (the value is not changed).
+ */
+function personalStrings(value: unknown, fields: readonly string[], at: (s: string) => string | undefined): unknown {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return value;
+  const v = value as { data?: unknown; payload?: { data?: unknown; changes?: unknown } };
+  const inData = (data: unknown): unknown => {
+    if (data === null || typeof data !== "object" || Array.isArray(data)) return data;
+    let out: Record<string, unknown> | null = null;
+    for (const f of fields) {
+      const s = (data as Record<string, unknown>)[f];
+      const r = typeof s === "string" ? at(s) : undefined;
+      if (r !== undefined && r !== s) (out ??= { ...(data as Record<string, unknown>) })[f] = r;
+    }
+    return out ?? data;
+  };
+  const inChanges = (changes: unknown): unknown => {
+    if (!Array.isArray(changes)) return changes;
+    return changes.map((c: { path?: unknown; old?: unknown; new?: unknown }) => {
+      if (c === null || typeof c !== "object" || typeof c.path !== "string" || !fields.includes(c.path.slice(1)) || c.path.indexOf("/", 1) >= 0) return c;
+      const old = typeof c.old === "string" ? at(c.old) : undefined;
+      const now = typeof c.new === "string" ? at(c.new) : undefined;
+      return old === undefined && now === undefined ? c : { ...c, ...(old === undefined ? {} : { old }), ...(now === undefined ? {} : { new: now }) };
+    });
+  };
+  let out: Record<string, unknown> = value as Record<string, unknown>;
+  if ("data" in v) out = { ...out, data: inData(v.data) };
+  if (v.payload !== null && typeof v.payload === "object")
+    out = {
+      ...out,
+      payload: { ...v.payload, ...("data" in v.payload ? { data: inData(v.payload.data) } : {}), ...("changes" in v.payload ? { changes: inChanges(v.payload.changes) } : {}) },
+    };
+  return out;
+}
+
 /** The data subjects' keys of one store (Core.subjects): sealing on write, opening on read, and erasure. */
 export class Subjects {
   constructor(
     private readonly kv: KvStore,
     private readonly now: () => number,
+    /** A type's declared personal data (`TypeDecl.personal`): what `open` opens. */
+    private readonly personalOf: (type: string) => PersonalDecl | undefined = () => undefined,
   ) {}
 
   /**
@@ -159,15 +211,27 @@ export class Subjects {
     }
   }
 
-  /** A JSON value with every sealed string opened: its plain text, ERASED_TEXT once its subject was erased, or as it is when it opens under no key. */
-  async openValue<T>(value: T): Promise<T> {
+  /**
+   * The one opening of personal data, which every read path uses (state, lists, history, diffs, the
+   * feed, subscriptions): `value`, an envelope, a listed item or an event of the resource `ref`, with
+   * the sealed strings of its type's declared personal fields (`personalStrings`) opened: their plain
+   * text, or ERASED_TEXT once their subject was erased. Only a value sealed under a subject whose
+   * partition records this resource as holding its data opens (the entry its own sealing write put);
+   * any other string, in any other field or resource, is answered as stored. So a sealed value copied
+   * elsewhere (from an archive file, an export, a dead letter) opens nowhere but where it was written.
+   */
+  async open<T>(ref: Ref | null, value: T): Promise<T> {
+    const fields = ref === null ? undefined : this.personalOf(ref.type)?.fields;
+    if (!ref || !fields || fields.length === 0) return value;
     const subjects = new Set<string>();
-    eachString(value, (s) => {
+    personalStrings(value, fields, (s) => {
       const subject = subjectOf(s);
       if (subject !== null) subjects.add(subject);
+      return undefined;
     });
     if (subjects.size === 0) return value;
     const keys = new Map<string, Buffer | "erased">();
+    const held = layout.subjectRef(ref.type, ref.ids);
     await Promise.all(
       [...subjects].map(async (subject) => {
         let partition;
@@ -176,12 +240,13 @@ export class Subjects {
         } catch {
           return;
         }
-        const [k, erased] = await this.kv.getMany(partition, [layout.subjectKey, layout.subjectErasure]);
+        const [k, erased, recorded] = await this.kv.getMany(partition, [layout.subjectKey, layout.subjectErasure, held]);
+        if (!recorded) return;
         if (k) keys.set(subject, decodeKey(k));
         else if (erased) keys.set(subject, "erased");
       }),
     );
-    return mapStrings(value, (s) => {
+    return personalStrings(value, fields, (s) => {
       const subject = subjectOf(s);
       const key = subject === null ? undefined : keys.get(subject);
       if (key === undefined) return s;
@@ -190,16 +255,28 @@ export class Subjects {
     }) as T;
   }
 
-  /** JSON bytes with every sealed string opened (`openValue`); bytes holding none are answered as they are, unparsed. */
-  async openJson(json: Buffer): Promise<Buffer> {
-    if (!sealedIn(json)) return json;
-    return Buffer.from(JSON.stringify(await this.openValue(JSON.parse(json.toString("utf8")))));
+  /** A JSON value with every sealed string in it, wherever it is, replaced by MASKED_TEXT: for a reader who may not read what it holds. */
+  masked<T>(value: T): T {
+    return mapStrings(value, (s) => (subjectOf(s) === null ? s : MASKED_TEXT)) as T;
   }
 
-  /** Each of `items` opened (`openJson`): the same array when none holds a sealed value (the common case: no promise). */
-  openAll(items: Buffer[]): Buffer[] | Promise<Buffer[]> {
+  /** An event with its personal data opened (`open`, the resource its path names). */
+  openEvent<E extends { path?: readonly { type: string; id: string }[] }>(event: E): Promise<E> {
+    return this.open(refOfEvent(event), event);
+  }
+
+  /** The JSON bytes of a value of `ref` with its personal data opened (`open`); bytes holding no sealed value are answered as they are, unparsed. */
+  async openJson(ref: Ref, json: Buffer): Promise<Buffer> {
+    if (!sealedIn(json)) return json;
+    const value = JSON.parse(json.toString("utf8")) as unknown;
+    const opened = await this.open(ref, value);
+    return opened === value ? json : Buffer.from(JSON.stringify(opened));
+  }
+
+  /** Each of `items` (JSON bytes of the resource `refOf` names from its id) opened (`openJson`): the same array when none holds a sealed value (the common case: no promise). */
+  openAll(items: Buffer[], refOf: (id: string) => Ref): Buffer[] | Promise<Buffer[]> {
     if (!items.some(sealedIn)) return items;
-    return Promise.all(items.map((b) => this.openJson(b)));
+    return Promise.all(items.map((b) => (sealedIn(b) ? this.openJson(refOf((JSON.parse(b.toString("utf8")) as { id: string }).id), b) : b)));
   }
 
   /** The receipt of a subject's erasure, or null when it was not erased. */
@@ -253,6 +330,16 @@ export class Subjects {
       { type: "delete", key: layout.subjectKey },
       { type: "put", key: layout.subjectErasure, value: Buffer.from(JSON.stringify(receipt)) },
     ]);
+    return true;
+  }
+
+  /**
+   * Deletes the subject key a copy of a subject's partition holds (`copy`: the copy a restore kept in a
+   * replaced history, epochs.ts), as `destroyKey` does in the live one. True when there was one.
+   */
+  async forgetKey(copy: Partition): Promise<boolean> {
+    if (!(await this.kv.get(copy, layout.subjectKey))) return false;
+    await this.kv.commit(copy, [{ type: "delete", key: layout.subjectKey }]);
     return true;
   }
 

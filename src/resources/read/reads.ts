@@ -76,7 +76,7 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
 
   /** A resource the actor may view, typed by its declared type. */
   async get<T extends keyof S & string>(actor: Actor, ref: Ref & { type: T }): Promise<Envelope<DataOf<S, T>>> {
-    return this.core.subjects.openValue((await this.#readable(actor, ref)).view.envelope<DataOf<S, T>>());
+    return this.core.subjects.open(ref, (await this.#readable(actor, ref)).view.envelope<DataOf<S, T>>());
   }
 
   /** Refuses unless the actor holds `intent` on the resource now, a check before costly work: the one check (404 when it may not know of it, else 403). */
@@ -108,12 +108,12 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
    */
   async queryChildrenJson(actor: Actor, parent: Ref | null, childType: string, q: ListQuery): Promise<Page<Buffer>> {
     const page = await this.#queries.query(actor, parent, childType, q, (a, ref) => this.#readable(a, ref));
-    return this.#opened(await this.#withIds(actor, this.core.schema.type(childType), parent, page, q));
+    return this.#opened(await this.#withIds(actor, this.core.schema.type(childType), parent, page, q), parent, childType);
   }
 
-  /** A page with the personal data its items hold opened (personal/subjects.ts). */
-  async #opened<P extends Page<Buffer>>(page: P): Promise<P> {
-    const items = this.core.subjects.openAll(page.items);
+  /** A page of `childType`'s resources under `parent` with the personal data its items hold opened (personal/subjects.ts). */
+  async #opened<P extends Page<Buffer>>(page: P, parent: Ref | null, childType: string): Promise<P> {
+    const items = this.core.subjects.openAll(page.items, (id) => childRef(this.core.schema, parent, childType, id));
     return Array.isArray(items) ? page : { ...page, items: await items };
   }
 
@@ -167,7 +167,7 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
     const view = this.core.viewable(state?.value, actor) ?? (await this.core.authorize(this.core.reader(l), l, actor, l.type.intents.view, { state: state?.value })).view;
     // Personal data opened (personal/subjects.ts) only where the bytes hold a sealed value: no promise otherwise.
     const stored = view.publicBytes();
-    const json = sealedIn(stored) ? await this.core.subjects.openJson(stored) : stored;
+    const json = sealedIn(stored) ? await this.core.subjects.openJson(ref, stored) : stored;
     return { json: options.allowedIntents ? withAllowedIntents(json, this.core.intentTails.tail(l.type, access?.value, actor)) : json, version: view.version };
   }
 
@@ -207,7 +207,7 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
 
   async #whole(actor: Actor, l: Located, permissions: Permissions, envelope: Written, options: { allowedIntents?: boolean }): Promise<Envelope & { allowedIntents?: string[] }> {
     const intents = options.allowedIntents ? { allowedIntents: allowedIntents(l.type, permissions, actor) } : {};
-    return { ...(await this.core.subjects.openValue<Envelope>(envelope)), ...intents };
+    return { ...(await this.core.subjects.open<Envelope>(l.ref, envelope)), ...intents };
   }
 
   /**
@@ -217,7 +217,7 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
    * out otherwise. Items are JSON bytes, ready to be joined.
    */
   async listChildrenJson(actor: Actor, parent: Ref | null, childType: string, options: PageOptions = {}): Promise<Page<Buffer>> {
-    return this.#opened(await this.#listChildrenJson(actor, parent, childType, options));
+    return this.#opened(await this.#listChildrenJson(actor, parent, childType, options), parent, childType);
   }
 
   async #listChildrenJson(actor: Actor, parent: Ref | null, childType: string, options: PageOptions): Promise<Page<Buffer>> {
@@ -278,7 +278,7 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
    * when children are added or removed elsewhere.
    */
   async listOrderedJson(actor: Actor, parent: Ref, options: PageOptions = {}): Promise<Page<Buffer> & { version: number }> {
-    return this.#opened(await this.#listOrderedJson(actor, parent, options));
+    return this.#opened(await this.#listOrderedJson(actor, parent, options), parent, locate(this.core.schema, parent).type.decl.orderedChildren ?? "");
   }
 
   async #listOrderedJson(actor: Actor, parent: Ref, options: PageOptions): Promise<Page<Buffer> & { version: number }> {

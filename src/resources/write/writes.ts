@@ -16,6 +16,7 @@ import { restSortKey, validateOrdering } from "../model/ordering.js";
 import { written, type Envelope, type Written } from "../model/record.js";
 import { childRef, locate, pathOf, type Located, type Ref } from "../model/ref.js";
 import { assertId, GOVERNANCE_FLAG, type DataOf, type SchemaDecl } from "../model/schema.js";
+import { refuseSealed } from "../personal/subjects.js";
 import { assigneeOf, writeAssignment } from "../indexes/assignments.js";
 import { indexEntries, writeVisibility } from "../indexes/visibility.js";
 import type { Tx } from "../log/writer.js";
@@ -98,6 +99,7 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
     assertId(id, "id");
     const l = locate(schema, childRef(schema, parent, type, id));
     let clean = schema.validate(t, data);
+    refuseSealed(clean);
     if (options.meta !== undefined && !actor.system) throw new ForbiddenError("only the system actor may set a resource's original creation");
     const meta = options.meta;
     const defaults: Permissions = Object.fromEntries(t.intents.all.map((i) => [i, actor.system ? [] : [actor.id]]));
@@ -211,7 +213,10 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
       // Validated as plain text: the sealed personal fields the patch leaves stand in for theirs, then the
       // fields it sets are sealed (an unchanged one keeps its ciphertext: no change in the diff).
       const merged = patch ? applyPatch(current.data, patch) : current.data;
-      if (patch) this.core.schema.validate(l.type, this.core.subjects.standIn(l.type, merged, patch));
+      if (patch) {
+        refuseSealed(patch);
+        this.core.schema.validate(l.type, this.core.subjects.standIn(l.type, merged, patch));
+      }
       const data = patch ? await this.core.subjects.seal(l.type, l.ref, merged, new Set(Object.keys(patch)), current.data) : current.data;
       const perms = permissions ?? priv.permissions;
       const next: Envelope = { ...current, data, meta: { ...current.meta, updatedAt: tx.now, version: current.meta.version + 1 } };
