@@ -39,6 +39,11 @@ export interface EpochRecord {
   readonly backup: { readonly sha256: string; readonly exportedAt: string | null; readonly partitions: number; readonly entries: number };
   /** The content it replaced, kept in the replaced history of this epoch. */
   readonly replaced: { readonly partitions: number; readonly entries: number };
+  /**
+   * The record chains (users, groups, grants) the backup holds off the store's line of history (neither
+   * a prefix of the other's: rewritten, from another store, or from before the chains); absent when none.
+   */
+  readonly forkedRecords?: readonly Partition[];
   /** The hash of the previous record (null for the first). */
   readonly previous: string | null;
   /** SHA-256 of this record's canonical JSON without `hash`. */
@@ -152,6 +157,8 @@ export interface EpochVerified {
   readonly at: string;
   readonly backup: EpochRecord["backup"];
   readonly replaced: { readonly ok: boolean; readonly partitions: number; readonly events: number; readonly bad: number; readonly records: RecordsVerified };
+  /** As the epoch's record says (`EpochRecord.forkedRecords`). */
+  readonly forkedRecords?: readonly Partition[];
 }
 
 /** The record chains of a store (users, groups, grants, inboxes) as verify reports them. */
@@ -218,6 +225,7 @@ export async function verifyEpochs(
       at: r.at,
       backup: r.backup,
       replaced: { ok: v.ok && records.ok, partitions: v.partitions, events: v.events, bad: v.bad + records.bad, records },
+      ...(r.forkedRecords ? { forkedRecords: r.forkedRecords } : {}),
     });
   }
   return chain.ok ? { ok, list } : { ok, chain: chain.reason!, list };

@@ -358,6 +358,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     fence,
     clock,
     global,
+    identity,
     background,
     restoreDir: options.restoreDir ?? lmdbDir ?? join(tmpdir(), "flowstore-restore"),
     // The scratch store of a restore is opened as this one is, for what an open checks (the process-data key).

@@ -12,7 +12,17 @@
  */
 import { ConflictError, DisabledLoginError, ForbiddenError, NotFoundError, PasswordChangeRequiredError, UnauthorizedError, ValidationError } from "../errors.js";
 import type { Entry, KvStore, Op, Partition } from "../kv/contract.js";
-import { adoptRecords, anchorRecords, asActor, verifyRecordChain, withRecordChain, type RecordAnchor, type RecordChainResult, type RecordChainSpec } from "../kv/record-chain.js";
+import {
+  adoptRecords,
+  anchorRecords,
+  asActor,
+  onOneLine,
+  verifyRecordChain,
+  withRecordChain,
+  type RecordAnchor,
+  type RecordChainResult,
+  type RecordChainSpec,
+} from "../kv/record-chain.js";
 import { ROOT_ID, SYSTEM, type Actor } from "../access/actor.js";
 import { GLOBAL, GLOBAL_CHAIN, GlobalPermissions, type IdentityDirectory } from "../access/global.js";
 import { IntentRegistry, type IntentSplit } from "../access/intents.js";
@@ -176,6 +186,17 @@ export class Identity implements IdentityDirectory {
     anchored?: (partition: Partition) => Promise<{ seq: number; hash: string } | null>,
   ): Promise<{ partition: Partition; result: RecordChainResult }[]> {
     return Promise.all(CHAINED_PARTITIONS.map(async ([partition, spec]) => ({ partition, result: await verifyRecordChain(kv, partition, spec, await anchored?.(partition)) })));
+  }
+
+  /**
+   * The partitions whose record chain in `other` (a backup's scratch store) is not on one line with this
+   * store's (neither a prefix of the other): the identities' history it holds is not the one this store
+   * held (rewritten, from another store, or from before the chains).
+   */
+  async forkedIn(other: KvStore): Promise<Partition[]> {
+    const forked: Partition[] = [];
+    for (const [partition] of CHAINED_PARTITIONS) if (!(await onOneLine(this.#base, other, partition))) forked.push(partition);
+    return forked;
   }
 
   /** Starts the record chains of partitions written before them (one event adopting their records); nothing on an empty store. */

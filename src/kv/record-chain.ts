@@ -245,6 +245,21 @@ export async function anchorRecords(kv: KvStore, partition: Partition, anchor: R
   return true;
 }
 
+/**
+ * Whether a partition's record chain in `a` and in `b` are one line of history: the shorter is a prefix
+ * of the longer (its last event is there, with its hash; the hashes chain, so every event before it is
+ * too). An empty chain is on every line.
+ */
+export async function onOneLine(a: KvStore, b: KvStore, partition: Partition): Promise<boolean> {
+  const heads = await Promise.all([a, b].map(async (kv) => (await kv.get(partition, HEAD))?.value));
+  const [ha, hb] = heads.map((v) => (v ? (JSON.parse(v.toString("utf8")) as Head) : { seq: 0, hash: null }));
+  const shorter = ha!.seq <= hb!.seq ? ha! : hb!;
+  if (shorter.seq === 0) return true;
+  const longer = shorter === ha ? b : a;
+  const [event] = await recordEvents(longer, partition, shorter.seq, shorter.seq);
+  return event?.hash === shorter.hash;
+}
+
 /** The events `from..to` of a partition's record chain (one range read): what the transparency log takes in as leaves. */
 export async function recordEvents(kv: KvStore, partition: Partition, from: number, to: number): Promise<RecordEvent[]> {
   if (to < from) return [];
