@@ -77,6 +77,12 @@ export default defineConfig({
     // and the slow project, whose files mostly wait on the processes and servers they start, ran one file
     // at a time for most of `npm test`. Two a pool at least.
     maxWorkers: Math.max(2, availableParallelism() - 1),
+    // Whether a worker is reused for the next file is the pool's choice, and vitest 3.2 makes it from the
+    // root's poolOptions (createThreadsPool reads `vitest.config.poolOptions.threads.isolate`), never from
+    // a project's: with `isolate: false` on the fast project alone every file still got a new thread that
+    // imported src/ again (81 threads for 80 files; collection was most of the run's CPU). Only the fast
+    // project runs in threads, so this reaches no other project; the slow one keeps a fork per file.
+    poolOptions: { threads: { isolate: false } },
     projects: [
       { test: { ...shared, name: "fast", include: ["test/**/*.test.ts"], exclude: [...slow, "**/node_modules/**"], pool: "threads", isolate: false } },
       { test: { ...shared, name: "slow", include: slow } },

@@ -135,6 +135,12 @@ export const CONFIG = {
     doc: "a failed webhook delivery's first retry delay (doubled at each retry)",
   }),
   FLOWSTORE_WEBHOOK_ATTEMPTS: v({ type: Count(1), option: "--webhook-attempts <n>", default: "8", doc: "attempts of a webhook delivery before it goes to the dead letters" }),
+  FLOWSTORE_WEBHOOK_ALLOW: v({
+    type: Text(),
+    option: "--webhook-allow <hosts>",
+    shownDefault: "(none)",
+    doc: "comma-separated host names, addresses and CIDRs webhooks may be POSTed to although loopback, private, link-local or otherwise internal (refused otherwise)",
+  }),
   FLOWSTORE_LOG_ORIGIN: v({
     type: Text(),
     option: "--log-origin <name>",
@@ -166,6 +172,11 @@ export const CONFIG = {
   FLOWSTORE_PROCESS_DATA_KEY: v({ type: Text(), shownDefault: "<data>/process-data.key", doc: "seals process-data access tokens (base64, 32 bytes)" }),
   FLOWSTORE_ARCHIVE_KEY: v({ type: Text(), shownDefault: "<data>/archive-seal.key", doc: "seals archived projects (base64, 32 bytes)" }),
   FLOWSTORE_CHECKPOINT_KEY: v({ type: Text(), shownDefault: "<data>/checkpoint-key.pem", doc: "signs checkpoints (PKCS#8 PEM, Ed25519)" }),
+  FLOWSTORE_WEBHOOK_KEY: v({
+    type: Text(),
+    shownDefault: "<data>/webhook-secrets.key",
+    doc: "seals webhook secrets at rest (base64, 32 bytes; the same on every server of a fleet without a shared data directory)",
+  }),
   FLOWSTORE_PASSWORD: v({ type: Text(), shownDefault: "stdin or a prompt", doc: "the password of `user add` and `user passwd`" }),
   FLOWSTORE_DEMO_PASSWORD: v({ type: Text(), default: "demo-password", doc: "the demo users' password" }),
   FLOWSTORE_PROGRESS_SECONDS: v({ type: Count(), default: "5", doc: "how often a command off a terminal writes a progress line (0: every step)" }),

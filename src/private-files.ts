@@ -4,7 +4,7 @@
  * modes; one that already exists is tightened, so a copy made with looser rights is not left readable.
  *
  * `loadOrCreatePrivateFile` is the one loader of the key files generated on first start (the token
- * secret, the process-data key, the archive seal key, the checkpoint key).
+ * secret, the process-data key, the archive seal key, the checkpoint key, the webhook secrets key).
  */
 import { randomBytes } from "node:crypto";
 import { chmodSync, mkdirSync } from "node:fs";

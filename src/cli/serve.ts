@@ -45,6 +45,7 @@ interface ServeOptions extends StoreOptions {
   webhookLeaseMs: string;
   webhookRetryMs: string;
   webhookAttempts: string;
+  webhookAllow?: string;
   metricsPort?: string;
   metricsTokenFile?: string;
   trustProxy?: string;
@@ -144,6 +145,7 @@ export function serveCommand(program: Command): void {
     .addOption(configOption("FLOWSTORE_WEBHOOK_LEASE_MS"))
     .addOption(configOption("FLOWSTORE_WEBHOOK_RETRY_MS"))
     .addOption(configOption("FLOWSTORE_WEBHOOK_ATTEMPTS"))
+    .addOption(configOption("FLOWSTORE_WEBHOOK_ALLOW"))
     .addOption(configOption("FLOWSTORE_SHUTDOWN_GRACE"))
     .addOption(configOption("FLOWSTORE_METRICS_PORT"))
     .addOption(configOption("FLOWSTORE_METRICS_TOKEN_FILE"))
@@ -171,7 +173,8 @@ export function serveCommand(program: Command): void {
         "FLOWSTORE_JWT_SECRET signs tokens (default: a secret generated into <data>/jwt-secret);\n" +
         "FLOWSTORE_PROCESS_DATA_KEY (base64, 32 bytes) encrypts process-data access tokens (default: <data>/process-data.key);\n" +
         "FLOWSTORE_ARCHIVE_KEY (base64, 32 bytes) seals project archives (default: <data>/archive-seal.key);\n" +
-        "FLOWSTORE_CHECKPOINT_KEY (PKCS#8 PEM, Ed25519) signs checkpoints (default: a key generated into <data>/checkpoint-key.pem).",
+        "FLOWSTORE_CHECKPOINT_KEY (PKCS#8 PEM, Ed25519) signs checkpoints (default: a key generated into <data>/checkpoint-key.pem);\n" +
+        "FLOWSTORE_WEBHOOK_KEY (base64, 32 bytes) seals webhook secrets at rest (default: <data>/webhook-secrets.key).",
     )
     .action(async (options: ServeOptions) => {
       const port = parsePort(options.port);
@@ -262,6 +265,8 @@ export function serveCommand(program: Command): void {
             leaseMs: count(options.webhookLeaseMs, "--webhook-lease-ms", 1),
             retryBaseMs: count(options.webhookRetryMs, "--webhook-retry-ms", 1),
             maxAttempts: count(options.webhookAttempts, "--webhook-attempts", 1),
+            allow: (options.webhookAllow ?? "").split(/[,\s]+/),
+            secretKey: { key: readEnv("FLOWSTORE_WEBHOOK_KEY"), dataDir: options.data },
           },
           // Every server appends the feed to the transparency log (appends are conditional: no fork).
           log: { append: true, origin: options.logOrigin },

@@ -10,6 +10,7 @@ import { API, HttpCore, seg, type ClientOptions, type PageParams } from "./core.
 import { changeFeed, type FeedMessage, type FeedOptions } from "./events.js";
 import { LogApi } from "./log.js";
 import { ProcessDataApi } from "./process-data.js";
+import { SubscriptionsApi } from "./subscriptions.js";
 import type { Schemas } from "./types.js";
 import { ExchangeRatesApi, NotificationsApi, ProjectHandle, projectPath, projectsPath, SearchableCollection, type NewProject, type Project, type ProjectPage } from "./workflow.js";
 
@@ -17,6 +18,7 @@ export { ProblemError, type TokenPair, type ClientOptions, type Page, type PageP
 export type { ArchiveDocument, ArchiveFileInput, RestoredProject, Snapshot, SnapshotQuery, SnapshotSummary } from "./archive.js";
 export type { FeedMessage, FeedOptions } from "./events.js";
 export type { ConsistencyProofBody, InclusionProofBody, LogInfoBody } from "./log.js";
+export type { CreatedSubscription, DeadLetter, Digest, NewSubscription, Subscription } from "./subscriptions.js";
 export type { ProcessFields, ProcessRecord, ProcessRecordCreated, PutOptions as ProcessPutOptions, TtlOptions } from "./process-data.js";
 export type * from "./workflow.js";
 export { whole } from "./workflow.js";
@@ -126,6 +128,8 @@ export class FlowstoreClient extends HttpCore {
 
   /** The caller's notifications: list, count, mark read. */
   readonly notifications = new NotificationsApi(this);
+  /** The caller's durable subscriptions to the change feed: pull or webhook, dead letters, the digest. */
+  readonly subscriptions = new SubscriptionsApi(this);
 
   /** Exchange rates as dated data (budget analytics convert at them). */
   readonly exchangeRates = new ExchangeRatesApi(this);

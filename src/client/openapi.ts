@@ -606,8 +606,8 @@ export interface paths {
         get: operations["listProjects"];
         put?: never;
         /**
-         * Create a project
-         * @description Create a project. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token). Answers the new ETag.
+         * Create a project; its creator is answered the whole project (what it sent, its defaults and the creation's id, status and meta; no permission map), even when its permissions leave the creator no view of it
+         * @description Create a project; its creator is answered the whole project (what it sent, its defaults and the creation's id, status and meta; no permission map), even when its permissions leave the creator no view of it. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token). Answers the new ETag.
          */
         post: operations["createProject"];
         delete?: never;
@@ -858,8 +858,8 @@ export interface paths {
         get: operations["listSubprojects"];
         put?: never;
         /**
-         * Create a subproject
-         * @description Create a subproject. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token). Answers the new ETag.
+         * Create a subproject; its creator is answered the whole subproject (what it sent, its defaults and the creation's id, status and meta; no permission map), even when its permissions leave the creator no view of it
+         * @description Create a subproject; its creator is answered the whole subproject (what it sent, its defaults and the creation's id, status and meta; no permission map), even when its permissions leave the creator no view of it. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token). Answers the new ETag.
          */
         post: operations["createSubproject"];
         delete?: never;
@@ -1094,8 +1094,8 @@ export interface paths {
         get: operations["listWorkflowitems"];
         put?: never;
         /**
-         * Create a workflowitem
-         * @description Create a workflowitem. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token). Answers the new ETag.
+         * Create a workflowitem; its creator is answered the whole workflowitem (what it sent, its defaults and the creation's id, status and meta; no permission map), even when its permissions leave the creator no view of it
+         * @description Create a workflowitem; its creator is answered the whole workflowitem (what it sent, its defaults and the creation's id, status and meta; no permission map), even when its permissions leave the creator no view of it. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token). Answers the new ETag.
          */
         post: operations["createWorkflowitem"];
         delete?: never;
@@ -1266,8 +1266,8 @@ export interface paths {
         get: operations["listSpaces"];
         put?: never;
         /**
-         * Create a space
-         * @description Create a space. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token). Answers the new ETag.
+         * Create a space; its creator is answered the whole space (what it sent, its defaults and the creation's id, status and meta; no permission map), even when its permissions leave the creator no view of it
+         * @description Create a space; its creator is answered the whole space (what it sent, its defaults and the creation's id, status and meta; no permission map), even when its permissions leave the creator no view of it. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token). Answers the new ETag.
          */
         post: operations["createSpace"];
         delete?: never;
@@ -1462,8 +1462,8 @@ export interface paths {
         get: operations["listProviders"];
         put?: never;
         /**
-         * Create a provider
-         * @description Create a provider. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token). Answers the new ETag.
+         * Create a provider; its creator is answered the whole provider (what it sent, its defaults and the creation's id, status and meta; no permission map), even when its permissions leave the creator no view of it
+         * @description Create a provider; its creator is answered the whole provider (what it sent, its defaults and the creation's id, status and meta; no permission map), even when its permissions leave the creator no view of it. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token). Answers the new ETag.
          */
         post: operations["createProvider"];
         delete?: never;
@@ -1654,8 +1654,8 @@ export interface paths {
         get: operations["listNodes"];
         put?: never;
         /**
-         * Create a node
-         * @description Create a node. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token). Answers the new ETag.
+         * Create a node; its creator is answered the whole node (what it sent, its defaults and the creation's id, status and meta; no permission map), even when its permissions leave the creator no view of it
+         * @description Create a node; its creator is answered the whole node (what it sent, its defaults and the creation's id, status and meta; no permission map), even when its permissions leave the creator no view of it. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token). Answers the new ETag.
          */
         post: operations["createNode"];
         delete?: never;
@@ -1786,8 +1786,8 @@ export interface paths {
         get: operations["listTenants"];
         put?: never;
         /**
-         * Create a tenant
-         * @description Create a tenant. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token). Answers the new ETag.
+         * Create a tenant; its creator is answered the whole tenant (what it sent, its defaults and the creation's id, status and meta; no permission map), even when its permissions leave the creator no view of it
+         * @description Create a tenant; its creator is answered the whole tenant (what it sent, its defaults and the creation's id, status and meta; no permission map), even when its permissions leave the creator no view of it. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token). Answers the new ETag.
          */
         post: operations["createTenant"];
         delete?: never;
@@ -1978,8 +1978,8 @@ export interface paths {
         get: operations["listKms"];
         put?: never;
         /**
-         * Create a kms
-         * @description Create a kms. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token). Answers the new ETag.
+         * Create a kms; its creator is answered the whole kms (what it sent, its defaults and the creation's id, status and meta; no permission map), even when its permissions leave the creator no view of it
+         * @description Create a kms; its creator is answered the whole kms (what it sent, its defaults and the creation's id, status and meta; no permission map), even when its permissions leave the creator no view of it. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token). Answers the new ETag.
          */
         post: operations["createKms"];
         delete?: never;
@@ -2110,8 +2110,8 @@ export interface paths {
         get: operations["listContentObjects"];
         put?: never;
         /**
-         * Create a contentObject
-         * @description Create a contentObject. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token). Answers the new ETag.
+         * Create a contentObject; its creator is answered the whole contentObject (what it sent, its defaults and the creation's id, status and meta; no permission map), even when its permissions leave the creator no view of it
+         * @description Create a contentObject; its creator is answered the whole contentObject (what it sent, its defaults and the creation's id, status and meta; no permission map), even when its permissions leave the creator no view of it. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token). Answers the new ETag.
          */
         post: operations["createContentObject"];
         delete?: never;
@@ -2242,8 +2242,8 @@ export interface paths {
         get: operations["listContentObjectVersions"];
         put?: never;
         /**
-         * Create a contentObjectVersion
-         * @description Create a contentObjectVersion. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token). Answers the new ETag.
+         * Create a contentObjectVersion; its creator is answered the whole contentObjectVersion (what it sent, its defaults and the creation's id, status and meta; no permission map), even when its permissions leave the creator no view of it
+         * @description Create a contentObjectVersion; its creator is answered the whole contentObjectVersion (what it sent, its defaults and the creation's id, status and meta; no permission map), even when its permissions leave the creator no view of it. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token). Answers the new ETag.
          */
         post: operations["createContentObjectVersion"];
         delete?: never;
@@ -2800,8 +2800,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The caller's daily digest: its open assignments, as JSON and as plain text
-         * @description The caller's daily digest: its open assignments, as JSON and as plain text. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         * The caller's daily digest of open assignments: JSON (with its plain text in `text`), or the plain text alone with `Accept: text/plain` or `format=text`
+         * @description The caller's daily digest of open assignments: JSON (with its plain text in `text`), or the plain text alone with `Accept: text/plain` or `format=text`. Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
          */
         get: operations["getSubscriptionDigest"];
         put?: never;
@@ -3332,6 +3332,10 @@ export interface components {
         };
         /** @description the intents the caller holds on this resource */
         AllowedIntents: string[];
+        ProjectPage: {
+            items: (components["schemas"]["Project"] | components["schemas"]["Redacted"])[];
+            nextCursor: string | null;
+        };
         /** @description a child the caller may not view, kept in its place */
         Redacted: {
             id: string;
@@ -3346,10 +3350,6 @@ export interface components {
                 createdAt: string;
             };
             allowedIntents?: components["schemas"]["AllowedIntents"];
-        };
-        ProjectPage: {
-            items: (components["schemas"]["Project"] | components["schemas"]["Redacted"])[];
-            nextCursor: string | null;
         };
         ProjectUpdate: {
             displayName?: string;
@@ -3926,6 +3926,8 @@ export interface components {
             createdAt: string;
             /** @description the position acknowledged up to (`<feed position>-<seq>`) */
             position: string;
+            /** @description its lag: the change feed's entries past its position (0: caught up) */
+            behind: number;
         };
         SubscriptionList: {
             items: components["schemas"]["Subscription"][];
@@ -6427,7 +6429,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Created */
+            /** @description Created: Project */
             201: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -6437,7 +6439,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Project"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Project"];
                 };
             };
             /** @description Bad Request */
@@ -6735,7 +6737,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description OK: Project */
             200: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -6743,8 +6745,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Project"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Project"];
                 };
+            };
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
+            204: {
+                headers: {
+                    /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -7381,7 +7392,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description OK: Project */
             200: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -7389,8 +7400,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Project"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Project"];
                 };
+            };
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
+            204: {
+                headers: {
+                    /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -7496,7 +7516,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description OK: Project */
             200: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -7504,8 +7524,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Project"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Project"];
                 };
+            };
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
+            204: {
+                headers: {
+                    /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -7617,7 +7646,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description OK: Project */
             200: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -7625,8 +7654,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Project"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Project"];
                 };
+            };
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
+            204: {
+                headers: {
+                    /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -7727,7 +7765,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description OK: Project */
             200: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -7735,8 +7773,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Project"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Project"];
                 };
+            };
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
+            204: {
+                headers: {
+                    /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -7910,7 +7957,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Created */
+            /** @description Created: Subproject */
             201: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -7920,7 +7967,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Subproject"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Subproject"];
                 };
             };
             /** @description Bad Request */
@@ -8224,7 +8271,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description OK: Subproject */
             200: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -8232,8 +8279,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Subproject"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Subproject"];
                 };
+            };
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
+            204: {
+                headers: {
+                    /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -8722,7 +8778,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description OK: Subproject */
             200: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -8730,8 +8786,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Subproject"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Subproject"];
                 };
+            };
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
+            204: {
+                headers: {
+                    /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -8839,7 +8904,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description OK: Subproject */
             200: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -8847,8 +8912,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Subproject"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Subproject"];
                 };
+            };
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
+            204: {
+                headers: {
+                    /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -8962,7 +9036,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description OK: Subproject */
             200: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -8970,8 +9044,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Subproject"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Subproject"];
                 };
+            };
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
+            204: {
+                headers: {
+                    /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -9074,7 +9157,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description OK: Subproject */
             200: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -9082,8 +9165,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Subproject"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Subproject"];
                 };
+            };
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
+            204: {
+                headers: {
+                    /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -9478,7 +9570,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Created */
+            /** @description Created: Workflowitem */
             201: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -9488,7 +9580,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Workflowitem"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Workflowitem"];
                 };
             };
             /** @description Bad Request */
@@ -9798,7 +9890,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description OK: Workflowitem */
             200: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -9806,8 +9898,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Workflowitem"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Workflowitem"];
                 };
+            };
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
+            204: {
+                headers: {
+                    /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -10312,7 +10413,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description OK: Workflowitem */
             200: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -10320,8 +10421,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Workflowitem"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Workflowitem"];
                 };
+            };
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
+            204: {
+                headers: {
+                    /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -10431,7 +10541,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description OK: Workflowitem */
             200: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -10439,8 +10549,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Workflowitem"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Workflowitem"];
                 };
+            };
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
+            204: {
+                headers: {
+                    /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -10629,7 +10748,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Created */
+            /** @description Created: Space */
             201: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -10639,7 +10758,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Space"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Space"];
                 };
             };
             /** @description Bad Request */
@@ -10937,7 +11056,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description OK: Space */
             200: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -10945,8 +11064,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Space"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Space"];
                 };
+            };
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
+            204: {
+                headers: {
+                    /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -11428,7 +11556,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description OK: Space */
             200: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -11436,8 +11564,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Space"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Space"];
                 };
+            };
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
+            204: {
+                headers: {
+                    /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -11548,7 +11685,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description OK: Space */
             200: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -11556,8 +11693,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Space"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Space"];
                 };
+            };
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
+            204: {
+                headers: {
+                    /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -11892,7 +12038,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Created */
+            /** @description Created: Provider */
             201: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -11902,7 +12048,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Provider"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Provider"];
                 };
             };
             /** @description Bad Request */
@@ -12200,7 +12346,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description OK: Provider */
             200: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -12208,8 +12354,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Provider"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Provider"];
                 };
+            };
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
+            204: {
+                headers: {
+                    /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -13049,7 +13204,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Created */
+            /** @description Created: Node */
             201: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -13059,7 +13214,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Node"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Node"];
                 };
             };
             /** @description Bad Request */
@@ -13363,7 +13518,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description OK: Node */
             200: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -13371,8 +13526,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Node"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Node"];
                 };
+            };
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
+            204: {
+                headers: {
+                    /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -13946,7 +14110,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Created */
+            /** @description Created: Tenant */
             201: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -13956,7 +14120,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Tenant"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Tenant"];
                 };
             };
             /** @description Bad Request */
@@ -14254,7 +14418,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description OK: Tenant */
             200: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -14262,8 +14426,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Tenant"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Tenant"];
                 };
+            };
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
+            204: {
+                headers: {
+                    /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -15103,7 +15276,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Created */
+            /** @description Created: Kms */
             201: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -15113,7 +15286,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Kms"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Kms"];
                 };
             };
             /** @description Bad Request */
@@ -15417,7 +15590,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description OK: Kms */
             200: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -15425,8 +15598,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Kms"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["Kms"];
                 };
+            };
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
+            204: {
+                headers: {
+                    /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -16000,7 +16182,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Created */
+            /** @description Created: ContentObject */
             201: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -16010,7 +16192,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ContentObject"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["ContentObject"];
                 };
             };
             /** @description Bad Request */
@@ -16314,7 +16496,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description OK: ContentObject */
             200: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -16322,8 +16504,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ContentObject"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["ContentObject"];
                 };
+            };
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
+            204: {
+                headers: {
+                    /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -16901,7 +17092,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Created */
+            /** @description Created: ContentObjectVersion */
             201: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -16911,7 +17102,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ContentObjectVersion"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["ContentObjectVersion"];
                 };
             };
             /** @description Bad Request */
@@ -17221,7 +17412,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
+            /** @description OK: ContentObjectVersion */
             200: {
                 headers: {
                     /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
@@ -17229,8 +17420,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ContentObjectVersion"] | components["schemas"]["Redacted"];
+                    "application/json": components["schemas"]["ContentObjectVersion"];
                 };
+            };
+            /** @description No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match */
+            204: {
+                headers: {
+                    /** @description the resource's version; send it back as If-Match (writes) or If-None-Match (reads) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -20075,20 +20275,24 @@ export interface operations {
     };
     getSubscriptionDigest: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description instead of the Accept header */
+                format?: "json" | "text";
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description OK: Digest */
+            /** @description the digest (JSON), or its plain text (a mail body) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Digest"];
+                    "text/plain": string;
                 };
             };
             /** @description Bad Request */

@@ -3,11 +3,10 @@
  * `subproject.workflowitems`) create and list; handles (`client.project(p)`, `.subproject(s)`,
  * `.workflowitem(w)`) address one resource. Every type is the OpenAPI document's own (./openapi.ts).
  */
-import { API, ifMatchHeaders, seg, type HttpCore, type Page, type PageParams, type WriteOptions } from "./core.js";
+import { API, ifMatchHeaders, seg, type HttpCore, type Page, type PageParams, type RequestOptions, type WriteOptions } from "./core.js";
 import type { Body, Query, Schemas } from "./types.js";
 
 type PermissionMap = Schemas["Permissions"];
-type Redacted = Schemas["Redacted"];
 type Ordering = Schemas["Ordering"];
 export type Project = Schemas["Project"];
 export type NewProject = Schemas["NewProject"];
@@ -53,13 +52,28 @@ export interface DocumentUpload {
 /** The ordering and its ETag (the subproject's version), to send back as If-Match. */
 export type OrderingWithEtag = Ordering & { etag: string };
 
-/** What a write answers: the resource, or its redacted form to a caller who may act on it but not view it. */
-export type Written<R> = R | Redacted;
+/**
+ * What a write to a resource the caller may act on but not view answers (204, no body): that it is done,
+ * and the resource's new ETag, to send as `ifMatch` on the next write.
+ */
+export interface NotViewable {
+  readonly viewable: false;
+  readonly etag: string;
+}
 
-/** The resource a write answered, for a caller that may view it; throws on the redacted form. */
+/** What a write to an existing resource answers: the resource, or `NotViewable` to a caller who may act on it but not view it. */
+export type Written<R> = R | NotViewable;
+
+/** The resource a write answered, for a caller that may view it; throws on `NotViewable`. */
 export function whole<R extends object>(written: Written<R>): R {
-  if ("redacted" in written && written.redacted === true) throw new Error(`the server answered ${written.type} ${written.id} redacted: the caller may not view it`);
+  if ("viewable" in written && written.viewable === false) throw new Error(`the server answered the write 204 (ETag ${written.etag}): the caller may not view the resource`);
   return written as R;
+}
+
+/** Sends a write to an existing resource: its answer, the resource (200) or `NotViewable` with the new ETag (204). */
+async function sendWrite<R>(core: HttpCore, method: string, path: string, options: RequestOptions = {}): Promise<Written<R>> {
+  const { body, headers } = await core.exchange<R | undefined>(method, path, options);
+  return body ?? { viewable: false, etag: headers.get("etag") ?? "" };
 }
 
 /** Create and list the children of one kind under a parent (or the projects). */
@@ -68,8 +82,9 @@ export class Collection<R, N, P> {
     protected readonly core: HttpCore,
     readonly path: string,
   ) {}
-  create(body: N): Promise<Written<R>> {
-    return this.core.request<Written<R>>("POST", this.path, { body });
+  /** Answers the new resource whole, even one whose permissions leave its creator no view of it. */
+  create(body: N): Promise<R> {
+    return this.core.request<R>("POST", this.path, { body });
   }
   list(page: PageParams = {}): Promise<P> {
     return this.core.request<P>("GET", this.path, { query: { ...page } });
@@ -108,13 +123,13 @@ abstract class ResourceHandle<R, U> {
     return this.core.request<R>("GET", this.path);
   }
   update(patch: U, options: WriteOptions = {}): Promise<Written<R>> {
-    return this.core.request<Written<R>>("PATCH", this.path, { body: patch, headers: ifMatchHeaders(options) });
+    return sendWrite<R>(this.core, "PATCH", this.path, { body: patch, headers: ifMatchHeaders(options) });
   }
   delete(options: WriteOptions = {}): Promise<void> {
     return this.core.request<void>("DELETE", this.path, { headers: ifMatchHeaders(options) });
   }
   assign(assignee: string, options: WriteOptions = {}): Promise<Written<R>> {
-    return this.core.request<Written<R>>("POST", `${this.path}/assign`, { body: { assignee }, headers: ifMatchHeaders(options) });
+    return sendWrite<R>(this.core, "POST", `${this.path}/assign`, { body: { assignee }, headers: ifMatchHeaders(options) });
   }
   history(params: HistoryParams = {}): Promise<Page<HistoryEvent>> {
     return this.core.request("GET", `${this.path}/history`, { query: { ...params } });
@@ -133,14 +148,14 @@ abstract class ResourceHandle<R, U> {
 /** Projects and subprojects carry projected budgets. */
 abstract class BudgetedHandle<R, U> extends ResourceHandle<R, U> {
   close(): Promise<Written<R>> {
-    return this.core.request<Written<R>>("POST", `${this.path}/close`);
+    return sendWrite<R>(this.core, "POST", `${this.path}/close`);
   }
   /** Sets (adds or replaces) the projected budget of an organization in a currency. */
   setProjectedBudget(budget: Budget): Promise<Written<R>> {
-    return this.core.request<Written<R>>("PUT", `${this.path}/projected-budgets`, { body: budget });
+    return sendWrite<R>(this.core, "PUT", `${this.path}/projected-budgets`, { body: budget });
   }
   deleteProjectedBudget(organization: string, currencyCode: string): Promise<Written<R>> {
-    return this.core.request<Written<R>>("DELETE", `${this.path}/projected-budgets/${seg(organization)}/${seg(currencyCode)}`);
+    return sendWrite<R>(this.core, "DELETE", `${this.path}/projected-budgets/${seg(organization)}/${seg(currencyCode)}`);
   }
   /** Budget totals (projected, assigned, disbursed) per currency, and converted at dated rates when a currency is asked. */
   analytics(query: AnalyticsQuery = {}): Promise<Analytics> {
@@ -190,7 +205,7 @@ export class SubprojectHandle extends BudgetedHandle<Subproject, SubprojectUpdat
 export class WorkflowitemHandle extends ResourceHandle<Workflowitem, WorkflowitemUpdate> {
   /** Closes the workflowitem, or rejects it when a reason is given. */
   close(options: CloseOptions = {}): Promise<Written<Workflowitem>> {
-    return this.core.request<Written<Workflowitem>>("POST", `${this.path}/close`, options.rejectReason === undefined ? {} : { body: options });
+    return sendWrite<Workflowitem>(this.core, "POST", `${this.path}/close`, options.rejectReason === undefined ? {} : { body: options });
   }
   /** The workflowitem's documents: add (a file or a link), list, download, validate, delete. */
   readonly documents = new DocumentsApi(this.core, `${this.path}/documents`);

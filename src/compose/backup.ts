@@ -46,6 +46,7 @@ import type { Background } from "./background.js";
 import { isSecret, keepCurrentCredentials } from "../identity/credentials.js";
 import { archiveContent, listEpochs, recordEpoch, replacedView } from "./epochs.js";
 import { FENCE_GRACE_MS, FENCE_LEASE_MS, type StoreFence } from "./fence.js";
+import { keepErasures } from "./erasure.js";
 import { CONTENT_KINDS } from "./kinds.js";
 import { stageExport, type StagedRestore } from "./restore.js";
 import { exportStore, replaceStore, restoreFinished, UNFINISHED_IMPORT, type ExportCounts, type Progress, type TransferCounts } from "./transfer.js";
@@ -241,6 +242,8 @@ export class Backups {
         replaced,
         ...(forked.length > 0 ? { forkedRecords: forked } : {}),
       });
+      // Every erasure the live store holds is in the register (kept on restore) before its content goes.
+      await keepErasures(kv);
       await fence.replacing();
       replacing = true;
       const counts = await replaceStore(kv, staged.file, epoch, onProgress);

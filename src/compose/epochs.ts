@@ -97,6 +97,11 @@ async function* listReplaced(kv: KvStore, n: number): AsyncGenerator<Partition> 
   yield* found;
 }
 
+/** Where the replaced history of each epoch so far holds its copy of `partition` (a copy may be empty). */
+export async function replacedCopies(kv: KvStore, partition: Partition): Promise<Partition[]> {
+  return (await listEpochs(kv)).map((r) => REPLACED.partition(r.epoch, ...partition));
+}
+
 /** Appends the record of epoch `record.epoch` to the chain (refused when that epoch is recorded already). */
 export async function recordEpoch(kv: KvStore, record: Omit<EpochRecord, "previous" | "hash">): Promise<EpochRecord> {
   const all = await listEpochs(kv);

@@ -10,12 +10,57 @@
  * The key goes first, in one commit with the receipt (complete: false): that commit is the erasure. A
  * process killed before the events are all appended leaves the receipt incomplete, and erasing the
  * subject again appends the missing ones. Needs `global.eraseSubject` (root and the system actor may always).
+ *
+ * An erasure outlives a restore. Its receipt is also kept in the register of erasures (partition
+ * `["erased"]`, one receipt per subject: ids, times and hashes, no personal data), a kind a restore
+ * leaves alone, as it leaves the epochs and the login guard; the copies of the subject's partition in
+ * the replaced histories of earlier restores (epochs.ts) lose their key too. After every import (a
+ * restore's, or the CLI's into an empty store) `keepErasures` puts each registered erasure back: a
+ * backup or export taken before the erasure brings the key, which is deleted again before the import
+ * ends (before the store is served), and the receipt with it.
  */
 import { NotFoundError, ForbiddenError } from "../errors.js";
 import { ROOT_ID, SYSTEM, type Actor } from "../access/actor.js";
 import type { GlobalPermissions } from "../access/global.js";
 import type { ResourceStore } from "../resources/store.js";
-import type { ErasedResource, ErasureReceipt } from "../resources/personal/subjects.js";
+import { Subjects, type ErasedResource, type ErasureReceipt } from "../resources/personal/subjects.js";
+import { scanAll, type KvStore } from "../kv/contract.js";
+import { keyFamilies, PartitionKind } from "../kv/subspace.js";
+import { layout } from "../resources/model/layout.js";
+import { replacedCopies } from "./epochs.js";
+
+/** The register of erasures: kept on restore (kinds.ts), one receipt per erased subject. */
+const ERASED = new PartitionKind("erased");
+export const ERASED_KIND = ERASED.kind;
+const REGISTER = ERASED.partition();
+const F = keyFamilies(["subject"]);
+
+/** Keeps the receipt in the register, and deletes the key from every copy of the subject's partition a restore kept. */
+async function keep(kv: KvStore, receipt: ErasureReceipt): Promise<void> {
+  await kv.commit(REGISTER, [{ type: "put", key: F.subject.pack([receipt.subject]), value: Buffer.from(JSON.stringify(receipt)) }]);
+  for (const copy of await replacedCopies(kv, layout.subject(receipt.subject))) {
+    if (await kv.get(copy, layout.subjectKey)) await kv.commit(copy, [{ type: "delete", key: layout.subjectKey }]);
+  }
+}
+
+/**
+ * After an import (compose/transfer.ts, before its marker goes): registers every erasure the store's
+ * subject partitions hold (what the import brought), then puts every registered erasure back where a
+ * copy from before it brought the key (personal/subjects.ts `reinstate`). Answers the subjects whose key
+ * it deleted again. Run again after a kill, it finds nothing more to do.
+ */
+export async function keepErasures(kv: KvStore): Promise<string[]> {
+  const subjects = new Subjects(kv, Date.now);
+  const registered = new Map<string, ErasureReceipt>();
+  for await (const e of scanAll(kv, REGISTER, { prefix: F.subject.pack() })) {
+    const receipt = JSON.parse(e.value.toString("utf8")) as ErasureReceipt;
+    registered.set(receipt.subject, receipt);
+  }
+  for await (const receipt of subjects.erasures()) if (!registered.has(receipt.subject)) await keep(kv, receipt);
+  const again: string[] = [];
+  for (const receipt of registered.values()) if (await subjects.reinstate(receipt)) again.push(receipt.subject);
+  return again;
+}
 
 /** The global intent of erasing a data subject and reading its receipt, declared once here (intents.ts gathers it). */
 export const ERASURE_INTENTS = ["global.eraseSubject"] as const;
@@ -50,7 +95,9 @@ export class Erasures {
     await this.#assertMay(actor);
     const subjects = this.stores[0]!.subjects;
     const fieldsOf = (type: string) => this.#storeOf(type)?.schema.types.get(type)?.decl.personal?.fields ?? [];
+    const { kv } = this.stores[0]!;
     let receipt = await subjects.destroyKey(subject, actor.id, fieldsOf);
+    await keep(kv, receipt);
     if (receipt.complete) return receipt;
     const resources: ErasedResource[] = [];
     for (const r of receipt.resources) {
@@ -62,6 +109,7 @@ export class Erasures {
     }
     receipt = { ...receipt, resources, complete: true };
     await subjects.record(receipt);
+    await keep(kv, receipt);
     return receipt;
   }
 

@@ -19,6 +19,7 @@ import { NOTIFICATION_KINDS } from "../workflow/notifications.js";
 import { RATES_KINDS } from "../workflow/rates.js";
 import { workflowSchema } from "../workflow/schema.js";
 import { EPOCHS_KIND, REPLACED_KIND } from "./epochs.js";
+import { ERASED_KIND } from "./erasure.js";
 import { FENCE_KIND } from "./fence.js";
 
 export interface PartitionKind {
@@ -83,6 +84,8 @@ const declared: PartitionKind[] = [
   { kind: FENCE_KIND, layer: "compose", chained: false, keptOnRestore: true },
   { kind: EPOCHS_KIND, layer: "compose", chained: false, keptOnRestore: true },
   { kind: REPLACED_KIND, layer: "compose", chained: false, keptOnRestore: true },
+  // Erasures outlive a restore: a backup from before one must not bring the subject's key back (erasure.ts).
+  { kind: ERASED_KIND, layer: "compose", chained: false, keptOnRestore: true },
 ];
 
 /** Every partition kind, once (the first layer to declare a kind names it). */

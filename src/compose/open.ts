@@ -317,6 +317,8 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   // open, and after a restore of an export written before the split).
   const migrateIntentSplits = () => global.migrateSplits(INTENT_SPLITS_MIGRATION, [...ACCESS_SPLITS, ...IDENTITY_SPLITS], new Date(clock()));
 
+  const rates = new ExchangeRates(kv, global, clock);
+
   // The index of visible roots (resources/visibility.ts), built once for a store written before it; not
   // while an import is unfinished (the store is not whole, and the import must end byte for byte).
   if (!(await kv.get(IMPORT_MARKER.partition, IMPORT_MARKER.key))) {
@@ -324,6 +326,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     await tenancy.buildVisibility();
     // Users, groups and grants written before their record chains: adopted into them, once.
     await identity.adoptRecords();
+    await rates.adoptRecords(); // exchange rates written before their record chain
     await identity.anchorRecords(); // chains written before their anchors, or a crash in between
     await resources.buildSums();
     await migrateIntentSplits();
@@ -337,7 +340,11 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
 
   const assignees = new Assignees(resources, identity);
   const { deliver = false, pollMs: subscriptionPollMs = 200, intervalMs: subscriptionIntervalMs = 1000, ...subscriptionOptions } = options.subscriptions ?? {};
-  const subscriptions = new Subscriptions({ kv, feed: resources.writer.feed, stores: [resources, tenancy], identity, global, assignees }, { ...subscriptionOptions, clock });
+  // Webhook secrets are sealed under a key file beside an LMDB store unless a key is given (secrets.ts).
+  const subscriptions = new Subscriptions(
+    { kv, feed: resources.writer.feed, stores: [resources, tenancy], identity, global, assignees, personal: resources.subjects },
+    { ...subscriptionOptions, secretKey: subscriptionOptions.secretKey ?? { dataDir: lmdbDir }, clock },
+  );
 
   const background = new Background({
     kv,
@@ -375,6 +382,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
       await resources.buildVisibility();
       await tenancy.buildVisibility();
       await identity.adoptRecords(); // a backup from before the record chains
+      await rates.adoptRecords();
       await identity.anchorRecords(); // or from before their anchors
       await notifications.adopt();
       await resources.buildSums();
@@ -382,7 +390,6 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     },
   });
   const erasures = new Erasures([resources, tenancy], global);
-  const rates = new ExchangeRates(kv, global, clock);
   const verifiers: readonly ChainedKind[] = chained;
   /** The chained kinds' verifiers over another store (a replaced history read as a store of its own: the same schemas verify it). */
   const verifiersOver = (view: KvStore): readonly ChainedKind[] => {
@@ -394,7 +401,11 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   };
 
   /** The record chains over a store (the live one, a replaced history), with their ledger anchors in it. */
-  const recordsOver = async (over: KvStore) => [...(await identity.verifyRecords(over, (p) => readLedger(over, p))), ...(await notifications.verify(over))];
+  const recordsOver = async (over: KvStore) => [
+    ...(await identity.verifyRecords(over, (p) => readLedger(over, p))),
+    ...(await notifications.verify(over)),
+    ...(await rates.verifyRecords(over)),
+  ];
 
   let closed: Promise<void> | null = null;
   return {
@@ -420,7 +431,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     },
     async verifyAll(onResult, opts = {}) {
       const live = await verifyAll(kv, verifiers, onResult, opts);
-      // Who could do what, and who was told what: the users, groups, grants and inboxes against their record chains.
+      // Who could do what, who was told what, and the exchange rates: against their record chains.
       const records = tallyRecords(await recordsOver(kv), onResult);
       const epochs = await verifyEpochs(kv, verifiersOver, recordsOver);
       return {

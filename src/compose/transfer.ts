@@ -39,6 +39,7 @@ import { decode, encode, encodeNested } from "../kv/tuple.js";
 import { Feed } from "../resources/log/feed.js";
 import { layout } from "../resources/model/layout.js";
 import { TransparencyLog } from "../tlog/log.js";
+import { keepErasures } from "./erasure.js";
 import { CHAINED_KINDS, CONTENT_KINDS, IMPORT_MARKER } from "./kinds.js";
 
 const MARKER_PARTITION = IMPORT_MARKER.partition;
@@ -230,6 +231,8 @@ export async function importStore(kv: KvStore, input: Readable, onProgress?: Pro
   if (ended.partitions !== counts.partitions || ended.entries !== counts.entries) {
     throw new ValidationError(`the export says ${ended.partitions} partitions / ${ended.entries} entries, it held ${counts.partitions} / ${counts.entries}`, "input");
   }
+  // An erasure recorded before is put back before the store is served: an export taken before it brought the key.
+  await keepErasures(kv);
   await kv.commit(MARKER_PARTITION, [
     { type: "delete", key: SOURCE_KEY },
     { type: "delete", key: MARKER_KEY },

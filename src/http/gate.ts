@@ -34,36 +34,53 @@ export class Gate {
     /** The store's fence, honoured beside this server's own gate (none: this server's gate alone). */
     private readonly fence?: StoreFence,
     private readonly clock: () => number = Date.now,
-  ) {}
+  ) {
+    const gate = this;
+    this.#closed = function (this: object) {
+      gate.#inFlight.delete(this);
+      gate.#changed?.();
+    };
+  }
 
   /**
    * The gate's part of the server's onRequest hook (server.ts, before any route's own): admits the
    * request (`done()`), or refuses it with 503 (`done(error)`).
    */
   admit(request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void {
-    const refuse = (why: string): void => {
-      reply.header("retry-after", String(GATE_RETRY_AFTER_SECONDS));
-      done(new UnavailableError(`${why}: retry after ${GATE_RETRY_AFTER_SECONDS} s`));
-    };
-    const admit = (): void => {
-      const res = reply.raw;
-      this.#inFlight.add(res);
-      res.once("close", () => {
-        this.#inFlight.delete(res);
-        this.#changed?.();
-      });
-      done();
-    };
-    const decide = (why: string | null): void => (why === null ? admit() : refuse(why));
     if (request.routeOptions.config?.ungated === true) done();
-    else if (this.#shut !== null) refuse(this.#shut);
-    else if (!this.fence) admit();
+    else if (this.#shut !== null) this.#refuse(reply, done, this.#shut);
+    else if (!this.fence) this.#admit(reply, done);
     else {
       const cached = this.fence.cached();
-      if (cached.fresh) decide(shutReason(cached.state, this.clock()));
-      else this.fence.reason().then(decide, (err: unknown) => done(err as Error));
+      if (cached.fresh) this.#decide(reply, done, shutReason(cached.state, this.clock()));
+      else
+        this.fence.reason().then(
+          (why) => this.#decide(reply, done, why),
+          (err: unknown) => done(err as Error),
+        );
     }
   }
+
+  #decide(reply: FastifyReply, done: (error?: Error) => void, why: string | null): void {
+    if (why === null) this.#admit(reply, done);
+    else this.#refuse(reply, done, why);
+  }
+
+  #refuse(reply: FastifyReply, done: (error?: Error) => void, why: string): void {
+    reply.header("retry-after", String(GATE_RETRY_AFTER_SECONDS));
+    done(new UnavailableError(`${why}: retry after ${GATE_RETRY_AFTER_SECONDS} s`));
+  }
+
+  /** Counts the response in flight until its connection closes (one listener for all: no closure per request). */
+  #admit(reply: FastifyReply, done: (error?: Error) => void): void {
+    this.#inFlight.add(reply.raw);
+    // A response closes once: `on`, not `once` (no wrapper per request).
+    reply.raw.on("close", this.#closed);
+    done();
+  }
+
+  /** A closed response's listener, `this` being the response. */
+  readonly #closed: (this: object) => void;
 
   /** Why the gate is shut, or null while it is open. */
   get shutFor(): string | null {

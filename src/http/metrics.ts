@@ -12,10 +12,15 @@
  *   entries and in seconds (the age of the oldest acknowledged event not in it yet), read from the store
  *   when /metrics is rendered.
  * `/metrics` renders the registry; `serveMetrics` serves it on a port of its own when asked.
+ *
+ * The request path does no prom-client work: each request and store operation adds to plain numbers of
+ * its label set's series (a per-route, per-operation bucket array), which the registry renders when
+ * scraped (`LocalHistogram`, `LocalCounter`: the same names, types, labels and values prom-client's own
+ * Histogram and Counter would give).
  */
 import { createServer, type Server } from "node:http";
-import type { FastifyInstance } from "fastify";
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { FastifyInstance, preHandlerHookHandler } from "fastify";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric } from "prom-client";
 import type { CommitResult, Entry, Key, KvStore, Op, Partition, PartitionPage, ScanOptions, ScanPage } from "../compose/index.js";
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -33,28 +38,136 @@ export interface LogState {
 
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
+type Labels = Record<string, string>;
+/** One sample as prom-client's registry renders it (`sharedLabels` after `labels`, as its histograms put `le` first). */
+interface Value {
+  labels: Record<string, string | number>;
+  sharedLabels?: Labels;
+  value: number;
+  metricName?: string;
+}
+
+/** One label set's observations of a histogram: a count per bucket (the last past every bound), their sum and count. */
+export class Series {
+  readonly #bounds: readonly number[];
+  readonly counts: Float64Array;
+  sum = 0;
+  count = 0;
+  /** Requests counted by status (the request counter's third label), for series of requests. */
+  readonly statuses = new Map<number, number>();
+
+  constructor(
+    readonly labels: Labels,
+    bounds: readonly number[],
+  ) {
+    this.#bounds = bounds;
+    this.counts = new Float64Array(bounds.length + 1);
+  }
+
+  observe(value: number): void {
+    const bounds = this.#bounds;
+    let i = 0;
+    while (i < bounds.length && value > bounds[i]!) i++;
+    this.counts[i]! += 1;
+    this.sum += value;
+    this.count += 1;
+  }
+}
+
+/**
+ * A histogram whose label sets are `Series` kept by their callers (looked up once, then plain additions),
+ * registered in a prom-client registry, which renders it as it renders its own Histogram: cumulative
+ * `_bucket` samples with `le` first, `+Inf`, `_sum`, `_count`.
+ */
+class LocalHistogram {
+  readonly type = "histogram";
+  readonly aggregator = "sum";
+  readonly #series = new Map<string, Series>();
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly bounds: readonly number[],
+    registry: Registry,
+  ) {
+    registry.registerMetric(this as unknown as Metric);
+  }
+
+  /** The series of a label set, made on its first use (label values in the order of the label names). */
+  series(labels: Labels): Series {
+    const key = JSON.stringify(Object.values(labels));
+    let s = this.#series.get(key);
+    if (!s) this.#series.set(key, (s = new Series(labels, this.bounds)));
+    return s;
+  }
+
+  all(): IterableIterator<Series> {
+    return this.#series.values();
+  }
+
+  getForPromString(): { name: string; help: string; type: string; values: Value[]; aggregator: string } {
+    const values: Value[] = [];
+    for (const s of this.#series.values()) {
+      let acc = 0;
+      this.bounds.forEach((le, i) => {
+        acc += s.counts[i]!;
+        values.push({ labels: { le }, sharedLabels: s.labels, value: acc, metricName: `${this.name}_bucket` });
+      });
+      values.push(
+        { labels: { le: "+Inf" }, sharedLabels: s.labels, value: s.count, metricName: `${this.name}_bucket` },
+        { labels: {}, sharedLabels: s.labels, value: s.sum, metricName: `${this.name}_sum` },
+        { labels: {}, sharedLabels: s.labels, value: s.count, metricName: `${this.name}_count` },
+      );
+    }
+    return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
+  }
+
+  get(): ReturnType<LocalHistogram["getForPromString"]> {
+    const data = this.getForPromString();
+    return { ...data, values: data.values.map((v) => ({ ...v, labels: { ...v.sharedLabels, ...v.labels }, sharedLabels: {} })) };
+  }
+
+  reset(): void {
+    for (const s of this.#series.values()) {
+      s.counts.fill(0);
+      s.sum = 0;
+      s.count = 0;
+      s.statuses.clear();
+    }
+  }
+}
+
+/** The request counter (by method, route and status), read from the request histogram's series at render. */
+class LocalCounter {
+  readonly type = "counter";
+  readonly aggregator = "sum";
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly of: LocalHistogram,
+    registry: Registry,
+  ) {
+    registry.registerMetric(this as unknown as Metric);
+  }
+
+  get(): { name: string; help: string; type: string; values: Value[]; aggregator: string } {
+    const values: Value[] = [];
+    for (const s of this.of.all()) for (const [status, n] of s.statuses) values.push({ labels: { ...s.labels, status: String(status) }, value: n });
+    return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
+  }
+
+  reset(): void {
+    for (const s of this.of.all()) s.statuses.clear();
+  }
+}
+
 export class Metrics {
   readonly registry = new Registry();
-  readonly #requests = new Counter({
-    name: "flowstore_http_requests_total",
-    help: "HTTP requests by method, route and status.",
-    labelNames: ["method", "route", "status"] as const,
-    registers: [this.registry],
-  });
-  readonly #latency = new Histogram({
-    name: "flowstore_http_request_duration_seconds",
-    help: "HTTP request latency by method and route.",
-    labelNames: ["method", "route"] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
-  readonly #storeLatency = new Histogram({
-    name: "flowstore_store_operation_duration_seconds",
-    help: "Store operation latency by backend and operation.",
-    labelNames: ["backend", "op"] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
+  readonly #latency = new LocalHistogram("flowstore_http_request_duration_seconds", "HTTP request latency by method and route.", LATENCY_BUCKETS, this.registry);
+  /** The request series by route, then method: two map reads per request. */
+  readonly #routes = new Map<string, Map<string, Series>>();
+  readonly #storeLatency = new LocalHistogram("flowstore_store_operation_duration_seconds", "Store operation latency by backend and operation.", LATENCY_BUCKETS, this.registry);
   readonly #storeErrors = new Counter({
     name: "flowstore_store_operation_errors_total",
     help: "Store operations that failed, by backend and operation.",
@@ -113,17 +226,31 @@ export class Metrics {
   });
 
   constructor() {
+    new LocalCounter("flowstore_http_requests_total", "HTTP requests by method, route and status.", this.#latency, this.registry);
     collectDefaultMetrics({ register: this.registry, prefix: "flowstore_" });
   }
 
   observeRequest(method: string, route: string, status: number, seconds: number): void {
-    this.#requests.inc({ method, route, status: String(status) });
-    this.#latency.observe({ method, route }, seconds);
+    let methods = this.#routes.get(route);
+    if (!methods) this.#routes.set(route, (methods = new Map()));
+    let s = methods.get(method);
+    if (!s) methods.set(method, (s = this.#latency.series({ method, route })));
+    s.statuses.set(status, (s.statuses.get(status) ?? 0) + 1);
+    s.observe(seconds);
+  }
+
+  /** The latency series of one store operation (a TimedKv keeps it: no lookup per operation). */
+  storeSeries(backend: string, op: string): Series {
+    return this.#storeLatency.series({ backend, op });
   }
 
   observeStore(backend: string, op: string, seconds: number, failed: boolean): void {
-    this.#storeLatency.observe({ backend, op }, seconds);
-    if (failed) this.#storeErrors.inc({ backend, op });
+    this.storeSeries(backend, op).observe(seconds);
+    if (failed) this.storeFailed(backend, op);
+  }
+
+  storeFailed(backend: string, op: string): void {
+    this.#storeErrors.inc({ backend, op });
   }
 
   observeCommitGroup(commands: number): void {
@@ -163,13 +290,17 @@ export function metricsHooks(app: FastifyInstance, metrics: Metrics, feedRoute: 
     metrics.observeRequest(request.method, request.routeOptions.url ?? "unmatched", reply.statusCode, reply.elapsedTime / 1000);
     done();
   });
-  // preHandler runs after authentication and validation: only streams that start are counted.
-  app.addHook("preHandler", (request, reply, done) => {
-    if (request.method === "GET" && request.routeOptions.url === feedRoute) {
-      metrics.streamOpened();
-      reply.raw.once("close", () => metrics.streamClosed());
-    }
+  // The feed route's own preHandler (no hook on the other routes' path). preHandler runs after
+  // authentication and validation: only streams that start are counted.
+  const opened: preHandlerHookHandler = (_request, reply, done) => {
+    metrics.streamOpened();
+    reply.raw.once("close", () => metrics.streamClosed());
     done();
+  };
+  app.addHook("onRoute", (route) => {
+    const methods = [route.method].flat();
+    if (route.url !== feedRoute || !methods.includes("GET")) return;
+    route.preHandler = [...[route.preHandler ?? []].flat(), opened];
   });
 }
 
@@ -211,7 +342,7 @@ export class TimedKv implements KvStore {
     const getSync = inner.getSync;
     if (getSync) {
       this.getSync = (partition, key) => {
-        const start = process.hrtime.bigint();
+        const start = performance.now();
         let failed = true;
         try {
           const entry = getSync.call(inner, partition, key);
@@ -233,7 +364,7 @@ export class TimedKv implements KvStore {
   }
 
   async #time<T>(op: string, run: () => Promise<T>): Promise<T> {
-    const start = process.hrtime.bigint();
+    const start = performance.now();
     let failed = true;
     try {
       const result = await run();
@@ -244,8 +375,15 @@ export class TimedKv implements KvStore {
     }
   }
 
-  #observe(op: string, start: bigint, failed: boolean): void {
-    this.metrics.observeStore(this.inner.backend, op, Number(process.hrtime.bigint() - start) / 1e9, failed);
+  /** Each operation's series, made on its first use. */
+  readonly #series = new Map<string, Series>();
+
+  #observe(op: string, start: number, failed: boolean): void {
+    const seconds = (performance.now() - start) / 1000;
+    let s = this.#series.get(op);
+    if (!s) this.#series.set(op, (s = this.metrics.storeSeries(this.inner.backend, op)));
+    s.observe(seconds);
+    if (failed) this.metrics.storeFailed(this.inner.backend, op);
   }
 
   get(partition: Partition, key: Key): Promise<Entry | undefined> {

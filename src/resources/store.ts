@@ -41,7 +41,7 @@ export type { DeleteOptions } from "./write/lifecycle.js";
 export type { ChainHead, DumpNames, DumpSource, PartitionCounts, PartitionDump } from "./audit/partition-dump.js";
 
 export type ResourceStoreOptions = CoreOptions;
-export type { ChildSums, Reads, SumRow } from "./read/reads.js";
+export type { ChildSums, Reads, SumRow, SumsOptions } from "./read/reads.js";
 export type { Writes } from "./write/writes.js";
 export type { Lifecycle } from "./write/lifecycle.js";
 export type { Audit } from "./audit/audit.js";
@@ -51,7 +51,7 @@ export { ERASED_TEXT, type ErasedResource, type ErasureReceipt, type Subjects } 
 export class ResourceStore<S extends SchemaDecl = SchemaDecl> {
   readonly writer: PartitionWriter;
   readonly global: GlobalPermissions;
-  /** get, getJson, seenBy, assertIntent, canView, the lists (children, query, ordered), ordering, permissions. */
+  /** get, getJson, seenBy, seenByCreator, assertIntent, canView, the lists (children, query, ordered), ordering, permissions. */
   readonly reads: Reads<S>;
   /** create, mutate (behind update and every domain command), update, grant, revoke, setOrdering, setGovernanceDelete. */
   readonly writes: Writes<S>;

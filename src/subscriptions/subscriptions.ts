@@ -30,9 +30,12 @@ import { allPartitions, type Entry, type KvStore, type Op, type Partition } from
 import type { Feed, FeedEntry } from "../resources/log/feed.js";
 import type { ResourceEvent } from "../resources/model/events.js";
 import type { Ref } from "../resources/model/ref.js";
+import type { Subjects } from "../resources/personal/subjects.js";
 import type { Assignees } from "../workflow/assignees.js";
 import { subscriptionLayout as L } from "./layout.js";
+import { SecretSeal, type WebhookKeyOptions } from "./secrets.js";
 import { SIGNATURE_HEADER, sign } from "./signature.js";
+import { WebhookGuard } from "./webhook-target.js";
 import type { CreateSubscription, CreatedSubscription, DeadLetter, Delivered, Digest, Replayed, Subscription, SubscriptionEvents, SubscriptionFilter } from "./wire.js";
 
 /** The global intent of operators over every subscription: read, delete, read and replay dead letters. */
@@ -57,6 +60,10 @@ export interface SubscriptionsOptions {
   readonly timeoutMs?: number;
   /** Events in one webhook delivery at most (default 100). */
   readonly batch?: number;
+  /** Webhook hosts, addresses and CIDRs allowed although internal (FLOWSTORE_WEBHOOK_ALLOW; webhook-target.ts). */
+  readonly allow?: readonly string[];
+  /** The key webhook secrets are sealed with at rest (FLOWSTORE_WEBHOOK_KEY, or a key file; secrets.ts). */
+  readonly secretKey?: WebhookKeyOptions;
 }
 
 export const SUBSCRIPTION_DEFAULTS = { leaseMs: 10_000, retryBaseMs: 1000, maxAttempts: 8, timeoutMs: 10_000, batch: 100 } as const;
@@ -76,6 +83,9 @@ interface Stored {
   owner: string;
   filter: SubscriptionFilter;
   webhook?: { url: string; digest?: boolean };
+  /** The webhook's HMAC secret, sealed (secrets.ts). */
+  sealedSecret?: string;
+  /** As stores written before secrets were sealed hold it: read, never written. */
   secret?: string;
   createdAt: string;
 }
@@ -120,7 +130,7 @@ export function matches(filter: SubscriptionFilter, event: ResourceEvent): boole
 /** What subscriptions need of a schema's store: its types' intents, who may read an event, an intent check. */
 export interface EventReader {
   readonly schema: { readonly types: ReadonlyMap<string, { readonly intents: { readonly all: readonly string[] } }> };
-  readonly audit: { eventFor(actor: Actor, event: ResourceEvent): Promise<ResourceEvent | null> };
+  readonly audit: { eventFor(actor: Actor, event: ResourceEvent, options?: { sealed?: boolean }): Promise<ResourceEvent | null> };
   readonly reads: { assertIntent(actor: Actor, ref: Ref, intent: string): Promise<void> };
 }
 
@@ -132,6 +142,12 @@ export interface SubscriptionsParts {
   readonly identity: Identity;
   readonly global: GlobalPermissions;
   readonly assignees: Assignees;
+  /**
+   * Opens the personal data sealed in what is delivered (resources/personal/subjects.ts): plain text
+   * while the subject's key exists, erased after. Pages are read sealed and opened only as they leave,
+   * so a dead letter keeps the ciphertext and an erasure reaches it too.
+   */
+  readonly personal: Pick<Subjects, "openValue" | "openJson">;
 }
 
 /** What one page of a subscription's events holds, and the cursor and per-partition marks that acknowledge it. */
@@ -145,14 +161,32 @@ export class Subscriptions {
   /** This process, as a lease holder. */
   readonly holder = randomUUID();
   readonly #clock: () => number;
-  readonly #o: Required<Omit<SubscriptionsOptions, "clock">>;
+  readonly #o: Required<Omit<SubscriptionsOptions, "clock" | "allow" | "secretKey">>;
+  readonly #guard: WebhookGuard;
+  readonly #secretKey: WebhookKeyOptions;
+  #seal: Promise<SecretSeal> | undefined;
 
   constructor(
     private readonly parts: SubscriptionsParts,
     options: SubscriptionsOptions = {},
   ) {
     this.#clock = options.clock ?? Date.now;
-    this.#o = { ...SUBSCRIPTION_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([k, v]) => k !== "clock" && v !== undefined)) };
+    const { clock: _, allow, secretKey, ...rest } = options;
+    this.#o = { ...SUBSCRIPTION_DEFAULTS, ...Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)) };
+    this.#guard = new WebhookGuard(allow);
+    this.#secretKey = secretKey ?? {};
+  }
+
+  /** The seal of webhook secrets, its key loaded when first needed. */
+  #secrets(): Promise<SecretSeal> {
+    this.#seal ??= SecretSeal.load(this.#secretKey);
+    return this.#seal;
+  }
+
+  async #secretOf(s: Stored): Promise<string> {
+    if (s.sealedSecret !== undefined) return (await this.#secrets()).open(s.sealedSecret, s.id);
+    if (s.secret !== undefined) return s.secret;
+    throw new NotFoundError(`subscription ${s.id} has no webhook`);
   }
 
   // ------------------------------------------------------------------ the subscriptions
@@ -160,23 +194,17 @@ export class Subscriptions {
   async create(actor: Actor, body: CreateSubscription): Promise<CreatedSubscription> {
     const filter = body.filter ?? {};
     if (filter.intent !== undefined) this.#checkIntent(filter.intent);
-    if (body.webhook) {
-      let url: URL;
-      try {
-        url = new URL(body.webhook.url);
-      } catch {
-        throw new ValidationError("webhook.url is not a URL", "webhook.url");
-      }
-      if (url.protocol !== "http:" && url.protocol !== "https:") throw new ValidationError("webhook.url must be http or https", "webhook.url");
-    }
+    // Not to the server's own networks (server-side request forgery): checked again at every delivery.
+    if (body.webhook) await this.#guard.check(body.webhook.url, "webhook.url");
     const id = randomBytes(12).toString("base64url");
     const secret = body.webhook ? randomBytes(32).toString("base64url") : undefined;
+    const sealedSecret = secret === undefined ? undefined : (await this.#secrets()).seal(secret, id);
     const stored: Stored = {
       id,
       name: body.name,
       owner: actor.id,
       filter,
-      ...(body.webhook ? { webhook: { url: body.webhook.url, ...(body.webhook.digest ? { digest: true } : {}) }, secret } : {}),
+      ...(body.webhook ? { webhook: { url: body.webhook.url, ...(body.webhook.digest ? { digest: true } : {}) }, sealedSecret } : {}),
       createdAt: new Date(this.#clock()).toISOString(),
     };
     // It starts at the feed's head: a subscription delivers what is committed from now on.
@@ -186,22 +214,23 @@ export class Subscriptions {
       { type: "put", key: L.record, value: json(stored) },
       { type: "put", key: L.cursor, value: json(cursor) },
     ]);
-    return { subscription: this.#wire(stored, cursor), ...(secret ? { secret } : {}) };
+    return { subscription: this.#wire(stored, cursor, cursor.position), ...(secret ? { secret } : {}) };
   }
 
   async get(actor: Actor, id: string): Promise<Subscription> {
     const s = await this.#managed(actor, id);
-    return this.#wire(s, await this.#cursor(id).then((c) => c.value));
+    return this.#wire(s, await this.#cursor(id).then((c) => c.value), await this.parts.feed.head());
   }
 
   /** The caller's own subscriptions. */
   async list(actor: Actor): Promise<Subscription[]> {
     const out: Subscription[] = [];
+    const head = await this.parts.feed.head();
     for await (const p of allPartitions(this.parts.kv, L.kind.kind)) {
       const [r, c] = await this.parts.kv.getMany(p, [L.record, L.cursor]);
       if (!r || !c) continue;
       const s = parse<Stored>(r);
-      if (s.owner === actor.id) out.push(this.#wire(s, parse<Cursor>(c)));
+      if (s.owner === actor.id) out.push(this.#wire(s, parse<Cursor>(c), head));
     }
     return out;
   }
@@ -223,7 +252,7 @@ export class Subscriptions {
     // The owner as it is now (its groups as stored, not as its token was issued).
     const owner = await this.parts.identity.actorFor(s.owner);
     const page = await this.#read(s, owner, (await this.#cursor(id)).value, options.limit ?? PULL_LIMIT.default);
-    return { items: page.items, ack: spell(page.ack), more: page.more };
+    return { items: await this.parts.personal.openValue(page.items), ack: spell(page.ack), more: page.more };
   }
 
   // ------------------------------------------------------------------ dead letters
@@ -231,7 +260,7 @@ export class Subscriptions {
   async deadLetters(actor: Actor, id: string): Promise<DeadLetter[]> {
     await this.#managed(actor, id);
     const page = await this.parts.kv.scan(L.partition(id), { prefix: L.dead.prefix, limit: 1000 });
-    return page.entries.map((e) => parse<DeadLetter>(e));
+    return Promise.all(page.entries.map((e) => parse<DeadLetter>(e)).map(async (l) => ({ ...l, body: await this.#opened(l.body) })));
   }
 
   /** POSTs a dead letter again, signed now: delivered, it is removed; not, it is kept. */
@@ -239,9 +268,9 @@ export class Subscriptions {
     const s = await this.#managed(actor, id);
     const key = L.dead.pack([n]);
     const e = await this.parts.kv.get(L.partition(id), key);
-    if (!e || !s.webhook || !s.secret) throw new NotFoundError(`subscription ${id} has no dead letter ${n}`);
+    if (!e || !s.webhook) throw new NotFoundError(`subscription ${id} has no dead letter ${n}`);
     const letter = parse<DeadLetter>(e);
-    const result = await this.#post(s, letter.body);
+    const result = await this.#post(s, await this.#opened(letter.body));
     if (result.ok)
       await this.parts.kv
         .commit(L.partition(id), [
@@ -292,7 +321,7 @@ export class Subscriptions {
     const partition = L.partition(id);
     const r = await kv.get(partition, L.record);
     const s = r ? parse<Stored>(r) : undefined;
-    if (!s?.webhook || !s.secret) return;
+    if (!s?.webhook) return;
     const lease = await this.#takeLease(partition);
     if (lease === null) return;
     let actor: Actor;
@@ -332,7 +361,7 @@ export class Subscriptions {
         continue;
       }
       const body = JSON.stringify({ subscription: id, ack: spell(page.ack), events: page.items });
-      const result = await this.#post(s, body);
+      const result = await this.#post(s, await this.#opened(body));
       if (result.ok) {
         await this.#ack(id, page.ack, lease, [{ type: "delete", key: L.retry }]);
         if (!page.more) return;
@@ -402,22 +431,27 @@ export class Subscriptions {
     }
   }
 
+  /** A body as it leaves: its sealed personal data opened (a body holding none is answered as it is). */
+  async #opened(body: string): Promise<string> {
+    return (await this.parts.personal.openJson(Buffer.from(body, "utf8"))).toString("utf8");
+  }
+
+  /**
+   * One attempt: signed now, to the address the URL's host resolves to now if the guard allows it
+   * (webhook-target.ts: checked at each delivery, connected to as checked, redirects not followed).
+   * A secret that does not open (another server's key) throws: nothing is POSTed, nothing is acknowledged.
+   */
   async #post(s: Stored, body: string): Promise<{ ok: boolean; status?: number; error: string }> {
+    const secret = await this.#secretOf(s);
     try {
-      const res = await fetch(s.webhook!.url, {
-        method: "POST",
-        redirect: "manual",
-        signal: AbortSignal.timeout(this.#o.timeoutMs),
-        headers: {
-          "content-type": "application/json",
-          [SIGNATURE_HEADER]: sign(s.secret!, body, Math.floor(this.#clock() / 1000)),
-          "flowstore-subscription": s.id,
-          "flowstore-delivery": createHash("sha256").update(body).digest("base64url").slice(0, 22),
-        },
-        body,
-      });
-      await res.body?.cancel();
-      return { ok: res.status >= 200 && res.status < 300, status: res.status, error: `the receiver answered ${res.status}` };
+      const headers = {
+        "content-type": "application/json",
+        [SIGNATURE_HEADER]: sign(secret, body, Math.floor(this.#clock() / 1000)),
+        "flowstore-subscription": s.id,
+        "flowstore-delivery": createHash("sha256").update(body).digest("base64url").slice(0, 22),
+      };
+      const status = await this.#guard.post(s.webhook!.url, headers, body, this.#o.timeoutMs);
+      return { ok: status >= 200 && status < 300, status, error: `the receiver answered ${status}` };
     } catch (e) {
       return { ok: false, error: e instanceof Error ? e.message : String(e) };
     }
@@ -479,7 +513,7 @@ export class Subscriptions {
   /** The event as the owner may read it now (null when it may not), the filter's intent included. */
   async #visible(actor: Actor, filter: SubscriptionFilter, event: ResourceEvent): Promise<ResourceEvent | null> {
     for (const store of this.parts.stores) {
-      const visible = await store.audit.eventFor(actor, event);
+      const visible = await store.audit.eventFor(actor, event, { sealed: true });
       if (!visible) continue;
       if (filter.intent === undefined) return visible;
       const last = event.path.at(-1)!;
@@ -588,7 +622,9 @@ export class Subscriptions {
     throw new ValidationError(`${intent} is not an intent of any resource type`, "filter.intent");
   }
 
-  #wire(s: Stored, cursor: Cursor): Subscription {
-    return { id: s.id, name: s.name, owner: s.owner, filter: s.filter, ...(s.webhook ? { webhook: s.webhook } : {}), createdAt: s.createdAt, position: spell(cursor) };
+  /** Its wire shape; `head` is the feed's, from which its lag is told (an entry at the cursor partly acknowledged is not counted). */
+  #wire(s: Stored, cursor: Cursor, head: number): Subscription {
+    const behind = Math.max(0, head - cursor.position);
+    return { id: s.id, name: s.name, owner: s.owner, filter: s.filter, ...(s.webhook ? { webhook: s.webhook } : {}), createdAt: s.createdAt, position: spell(cursor), behind };
   }
 }

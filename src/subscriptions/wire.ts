@@ -59,6 +59,7 @@ export const Subscription = Type.Object(
     webhook: Type.Optional(WebhookTarget),
     createdAt: Type.String({ format: "date-time" }),
     position: Type.String({ description: "the position acknowledged up to (`<feed position>-<seq>`)" }),
+    behind: Type.Integer({ minimum: 0, description: "its lag: the change feed's entries past its position (0: caught up)" }),
   },
   { $id: "Subscription", additionalProperties: false },
 );

@@ -144,6 +144,12 @@ export interface Contribution {
   readonly currency: string;
   readonly date: string;
   readonly sum: string;
+  /**
+   * The item's own exchange rate to its subproject's currency (`1 currency = rate via.currency`), when it
+   * applies (amounts.ts, `ownRate`): its conversion goes through it, then from the subproject's currency
+   * at the dated rate of its day.
+   */
+  readonly via?: { readonly currency: string; readonly rate: string };
 }
 
 /** What a subproject's sums contribute (its items' buckets; "" currency: the subproject's). */
@@ -154,7 +160,9 @@ export function itemContributions(sums: readonly SumRow[], subprojectCurrency: s
     if (!b) continue;
     const closed = b.status === "closed";
     const measure: Measure = b.measure === "allocated" ? (closed ? "assigned" : "openAssigned") : closed ? "disbursed" : "openDisbursed";
-    out.push({ measure, currency: b.currency || subprojectCurrency, date: b.date, sum: s.sum });
+    const currency = b.currency || subprojectCurrency;
+    const via = b.rate !== undefined && currency !== subprojectCurrency ? { via: { currency: subprojectCurrency, rate: b.rate } } : {};
+    out.push({ measure, currency, date: b.date, sum: s.sum, ...via });
   }
   return out;
 }
@@ -184,62 +192,162 @@ export async function factor(rateAt: RateAt, from: string, to: string, date: str
   return null;
 }
 
-/** The factors of one read, by (currency, day): each looked up once, whatever the rows that need it. */
+/** The factors of one read, by (currency, day, own rate): each looked up once, whatever the rows that need it. */
 export type FactorCache = Map<string, Promise<Fraction | null>>;
 
 /**
- * A row's totals: per currency (exact sums), and converted when a currency is asked. A converted sum is
- * kept per denominator (each factor's, times 10^18: the sums' scale) while it grows, so adding a bucket
- * is a bigint multiply and add; the distinct denominators (one per rate) are added as fractions once, at
- * the end, and the result rounded once.
+ * A row's totals before rounding: the exact sums per currency (scaled by 10^18) and, when a currency is
+ * asked, each measure's exact converted total (null: a rate lacked) with the rates that lacked. Totals
+ * of disjoint parts add up exactly (`mergeTotals`); only `renderTotals` rounds.
  */
-export async function totalsOf(
-  contributions: readonly Contribution[],
-  target: string | null,
-  rateAt: RateAt,
-  factors: FactorCache = new Map(),
-): Promise<Pick<AnalyticsRow, "byCurrency" | "converted">> {
+export interface ExactTotals {
+  readonly byCurrency: ReadonlyMap<string, Readonly<Record<Measure, bigint>>>;
+  readonly converted: Readonly<Record<Measure, Fraction | null>> | null;
+  readonly missing: ReadonlyMap<string, MissingRate>;
+}
+
+const zeros = (): Record<Measure, bigint> => Object.fromEntries(MEASURES.map((m) => [m, 0n])) as Record<Measure, bigint>;
+
+/**
+ * The exact totals of contributions. A converted sum is kept per denominator (each factor's, times
+ * 10^18: the sums' scale) while it grows, so adding a bucket is a bigint multiply and add; the distinct
+ * denominators (one per rate) are added as fractions once, at the end.
+ */
+export async function exactTotals(contributions: readonly Contribution[], target: string | null, rateAt: RateAt, factors: FactorCache = new Map()): Promise<ExactTotals> {
   const byCurrency = new Map<string, Record<Measure, bigint>>();
   const scaled = contributions.map((c) => toScaled(c.sum));
   contributions.forEach((c, i) => {
     let t = byCurrency.get(c.currency);
-    if (!t) byCurrency.set(c.currency, (t = Object.fromEntries(MEASURES.map((m) => [m, 0n])) as Record<Measure, bigint>));
+    if (!t) byCurrency.set(c.currency, (t = zeros()));
     t[c.measure] += scaled[i]!;
   });
-  const rows: CurrencyTotals[] = [...byCurrency.entries()]
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([currency, t]) => ({ currency, ...(Object.fromEntries(MEASURES.map((m) => [m, fromScaled(t[m])])) as Record<Measure, string>) }));
-  if (target === null) return { byCurrency: rows };
+  if (target === null) return { byCurrency, converted: null, missing: new Map() };
   // measure → denominator of the factor → numerator (the sum's scaled value times the factor's numerator).
   const acc = new Map<Measure, Map<bigint, bigint>>(MEASURES.map((m) => [m, new Map()]));
   const lacking = new Set<Measure>();
   const missing = new Map<string, MissingRate>();
+  // Each distinct factor looked up once (a bucket per day and currency shares its day's), then summed without a wait per bucket.
+  const keys = contributions.map((c) => {
+    const k = c.via ? `${c.currency}|${c.date}|${c.via.currency}|${c.via.rate}` : `${c.currency}|${c.date}`;
+    if (!factors.has(k)) {
+      // The dated leg: from the item's currency, or from its subproject's when its own rate took it there.
+      const dated = factor(rateAt, c.via?.currency ?? c.currency, target, c.date);
+      factors.set(k, c.via ? dated.then((f) => (f === null ? null : mul(fraction(c.via!.rate), f))) : dated);
+    }
+    return k;
+  });
+  const resolved = new Map<string, Fraction | null>();
+  await Promise.all([...new Set(keys)].map(async (k) => resolved.set(k, await factors.get(k)!)));
   for (let i = 0; i < contributions.length; i++) {
     const c = contributions[i]!;
-    const k = `${c.currency}|${c.date}`;
-    let p = factors.get(k);
-    if (!p) factors.set(k, (p = factor(rateAt, c.currency, target, c.date)));
-    const f = await p;
+    const f = resolved.get(keys[i]!)!;
     if (f === null) {
-      missing.set(k, { from: c.currency, to: target, date: c.date });
+      const from = c.via?.currency ?? c.currency;
+      missing.set(`${from}|${c.date}`, { from, to: target, date: c.date });
       lacking.add(c.measure);
       continue;
     }
     const byDenominator = acc.get(c.measure)!;
     byDenominator.set(f.d, (byDenominator.get(f.d) ?? 0n) + scaled[i]! * f.n);
   }
-  const total = (m: Measure): string | null => {
+  const exact = (m: Measure): Fraction | null => {
     if (lacking.has(m)) return null;
     let sum = ZERO;
     for (const [d, n] of acc.get(m)!) sum = add(sum, { n, d: d * SUM_UNIT });
-    return roundHalfEven(sum);
+    return sum;
   };
+  return { byCurrency, converted: Object.fromEntries(MEASURES.map((m) => [m, exact(m)])) as Record<Measure, Fraction | null>, missing };
+}
+
+/** The exact totals of disjoint parts added up (a measure one part lacks a rate for is null). */
+export function mergeTotals(parts: readonly ExactTotals[]): ExactTotals {
+  const byCurrency = new Map<string, Record<Measure, bigint>>();
+  const missing = new Map<string, MissingRate>();
+  let converted: Record<Measure, Fraction | null> | null = null;
+  for (const part of parts) {
+    for (const [currency, t] of part.byCurrency) {
+      const into = byCurrency.get(currency) ?? zeros();
+      for (const m of MEASURES) into[m] += t[m];
+      byCurrency.set(currency, into);
+    }
+    for (const [k, r] of part.missing) missing.set(k, r);
+    if (part.converted) {
+      const into: Record<Measure, Fraction | null> = converted ?? (Object.fromEntries(MEASURES.map((m) => [m, ZERO])) as Record<Measure, Fraction | null>);
+      for (const m of MEASURES) {
+        const a = into[m];
+        const b = part.converted[m];
+        into[m] = a === null || b === null ? null : add(a, b);
+      }
+      converted = into;
+    }
+  }
+  return { byCurrency, converted, missing };
+}
+
+/** Exact totals as a row shows them: per currency (sorted, shortest exact decimals) and converted, rounded once. */
+export function renderTotals(e: ExactTotals, target: string | null): Pick<AnalyticsRow, "byCurrency" | "converted"> {
+  const rows: CurrencyTotals[] = [...e.byCurrency.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([currency, t]) => ({ currency, ...(Object.fromEntries(MEASURES.map((m) => [m, fromScaled(t[m])])) as Record<Measure, string>) }));
+  if (target === null) return { byCurrency: rows };
+  const c = e.converted;
   const converted = {
     currency: target,
-    ...(Object.fromEntries(MEASURES.map((m) => [m, total(m)])) as Record<Measure, string | null>),
-    missingRates: [...missing.values()],
+    ...(Object.fromEntries(MEASURES.map((m) => [m, c === null ? roundHalfEven(ZERO) : c[m] === null ? null : roundHalfEven(c[m]!)])) as Record<Measure, string | null>),
+    missingRates: [...e.missing.values()],
   };
   return { byCurrency: rows, converted };
+}
+
+/** A row's totals: per currency (exact sums), and converted when a currency is asked (exactTotals, rounded once). */
+export async function totalsOf(
+  contributions: readonly Contribution[],
+  target: string | null,
+  rateAt: RateAt,
+  factors: FactorCache = new Map(),
+): Promise<Pick<AnalyticsRow, "byCurrency" | "converted">> {
+  return renderTotals(await exactTotals(contributions, target, rateAt, factors), target);
+}
+
+/**
+ * The subprojects' item totals (exact, unrounded) derived from their sums, cached per project at one
+ * version of its partition's chain head and one version of the rates, and per target currency. Every
+ * write to the project's partition moves its head and every write of rates moves the rates' version,
+ * whichever process or server wrote, so an entry is never served after a write: no invalidation message
+ * is needed across a fleet. Entries are evicted oldest first past `MAX_ENTRIES` (projects × currencies).
+ */
+class TotalsCache {
+  static readonly MAX_ENTRIES = 256;
+  readonly #entries = new Map<string, { subs: Map<string, ExactTotals>; complete: boolean }>();
+  hits = 0;
+  misses = 0;
+
+  key(project: string, head: number | null, ratesVersion: number | null, target: string | null): string | null {
+    return head === null ? null : [project, head, ratesVersion ?? "", target ?? ""].join("\u0000");
+  }
+
+  get(key: string | null): { subs: Map<string, ExactTotals>; complete: boolean } | undefined {
+    if (key === null) return undefined;
+    const e = this.#entries.get(key);
+    if (e) {
+      this.#entries.delete(key);
+      this.#entries.set(key, e);
+    }
+    return e;
+  }
+
+  set(key: string | null, sub: string | null, totals: ReadonlyMap<string, ExactTotals>, complete: boolean): void {
+    if (key === null) return;
+    const e = this.#entries.get(key) ?? { subs: new Map(), complete: false };
+    for (const [id, t] of totals) if (sub === null || id === sub) e.subs.set(id, t);
+    e.complete ||= complete;
+    this.#entries.delete(key);
+    this.#entries.set(key, e);
+    for (const k of this.#entries.keys()) {
+      if (this.#entries.size <= TotalsCache.MAX_ENTRIES) break;
+      this.#entries.delete(k);
+    }
+  }
 }
 
 const today = (now: number): string => new Date(now).toISOString().slice(0, 10);
@@ -252,11 +360,22 @@ export interface AnalyticsOptions {
 }
 
 export class BudgetAnalytics {
+  /** Null when the store turned the cache off (the bench's uncached row). */
+  readonly #cache: TotalsCache | null;
+
   constructor(
     private readonly store: ResourceStore<WorkflowSchema>,
     private readonly rates: ExchangeRates,
     private readonly clock: () => number = Date.now,
-  ) {}
+    options: { cache?: boolean } = {},
+  ) {
+    this.#cache = options.cache === false ? null : new TotalsCache();
+  }
+
+  /** How many subproject totals reads found cached and how many derived from the sums (for tests and metrics). */
+  get cacheStats(): { hits: number; misses: number } {
+    return { hits: this.#cache?.hits ?? 0, misses: this.#cache?.misses ?? 0 };
+  }
 
   #options(options: AnalyticsOptions): { target: string | null; date: string } {
     const { currency, date } = options;
@@ -265,44 +384,90 @@ export class BudgetAnalytics {
     return { target: currency ?? null, date: date ?? today(this.clock()) };
   }
 
+  /** The items' totals of each subproject read: derived from its sums when they were read, else the cached entry's. */
+  async #itemTotals(
+    children: readonly { id: string; currency: string; sums: readonly SumRow[] }[],
+    cached: Map<string, ExactTotals> | undefined,
+    target: string | null,
+    rateAt: RateAt,
+    factors: FactorCache,
+  ): Promise<Map<string, ExactTotals>> {
+    const out = new Map<string, ExactTotals>();
+    for (const c of children) {
+      const hit = cached?.get(c.id);
+      if (hit) {
+        if (this.#cache) this.#cache.hits++;
+        out.set(c.id, hit);
+      } else {
+        if (this.#cache) this.#cache.misses++;
+        out.set(c.id, await exactTotals(itemContributions(c.sums, c.currency), target, rateAt, factors));
+      }
+    }
+    return out;
+  }
+
   /** A project's analytics: its projected budgets, its subprojects' items, and a row per subproject the actor may view. */
   async project(actor: Actor, p: string, options: AnalyticsOptions = {}): Promise<Analytics> {
     const { target, date } = this.#options(options);
-    const { envelope, children } = await this.store.reads.childSums(actor, projectRef(p), "subproject");
     const reader = await this.rates.reader();
     const rateAt: RateAt = (f, t, d) => reader.at(f, t, d);
+    const cache = this.#cache;
+    let key: string | null = null;
+    let entry: { subs: Map<string, ExactTotals>; complete: boolean } | undefined;
+    const { envelope, children, head } = await this.store.reads.childSums(actor, projectRef(p), "subproject", {
+      withSums: (h) => {
+        key = cache?.key(p, h, reader.version, target) ?? null;
+        entry = cache?.get(key);
+        return !entry?.complete;
+      },
+    });
     const factors: FactorCache = new Map();
-    const all: Contribution[] = projectedContributions(envelope.data.projectedBudgets as ProjectedBudget[] | undefined, date);
+    const subs = children.map((c) => ({ id: c.id, currency: c.envelope.data.currency as string, sums: c.sums }));
+    const items = await this.#itemTotals(subs, entry?.complete ? entry.subs : undefined, target, rateAt, factors);
+    cache?.set(key ?? cache.key(p, head, reader.version, target), null, items, true);
+    const parts: ExactTotals[] = [await exactTotals(projectedContributions(envelope.data.projectedBudgets as ProjectedBudget[] | undefined, date), target, rateAt, factors)];
     const rows: AnalyticsRow[] = [];
     let hidden = 0;
     for (const c of children) {
-      const sub = c.envelope;
-      const currency = sub.data.currency as string;
-      const items = itemContributions(c.sums, currency);
-      all.push(...items);
+      const own = items.get(c.id)!;
+      parts.push(own);
       if (!c.viewable) {
         hidden++;
         continue;
       }
-      const own = projectedContributions(sub.data.projectedBudgets as ProjectedBudget[] | undefined, date);
-      rows.push({ id: c.id, displayName: String(sub.data.displayName ?? c.id), currency, ...(await totalsOf([...own, ...items], target, rateAt, factors)) });
+      const projected = await exactTotals(projectedContributions(c.envelope.data.projectedBudgets as ProjectedBudget[] | undefined, date), target, rateAt, factors);
+      const currency = c.envelope.data.currency as string;
+      rows.push({ id: c.id, displayName: String(c.envelope.data.displayName ?? c.id), currency, ...renderTotals(mergeTotals([projected, own]), target) });
     }
-    const total: AnalyticsRow = { id: p, displayName: String(envelope.data.displayName ?? p), ...(await totalsOf(all, target, rateAt, factors)) };
+    const total: AnalyticsRow = { id: p, displayName: String(envelope.data.displayName ?? p), ...renderTotals(mergeTotals(parts), target) };
     return { projectId: p, currency: target, date, decimals: DECIMALS, total, subprojects: rows, hiddenSubprojects: hidden };
   }
 
   /** A subproject's analytics: its projected budgets and its items. */
   async subproject(actor: Actor, p: string, s: string, options: AnalyticsOptions = {}): Promise<Analytics> {
     const { target, date } = this.#options(options);
-    const { envelope, sums } = await this.store.reads.sums(actor, subprojectRef(p, s));
     const reader = await this.rates.reader();
+    const rateAt: RateAt = (f, t, d) => reader.at(f, t, d);
+    const cache = this.#cache;
+    let key: string | null = null;
+    let hit: ExactTotals | undefined;
+    const { envelope, sums } = await this.store.reads.sums(actor, subprojectRef(p, s), {
+      withSums: (h) => {
+        key = cache?.key(p, h, reader.version, target) ?? null;
+        hit = cache?.get(key)?.subs.get(s);
+        return hit === undefined;
+      },
+    });
     const currency = envelope.data.currency as string;
-    const contributions = [...projectedContributions(envelope.data.projectedBudgets as ProjectedBudget[] | undefined, date), ...itemContributions(sums, currency)];
+    const factors: FactorCache = new Map();
+    const items = await this.#itemTotals([{ id: s, currency, sums }], hit ? new Map([[s, hit]]) : undefined, target, rateAt, factors);
+    if (!hit) cache?.set(key, s, items, false);
+    const projected = await exactTotals(projectedContributions(envelope.data.projectedBudgets as ProjectedBudget[] | undefined, date), target, rateAt, factors);
     const total: AnalyticsRow = {
       id: s,
       displayName: String(envelope.data.displayName ?? s),
       currency,
-      ...(await totalsOf(contributions, target, (f, t, d) => reader.at(f, t, d))),
+      ...renderTotals(mergeTotals([projected, items.get(s)!]), target),
     };
     return { projectId: p, subprojectId: s, currency: target, date, decimals: DECIMALS, total, subprojects: [], hiddenSubprojects: 0 };
   }

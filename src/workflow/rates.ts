@@ -5,16 +5,23 @@
  * (eurofxref-hist.csv: `Date,USD,JPY,…`, one row per day, rates from EUR). The rate at a date is the
  * latest rate on or before it.
  *
- * The rates live in one partition (`["rates"]`): key [from, to, date] → {rate, by, at}. They are data
- * beside the hash-chained partitions, not events of them: a rate written again replaces the old one
- * (the value records who wrote it and when). Every commit also puts the version key, so a reader keeps
- * each pair's rates in memory (sorted by date, one binary search per lookup) until the next write.
+ * The rates live in one partition (`["rates"]`): key [from, to, date] → {rate, by, at}. A rate written
+ * again replaces the old one (the value records who wrote it and when). The partition carries a record
+ * chain (kv/record-chain.ts, as the users, groups and grants do): every commit appends an event naming
+ * each rate it wrote and the SHA-256 of its value, so `verify` replays the chain and names the partition
+ * when a stored rate differs from it (an edit made past the store). Every commit also puts the version
+ * key, so a reader keeps each pair's rates in memory (sorted by date, one binary search per lookup), and
+ * analytics keep their converted totals, until the next write, whichever process wrote.
+ *
+ * A write is one commit, whatever its size (an ECB history since 1999 is about 200,000 rates): a
+ * write or import that fails or is killed leaves the rates as they were, never a prefix of the file.
  */
 import { Type, type Static } from "@sinclair/typebox";
 import { ForbiddenError, ValidationError } from "../errors.js";
 import { isTop, type Actor } from "../access/actor.js";
 import type { GlobalPermissions } from "../access/global.js";
-import { scanAll, type KvStore, type Op } from "../kv/contract.js";
+import { scanAll, type KvStore, type Op, type Partition } from "../kv/contract.js";
+import { adoptRecords, asActor, verifyRecordChain, withRecordChain, type RecordChainResult, type RecordChainSpec } from "../kv/record-chain.js";
 import { PartitionKind, Subspace } from "../kv/subspace.js";
 import { isValidDate, PositiveDecimal } from "./money.js";
 
@@ -33,6 +40,10 @@ const RATE = new Subspace(["r"]);
 /** Put by every commit: its version tells a reader whether its cached pairs are current. */
 const VERSION = new Subspace(["v"]);
 export const RATES_KINDS: readonly string[] = [RATES.kind];
+/** Where a rate is stored: its partition and its key (for the tools and tests that read or edit the store itself). */
+export const RATES_LAYOUT = { partition: RATES.partition(), rate: (from: string, to: string, date: string) => RATE.pack([from, to, date]) } as const;
+/** The rates' record chain: it covers every rate (the version key is not a record). */
+export const RATES_CHAIN: RecordChainSpec = { holds: (p) => RATES.holds(p), covers: (key) => RATE.contains(key) };
 
 /** A currency of a rate: three capital letters (historical codes such as the ECB's CYP are accepted). */
 const RateCurrency = Type.String({ pattern: "^[A-Z]{3}$", description: 'a currency code, e.g. "USD"' });
@@ -59,8 +70,6 @@ export type StoredRate = Static<typeof StoredRate>;
 const CURRENCY_RE = /^[A-Z]{3}$/;
 const DAY_RE = /^\d{4}-\d{2}-\d{2}$/;
 const RATE_RE = new RegExp(PositiveDecimal.pattern!);
-/** The most rates one write commits at once (an ECB history is written in chunks of this many). */
-const CHUNK = 2_000;
 
 /** Refuses a rate that is not one (ValidationError naming its field under `field`). */
 function checkRate(r: ExchangeRate, field: string): void {
@@ -112,11 +121,27 @@ export class ExchangeRates {
   /** The pairs read at one version of the rates (a reader of an older version fills its own map, never this one). */
   #cache: { version: number | null; pairs: Map<string, PairRates> } = { version: -1, pairs: new Map() };
 
+  /** The store, its rates partition's commits chained (RATES_CHAIN). */
+  private readonly kv: KvStore;
+
   constructor(
-    private readonly kv: KvStore,
+    private readonly base: KvStore,
     private readonly global: GlobalPermissions,
     private readonly clock: () => number = Date.now,
-  ) {}
+  ) {
+    this.kv = withRecordChain(base, [RATES_CHAIN], { clock });
+  }
+
+  /** Starts the chain of rates written before it (one event adopting them); nothing when there are none or the chain exists. */
+  async adoptRecords(): Promise<void> {
+    await adoptRecords(this.base, RATES.partition(), RATES_CHAIN, { clock: this.clock });
+  }
+
+  /** The rates' partition against its record chain (checked 0: no rate was ever written), over `kv` (default this store; a replaced history). */
+  async verifyRecords(kv: KvStore = this.kv): Promise<{ partition: Partition; result: RecordChainResult }[]> {
+    const partition = RATES.partition();
+    return [{ partition, result: await verifyRecordChain(kv, partition, RATES_CHAIN) }];
+  }
 
   /** Refuses an actor that may not write rates: root and the system actor may, others with the intent. */
   async #assertMay(actor: Actor): Promise<void> {
@@ -124,21 +149,23 @@ export class ExchangeRates {
     if (!(await this.global.has(actor, "global.writeExchangeRates"))) throw new ForbiddenError(`${actor.id} lacks the intent global.writeExchangeRates`);
   }
 
-  /** Writes rates (each replacing the rate of its pair and date), all checked before any is written. Returns how many. */
+  /**
+   * Writes rates (each replacing the rate of its pair and date), all checked before any is written, in
+   * one commit: all of them or none. Returns how many.
+   */
   async put(actor: Actor, rates: readonly ExchangeRate[], field = "rates"): Promise<number> {
     await this.#assertMay(actor);
     if (!Array.isArray(rates)) throw new ValidationError(`${field} must be a list of rates`, field);
     rates.forEach((r, i) => checkRate(r, `${field}.${i}`));
     const at = new Date(this.clock()).toISOString();
-    for (let i = 0; i < rates.length; i += CHUNK) {
-      const ops: Op[] = rates.slice(i, i + CHUNK).map((r) => ({
-        type: "put",
-        key: RATE.pack([r.from, r.to, r.date]),
-        value: Buffer.from(JSON.stringify({ rate: r.rate, by: actor.id, at }), "utf8"),
-      }));
-      ops.push({ type: "put", key: VERSION.pack(), value: Buffer.alloc(0) });
-      await this.kv.commit(RATES.partition(), ops);
-    }
+    if (rates.length === 0) return 0;
+    const ops: Op[] = rates.map((r) => ({
+      type: "put",
+      key: RATE.pack([r.from, r.to, r.date]),
+      value: Buffer.from(JSON.stringify({ rate: r.rate, by: actor.id, at }), "utf8"),
+    }));
+    ops.push({ type: "put", key: VERSION.pack(), value: Buffer.alloc(0) });
+    await asActor(actor, () => this.kv.commit(RATES.partition(), ops)); // its chain's event names who wrote the rates
     return rates.length;
   }
 
@@ -167,9 +194,9 @@ export class ExchangeRates {
 
   /**
    * A reader of rates as of now: `at(from, to, date)` is the latest rate of the pair on or before the day
-   * (null when there is none). The pairs it reads are kept in memory until the rates are written again.
+   * (null when there is none); `version` is the rates' version it read (null: none written), which every write moves. The pairs it reads are kept in memory until the rates are written again.
    */
-  async reader(): Promise<{ at(from: string, to: string, date: string): Promise<{ rate: string; date: string } | null> }> {
+  async reader(): Promise<{ readonly version: number | null; at(from: string, to: string, date: string): Promise<{ rate: string; date: string } | null> }> {
     const version = (await this.kv.get(RATES.partition(), VERSION.pack()))?.version ?? null;
     if (version !== this.#cache.version) this.#cache = { version, pairs: new Map() };
     const pairs = this.#cache.pairs;
@@ -188,6 +215,7 @@ export class ExchangeRates {
       return p;
     };
     return {
+      version,
       async at(from, to, date) {
         const { dates, rates } = await load(from, to);
         // The last date <= the day: binary search.

@@ -212,6 +212,8 @@ export const workflowSchema = defineSchema({
     keyedArrays: { documents: ["id"] },
     // Its amount is summed into its subproject's sums in the commit of each write (amounts.ts): analytics read O(buckets).
     sums: workflowitemSums,
+    // 2: an item's own exchange rate, where it applies, is a fifth item of its bucket (amounts.ts ownRate).
+    sumsVersion: 2,
     rules: (d) => {
       checkCurrency(d.currency, "data.currency");
       for (const f of ["billingDate", "dueDate"] as const) {

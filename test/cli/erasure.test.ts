@@ -1,11 +1,16 @@
 /**
  * The real `flowstore erase-subject <id>` on an LMDB store (issue 26, part 2): it prints the receipt, the
  * subject's personal fields then read as erased, and the real `flowstore verify` passes; a subject with
- * no personal data stored is refused (exit 2).
+ * no personal data stored is refused (exit 2). An export taken after the erasure carries it into the
+ * store it is imported into: that store's register of erasures (kept on restore) holds the receipt, so a
+ * later restore there of a backup from before the erasure would not bring the key back.
  */
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { SYSTEM } from "../../src/access/actor.js";
+import { scanAll } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
+import { layout } from "../../src/resources/model/layout.js";
 import { ERASED_TEXT, ResourceStore } from "../../src/resources/store.js";
 import { Workflow } from "../../src/workflow/commands.js";
 import { workflowSchema } from "../../src/workflow/schema.js";
@@ -16,6 +21,8 @@ const W = { type: "workflowitem" as const, ids: ["p", "s", "w"] };
 
 /** A fresh store directory per case (test/support/temp-dir.ts). */
 const tmp = tempDir("cli-erasure", "each");
+/** Where the export goes, and the store it is imported into. */
+const elsewhere = tempDir("cli-erasure-import", "each");
 
 describe("flowstore erase-subject", () => {
   it("erases a subject's personal data, prints the receipt, and the store still verifies", async () => {
@@ -44,6 +51,23 @@ describe("flowstore erase-subject", () => {
     try {
       const store = new ResourceStore(kv, workflowSchema);
       expect((await store.reads.get(SYSTEM, W)).data).toMatchObject({ description: ERASED_TEXT, dataSubject: "anna" });
+    } finally {
+      await kv.close();
+    }
+
+    const file = join(elsewhere(), "export.ndjson");
+    const exported = run(["export", "--out", file, "--data", tmp()]);
+    expect((await exported.exit).code, exported.err()).toBe(0);
+    const other = join(elsewhere(), "store");
+    const imported = run(["import", "--in", file, "--data", other]);
+    expect((await imported.exit).code, imported.err()).toBe(0);
+    kv = LmdbKv.open(other);
+    try {
+      const registered = [];
+      for await (const e of scanAll(kv, ["erased"])) registered.push(JSON.parse(e.value.toString("utf8")));
+      expect(registered).toEqual([receipt]);
+      expect(await kv.get(layout.subject("anna"), layout.subjectKey)).toBeUndefined();
+      expect((await new ResourceStore(kv, workflowSchema).reads.get(SYSTEM, W)).data.description).toBe(ERASED_TEXT);
     } finally {
       await kv.close();
     }

@@ -148,6 +148,31 @@ describe("/metrics", () => {
     expect(commands).toBeGreaterThanOrEqual(groups);
   });
 
+  it("counts each request once, scrape after scrape (the request path's own buckets, rendered when scraped)", async () => {
+    const route = { method: "GET", route: "/api/v1/projects/:projectId" };
+    const at = (families: Map<string, Family>) => ({
+      found: value(families, "flowstore_http_requests_total", { ...route, status: "200" }) ?? 0,
+      missing: value(families, "flowstore_http_requests_total", { ...route, status: "404" }) ?? 0,
+      count: value(families, "flowstore_http_request_duration_seconds_count", route) ?? 0,
+      sum: value(families, "flowstore_http_request_duration_seconds_sum", route) ?? 0,
+      gets: value(families, "flowstore_store_operation_duration_seconds_count", { backend: "lmdb", op: "get" }) ?? 0,
+    });
+    await s.root.projects.create({ id: "c1", displayName: "C" });
+    const before = at(await scrape());
+    for (let i = 0; i < 5; i++) expect((await fetch(`${s.base}/api/v1/projects/c1`, { headers: { authorization: `Bearer ${s.root.token}` } })).status).toBe(200);
+    for (let i = 0; i < 3; i++) expect((await fetch(`${s.base}/api/v1/projects/nope`, { headers: { authorization: `Bearer ${s.root.token}` } })).status).toBe(404);
+    const after = at(await scrape());
+    expect(after.found - before.found).toBe(5);
+    expect(after.missing - before.missing).toBe(3);
+    expect(after.count - before.count).toBe(8);
+    expect(after.sum).toBeGreaterThan(before.sum);
+    // Each GET read the store (its synchronous reads are timed as gets).
+    expect(after.gets - before.gets).toBeGreaterThanOrEqual(8);
+    // A scrape reads the figures, it does not move them.
+    const again = at(await scrape());
+    expect(again).toEqual({ ...after, gets: again.gets });
+  });
+
   it("gauges open change-feed streams", async () => {
     const before = value(await scrape(), "flowstore_sse_connections");
     expect(before).toBe(0);

@@ -75,15 +75,57 @@ describe("the OpenAPI document", () => {
     const op = doc.paths["/api/v1/tenancy/spaces/{spaceId}/tenants"]!.post!;
     expect(op.tags).toEqual(["tenants"]);
     expect(op.requestBody).toMatchObject({ content: { "application/json": { schema: { $ref: "#/components/schemas/NewTenant" } } } });
-    // A write answers the resource, or its redacted form to a caller who may act on it but not view it.
-    expect(op.responses).toMatchObject({
-      201: { content: { "application/json": { schema: { anyOf: [{ $ref: "#/components/schemas/Tenant" }, { $ref: "#/components/schemas/Redacted" }] } } } },
-    });
+    // A create answers its creator the resource itself.
+    expect(op.responses).toMatchObject({ 201: { content: { "application/json": { schema: { $ref: "#/components/schemas/Tenant" } } } } });
     const update = doc.components.schemas.WorkflowitemUpdate!.properties as Json;
     for (const owned of ["status", "assignee", "rejectReason"]) expect(Object.keys(update)).not.toContain(owned);
     const created = doc.components.schemas.NewWorkflowitem!.properties as Json;
     expect(Object.keys(created)).toContain("assignee");
     expect(Object.keys(created)).not.toContain("status");
+  });
+
+  it("types no write's answer as Redacted: a create answers the resource (201); a write to an existing one the resource (200) or no content (204)", () => {
+    const declared = new Set([...workflowSchema.types.keys(), ...tenancySchema.types.keys()].map(cap));
+    const creates: string[] = [];
+    const writes: string[] = [];
+    for (const [path, methods] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(methods)) {
+        if (method === "get" || method === "head") continue;
+        const responses = op.responses as Record<string, Json>;
+        expect(JSON.stringify(responses), `${method} ${path}`).not.toContain("#/components/schemas/Redacted");
+        const id = String(op.operationId);
+        const created = /^create([A-Z]\w*)$/.exec(id)?.[1];
+        if (created && declared.has(created)) {
+          creates.push(id);
+          expect(responses["201"]!.content, id).toEqual({ "application/json": { schema: { $ref: `#/components/schemas/${created}` } } });
+        }
+        // The writes to an existing resource of a declared type: update, assign, close, budgets, governance flag.
+        const written = /^(?:update|assign|close|set|clear|delete)([A-Z][A-Za-z]*?)(?:ProjectedBudget|GovernanceFlag)?$/.exec(id)?.[1];
+        if (written && declared.has(written) && responses["200"]) {
+          writes.push(id);
+          expect(responses["200"].content, id).toEqual({ "application/json": { schema: { $ref: `#/components/schemas/${written}` } } });
+          expect(responses["204"], id).toMatchObject({ description: expect.stringMatching(/^No Content: .*may act on the resource but not view it/) });
+          expect(responses["204"]!.content, id).toBeUndefined();
+          expect(Object.keys(responses["204"]!.headers as Json), id).toEqual(["ETag"]);
+        }
+      }
+    }
+    expect(creates).toHaveLength(declared.size);
+    // Each level's update, assign and close, the budgets of projects and subprojects, the space's flag, the tenancy types' updates.
+    expect(writes).toEqual(
+      expect.arrayContaining([
+        "updateWorkflowitem",
+        "assignWorkflowitem",
+        "closeWorkflowitem",
+        "closeProject",
+        "setSubprojectProjectedBudget",
+        "deleteProjectProjectedBudget",
+        "setSpaceGovernanceFlag",
+        "clearSpaceGovernanceFlag",
+        "updateTenant",
+      ]),
+    );
+    expect(writes).toHaveLength(3 * 3 + 2 * 2 + 2 + tenancySchema.types.size);
   });
 
   it("names every operation readably, and every path parameter by what it names", () => {

@@ -4,15 +4,24 @@
  * subscription, webhook retries into dead letters and their replay (signatures checked by the example
  * receiver, a real child process), and the digest of open assignments.
  */
+import { randomBytes } from "node:crypto";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { API } from "../../src/client/core.js";
 import type { FlowstoreClient } from "../../src/client/index.js";
+import { LmdbKv } from "../../src/kv/lmdb.js";
 import { backends } from "../conformance/backends.js";
 import { freePort } from "../support/ports.js";
 import { eventually } from "../support/eventually.js";
 import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
 import { startReceiver, type DeliveredEvent } from "../support/webhook-receiver.js";
 import { raw, startServer, type Running, type StartOptions } from "./harness.js";
+
+/** The receivers run on 127.0.0.1: the test servers allow it, as an operator would (FLOWSTORE_WEBHOOK_ALLOW). */
+const LOOPBACK = ["127.0.0.1"];
 
 const cleanup: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -39,6 +48,17 @@ async function subscribe(s: Running, who: FlowstoreClient, body: unknown): Promi
   const r = await call(s, who, "POST", "/subscriptions", body);
   expect(r.status).toBe(201);
   return { id: r.body.subscription.id, secret: r.body.secret };
+}
+
+/** The subscription's dead letters, once there is one. */
+function firstDeadLetters(s: Running, who: FlowstoreClient, id: string, what: string) {
+  return eventually(
+    async () => {
+      const r = await call(s, who, "GET", `/subscriptions/${id}/dead-letters`);
+      return r.body.items.length > 0 && (r.body.items as { n: number; attempts: number; error: string; body: string }[]);
+    },
+    { what, timeoutMs: 30_000, intervalMs: 50 },
+  );
 }
 
 type Pulled = { items: DeliveredEvent[]; ack: string; more: boolean };
@@ -98,6 +118,9 @@ describe("a pull subscription", () => {
     // An older acknowledgment moves nothing back.
     expect((await pull(s, s.root, items.id, `?ack=${got.items[0]!.position}`)).items).toEqual([]);
     expect((await call(s, s.root, "GET", `/subscriptions/${items.id}`)).body.position).toBe(rest.ack);
+    // Its lag: the feed's entries past its position; none once acknowledged up to the head.
+    expect((await call(s, s.root, "GET", `/subscriptions/${all.id}`)).body.behind).toBeGreaterThanOrEqual(7);
+    expect((await call(s, s.root, "GET", `/subscriptions/${items.id}`)).body.behind).toBe(0);
 
     // A page at a time: `ack` covers what the page read.
     const first = await pull(s, s.root, all.id, "?limit=1");
@@ -167,7 +190,7 @@ describe("a webhook subscription", () => {
   it("retries with backoff, gives up into a dead letter an operator reads and replays; every body is signed", async () => {
     const dir = makeTempDirSync("webhook");
     cleanup.push(async () => removeTempDirSync(dir));
-    const s = await serve({ subscriptions: { deliver: true, retryBaseMs: 20, maxAttempts: 3, intervalMs: 50, pollMs: 50 } });
+    const s = await serve({ subscriptions: { deliver: true, retryBaseMs: 20, maxAttempts: 3, intervalMs: 50, pollMs: 50, allow: LOOPBACK } });
     const port = await freePort();
     const sub = await subscribe(s, s.root, { name: "p's events", filter: { path: [{ type: "project", id: "p" }] }, webhook: { url: `http://127.0.0.1:${port}/hook` } });
     expect(sub.secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
@@ -177,16 +200,10 @@ describe("a webhook subscription", () => {
     cleanup.push(() => receiver.stop());
 
     await s.root.projects.create({ id: "p", displayName: "p" });
-    const letters = await eventually(
-      async () => {
-        const r = await call(s, s.root, "GET", `/subscriptions/${sub.id}/dead-letters`);
-        return r.body.items.length > 0 && r.body.items;
-      },
-      { what: "a dead letter", timeoutMs: 30_000, intervalMs: 50 },
-    );
+    const letters = await firstDeadLetters(s, s.root, sub.id, "a dead letter");
     expect(letters[0]).toMatchObject({ n: 1, attempts: 3, error: "the receiver answered 503" });
     expect(receiver.lines.filter((l) => l.failing)).toHaveLength(3);
-    const dead = JSON.parse(letters[0].body).events as DeliveredEvent[];
+    const dead = JSON.parse(letters[0]!.body).events as DeliveredEvent[];
     expect(dead.map((d) => d.event.type)).toContain("project.created");
 
     // Past the dead letter, delivery goes on.
@@ -214,11 +231,137 @@ describe("a webhook subscription", () => {
   });
 });
 
+/** A plain HTTP server on 127.0.0.1 that counts its requests and answers each with `answer`. */
+async function listen(answer: (res: import("node:http").ServerResponse) => void): Promise<{ url: string; hits: () => number }> {
+  let hits = 0;
+  const server: Server = createServer((req, res) => {
+    hits++;
+    req.resume();
+    answer(res);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  cleanup.push(() => new Promise((r) => server.close(r)));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, hits: () => hits };
+}
+
+describe("webhook URLs (server-side request forgery)", () => {
+  const INTERNAL = [
+    "http://127.0.0.1:8080/hook",
+    "http://localhost/hook", // a name that resolves to loopback
+    "http://[::1]/hook",
+    "http://10.1.2.3/hook",
+    "http://172.16.0.1/hook",
+    "http://192.168.1.1/hook",
+    "http://100.64.0.1/hook",
+    "http://169.254.169.254/latest/meta-data/", // the cloud metadata address (link-local)
+    "http://[fe80::1]/hook",
+    "http://[fd00::1]/hook",
+    "http://224.0.0.1/hook",
+    "http://[ff02::1]/hook",
+    "http://0.0.0.0/hook",
+    "http://[::]/hook",
+    "http://[::ffff:127.0.0.1]/hook", // IPv4-mapped IPv6
+    "http://2130706433/hook", // 127.0.0.1 spelled as one number
+  ];
+
+  it("refuses internal addresses and other schemes with a 400 naming webhook.url, unless the operator's allow-list names them", async () => {
+    const s = await serve();
+    for (const url of [...INTERNAL, "ftp://example.com/hook", "file:///etc/passwd", "gopher://example.com/"]) {
+      const r = await call(s, s.root, "POST", "/subscriptions", { name: "x", webhook: { url } });
+      expect(r.status, url).toBe(400);
+      expect(r.type, url).toContain("application/problem+json");
+      expect(r.body.field, url).toContain("url");
+    }
+    const loop = await call(s, s.root, "POST", "/subscriptions", { name: "x", webhook: { url: "http://127.0.0.1:8080/hook" } });
+    expect(loop.body.detail).toContain("loopback");
+    const metadata = await call(s, s.root, "POST", "/subscriptions", { name: "x", webhook: { url: "http://169.254.169.254/" } });
+    expect(metadata.body.detail).toContain("link-local");
+    // Nothing was written by a refusal.
+    expect((await call(s, s.root, "GET", "/subscriptions")).body.items).toEqual([]);
+
+    // The allow-list names hosts, addresses and CIDRs: what it names is taken, the rest still refused.
+    const allowed = await serve({ subscriptions: { allow: ["127.0.0.1", "10.9.0.0/16", "localhost"] } });
+    for (const url of ["http://127.0.0.1:8080/hook", "http://10.9.8.7/hook", "http://localhost:8080/hook"]) {
+      const r = await call(allowed, allowed.root, "POST", "/subscriptions", { name: url, webhook: { url } });
+      expect(r.status, url).toBe(201);
+    }
+    for (const url of ["http://10.1.2.3/hook", "http://127.0.0.2/hook", "http://[::1]/hook"]) {
+      const r = await call(allowed, allowed.root, "POST", "/subscriptions", { name: url, webhook: { url } });
+      expect(r.status, url).toBe(400);
+      expect(r.body.field, url).toBe("webhook.url");
+    }
+  });
+
+  it("does not follow a redirect, to an internal address or any other", async () => {
+    const s = await serve({ subscriptions: { deliver: true, retryBaseMs: 20, maxAttempts: 2, intervalMs: 50, pollMs: 50, allow: LOOPBACK } });
+    // The redirect's target is a real server: had the redirect been followed, it would count a request.
+    const target = await listen((res) => res.writeHead(204).end());
+    const redirector = await listen((res) => res.writeHead(307, { location: target.url }).end());
+    const sub = await subscribe(s, s.root, { name: "redirected", webhook: { url: redirector.url } });
+    await s.root.projects.create({ id: "p", displayName: "p" });
+    const letters = await firstDeadLetters(s, s.root, sub.id, "the redirected delivery dead-lettered");
+    expect(letters[0]).toMatchObject({ attempts: 2, error: "the receiver answered 307" });
+    expect(redirector.hits()).toBeGreaterThanOrEqual(2);
+    expect(target.hits()).toBe(0);
+  });
+
+  it("checks the address again at each delivery, resolving the host then: delivered while allowed, refused once the allow-list is withdrawn", async () => {
+    const dir = makeTempDirSync("webhook-recheck");
+    cleanup.push(async () => removeTempDirSync(dir));
+    const key = randomBytes(32).toString("base64");
+    const receiver = await listen((res) => res.writeHead(204).end());
+    // A host name, resolved by the delivery's own lookup (the guard's) to the loopback address it listens on.
+    const url = receiver.url.replace("127.0.0.1", "localhost");
+    const options = { deliver: true, retryBaseMs: 20, maxAttempts: 2, intervalMs: 50, pollMs: 50, secretKey: { key } };
+    const first = await startServer(LmdbKv.open(dir), { subscriptions: { ...options, allow: ["localhost"] } });
+    const sub = await subscribe(first, first.root, { name: "was allowed", webhook: { url } });
+    await first.root.projects.create({ id: "p", displayName: "p" });
+    await eventually(() => receiver.hits() > 0, { what: "a delivery to localhost while allowed", timeoutMs: 30_000, intervalMs: 50 });
+    await first.close();
+    const delivered = receiver.hits();
+    // The same store, restarted without the allow-list: the stored URL now resolves to a refused address.
+    const second = await startServer(LmdbKv.open(dir), { subscriptions: options });
+    cleanup.push(() => second.close());
+    await second.root.projects.create({ id: "q", displayName: "q" });
+    const letters = await firstDeadLetters(second, second.root, sub.id, "the refused delivery dead-lettered");
+    expect(letters[0]!.error).toMatch(/^localhost resolves to (127\.0\.0\.1|::1), which is a loopback address \(not in FLOWSTORE_WEBHOOK_ALLOW\)$/);
+    expect(receiver.hits()).toBe(delivered);
+  });
+});
+
+describe("webhook secrets at rest", () => {
+  it("are sealed: the store's files hold no secret in clear, the key file is the owner's, and deliveries still verify", async () => {
+    const dir = makeTempDirSync("webhook-sealed");
+    cleanup.push(async () => removeTempDirSync(dir));
+    const storeDir = join(dir, "store");
+    const s = await startServer(LmdbKv.open(storeDir), {
+      subscriptions: { deliver: true, intervalMs: 50, pollMs: 50, allow: LOOPBACK, secretKey: { dataDir: dir } },
+    });
+    let open = true;
+    cleanup.push(() => (open ? s.close() : Promise.resolve()));
+    const port = await freePort();
+    const sub = await subscribe(s, s.root, { name: "sealed-secret-subscription", webhook: { url: `http://127.0.0.1:${port}/hook` } });
+    const receiver = await startReceiver({ secret: sub.secret!, port, dir });
+    cleanup.push(() => receiver.stop());
+    await s.root.projects.create({ id: "p", displayName: "p" });
+    await eventually(() => receiver.events().some((d) => d.event.type === "project.created"), { what: "a verified delivery", timeoutMs: 30_000, intervalMs: 50 });
+    await s.close();
+    open = false;
+
+    expect(statSync(join(dir, "webhook-secrets.key")).mode & 0o777).toBe(0o600);
+    // Every byte the store wrote: the subscription's record is there (its name in clear), its secret is not.
+    const bytes = Buffer.concat(readdirSync(storeDir).map((f) => readFileSync(join(storeDir, f))));
+    expect(bytes.includes("sealed-secret-subscription")).toBe(true);
+    expect(bytes.includes(sub.secret!)).toBe(false);
+    expect(bytes.includes("whs1.")).toBe(true);
+  });
+});
+
 describe("the digest", () => {
   it("summarizes the caller's open assignments as JSON and text, and is delivered to a webhook once a day", async () => {
     const dir = makeTempDirSync("digest");
     cleanup.push(async () => removeTempDirSync(dir));
-    const s = await serve({ subscriptions: { deliver: true, intervalMs: 50, pollMs: 50 } });
+    const s = await serve({ subscriptions: { deliver: true, intervalMs: 50, pollMs: 50, allow: LOOPBACK } });
     const alice = await s.userClient("alice");
     await project(s, "p");
     await item(s, "p", "v"); // first: items close in order (TruBudget's rule)
@@ -236,6 +379,19 @@ describe("the digest", () => {
     expect(digest.day).toBe(new Date().toISOString().slice(0, 10));
     expect(digest.text).toContain("workflowitem p/s/w");
     expect(digest.text).not.toContain("p/s/v");
+    // The plain-text form (a mail body), by Accept or by `format=text`.
+    for (const [query, accept] of [
+      ["", "text/plain"],
+      ["?format=text", "application/json"],
+    ] as const) {
+      const text = await raw(s.base, "GET", `${API}/subscriptions/digest${query}`, { headers: { authorization: `Bearer ${alice.token}`, accept } });
+      expect(text.status).toBe(200);
+      expect(text.type).toMatch(/^text\/plain/);
+      expect(text.body).toBe(digest.text);
+    }
+    const bad = await call(s, alice, "GET", "/subscriptions/digest?format=pdf");
+    expect(bad.status).toBe(400);
+    expect(bad.body.field).toContain("format");
 
     const port = await freePort();
     const sub = await subscribe(s, alice, { name: "daily", filter: { types: ["nothing.*"] }, webhook: { url: `http://127.0.0.1:${port}/hook`, digest: true } });

@@ -39,6 +39,29 @@ forEachBackend((backend) => {
   });
   afterEach(async () => h.destroy());
 
+  it("getJson's allowedIntents follow each grant and revoke, read after read, per actor and group (kept per access entry's bytes)", async () => {
+    await store.writes.create(alice, "list", F, { title: "L" }, { id: "l" });
+    await store.writes.grant(alice, L("l"), "list.viewDetails", "team");
+    const intents = async (actor: typeof alice) =>
+      (JSON.parse((await store.reads.getJson(actor, L("l"), { allowedIntents: true })).json.toString("utf8")) as { allowedIntents: string[] }).allowedIntents;
+    const before = await intents(carol);
+    expect(before).toContain("list.viewDetails");
+    expect(before).not.toContain("list.update");
+    expect(await intents(carol)).toEqual(before);
+    await store.writes.grant(alice, L("l"), "list.update", "team");
+    expect(await intents(carol)).toEqual(
+      [...before, "list.update"].sort((a, b) => testSchema.type("list").intents.all.indexOf(a) - testSchema.type("list").intents.all.indexOf(b)),
+    );
+    // The same bytes, another actor: its own intents (bob is in no group: none but those granted to him).
+    await store.writes.grant(alice, L("l"), "list.viewDetails", "bob");
+    expect(await intents(bob)).toEqual(["list.viewDetails"]);
+    expect(await intents(SYSTEM)).toEqual([...testSchema.type("list").intents.all]);
+    await store.writes.revoke(alice, L("l"), "list.update", "team");
+    expect(await intents(carol)).toEqual(before);
+    await store.writes.revoke(alice, L("l"), "list.viewDetails", "bob");
+    await expect(intents(bob)).rejects.toBeInstanceOf(NotFoundError);
+  });
+
   it("creates, gets and refuses a duplicate id", async () => {
     const list = await store.writes.create(alice, "list", F, { title: "L" }, { id: "l1" });
     expect(list).toMatchObject({ id: "l1", type: "list", data: { title: "L" }, meta: { createdBy: "alice", version: 1 } });

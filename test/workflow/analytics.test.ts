@@ -1,7 +1,9 @@
 /**
  * Budget analytics (issue 26, part 4): the totals a subproject keeps at write time (its sums, moved in the
  * commit of every item write) equal a brute-force sum over the items as they are, per currency and
- * converted at the dated rates (the latest rate on or before each item's date), whatever the writes; and
+ * converted at the dated rates (the latest rate on or before each item's date; an item's own exchange
+ * rate to its subproject's currency where it applies), whatever the writes; the cached totals (keyed by
+ * the partition's head and the rates' version) are never served after a write of an item or a rate; and
  * the partition still verifies (the replay of the log derives the same sums).
  */
 import fc from "fast-check";
@@ -9,7 +11,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { SYSTEM, userActor } from "../../src/access/actor.js";
 import { openFlowstore, type Flowstore } from "../../src/compose/index.js";
 import { ForbiddenError, ValidationError } from "../../src/errors.js";
-import { add, DECIMALS, type Analytics, div, fraction, mul, roundHalfEven, ZERO } from "../../src/workflow/analytics.js";
+import { add, BudgetAnalytics, DECIMALS, type Analytics, div, fraction, mul, roundHalfEven, ZERO } from "../../src/workflow/analytics.js";
 import { parseEcbCsv } from "../../src/workflow/rates.js";
 import { projectRef, subprojectRef, workflowitemRef } from "../../src/workflow/schema.js";
 
@@ -47,6 +49,8 @@ const itemFields = fc.record({
   amount: decimal,
   currency: fc.option(fc.constantFrom(...CURRENCIES), { nil: undefined }),
   billingDate: fc.option(fc.constantFrom(...DAYS), { nil: undefined }),
+  // TruBudget's own rate to the subproject's currency; "1.0" is what the commands fill in when none is given.
+  exchangeRate: fc.option(fc.constantFrom("1.0", "1", "0.5", "2.25", "163.7"), { nil: undefined }),
 });
 const op = fc.oneof(
   fc.record({ kind: fc.constant("create" as const), sub: fc.nat(2), fields: itemFields }),
@@ -57,9 +61,15 @@ const op = fc.oneof(
 );
 
 /** The item's fields as a command takes them (N/A: no amount fields). */
-function body(f: { amountType: string; amount: string; currency?: string; billingDate?: string }): Record<string, unknown> {
+function body(f: { amountType: string; amount: string; currency?: string; billingDate?: string; exchangeRate?: string }): Record<string, unknown> {
   if (f.amountType === "N/A") return { amountType: "N/A" };
-  return { amountType: f.amountType, amount: f.amount, ...(f.currency ? { currency: f.currency } : {}), ...(f.billingDate ? { billingDate: f.billingDate } : {}) };
+  return {
+    amountType: f.amountType,
+    amount: f.amount,
+    ...(f.currency ? { currency: f.currency } : {}),
+    ...(f.billingDate ? { billingDate: f.billingDate } : {}),
+    ...(f.exchangeRate ? { exchangeRate: f.exchangeRate } : {}),
+  };
 }
 
 /** The rate of a pair at a day, by brute force over every rate written (the last write of a pair and day wins). */
@@ -82,84 +92,107 @@ function factorOf(rates: Parameters<typeof rateAt>[0], from: string, to: string,
 
 it("a project's totals equal a brute-force sum over its items, per currency and converted at dated rates, and the partition verifies", async () => {
   await fc.assert(
-    fc.asyncProperty(fc.array(rate, { maxLength: 12 }), fc.array(op, { minLength: 1, maxLength: 25 }), fc.constantFrom(...CURRENCIES), async (rates, ops, target) => {
-      const p = `p${++n}`;
-      // A store of its own per case: the rates are exactly this case's (a pair's later rate of a day replaces the earlier).
-      const own = await fresh();
-      const store = own;
-      const written = rates;
-      await store.rates.put(SYSTEM, rates);
-      await store.workflow.createProject(mary, { id: p, displayName: p, projectedBudgets: [{ organization: "o", value: "100.5", currencyCode: "USD" }] });
-      const subs = ["s0", "s1", "s2"];
-      const subCurrency: Record<string, string> = { s0: "EUR", s1: "USD", s2: "JPY" };
-      for (const s of subs) await store.workflow.createSubproject(mary, p, { id: s, displayName: s, currency: subCurrency[s]!, workflowMode: "unordered" });
-      const items: { s: string; w: string }[] = [];
-      let w = 0;
-      for (const o of ops) {
-        const live = items.filter((i) => subs.includes(i.s));
-        const at = (k: number) => live[k % Math.max(1, live.length)];
-        try {
-          if (o.kind === "create" && subs.includes(`s${o.sub}`)) {
-            const id = `w${++w}`;
-            await store.workflow.createWorkflowitem(mary, p, `s${o.sub}`, { id, displayName: id, ...body(o.fields) } as never);
-            items.push({ s: `s${o.sub}`, w: id });
-          } else if (o.kind === "update" && at(o.pick)) {
-            const { s, w: id } = at(o.pick)!;
-            await store.workflow.update(mary, workflowitemRef(p, s, id), body(o.fields));
-          } else if (o.kind === "close" && at(o.pick)) {
-            const { s, w: id } = at(o.pick)!;
-            await store.workflow.closeWorkflowitem(mary, p, s, id);
-          } else if (o.kind === "delete" && at(o.pick)) {
-            const { s, w: id } = at(o.pick)!;
-            await store.workflow.delete(mary, workflowitemRef(p, s, id));
-            items.splice(items.indexOf(at(o.pick)!), 1);
-          } else if (o.kind === "deleteSub" && subs.includes(`s${o.sub}`)) {
-            await store.workflow.delete(mary, subprojectRef(p, `s${o.sub}`));
-            subs.splice(subs.indexOf(`s${o.sub}`), 1);
+    fc.asyncProperty(
+      fc.array(rate, { maxLength: 12 }),
+      fc.array(rate, { maxLength: 3 }),
+      fc.array(op, { minLength: 1, maxLength: 25 }),
+      fc.constantFrom(...CURRENCIES),
+      async (rates, later, ops, target) => {
+        const p = `p${++n}`;
+        // A store of its own per case: the rates are exactly this case's (a pair's later rate of a day replaces the earlier).
+        const own = await fresh();
+        const store = own;
+        const written = [...rates, ...later];
+        await store.rates.put(SYSTEM, rates);
+        await store.workflow.createProject(mary, { id: p, displayName: p, projectedBudgets: [{ organization: "o", value: "100.5", currencyCode: "USD" }] });
+        const subs = ["s0", "s1", "s2"];
+        const subCurrency: Record<string, string> = { s0: "EUR", s1: "USD", s2: "JPY" };
+        for (const s of subs) await store.workflow.createSubproject(mary, p, { id: s, displayName: s, currency: subCurrency[s]!, workflowMode: "unordered" });
+        const items: { s: string; w: string }[] = [];
+        let w = 0;
+        for (const [k, o] of ops.entries()) {
+          // Half way, a read fills the cache (and a read again must find it), then rates may change: every later
+          // write of an item or a rate must move what the final read is keyed by.
+          if (k === Math.floor(ops.length / 2)) {
+            await store.analytics.project(mary, p, { currency: target, date: "2025-02-15" });
+            const before = store.analytics.cacheStats;
+            await store.analytics.project(mary, p, { currency: target, date: "2025-02-15" });
+            expect(store.analytics.cacheStats.misses).toBe(before.misses);
+            await store.rates.put(SYSTEM, later);
           }
-        } catch (e) {
-          // A refused write (an update of a closed item) changes nothing; nothing else may fail.
-          if (!(e instanceof ValidationError || e instanceof ForbiddenError || (e as Error).name === "ConflictError")) throw e;
+          const live = items.filter((i) => subs.includes(i.s));
+          const at = (k: number) => live[k % Math.max(1, live.length)];
+          try {
+            if (o.kind === "create" && subs.includes(`s${o.sub}`)) {
+              const id = `w${++w}`;
+              await store.workflow.createWorkflowitem(mary, p, `s${o.sub}`, { id, displayName: id, ...body(o.fields) } as never);
+              items.push({ s: `s${o.sub}`, w: id });
+            } else if (o.kind === "update" && at(o.pick)) {
+              const { s, w: id } = at(o.pick)!;
+              await store.workflow.update(mary, workflowitemRef(p, s, id), body(o.fields));
+            } else if (o.kind === "close" && at(o.pick)) {
+              const { s, w: id } = at(o.pick)!;
+              await store.workflow.closeWorkflowitem(mary, p, s, id);
+            } else if (o.kind === "delete" && at(o.pick)) {
+              const { s, w: id } = at(o.pick)!;
+              await store.workflow.delete(mary, workflowitemRef(p, s, id));
+              items.splice(items.indexOf(at(o.pick)!), 1);
+            } else if (o.kind === "deleteSub" && subs.includes(`s${o.sub}`)) {
+              await store.workflow.delete(mary, subprojectRef(p, `s${o.sub}`));
+              subs.splice(subs.indexOf(`s${o.sub}`), 1);
+            }
+          } catch (e) {
+            // A refused write (an update of a closed item) changes nothing; nothing else may fail.
+            if (!(e instanceof ValidationError || e instanceof ForbiddenError || (e as Error).name === "ConflictError")) throw e;
+          }
         }
-      }
 
-      const answer: Analytics = await store.analytics.project(mary, p, { currency: target, date: "2025-02-15" });
+        const answer: Analytics = await store.analytics.project(mary, p, { currency: target, date: "2025-02-15" });
+        // The same answer uncached, from the sums alone.
+        const uncached = new BudgetAnalytics(store.resources, store.rates, Date.now, { cache: false });
+        expect(await uncached.project(mary, p, { currency: target, date: "2025-02-15" })).toEqual(answer);
 
-      // Brute force: every live item of every live subproject, read whole.
-      type M = "projected" | "assigned" | "disbursed" | "openAssigned" | "openDisbursed";
-      const byCurrency = new Map<string, Record<M, ReturnType<typeof fraction>>>();
-      const conv: Record<M, ReturnType<typeof fraction> | null> = { projected: ZERO, assigned: ZERO, disbursed: ZERO, openAssigned: ZERO, openDisbursed: ZERO };
-      const count = (m: M, currency: string, amount: string, day: string) => {
-        const t = byCurrency.get(currency) ?? { projected: ZERO, assigned: ZERO, disbursed: ZERO, openAssigned: ZERO, openDisbursed: ZERO };
-        t[m] = add(t[m], fraction(amount));
-        byCurrency.set(currency, t);
-        const f = factorOf(written, currency, target, day);
-        if (f === null) conv[m] = null;
-        else if (conv[m] !== null) conv[m] = add(conv[m]!, mul(fraction(amount), f));
-      };
-      count("projected", "USD", "100.5", "2025-02-15");
-      for (const s of subs) {
-        const { workflowitems } = await store.workflow.subprojectDetails(mary, p, s);
-        for (const item of workflowitems.items) {
-          const d = item.data;
-          if (d.amountType === "N/A" || d.amount === undefined) continue;
-          const closed = d.status === "closed";
-          const m: M = d.amountType === "allocated" ? (closed ? "assigned" : "openAssigned") : closed ? "disbursed" : "openDisbursed";
-          const day = (d.billingDate ?? d.closedAt ?? item.meta.createdAt).slice(0, 10);
-          count(m, d.currency ?? subCurrency[s]!, d.amount, day);
+        // Brute force: every live item of every live subproject, read whole.
+        type M = "projected" | "assigned" | "disbursed" | "openAssigned" | "openDisbursed";
+        const byCurrency = new Map<string, Record<M, ReturnType<typeof fraction>>>();
+        const conv: Record<M, ReturnType<typeof fraction> | null> = { projected: ZERO, assigned: ZERO, disbursed: ZERO, openAssigned: ZERO, openDisbursed: ZERO };
+        /** `own`: the item's own rate to its subproject's currency `via` (used instead of the dated rate of that leg). */
+        const count = (m: M, currency: string, amount: string, day: string, own?: { rate: string; via: string }) => {
+          const t = byCurrency.get(currency) ?? { projected: ZERO, assigned: ZERO, disbursed: ZERO, openAssigned: ZERO, openDisbursed: ZERO };
+          t[m] = add(t[m], fraction(amount));
+          byCurrency.set(currency, t);
+          const dated = factorOf(written, own ? own.via : currency, target, day);
+          const f = own && dated ? mul(fraction(own.rate), dated) : dated;
+          if (f === null) conv[m] = null;
+          else if (conv[m] !== null) conv[m] = add(conv[m]!, mul(fraction(amount), f));
+        };
+        count("projected", "USD", "100.5", "2025-02-15");
+        for (const s of subs) {
+          const { workflowitems } = await store.workflow.subprojectDetails(mary, p, s);
+          for (const item of workflowitems.items) {
+            const d = item.data;
+            if (d.amountType === "N/A" || d.amount === undefined) continue;
+            const closed = d.status === "closed";
+            const m: M = d.amountType === "allocated" ? (closed ? "assigned" : "openAssigned") : closed ? "disbursed" : "openDisbursed";
+            const day = (d.billingDate ?? d.closedAt ?? item.meta.createdAt).slice(0, 10);
+            // The rule (amounts.ts ownRate): an item in another currency than its subproject's, with a rate other than 1, converts at it.
+            const rate = d.exchangeRate;
+            const own = d.currency && d.currency !== subCurrency[s] && rate && !/^1(\.0*)?$/.test(rate) ? { rate, via: subCurrency[s]! } : undefined;
+            count(m, d.currency ?? subCurrency[s]!, d.amount, day, own);
+          }
         }
-      }
-      const dec = (f: ReturnType<typeof fraction>) => roundHalfEven(f, 12);
-      const got = Object.fromEntries(answer.total.byCurrency.map((c) => [c.currency, c]));
-      expect(Object.keys(got).sort()).toEqual([...byCurrency.keys()].sort());
-      for (const [currency, t] of byCurrency) {
-        for (const m of Object.keys(t) as M[]) expect(dec(fraction(got[currency]![m]))).toBe(dec(t[m]));
-      }
-      for (const m of Object.keys(conv) as M[]) expect(answer.total.converted![m]).toBe(conv[m] === null ? null : roundHalfEven(conv[m]!, DECIMALS));
-      // The write-time sums are what the log replays to: the partition verifies.
-      expect((await store.resources.audit.verify(["project", p])).ok).toBe(true);
-      await own.close();
-    }),
+        const dec = (f: ReturnType<typeof fraction>) => roundHalfEven(f, 12);
+        const got = Object.fromEntries(answer.total.byCurrency.map((c) => [c.currency, c]));
+        expect(Object.keys(got).sort()).toEqual([...byCurrency.keys()].sort());
+        for (const [currency, t] of byCurrency) {
+          for (const m of Object.keys(t) as M[]) expect(dec(fraction(got[currency]![m]))).toBe(dec(t[m]));
+        }
+        for (const m of Object.keys(conv) as M[]) expect(answer.total.converted![m]).toBe(conv[m] === null ? null : roundHalfEven(conv[m]!, DECIMALS));
+        // The write-time sums are what the log replays to: the partition verifies.
+        expect((await store.resources.audit.verify(["project", p])).ok).toBe(true);
+        await own.close();
+      },
+    ),
     { numRuns: 20 },
   );
 });

@@ -9,6 +9,7 @@ import { ProcessDataPage } from "./pages/process-data.js";
 import { ProjectPage } from "./pages/project.js";
 import { ProjectsPage } from "./pages/projects.js";
 import { SubprojectPage } from "./pages/subproject.js";
+import { SubscriptionsPage } from "./pages/subscriptions.js";
 import { GroupsPage, MePage, UsersPage } from "./pages/users.js";
 import { href, route, segments } from "./router.js";
 import { asProblem, login, logout, refreshMe, session } from "./session.js";
@@ -66,6 +67,7 @@ function Page({ path }: { path: string }) {
   if (seg[0] === "process-data") return <ProcessDataPage keyspace={seg[1]} recordKey={seg[2]} />;
   if (seg[0] === "archive") return <ArchivePage query={new URLSearchParams(query)} snapshot={seg[1]} />;
   if (seg[0] === "notifications") return <NotificationsPage />;
+  if (seg[0] === "subscriptions") return <SubscriptionsPage />;
   if (seg[0] === "users") return <UsersPage u={seg[1]} />;
   if (seg[0] === "me") return <MePage />;
   if (seg[0] === "groups") return <GroupsPage g={seg[1]} />;
@@ -99,6 +101,9 @@ function App() {
           </a>
           <a href={href("/archive")} class={section === "archive" ? "active" : ""}>
             Archive
+          </a>
+          <a href={href("/subscriptions")} class={section === "subscriptions" ? "active" : ""}>
+            Subscriptions
           </a>
           {admin ? (
             <a href={href("/users")} class={section === "users" || section === "groups" ? "active" : ""}>

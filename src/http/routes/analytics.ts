@@ -15,6 +15,7 @@
 import { Type } from "@sinclair/typebox";
 import ExcelJS from "exceljs";
 import type { FastifyReply, FastifyRequest } from "fastify";
+import type { Actor } from "../../access/actor.js";
 import { NotFoundError } from "../../errors.js";
 import { Analytics, analyticsCsv, EXPORT_COLUMNS, exportLines, MEASURES, safeText, type Analytics as AnalyticsAnswer } from "../../workflow/analytics.js";
 import { ExchangeRate, StoredRate } from "../../workflow/rates.js";
@@ -98,46 +99,32 @@ const analyticsResponse = {
 
 export const analyticsRoutes: RoutePlugin = async (app) => {
   const { analytics, rates } = app.flowstore;
-  const project = servedLevel("project");
-  const subproject = servedLevel("subproject");
-
-  app.get(
-    `${project.item}/analytics`,
+  // The two levels' routes, one declaration each: the served level, its operation and how its ids are read.
+  const levels = [
     {
-      schema: {
-        tags: project.tags,
-        operationId: "getProjectAnalytics",
-        summary: "A project's budget totals (projected, assigned, disbursed) per currency and converted at dated exchange rates, per subproject; O(subprojects + buckets)",
-        params: project.params,
-        querystring: AnalyticsQuery,
-        response: analyticsResponse,
-      },
+      level: servedLevel("project"),
+      operationId: "getProjectAnalytics",
+      summary: "A project's budget totals (projected, assigned, disbursed) per currency and converted at dated exchange rates, per subproject; O(subprojects + buckets)",
+      read: (actor: Actor, [p]: readonly string[], q: { currency?: string; date?: string }) => analytics.project(actor, p!, q),
     },
-    async (request, reply) => {
-      const [p] = project.refOf(request.params).ids as [string];
-      const { currency, date, format } = request.query;
-      return send(reply, request, format, await analytics.project(request.actor, p, { currency, date }), `project-${p}-analytics`);
-    },
-  );
-
-  app.get(
-    `${subproject.item}/analytics`,
     {
-      schema: {
-        tags: subproject.tags,
-        operationId: "getSubprojectAnalytics",
-        summary: "A subproject's budget totals (projected, assigned, disbursed) per currency and converted at dated exchange rates",
-        params: subproject.params,
-        querystring: AnalyticsQuery,
-        response: analyticsResponse,
+      level: servedLevel("subproject"),
+      operationId: "getSubprojectAnalytics",
+      summary: "A subproject's budget totals (projected, assigned, disbursed) per currency and converted at dated exchange rates",
+      read: (actor: Actor, [p, s]: readonly string[], q: { currency?: string; date?: string }) => analytics.subproject(actor, p!, s!, q),
+    },
+  ];
+  for (const { level, operationId, summary, read } of levels) {
+    app.get(
+      `${level.item}/analytics`,
+      { schema: { tags: level.tags, operationId, summary, params: level.params, querystring: AnalyticsQuery, response: analyticsResponse } },
+      async (request, reply) => {
+        const ids = level.refOf(request.params).ids;
+        const { currency, date, format } = request.query;
+        return send(reply, request, format, await read(request.actor, ids, { currency, date }), `${level.type.name}-${ids.at(-1)}-analytics`);
       },
-    },
-    async (request, reply) => {
-      const [p, s] = subproject.refOf(request.params).ids as [string, string];
-      const { currency, date, format } = request.query;
-      return send(reply, request, format, await analytics.subproject(request.actor, p, s, { currency, date }), `subproject-${s}-analytics`);
-    },
-  );
+    );
+  }
 
   const tags = ["exchange-rates"];
   app.put(

@@ -121,10 +121,19 @@ export function typeSchemas<S extends SchemaDecl, T extends keyof S & string>(sc
     OwnedKeys<S[T]>
   >;
   const page = PageOf(Type.Union([resource, Redacted]), `${title}Page`);
-  // What a write answers: the resource, or its redacted form to a caller who may act on it but not view it.
-  const written = Type.Union([resource, Redacted]);
-  return { resource, create, update, page, written };
+  return { resource, create, update, page, updated: updatedResponses(resource) };
 }
+
+/**
+ * What a write to an existing resource answers (an update, an assign, a close…): 200 with the resource to
+ * a caller that may view it once written, else 204 with no body (sendWritten). Both carry the new ETag.
+ */
+export const updatedResponses = <R extends TSchema>(resource: R) => ({
+  200: resource,
+  204: Type.Null({
+    description: "No Content: the write is done; the caller may act on the resource but not view it. The ETag is its new version, for the next If-Match",
+  }),
+});
 
 /** One declared type as served: its paths, parameters, tags, schemas and the ref a request addresses. */
 export interface ServedType {
@@ -206,18 +215,31 @@ export function ifMatch(request: FastifyRequest): number | undefined {
 }
 
 /**
- * Answers a write: the written resource as the actor may see it (redacted, as lists show it, when it may
- * act on it but not view it) with the intents it holds on it (allowedIntents, as reads answer), and its
- * version as the ETag (for the next If-Match).
+ * Answers a write to an existing resource: the resource with the intents the actor holds on it
+ * (allowedIntents, as reads answer) when it may view it once written, else 204 and no body (it may act on
+ * it but not view it: it learns no more from its write than from a list); its version as the ETag either
+ * way (for the next If-Match).
  */
-export async function sendWritten(reply: FastifyReply, store: ResourceStore, actor: Actor, ref: Ref, written: Envelope, code = 200): Promise<FastifyReply> {
-  return sendResource(reply, await store.reads.seenBy(actor, ref, written, { allowedIntents: true }), written.meta.version, code);
+export async function sendWritten(reply: FastifyReply, store: ResourceStore, actor: Actor, ref: Ref, written: Envelope): Promise<FastifyReply> {
+  const seen = await store.reads.seenBy(actor, ref, written, { allowedIntents: true });
+  if (seen === null) return sendResource(reply, null, written.meta.version, 204);
+  return sendResource(reply, seen, written.meta.version);
 }
 
-/** Answers a resource (or its stored JSON bytes) with its version as the ETag (the route declares `config.etag`). */
-export function sendResource(reply: FastifyReply, json: Buffer | object, version: number, code = 200): FastifyReply {
+/**
+ * Answers a create: 201 and the resource whole, with the intents its creator holds on it, even when they
+ * leave the creator no view of it (a restricted workflowitem made for another assignee): it holds what the
+ * creator sent and the facts of the creation, no permission map (reads.seenByCreator).
+ */
+export async function sendCreated(reply: FastifyReply, store: ResourceStore, actor: Actor, ref: Ref, created: Envelope): Promise<FastifyReply> {
+  return sendResource(reply, await store.reads.seenByCreator(actor, ref, created, { allowedIntents: true }), created.meta.version, 201);
+}
+
+/** Answers a resource (or its stored JSON bytes; null: no body, a 204) with its version as the ETag (the route declares `config.etag`). */
+export function sendResource(reply: FastifyReply, json: Buffer | object | null, version: number, code = 200): FastifyReply {
   if (reply.request.routeOptions.config.etag !== true) throw new Error(`${reply.request.routeOptions.url} answers an ETag but does not declare config.etag`);
   reply.header("etag", `"${version}"`).code(code);
+  if (json === null) return reply.send();
   if (Buffer.isBuffer(json)) return reply.type("application/json; charset=utf-8").send(json);
   return reply.send(json);
 }
@@ -288,10 +310,10 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
           schema: {
             tags,
             operationId: `create${C}`,
-            summary: `Create a ${T}`,
+            summary: `Create a ${T}; its creator is answered the whole ${T} (what it sent, its defaults and the creation's id, status and meta; no permission map), even when its permissions leave the creator no view of it`,
             params: s.parentParams,
             body: schemas.create,
-            response: { 201: schemas.written, ...problems(400, 403, 404, 409, 413, 415) },
+            response: { 201: schemas.resource, ...problems(400, 403, 404, 409, 413, 415) },
           },
         },
         async (request, reply) => {
@@ -306,7 +328,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
           const ref: Ref = { type: T, ids: [...ids] };
           const at = item.replace(/:[^/]+/g, () => encodeURIComponent(ids.shift()!));
           reply.header("location", `${app.prefix}${at}`);
-          return sendWritten(reply, store, request.actor, ref, created, 201);
+          return sendCreated(reply, store, request.actor, ref, created);
         },
       );
 
@@ -373,7 +395,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
             summary: `Update some fields of a ${T} (If-Match: a version; a stale one is a 412)`,
             params,
             body: schemas.update,
-            response: { 200: schemas.written, ...problems(400, 403, 404, 409, 413, 415) },
+            response: { ...schemas.updated, ...problems(400, 403, 404, 409, 413, 415) },
           },
         },
         async (request, reply) => {
@@ -479,7 +501,7 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
               operationId: `${on ? "set" : "clear"}${C}GovernanceFlag`,
               summary: `${on ? "Set" : "Clear"} the ${T}'s governanceDelete flag (${t.intents.governance}): while set, its ${t.children.filter((c) => store.schema.type(c).decl.governanceDelete).join(" and ")} children may be governance-deleted`,
               params,
-              response: { 200: schemas.written, ...problems(400, 403, 404, 409) },
+              response: { ...schemas.updated, ...problems(400, 403, 404, 409) },
             },
             handler: async (request, reply) => {
               const ref = s.refOf(request.params);

@@ -3,7 +3,8 @@
  *
  *   POST   /subscriptions                          {name, filter?, webhook?} → 201 {subscription, secret?} (the secret once)
  *   GET    /subscriptions                          → the caller's
- *   GET    /subscriptions/digest                   → the caller's open assignments (JSON, with a plain-text body)
+ *   GET    /subscriptions/digest[?format=text]     → the caller's open assignments: JSON (with its plain text), or
+ *                                                   text/plain (`Accept: text/plain` or `format=text`)
  *   GET    /subscriptions/{id}                     → one (its owner, or global.manageSubscriptions)
  *   DELETE /subscriptions/{id}                     → 204 (its owner, or global.manageSubscriptions)
  *   GET    /subscriptions/{id}/events?ack&limit    → acknowledge `ack`, then the events past the cursor (its owner)
@@ -30,6 +31,18 @@ const EventsQuery = Type.Object(
   },
   { additionalProperties: false },
 );
+
+const DigestQuery = Type.Object(
+  { format: Type.Optional(Type.Union([Type.Literal("json"), Type.Literal("text")], { description: "instead of the Accept header" })) },
+  { additionalProperties: false },
+);
+
+/** The plain text when `format=text`, or when the Accept header names text/plain and not JSON (nor anything). */
+function wantsText(accept: string | undefined, format: string | undefined): boolean {
+  if (format !== undefined) return format === "text";
+  const a = accept ?? "";
+  return a.includes("text/plain") && !/application\/json|\*\/\*/.test(a);
+}
 
 export const subscriptionRoutes: RoutePlugin = async (app) => {
   const { subscriptions } = app.flowstore;
@@ -59,8 +72,27 @@ export const subscriptionRoutes: RoutePlugin = async (app) => {
 
   app.get(
     "/subscriptions/digest",
-    { schema: { operationId: "getSubscriptionDigest", tags, summary: "The caller's daily digest: its open assignments, as JSON and as plain text", response: { 200: Digest } } },
-    async (request) => subscriptions.digest(request.actor),
+    {
+      schema: {
+        operationId: "getSubscriptionDigest",
+        tags,
+        summary: "The caller's daily digest of open assignments: JSON (with its plain text in `text`), or the plain text alone with `Accept: text/plain` or `format=text`",
+        querystring: DigestQuery,
+        response: {
+          200: {
+            description: "the digest (JSON), or its plain text (a mail body)",
+            content: { "application/json": { schema: Digest }, "text/plain": { schema: Type.String() } },
+          },
+          ...problems(400),
+        },
+      },
+    },
+    async (request, reply) => {
+      const digest = await subscriptions.digest(request.actor);
+      reply.header("vary", "accept");
+      if (wantsText(request.headers.accept, request.query.format)) return reply.type("text/plain; charset=utf-8").send(digest.text);
+      return reply.type("application/json").send(digest);
+    },
   );
 
   app.get(

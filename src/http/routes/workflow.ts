@@ -40,9 +40,9 @@ const closeBody = (body: unknown): Static<typeof CloseBody> | undefined => (body
 function commandRoutes(app: App, s: ServedType): void {
   const { workflow } = app.flowstore;
   const { item, params, tags } = s;
-  const resource = s.schemas.written;
+  const updated = s.schemas.updated;
   const { resources } = app.flowstore;
-  /** A write's answer: the resource as the actor may see it now. */
+  /** A write's answer: the resource to an actor that may view it now, else 204 (declared.ts sendWritten). */
   const written = (request: { actor: Actor; params: Record<string, string> }, reply: FastifyReply, r: Envelope) =>
     sendWritten(reply, resources, request.actor, s.refOf(request.params), r);
   const T = s.type.name;
@@ -58,7 +58,7 @@ function commandRoutes(app: App, s: ServedType): void {
         summary: `Close a ${T}${T === "workflowitem" ? " (optionally rejecting it with a reason)" : " (every child must be closed)"}`,
         params,
         ...(T === "workflowitem" ? { body: Type.Optional(CloseBody) } : {}),
-        response: { 200: resource, ...problems(400, 403, 404, 409, 415) },
+        response: { ...updated, ...problems(400, 403, 404, 409, 415) },
       },
     },
     async (request, reply) => {
@@ -78,7 +78,7 @@ function commandRoutes(app: App, s: ServedType): void {
     `${item}/assign`,
     {
       config: { etag: true, ifMatch: true },
-      schema: { tags, operationId: `assign${C}`, summary: `Assign a ${T}`, params, body: AssignBody, response: { 200: resource, ...problems(400, 403, 404, 409, 415) } },
+      schema: { tags, operationId: `assign${C}`, summary: `Assign a ${T}`, params, body: AssignBody, response: { ...updated, ...problems(400, 403, 404, 409, 415) } },
     },
     async (request, reply) => {
       const r = await workflow.assign(request.actor, s.refOf(request.params), request.body.assignee, { ifVersion: ifMatch(request) });
@@ -97,7 +97,7 @@ function commandRoutes(app: App, s: ServedType): void {
           summary: `Set the projected budget of an organization in a currency (${T}.budget.updateProjected)`,
           params,
           body: ProjectedBudget,
-          response: { 200: resource, ...problems(400, 403, 404, 409, 415) },
+          response: { ...updated, ...problems(400, 403, 404, 409, 415) },
         },
       },
       async (request, reply) => {
@@ -114,7 +114,7 @@ function commandRoutes(app: App, s: ServedType): void {
           operationId: `delete${C}ProjectedBudget`,
           summary: `Delete a projected budget (${T}.budget.deleteProjected)`,
           params: Type.Composite([params, BudgetKey]),
-          response: { 200: resource, ...problems(400, 403, 404, 409) },
+          response: { ...updated, ...problems(400, 403, 404, 409) },
         },
       },
       async (request, reply) => {

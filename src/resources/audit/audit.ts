@@ -14,6 +14,7 @@ import { layout } from "../model/layout.js";
 import { RecordView, type Envelope } from "../model/record.js";
 import { indexEntries } from "../indexes/visibility.js";
 import { locate, type Ref } from "../model/ref.js";
+import type { CompiledType } from "../model/schema.js";
 import { PartitionReplay, ReplayError, valueOf, type ReplayedEntry, type ReplayedValue } from "./replay.js";
 
 export interface HistoryOptions {
@@ -60,6 +61,14 @@ function historyFilter(o: HistoryOptions): ((e: ResourceEvent) => boolean) | nul
 /** A grant or a revoke: shown only to those who may list the resource's permissions. */
 /** In the bytes of every event that may hold what only a permission lister sees (a `permissions` map, a `…permission_granted` type). */
 const PERMISSION = Buffer.from("permission", "latin1");
+
+/** Whether a resource's record names a data subject (only then may its state and events hold sealed personal data). */
+function namesSubject(t: CompiledType, state: Buffer): boolean {
+  const subject = t.decl.personal?.subject;
+  if (subject === undefined) return false;
+  const named = new RecordView(state).envelope().data[subject];
+  return typeof named === "string";
+}
 
 /** An event that changed the data (a patch) without the diff diffs are recorded with now: written before they were. */
 function lacksChanges(e: ResourceEvent): boolean {
@@ -153,7 +162,11 @@ export class Audit {
       }
     }
     // Personal data is sealed in the events as in the state: opened here, or read as erased (personal/subjects.ts).
+    // Only a resource that names a data subject holds any (its subject is set at creation and never
+    // changes, so a record naming none had none in any event): the events of any other are served as read.
+    if (state && !namesSubject(l.type, state)) return { items, nextCursor: cursor };
     const { subjects } = this.core;
+    if (bytes) return { items: await subjects.openAll(items as Buffer[]), nextCursor: cursor };
     return { items: await Promise.all(items.map((e) => (Buffer.isBuffer(e) ? subjects.openJson(e) : subjects.openValue(e)))), nextCursor: cursor };
   }
 
@@ -173,9 +186,16 @@ export class Audit {
    * An event as the actor may read it over REST, or null: every event needs the resource's history
    * intent, a permission change its `intent.listPermissions`; a `created` event's permission map is
    * left out for those who may not list permissions. Null too when the resource is gone (as its
-   * history answers 404), except for the system actor.
+   * history answers 404), except for the system actor. Its personal data is opened as history opens it
+   * (plain text, or ERASED_TEXT once the subject was erased), unless `sealed`: for a consumer that keeps
+   * what it delivers (a subscription's dead letters), which opens it when it is read.
    */
-  async eventFor(actor: Actor, event: ResourceEvent): Promise<ResourceEvent | null> {
+  async eventFor(actor: Actor, event: ResourceEvent, options: { sealed?: boolean } = {}): Promise<ResourceEvent | null> {
+    const visible = await this.#visibleEvent(actor, event);
+    return visible === null || options.sealed === true ? visible : this.core.subjects.openValue(visible);
+  }
+
+  async #visibleEvent(actor: Actor, event: ResourceEvent): Promise<ResourceEvent | null> {
     const last = event.path.at(-1);
     if (!last) return null;
     let l;

@@ -34,20 +34,25 @@ export async function rebuildOrderIndex(c: Core, partition: Partition): Promise<
 
 /**
  * Gives every partition of the schema's owner types written before sums existed its sums (once per
- * store and owner type: a marker records it; an import drops it, compose/transfer.ts). Only schemas
- * declaring sums have any. Idempotent.
+ * store, owner type and version of the sums declarations: a marker records it; an import drops it,
+ * compose/transfer.ts). Only schemas declaring sums have any. Idempotent.
  */
 export async function buildSums(c: Core): Promise<number> {
-  const owners = new Set([...c.schema.types.values()].filter((t) => t.decl.sums !== undefined).map((t) => t.owner));
+  // Per owner type, the highest version of its types' sums declarations (sumsVersion): a marker of an older one (none: 1) is built again.
+  const owners = new Map<string, number>();
+  for (const t of c.schema.types.values()) if (t.decl.sums !== undefined) owners.set(t.owner, Math.max(owners.get(t.owner) ?? 1, t.decl.sumsVersion ?? 1));
   let n = 0;
-  for (const owner of owners) {
-    if (await c.kv.get(layout.sumsBuilt, layout.sumsBuiltEntry(owner))) continue;
+  for (const [owner, version] of owners) {
+    const marker = await c.kv.get(layout.sumsBuilt, layout.sumsBuiltEntry(owner));
+    if (marker && ((JSON.parse(marker.value.toString("utf8")) as { version?: number }).version ?? 1) >= version) continue;
     for await (const p of allPartitions(c.kv, owner)) {
       if (!(await c.kv.get(p, layout.head))) continue;
       await rebuildOrderIndex(c, p);
       n++;
     }
-    await c.kv.commit(layout.sumsBuilt, [{ type: "put", key: layout.sumsBuiltEntry(owner), value: Buffer.from(JSON.stringify({ built: true })) }]);
+    await c.kv.commit(layout.sumsBuilt, [
+      { type: "put", key: layout.sumsBuiltEntry(owner), value: Buffer.from(JSON.stringify(version === 1 ? { built: true } : { built: true, version })) },
+    ]);
   }
   return n;
 }

@@ -47,6 +47,57 @@ export function withAllowedIntents(json: Buffer, intents: readonly string[] | Bu
 /** What `withAllowedIntents` puts in place of the closing brace: a list of many items reuses one per distinct entry. */
 export const allowedIntentsTail = (intents: readonly string[]): Buffer => Buffer.from(`,"allowedIntents":${JSON.stringify(intents)}}`);
 
+/**
+ * `allowedIntentsTail` per (type, actor, access entry bytes), kept for the process: the tail is a function
+ * of those three alone (the stored bytes, not a version, are the key, so no write can leave it stale),
+ * so a GET or a list of a resource an actor has read before neither parses the access entry nor judges
+ * its intents again. An actor's entries are found by the entry's length, then compared byte for byte
+ * (no string made of the bytes). Bounded in memory: 8 entries per (actor, type, length), the newest kept,
+ * and the whole emptied when its entries' bytes pass `IntentTails.BUDGET` or it holds 1,024 actors
+ * (permission maps of different lengths would otherwise add entries without end).
+ */
+export class IntentTails {
+  /** The bytes (access entries and tails) held at the most before the whole is emptied: 8 MiB. */
+  static readonly BUDGET = 8 * 1024 * 1024;
+  readonly #byActor = new Map<string, Map<string, Map<number, { raw: Buffer; tail: Buffer }[]>>>();
+  #bytes = 0;
+
+  /** The bytes held now (for tests of the bound). */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  tail(t: CompiledType, raw: Buffer | undefined, actor: Actor): Buffer {
+    const who = actor.system ? "s" : actor.groups.length === 0 ? `u${actor.id}` : `u${actor.id}\u0000${actor.groups.join("\u0000")}`;
+    const bytes = raw ?? EMPTY;
+    if (this.#bytes + bytes.length > IntentTails.BUDGET) this.#clear();
+    let types = this.#byActor.get(who);
+    if (!types) {
+      if (this.#byActor.size >= 1024) this.#clear();
+      this.#byActor.set(who, (types = new Map()));
+    }
+    let lengths = types.get(t.name);
+    if (!lengths) types.set(t.name, (lengths = new Map()));
+    let known = lengths.get(bytes.length);
+    if (!known) lengths.set(bytes.length, (known = []));
+    for (const k of known) if (k.raw.equals(bytes)) return k.tail;
+    const tail = allowedIntentsTail(allowedIntents(t, permissionsOf(raw), actor));
+    if (known.length >= 8) {
+      const dropped = known.shift()!;
+      this.#bytes -= dropped.raw.length + dropped.tail.length;
+    }
+    known.push({ raw: Buffer.from(bytes), tail });
+    this.#bytes += bytes.length + tail.length;
+    return tail;
+  }
+
+  #clear(): void {
+    this.#byActor.clear();
+    this.#bytes = 0;
+  }
+}
+const EMPTY = Buffer.alloc(0);
+
 /** The permissions in an access entry's bytes. */
 export const permissionsOf = (raw: Buffer | undefined): Permissions => decodeAccess(raw).permissions;
 
@@ -103,6 +154,8 @@ export class Core {
   readonly identities: IdentityDirectory | undefined;
   /** The data subjects' keys: personal fields sealed on write, opened on read (personal/subjects.ts). */
   readonly subjects: Subjects;
+  /** Each actor's `allowedIntents` per access entry, as answers carry them. */
+  readonly intentTails = new IntentTails();
 
   constructor(
     readonly kv: KvStore,

@@ -86,6 +86,12 @@ export interface TypeDecl {
    * commit of every write that changes them, so a parent's totals are read in O(buckets).
    */
   readonly sums?: SumsDecl;
+  /**
+   * The version of `sums`' buckets (default 1): raised when a declaration changes what it contributes, so
+   * the partitions of a store built under an older one get their sums again from their logs once, at
+   * open (audit/order-index.ts buildSums), and verify's replay agrees with what they hold.
+   */
+  readonly sumsVersion?: number;
 }
 
 export interface PersonalDecl {

@@ -14,9 +14,9 @@
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
 import { ConflictError, NotFoundError } from "../../errors.js";
-import { scanAll, type Entry, type KvStore } from "../../kv/contract.js";
+import { allPartitions, scanAll, type Entry, type KvStore } from "../../kv/contract.js";
 import type { Static } from "@sinclair/typebox";
-import { layout } from "../model/layout.js";
+import { kinds, layout } from "../model/layout.js";
 import type { ErasedResource as ErasedResourceShape, ErasureReceipt as ErasureReceiptShape } from "../model/wire.js";
 import type { Ref } from "../model/ref.js";
 import { assertId, type CompiledType } from "../model/schema.js";
@@ -237,6 +237,30 @@ export class Subjects {
       } catch (e) {
         if (!(e instanceof ConflictError)) throw e;
       }
+    }
+  }
+
+  /**
+   * Puts an erasure back after a restore or an import brought a copy of the subject's partition from
+   * before it (its key with it): the key is deleted again and the receipt put back, in one commit. True
+   * when there was anything to do (a key, or no receipt).
+   */
+  async reinstate(receipt: ErasureReceipt): Promise<boolean> {
+    const partition = layout.subject(receipt.subject);
+    const [k, erased] = await this.kv.getMany(partition, [layout.subjectKey, layout.subjectErasure]);
+    if (!k && erased) return false;
+    await this.kv.commit(partition, [
+      { type: "delete", key: layout.subjectKey },
+      { type: "put", key: layout.subjectErasure, value: Buffer.from(JSON.stringify(receipt)) },
+    ]);
+    return true;
+  }
+
+  /** The receipt of every erased subject this store's subject partitions hold. */
+  async *erasures(): AsyncGenerator<ErasureReceipt> {
+    for await (const p of allPartitions(this.kv, kinds.subject.kind)) {
+      const e = await this.kv.get(p, layout.subjectErasure);
+      if (e) yield JSON.parse(e.value.toString("utf8")) as ErasureReceipt;
     }
   }
 

@@ -8,14 +8,14 @@ import { cursorBytes, cursorOf, scanAll, type Entry } from "../../kv/contract.js
 import { encodeNested } from "../../kv/tuple.js";
 import { allows, type Actor, type Permissions } from "../../access/actor.js";
 import { flatChildRecords } from "./context.js";
-import { allowedIntents, allowedIntentsTail, pageLimit, permissionsOf, MAX_PAGE, withAllowedIntents, type Core, type Page, type PageOptions } from "../core/core.js";
+import { allowedIntents, pageLimit, permissionsOf, MAX_PAGE, withAllowedIntents, type Core, type Page, type PageOptions } from "../core/core.js";
 import { layout } from "../model/layout.js";
 import { rebuildOrderIndex } from "../audit/order-index.js";
 import { closedFirstOrder, effectiveOrder } from "../model/ordering.js";
 import { pageJson } from "../model/page-json.js";
 import { PageCache } from "./page-cache.js";
 import { listedJson, Queries, type ListQuery } from "./query.js";
-import { RecordView, redacted, WRITTEN_WITH, type Envelope, type RedactedEnvelope, type Written } from "../model/record.js";
+import { RecordView, WRITTEN_WITH, type Envelope, type Written } from "../model/record.js";
 import { childRef, locate, type Located, type Ref } from "../model/ref.js";
 import type { CompiledType, DataOf, SchemaDecl } from "../model/schema.js";
 import { sealedIn } from "../personal/subjects.js";
@@ -37,6 +37,11 @@ export interface ChildSums {
   readonly envelope: Envelope;
   readonly viewable: boolean;
   readonly sums: SumRow[];
+}
+
+/** Options of the sums reads: `withSums(head)` false skips the sums' range read (the caller holds what it derived from them at that head). */
+export interface SumsOptions {
+  readonly withSums?: (head: number | null) => boolean;
 }
 
 const listed = listedJson;
@@ -137,15 +142,8 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
       }),
     );
     // Siblings mostly share their access entry's bytes (inherited permissions): each distinct entry is
-    // parsed and judged once per page.
-    const judged = new Map<string, Buffer>();
-    return items.map((item, i) => {
-      const raw = raws[i];
-      const k = raw ? raw.toString("latin1") : "";
-      let tail = judged.get(k);
-      if (!tail) judged.set(k, (tail = allowedIntentsTail(allowedIntents(t, permissionsOf(raw), actor))));
-      return withAllowedIntents(item, tail);
-    });
+    // parsed and judged once (core.ts, IntentTails).
+    return items.map((item, i) => withAllowedIntents(item, this.core.intentTails.tail(t, raws[i], actor)));
   }
 
   /** The stored public JSON of a resource the actor may view, with `allowedIntents` when asked, and its version. */
@@ -163,7 +161,7 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
     // Personal data opened (personal/subjects.ts) only where the bytes hold a sealed value: no promise otherwise.
     const stored = view.publicBytes();
     const json = sealedIn(stored) ? await this.core.subjects.openJson(stored) : stored;
-    return { json: options.allowedIntents ? withAllowedIntents(json, allowedIntents(l.type, permissionsOf(access?.value), actor)) : json, version: view.version };
+    return { json: options.allowedIntents ? withAllowedIntents(json, this.core.intentTails.tail(l.type, access?.value, actor)) : json, version: view.version };
   }
 
   /** The record of a resource the actor holds `intent` on (the view intent by default). */
@@ -174,20 +172,35 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
   }
 
   /**
-   * A resource as the actor may see it right after writing it: whole when the actor holds its view
-   * intent, else redacted as lists show it, with the intents it holds when asked. A caller that may act
-   * on a resource but not view it learns no more from its write than from a list. Both are decided from
-   * the permissions the write itself wrote (no read after it); an envelope no write of this store
-   * returned has its access entry read instead.
+   * A resource as the actor that wrote it may see it right after the write: whole (its personal data
+   * opened), with the intents it holds on it when asked, or null when it may act on it but not view it
+   * (a caller learns no more from a write than from a list). Decided from the permissions the write itself
+   * wrote (no read after it); an envelope no write of this store returned has its access entry read instead.
    */
-  async seenBy(actor: Actor, ref: Ref, envelope: Written, options: { allowedIntents?: boolean } = {}): Promise<(Envelope | RedactedEnvelope) & { allowedIntents?: string[] }> {
+  async seenBy(actor: Actor, ref: Ref, envelope: Written, options: { allowedIntents?: boolean } = {}): Promise<(Envelope & { allowedIntents?: string[] }) | null> {
+    const { l, permissions } = await this.#writtenWith(ref, envelope);
+    return allows(permissions, actor, l.type.intents.view) ? this.#whole(actor, l, permissions, envelope, options) : null;
+  }
+
+  /**
+   * A new resource as its creator is answered: whole, like `seenBy` to a viewer, even when its permissions
+   * leave the creator no view of it (a restricted workflowitem made for another assignee). A create echoes
+   * the fields the creator sent, their defaults and the facts of the creation (id, status, meta); the
+   * answer holds no permission map.
+   */
+  async seenByCreator(actor: Actor, ref: Ref, envelope: Written, options: { allowedIntents?: boolean } = {}): Promise<Envelope & { allowedIntents?: string[] }> {
+    const { l, permissions } = await this.#writtenWith(ref, envelope);
+    return this.#whole(actor, l, permissions, envelope, options);
+  }
+
+  async #writtenWith(ref: Ref, envelope: Written): Promise<{ l: Located; permissions: Permissions }> {
     const l = locate(this.core.schema, ref);
-    const permissions = envelope[WRITTEN_WITH] ?? permissionsOf((await this.core.kv.get(l.partition, layout.access(l)))?.value);
+    return { l, permissions: envelope[WRITTEN_WITH] ?? permissionsOf((await this.core.kv.get(l.partition, layout.access(l)))?.value) };
+  }
+
+  async #whole(actor: Actor, l: Located, permissions: Permissions, envelope: Written, options: { allowedIntents?: boolean }): Promise<Envelope & { allowedIntents?: string[] }> {
     const intents = options.allowedIntents ? { allowedIntents: allowedIntents(l.type, permissions, actor) } : {};
-    if (allows(permissions, actor, l.type.intents.view)) return { ...(await this.core.subjects.openValue<Envelope>(envelope)), ...intents };
-    const { statusField } = l.type.decl;
-    const status = statusField ? envelope.data[statusField] : undefined;
-    return { ...redacted(l.type.name, envelope.id, statusField, typeof status === "string" ? status : "", envelope.meta.createdAt), ...intents };
+    return { ...(await this.core.subjects.openValue<Envelope>(envelope)), ...intents };
   }
 
   /**
@@ -435,24 +448,33 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
 
   /**
    * A resource the actor may view and the sums it keeps of its children's declared amounts (sums.ts):
-   * one range read of O(buckets), whatever the number of children.
+   * one range read of O(buckets), whatever the number of children. `head` is the version of its
+   * partition's chain head, read before anything else: every write to the partition moves it, so what
+   * was derived from this read may be cached under it (a newer write moves it past). `withSums(head)`
+   * false: the sums are not read (the caller holds what it derived from them at that head).
    */
-  async sums(actor: Actor, ref: Ref): Promise<{ envelope: Envelope; sums: SumRow[] }> {
-    const { l, view } = await this.#readable(actor, ref);
+  async sums(actor: Actor, ref: Ref, options: SumsOptions = {}): Promise<{ envelope: Envelope; sums: SumRow[]; head: number | null }> {
+    const l = locate(this.core.schema, ref);
+    const head = await this.#head(l);
+    const { view } = await this.#readable(actor, ref);
     const sums: SumRow[] = [];
-    for await (const e of scanAll(this.core.kv, l.partition, { prefix: layout.sums(l), limit: 5000 })) {
-      const { sum, n } = decodeSum(e.value);
-      sums.push({ bucket: layout.bucketOfSum(e.key, l.depth), sum: fromScaled(sum), n });
+    if (options.withSums?.(head) ?? true) {
+      for await (const e of scanAll(this.core.kv, l.partition, { prefix: layout.sums(l), limit: 5000 })) {
+        const { sum, n } = decodeSum(e.value);
+        sums.push({ bucket: layout.bucketOfSum(e.key, l.depth), sum: fromScaled(sum), n });
+      }
     }
-    return { envelope: view.envelope(), sums };
+    return { envelope: view.envelope(), sums, head };
   }
 
   /**
    * The nested children of one type under a resource the actor may view, each with the sums it keeps
    * and whether the actor may view it: one range read of the children's records and one of their sums,
-   * O(children + buckets), whatever the number of grandchildren.
+   * O(children + buckets), whatever the number of grandchildren. `head` and `withSums` as in `sums`.
    */
-  async childSums(actor: Actor, parent: Ref, childType: string): Promise<{ envelope: Envelope; children: ChildSums[] }> {
+  async childSums(actor: Actor, parent: Ref, childType: string, options: SumsOptions = {}): Promise<{ envelope: Envelope; children: ChildSums[]; head: number | null }> {
+    const located = locate(this.core.schema, parent);
+    const head = await this.#head(located);
     const { l, view } = await this.#readable(actor, parent);
     const t = this.core.schema.type(childType);
     if (t.decl.parent !== l.type.name || t.decl.idStyle !== "nested") throw new ValidationError(`${childType} is no nested child type of ${l.type.name}`, "childType");
@@ -462,12 +484,19 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
       children.set(v.id, { id: v.id, envelope: v.envelope(), viewable: v.viewableBy(actor), sums: [] });
     }
     const depth = l.depth + 1;
-    for await (const e of scanAll(this.core.kv, l.partition, { prefix: layout.sumsOfType(depth, l.pairs, childType), limit: 5000 })) {
-      const id = layout.pairsOfSum(e.key, depth).at(-1)!;
-      const { sum, n } = decodeSum(e.value);
-      children.get(id)?.sums.push({ bucket: layout.bucketOfSum(e.key, depth), sum: fromScaled(sum), n });
+    if (options.withSums?.(head) ?? true) {
+      for await (const e of scanAll(this.core.kv, l.partition, { prefix: layout.sumsOfType(depth, l.pairs, childType), limit: 5000 })) {
+        const id = layout.pairsOfSum(e.key, depth).at(-1)!;
+        const { sum, n } = decodeSum(e.value);
+        children.get(id)?.sums.push({ bucket: layout.bucketOfSum(e.key, depth), sum: fromScaled(sum), n });
+      }
     }
-    return { envelope: view.envelope(), children: [...children.values()] };
+    return { envelope: view.envelope(), children: [...children.values()], head };
+  }
+
+  /** The version of a partition's chain head (null: nothing written), read first by the reads whose results a caller caches under it. */
+  async #head(l: Located): Promise<number | null> {
+    return (await this.core.kv.get(l.partition, layout.head))?.version ?? null;
   }
 
   /** A resource's permissions: intent → identities (its `listPermissions` intent). */

@@ -1,0 +1,38 @@
+/**
+ * The process-wide cache of `allowedIntents` tails (resources/core/core.ts IntentTails): the tail is the
+ * same as computed afresh, and what it holds stays within its byte budget however many distinct access
+ * entries it is asked about (permission maps of ever new lengths).
+ */
+import { describe, expect, it } from "vitest";
+import { allowedIntents, allowedIntentsTail, encodeAccess, IntentTails } from "../../src/resources/core/core.js";
+import { workflowSchema } from "../../src/workflow/schema.js";
+
+const project = workflowSchema.types.get("project")!;
+const alice = { id: "alice", groups: [] as string[], system: false };
+
+describe("IntentTails", () => {
+  it("answers the tail computed afresh, for each access entry", () => {
+    const tails = new IntentTails();
+    for (const holders of [["alice"], ["bob"], ["alice", "bob"]]) {
+      const permissions = { "project.viewSummary": holders, "project.viewDetails": ["alice"] };
+      const raw = encodeAccess({ permissions });
+      const expected = allowedIntentsTail(allowedIntents(project, permissions, alice));
+      expect(tails.tail(project, raw, alice).equals(expected)).toBe(true);
+      expect(tails.tail(project, Buffer.from(raw), alice).equals(expected)).toBe(true);
+    }
+  });
+
+  it("holds no more than its byte budget, however many distinct entries it is asked about", () => {
+    const tails = new IntentTails();
+    const filler = "x".repeat(4096);
+    let most = 0;
+    for (let i = 0; i < 6000; i++) {
+      // Every entry a new length and new bytes: without the budget each would be kept (8 per length).
+      const raw = encodeAccess({ permissions: { "project.viewSummary": [`u${i}`, filler.slice(0, i)] } });
+      tails.tail(project, raw, alice);
+      most = Math.max(most, tails.bytes);
+    }
+    expect(most).toBeGreaterThan(IntentTails.BUDGET / 2);
+    expect(most).toBeLessThanOrEqual(IntentTails.BUDGET);
+  });
+});
