@@ -18,7 +18,7 @@ import type { KvStore } from "../kv/contract.js";
 import { allows, isTop, ROOT_ID, type Actor, type Permissions } from "./actor.js";
 import { IntentRegistry, type Intent, type IntentSplit } from "./intents.js";
 import { PartitionKind, Subspace } from "../kv/subspace.js";
-import { CHAIN, type RecordChainSpec } from "../kv/record-chain.js";
+import { asActor, CHAIN, type RecordChainSpec } from "../kv/record-chain.js";
 
 /** Which identities (users and groups) exist; implemented by identity, read by whoever grants. */
 export interface IdentityDirectory {
@@ -135,7 +135,7 @@ export class GlobalPermissions {
     this.#check(intent, identity);
     await this.#assertHolds(actor, [intent]);
     await assertIdentityExists(this.#identities, identity);
-    await this.#update([intent], identity, true);
+    await asActor(actor, () => this.#update([intent], identity, true));
   }
 
   /** Grants every registered global intent to an existing user or group at once (global.grantAllPermissions). */
@@ -145,7 +145,7 @@ export class GlobalPermissions {
     await assertIdentityExists(this.#identities, identity);
     const all = this.intents.list();
     await this.#assertHolds(actor, all);
-    await this.#update(all, identity, true);
+    await asActor(actor, () => this.#update(all, identity, true));
     return all;
   }
 
@@ -153,7 +153,7 @@ export class GlobalPermissions {
     await this.assert(actor, "global.revokePermission");
     this.#check(intent, identity);
     await this.assertOutranks(actor, await this.#asActor(identity));
-    await this.#update([intent], identity, false);
+    await asActor(actor, () => this.#update([intent], identity, false));
   }
 
   /**
@@ -164,7 +164,7 @@ export class GlobalPermissions {
   async grantAllToNew(actor: Actor, identity: string): Promise<void> {
     if (!actor.system) throw new ForbiddenError(`${actor.id} may not bootstrap global permissions`);
     this.#check(undefined, identity);
-    await this.#update(this.intents.list(), identity, true);
+    await asActor(actor, () => this.#update(this.intents.list(), identity, true));
   }
 
   /**

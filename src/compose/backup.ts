@@ -70,6 +70,8 @@ export interface StoreExport {
 /** What a restore's check needs of a store opened over the scratch copy. */
 export interface ScratchStore {
   readonly identity: { getUser(id: string): Promise<unknown> };
+  /** The scratch store's own KvStore (its record chains are compared with the live store's). */
+  readonly kv: KvStore;
   verifyAll(onResult?: (partition: Partition, result: { ok: boolean; firstBad?: { seq: number; reason: string } }) => void): Promise<VerifyAllResult>;
   close(): Promise<void>;
 }
@@ -81,6 +83,8 @@ export interface BackupParts {
   readonly fence: StoreFence;
   readonly clock: () => number;
   readonly global: GlobalPermissions;
+  /** The identities: which record chains of a backup are off the store's line of history. */
+  readonly identity: { forkedIn(other: KvStore): Promise<Partition[]> };
   readonly background: Background;
   /** Where a restore keeps the export it reads and its scratch store. */
   readonly restoreDir: string;
@@ -139,6 +143,7 @@ export class Backups {
     renewing.unref();
     const stop = (): void => clearInterval(renewing);
     let staged: { file: string; counts: TransferCounts };
+    let forked: Partition[] = [];
     const digest = createHash("sha256");
     try {
       const source = typeof input === "function" ? input() : input;
@@ -152,7 +157,9 @@ export class Backups {
       staged = await stageExport(
         this.parts.restoreDir,
         pipe(source, hashing, () => {}),
-        (scratch) => this.#check(scratch),
+        async (scratch) => {
+          forked = await this.#check(scratch);
+        },
       );
     } catch (e) {
       stop();
@@ -168,7 +175,7 @@ export class Backups {
         if (settled) throw new ConflictError("this staged restore is applied or discarded already", "store");
         settled = true;
         try {
-          return await this.#apply(actor, staged, sha256, shutAt, onProgress);
+          return await this.#apply(actor, staged, sha256, shutAt, forked, onProgress);
         } finally {
           stop();
         }
@@ -182,7 +189,8 @@ export class Backups {
     };
   }
 
-  async #check(scratchKv: KvStore): Promise<void> {
+  /** Refuses an export that cannot be restored (see stageRestore); answers the record chains it holds off the store's line. */
+  async #check(scratchKv: KvStore): Promise<Partition[]> {
     let scratch: ScratchStore;
     try {
       scratch = await this.parts.openScratch(scratchKv);
@@ -196,12 +204,21 @@ export class Backups {
         if (!r.ok && first === "") first = `${JSON.stringify(partition)}${r.firstBad ? ` at seq ${r.firstBad.seq}: ${r.firstBad.reason}` : ""}`;
       });
       if (!verified.ok) throw new ValidationError(`the export does not verify: ${verified.bad} partition(s) fail, the first ${first}`, "input");
+      // The fence is shut: the live chains do not move until the restore is applied or discarded.
+      return await this.parts.identity.forkedIn(scratch.kv);
     } finally {
       await scratch.close();
     }
   }
 
-  async #apply(actor: Actor, staged: { file: string; counts: TransferCounts }, sha256: string, shutAt: number, onProgress?: Progress): Promise<TransferCounts> {
+  async #apply(
+    actor: Actor,
+    staged: { file: string; counts: TransferCounts },
+    sha256: string,
+    shutAt: number,
+    forked: readonly Partition[],
+    onProgress?: Progress,
+  ): Promise<TransferCounts> {
     if (this.#restoring) throw new ConflictError("a restore is running already", "store");
     this.#restoring = true;
     const { background, fence, kv } = this.parts;
@@ -223,6 +240,7 @@ export class Backups {
         at: new Date(this.parts.clock()).toISOString(),
         backup: { sha256, exportedAt: header, partitions: staged.counts.partitions, entries: staged.counts.entries },
         replaced,
+        ...(forked.length > 0 ? { forkedRecords: forked } : {}),
       });
       // Every erasure the live store holds is in the register (kept on restore) before its content goes.
       await keepErasures(kv);

@@ -6,8 +6,8 @@
  * counts) and what it replaced (counts), each record naming the hash of the one before (a chain).
  *
  * `verify` walks the epochs: their chain, and each replaced history verified as the live store is (its
- * partitions' chains, their ledger anchors, every stored key against the replay of its log), through a
- * read-only view of it (`replacedView`). So the discontinuity shows forever: the replaced history is
+ * partitions' chains, their ledger anchors, every stored key against the replay of its log; its record
+ * chains: users, groups, grants, inboxes), through a read-only view of it (`replacedView`). So the discontinuity shows forever: the replaced history is
  * there and verifiable, and the epoch says who replaced it with what.
  */
 import { createHash } from "node:crypto";
@@ -15,6 +15,7 @@ import { canonicalJson } from "../kv/canonical.js";
 import { allPartitions, scanAll, type KvStore, type Op, type Partition, type PartitionPage } from "../kv/contract.js";
 import { keyFamilies, PartitionKind } from "../kv/subspace.js";
 import { ConflictError } from "../errors.js";
+import type { RecordChainResult } from "../kv/record-chain.js";
 import { verifyAll, type ChainedKind } from "../resources/audit/verify-all.js";
 
 /** The partition of the epoch records (kept on restore). */
@@ -38,6 +39,11 @@ export interface EpochRecord {
   readonly backup: { readonly sha256: string; readonly exportedAt: string | null; readonly partitions: number; readonly entries: number };
   /** The content it replaced, kept in the replaced history of this epoch. */
   readonly replaced: { readonly partitions: number; readonly entries: number };
+  /**
+   * The record chains (users, groups, grants) the backup holds off the store's line of history (neither
+   * a prefix of the other's: rewritten, from another store, or from before the chains); absent when none.
+   */
+  readonly forkedRecords?: readonly Partition[];
   /** The hash of the previous record (null for the first). */
   readonly previous: string | null;
   /** SHA-256 of this record's canonical JSON without `hash`. */
@@ -155,7 +161,41 @@ export interface EpochVerified {
   readonly by: string;
   readonly at: string;
   readonly backup: EpochRecord["backup"];
-  readonly replaced: { readonly ok: boolean; readonly partitions: number; readonly events: number; readonly bad: number };
+  readonly replaced: { readonly ok: boolean; readonly partitions: number; readonly events: number; readonly bad: number; readonly records: RecordsVerified };
+  /** As the epoch's record says (`EpochRecord.forkedRecords`). */
+  readonly forkedRecords?: readonly Partition[];
+}
+
+/** The record chains of a store (users, groups, grants, inboxes) as verify reports them. */
+export interface RecordsVerified {
+  readonly ok: boolean;
+  /** Partitions with a record chain, checked. */
+  readonly partitions: number;
+  readonly events: number;
+  /** Partitions whose chain or records failed. */
+  readonly bad: number;
+}
+
+/** Sums up record-chain results (a partition with nothing to check is not counted), each one that counts reported to `onResult`. */
+export function tallyRecords(
+  results: readonly { readonly partition: Partition; readonly result: RecordChainResult }[],
+  onResult?: (partition: Partition, result: RecordChainResult) => void,
+): RecordsVerified {
+  let ok = true;
+  let partitions = 0;
+  let events = 0;
+  let bad = 0;
+  for (const { partition, result } of results) {
+    if (result.ok && result.checked === 0) continue;
+    partitions++;
+    events += result.checked;
+    if (!result.ok) {
+      ok = false;
+      bad++;
+    }
+    onResult?.(partition, result);
+  }
+  return { ok, partitions, events, bad };
 }
 
 /** The epochs as verify reports them: ok when their chain holds and every replaced history verifies. */
@@ -166,8 +206,15 @@ export interface EpochsVerified {
   readonly list: readonly EpochVerified[];
 }
 
-/** Verifies the epoch records' chain and each replaced history, through `verifiersOf` (the live store's schemas over a view of it). */
-export async function verifyEpochs(kv: KvStore, verifiersOf: (view: KvStore) => readonly ChainedKind[]): Promise<EpochsVerified> {
+/**
+ * Verifies the epoch records' chain and each replaced history, through `verifiersOf` (the live store's
+ * schemas over a view of it) and `recordsOf` (its record chains over the view).
+ */
+export async function verifyEpochs(
+  kv: KvStore,
+  verifiersOf: (view: KvStore) => readonly ChainedKind[],
+  recordsOf: (view: KvStore) => Promise<readonly { readonly partition: Partition; readonly result: RecordChainResult }[]>,
+): Promise<EpochsVerified> {
   const records = await listEpochs(kv);
   const chain = checkEpochChain(records);
   const list: EpochVerified[] = [];
@@ -175,8 +222,16 @@ export async function verifyEpochs(kv: KvStore, verifiersOf: (view: KvStore) => 
   for (const r of records) {
     const view = replacedView(kv, r.epoch);
     const v = await verifyAll(view, verifiersOf(view));
-    ok &&= v.ok;
-    list.push({ epoch: r.epoch, by: r.by, at: r.at, backup: r.backup, replaced: { ok: v.ok, partitions: v.partitions, events: v.events, bad: v.bad } });
+    const records = tallyRecords(await recordsOf(view));
+    ok &&= v.ok && records.ok;
+    list.push({
+      epoch: r.epoch,
+      by: r.by,
+      at: r.at,
+      backup: r.backup,
+      replaced: { ok: v.ok && records.ok, partitions: v.partitions, events: v.events, bad: v.bad + records.bad, records },
+      ...(r.forkedRecords ? { forkedRecords: r.forkedRecords } : {}),
+    });
   }
   return chain.ok ? { ok, list } : { ok, chain: chain.reason!, list };
 }

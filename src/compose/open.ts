@@ -40,6 +40,7 @@ import { Notifications, type NotificationsOptions } from "../workflow/notificati
 import { ExchangeRates } from "../workflow/rates.js";
 import { Subscriptions, type SubscriptionsOptions } from "../subscriptions/subscriptions.js";
 import { FeedWatcher } from "../resources/log/feed.js";
+import { readLedger } from "../resources/log/writer.js";
 import { LogCheckpoints } from "../tlog/checkpoint.js";
 import { TransparencyLog } from "../tlog/log.js";
 import type { WorkflowSchema } from "../workflow/schema.js";
@@ -48,7 +49,7 @@ import { Backups, type StoreExport } from "./backup.js";
 import { Erasures, keepErasures } from "./erasure.js";
 import type { ErasureReceipt } from "../resources/store.js";
 import { flowstoreIntents } from "./intents.js";
-import { listEpochs, replacedView, verifyEpochs, type EpochsVerified } from "./epochs.js";
+import { listEpochs, replacedView, tallyRecords, verifyEpochs, type EpochsVerified } from "./epochs.js";
 import { StoreFence } from "./fence.js";
 import { IMPORT_MARKER, KEPT_ON_RESTORE_KINDS, PARTITION_KINDS, SCHEMAS, type PartitionKind } from "./kinds.js";
 import type { StagedRestore } from "./restore.js";
@@ -70,7 +71,7 @@ export type CheckpointVerified = VerifyResult & {
 
 /** What `verifyAll` answers: the live store's partitions, and the epochs (each restore) with their replaced histories. */
 export type VerifyAllResult = BaseVerifyAllResult & {
-  /** The record chains of the identity and global-permission partitions (kv/record-chain.ts): partitions with a chain, events checked. */
+  /** The record chains (kv/record-chain.ts) of the identity and global-permission partitions and of the inboxes: partitions with a chain, events checked. */
   readonly records: { readonly ok: boolean; readonly partitions: number; readonly events: number };
   readonly epochs: EpochsVerified;
 };
@@ -299,7 +300,10 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   const chained = PARTITION_KINDS.filter((k) => k.chained).map((k) => ({ kind: k.kind, store: storeOf[k.layer as keyof typeof SCHEMAS] }));
   const ck = options.checkpointKey ?? {};
   const checkpointKey = await loadCheckpointKey({ env: ck.pem, dataDir: ck.dataDir });
-  const tree = new TransparencyLog(kv, resources.writer.feed);
+  // Users, groups and grants are anchored as the resources are (issue 29): their record chains' heads in
+  // the ledger, their events in the feed, and so in the transparency log, which reads them there.
+  identity.anchorWith(resources.writer.records);
+  const tree = new TransparencyLog(kv, resources.writer.feed, (p) => identity.recordChained(p));
   const logCheckpoints = new LogCheckpoints(tree, checkpointKey.privateKey, options.log?.origin);
   // A partition's checkpoint names the log checkpoint (the current tree) that holds its head, when it does.
   const checkpoints = new Checkpoints(kv, checkpointKey, clock, async (partition, seq) => {
@@ -323,6 +327,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     // Users, groups and grants written before their record chains: adopted into them, once.
     await identity.adoptRecords();
     await rates.adoptRecords(); // exchange rates written before their record chain
+    await identity.anchorRecords(); // chains written before their anchors, or a crash in between
     await resources.buildSums();
     await migrateIntentSplits();
   }
@@ -330,6 +335,8 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   const documents = new Documents(resources, archive, { ...options.documents, clock });
   const { follow = false, pollMs = 200, ...notificationOptions } = options.notifications ?? {};
   const notifications = new Notifications(kv, resources, identity, notificationOptions);
+  // Inboxes written before their record chains: adopted into them, once (not over an unfinished import).
+  if (!(await kv.get(IMPORT_MARKER.partition, IMPORT_MARKER.key))) await notifications.adopt();
 
   const assignees = new Assignees(resources, identity);
   const { deliver = false, pollMs: subscriptionPollMs = 200, intervalMs: subscriptionIntervalMs = 1000, ...subscriptionOptions } = options.subscriptions ?? {};
@@ -358,6 +365,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     fence,
     clock,
     global,
+    identity,
     background,
     restoreDir: options.restoreDir ?? lmdbDir ?? join(tmpdir(), "flowstore-restore"),
     // The scratch store of a restore is opened as this one is, for what an open checks (the process-data key).
@@ -375,6 +383,8 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
       await tenancy.buildVisibility();
       await identity.adoptRecords(); // a backup from before the record chains
       await rates.adoptRecords();
+      await identity.anchorRecords(); // or from before their anchors
+      await notifications.adopt();
       await resources.buildSums();
       await migrateIntentSplits();
     },
@@ -392,6 +402,13 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     };
     return PARTITION_KINDS.filter((k) => k.chained).map((k) => ({ kind: k.kind, store: stores[k.layer as keyof typeof SCHEMAS] }));
   };
+
+  /** The record chains over a store (the live one, a replaced history), with their ledger anchors in it. */
+  const recordsOver = async (over: KvStore) => [
+    ...(await identity.verifyRecords(over, (p) => readLedger(over, p))),
+    ...(await notifications.verify(over)),
+    ...(await rates.verifyRecords(over)),
+  ];
 
   let closed: Promise<void> | null = null;
   return {
@@ -417,21 +434,16 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     },
     async verifyAll(onResult, opts = {}) {
       const live = await verifyAll(kv, verifiers, onResult, opts);
-      // Who could do what (the users, groups and grants) and the exchange rates, against their record chains.
-      const records = { ok: true, partitions: 0, events: 0 };
-      let recordsBad = 0;
-      for (const { partition, result } of [...(await identity.verifyRecords()), ...(await rates.verifyRecords(kv))]) {
-        if (result.ok && result.checked === 0) continue;
-        records.partitions++;
-        records.events += result.checked;
-        if (!result.ok) {
-          records.ok = false;
-          recordsBad++;
-        }
-        onResult?.(partition, result);
-      }
-      const epochs = await verifyEpochs(kv, verifiersOver);
-      return { ...live, ok: live.ok && records.ok && epochs.ok, bad: live.bad + recordsBad, records, epochs };
+      // Who could do what, who was told what, and the exchange rates: against their record chains.
+      const records = tallyRecords(await recordsOver(kv), onResult);
+      const epochs = await verifyEpochs(kv, verifiersOver, recordsOver);
+      return {
+        ...live,
+        ok: live.ok && records.ok && epochs.ok,
+        bad: live.bad + records.bad,
+        records: { ok: records.ok, partitions: records.partitions, events: records.events },
+        epochs,
+      };
     },
     fence,
     disableUser: (actor, id, opts = {}) => assignees.disableUser(actor, id, opts),

@@ -12,7 +12,17 @@
  */
 import { ConflictError, DisabledLoginError, ForbiddenError, NotFoundError, PasswordChangeRequiredError, UnauthorizedError, ValidationError } from "../errors.js";
 import type { Entry, KvStore, Op, Partition } from "../kv/contract.js";
-import { adoptRecords, verifyRecordChain, withRecordChain, type RecordChainResult } from "../kv/record-chain.js";
+import {
+  adoptRecords,
+  anchorRecords,
+  asActor,
+  onOneLine,
+  verifyRecordChain,
+  withRecordChain,
+  type RecordAnchor,
+  type RecordChainResult,
+  type RecordChainSpec,
+} from "../kv/record-chain.js";
 import { ROOT_ID, SYSTEM, type Actor } from "../access/actor.js";
 import { GLOBAL, GLOBAL_CHAIN, GlobalPermissions, type IdentityDirectory } from "../access/global.js";
 import { IntentRegistry, type IntentSplit } from "../access/intents.js";
@@ -119,6 +129,13 @@ export interface IdentityOptions {
   readonly now?: () => Date;
 }
 
+/** The record chains of the identities: the identity partition's and the global permissions'. */
+const RECORD_CHAINS: readonly RecordChainSpec[] = [IDENTITY_CHAIN, GLOBAL_CHAIN];
+const CHAINED_PARTITIONS: readonly (readonly [Partition, RecordChainSpec])[] = [
+  [PARTITION, IDENTITY_CHAIN],
+  [GLOBAL.partition(), GLOBAL_CHAIN],
+];
+
 export class Identity implements IdentityDirectory {
   readonly global: GlobalPermissions;
   /** The permissions on each user account (TruBudget's per-user intents: user-permissions.ts). */
@@ -128,65 +145,97 @@ export class Identity implements IdentityDirectory {
   readonly kv: KvStore;
   /** The store without the chains: what adopting writes through (its event is the chain's own). */
   readonly #base: KvStore;
+  /** Where the record chains are anchored (the ledger and the feed), once the composition root hands it over. */
+  #anchor: RecordAnchor | undefined;
 
   constructor(kv: KvStore, options: IdentityOptions = {}) {
     this.#now = options.now ?? (() => new Date());
     this.#base = kv;
-    this.kv = withRecordChain(kv, [IDENTITY_CHAIN, GLOBAL_CHAIN], () => this.#now().getTime());
+    this.kv = withRecordChain(kv, RECORD_CHAINS, { clock: () => this.#now().getTime(), anchor: () => this.#anchor });
     this.global = options.global ?? new GlobalPermissions(this.kv, { intents: options.intents ?? new IntentRegistry(IDENTITY_INTENTS), identities: this });
   }
 
   /**
-   * Verifies the record chains of the identity and global-permission partitions (kv/record-chain.ts):
-   * each chain, and every user, group and grant against its replay.
+   * Anchors the record chains from now on (kv/record-chain.ts: each change's head in the ledger, its
+   * events in the change feed, so the transparency log takes them in); `anchorRecords` anchors what they
+   * hold already.
    */
-  async verifyRecords(kv: KvStore = this.kv): Promise<{ partition: Partition; result: RecordChainResult }[]> {
-    return Promise.all(
-      (
-        [
-          [PARTITION, IDENTITY_CHAIN],
-          [GLOBAL.partition(), GLOBAL_CHAIN],
-        ] as const
-      ).map(async ([partition, spec]) => ({ partition, result: await verifyRecordChain(kv, partition, spec) })),
-    );
+  anchorWith(anchor: RecordAnchor): void {
+    this.#anchor = anchor;
+  }
+
+  /** Anchors each record chain whose head is past its ledger entry (see `anchorWith`); nothing before an anchor is given. */
+  async anchorRecords(): Promise<void> {
+    const anchor = this.#anchor;
+    if (!anchor) return;
+    for (const [partition] of CHAINED_PARTITIONS) await anchorRecords(this.#base, partition, anchor);
+  }
+
+  /** True for a partition that carries a record chain of the identities (the transparency log reads its events there). */
+  recordChained(partition: Partition): boolean {
+    return RECORD_CHAINS.some((c) => c.holds(partition));
+  }
+
+  /**
+   * Verifies the record chains of the identity and global-permission partitions (kv/record-chain.ts):
+   * each chain, its anchor in the ledger (`anchored`, when given: the ledger's head of a partition, over
+   * the same store), and every user, group and grant against its replay.
+   */
+  async verifyRecords(
+    kv: KvStore = this.kv,
+    anchored?: (partition: Partition) => Promise<{ seq: number; hash: string } | null>,
+  ): Promise<{ partition: Partition; result: RecordChainResult }[]> {
+    return Promise.all(CHAINED_PARTITIONS.map(async ([partition, spec]) => ({ partition, result: await verifyRecordChain(kv, partition, spec, await anchored?.(partition)) })));
+  }
+
+  /**
+   * The partitions whose record chain in `other` (a backup's scratch store) is not on one line with this
+   * store's (neither a prefix of the other): the identities' history it holds is not the one this store
+   * held (rewritten, from another store, or from before the chains).
+   */
+  async forkedIn(other: KvStore): Promise<Partition[]> {
+    const forked: Partition[] = [];
+    for (const [partition] of CHAINED_PARTITIONS) if (!(await onOneLine(this.#base, other, partition))) forked.push(partition);
+    return forked;
   }
 
   /** Starts the record chains of partitions written before them (one event adopting their records); nothing on an empty store. */
   async adoptRecords(): Promise<void> {
-    await adoptRecords(this.#base, PARTITION, IDENTITY_CHAIN, () => this.#now().getTime());
-    await adoptRecords(this.#base, GLOBAL.partition(), GLOBAL_CHAIN, () => this.#now().getTime());
+    for (const [partition, spec] of CHAINED_PARTITIONS) await adoptRecords(this.#base, partition, spec, { clock: () => this.#now().getTime(), anchor: () => this.#anchor });
   }
 
   // ---- users -------------------------------------------------------------------------------------
 
   /** Creates a user (`global.createUser`); `passwordRule` "test" accepts any non-empty password (see ids.ts). */
   async createUser(actor: Actor, input: NewUser, options: { passwordRule?: PasswordRule } = {}): Promise<UserRecord> {
-    const id = checkNewId(input?.id, "id");
-    const displayName = checkDisplayName(input.displayName);
-    const organization = checkOrganization(input.organization);
-    const password = checkPassword(input.password, "password", options.passwordRule);
-    await this.global.assert(actor, CREATE_USER);
-    const hash = await hashPassword(password);
-    return withRetry(async () => {
-      // Groups that listed the id before the user existed (UnknownMembers "await"): it starts as their member.
-      const pending = await this.kv.get(PARTITION, pendingMemberKey(id));
-      const groups = pending ? decodeRecord<PendingMember>(pending).groups : [];
-      const user: UserRecord = { id, displayName, ...(organization !== undefined ? { organization } : {}), enabled: true, groups, createdAt: this.#now().toISOString() };
-      try {
-        await this.kv.commit(PARTITION, [
-          ...replace(userKey(id), null, user),
-          { type: "check", key: groupKey(id), version: null },
-          { type: "put", key: passwordKey(id), value: Buffer.from(hash) },
-          { type: "check", key: pendingMemberKey(id), version: pending?.version ?? null },
-          ...(pending ? [{ type: "delete" as const, key: pendingMemberKey(id) }] : []),
-        ]);
-      } catch (e) {
-        if (!(e instanceof ConflictError)) throw e;
-        const [u, g] = await this.kv.getMany(PARTITION, [userKey(id), groupKey(id)]);
-        if (u || g) throw new ConflictError(`the id ${id} is taken by a user or a group`, "id");
-        throw new RaceLost(e); // a group named the id meanwhile: read again
-      }
-      return user;
+    return asActor(actor, async () => {
+      const id = checkNewId(input?.id, "id");
+      const displayName = checkDisplayName(input.displayName);
+      const organization = checkOrganization(input.organization);
+      const password = checkPassword(input.password, "password", options.passwordRule);
+      await this.global.assert(actor, CREATE_USER);
+      const hash = await hashPassword(password);
+      return withRetry(async () => {
+        // Groups that listed the id before the user existed (UnknownMembers "await"): it starts as their member.
+        const pending = await this.kv.get(PARTITION, pendingMemberKey(id));
+        const groups = pending ? decodeRecord<PendingMember>(pending).groups : [];
+        const user: UserRecord = { id, displayName, ...(organization !== undefined ? { organization } : {}), enabled: true, groups, createdAt: this.#now().toISOString() };
+        try {
+          await this.kv.commit(PARTITION, [
+            ...replace(userKey(id), null, user),
+            { type: "check", key: groupKey(id), version: null },
+            { type: "put", key: passwordKey(id), value: Buffer.from(hash) },
+            { type: "check", key: pendingMemberKey(id), version: pending?.version ?? null },
+            ...(pending ? [{ type: "delete" as const, key: pendingMemberKey(id) }] : []),
+          ]);
+        } catch (e) {
+          if (!(e instanceof ConflictError)) throw e;
+          const [u, g] = await this.kv.getMany(PARTITION, [userKey(id), groupKey(id)]);
+          if (u || g) throw new ConflictError(`the id ${id} is taken by a user or a group`, "id");
+          throw new RaceLost(e); // a group named the id meanwhile: read again
+        }
+        return user;
+      });
     });
   }
 
@@ -202,9 +251,11 @@ export class Identity implements IdentityDirectory {
 
   /** Records that provisioning started or ended; root's alone (TruBudget's NotAuthorized otherwise). */
   async setProvisioning(actor: Actor, state: "started" | "ended"): Promise<void> {
-    if (actor.id !== "root") throw new ForbiddenError(`only root may record that provisioning ${state}`);
-    const record = { state, at: this.#now().toISOString(), by: actor.id };
-    await this.kv.commit(PARTITION, [{ type: "put", key: provisioningKey, value: Buffer.from(JSON.stringify(record)) }]);
+    return asActor(actor, async () => {
+      if (actor.id !== "root") throw new ForbiddenError(`only root may record that provisioning ${state}`);
+      const record = { state, at: this.#now().toISOString(), by: actor.id };
+      await this.kv.commit(PARTITION, [{ type: "put", key: provisioningKey, value: Buffer.from(JSON.stringify(record)) }]);
+    });
   }
 
   async getUser(id: string): Promise<UserRecord> {
@@ -232,19 +283,21 @@ export class Identity implements IdentityDirectory {
   }
 
   async #setEnabled(actor: Actor, id: string, enabled: boolean): Promise<UserRecord> {
-    checkId(id, "id");
-    await this.global.assert(actor, enabled ? ENABLE_USER : DISABLE_USER);
-    if (!enabled && !actor.system && actor.id === id) throw new ValidationError("a user cannot disable itself", "id");
-    return withRetry(async () => {
-      const [entry, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
-      if (!entry) throw new NotFoundError(`no user ${id}`);
-      const user = decodeRecord<UserRecord>(entry);
-      await this.global.assertOutranks(actor, { id: user.id, groups: user.groups });
-      if (user.enabled === enabled) return user;
-      const next = { ...user, enabled };
-      // Disabling revokes the user's tokens: enabling it again does not bring them back.
-      await commitOrRace(this.kv, [...replace(userKey(id), entry.version, next), ...(enabled ? [] : revocationOps(id, tokens))]);
-      return next;
+    return asActor(actor, async () => {
+      checkId(id, "id");
+      await this.global.assert(actor, enabled ? ENABLE_USER : DISABLE_USER);
+      if (!enabled && !actor.system && actor.id === id) throw new ValidationError("a user cannot disable itself", "id");
+      return withRetry(async () => {
+        const [entry, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
+        if (!entry) throw new NotFoundError(`no user ${id}`);
+        const user = decodeRecord<UserRecord>(entry);
+        await this.global.assertOutranks(actor, { id: user.id, groups: user.groups });
+        if (user.enabled === enabled) return user;
+        const next = { ...user, enabled };
+        // Disabling revokes the user's tokens: enabling it again does not bring them back.
+        await commitOrRace(this.kv, [...replace(userKey(id), entry.version, next), ...(enabled ? [] : revocationOps(id, tokens))]);
+        return next;
+      });
     });
   }
 
@@ -257,34 +310,36 @@ export class Identity implements IdentityDirectory {
    * so the record stays (without `mustChange`) until the user sets its own from a session.
    */
   async setPassword(actor: Actor, id: string, password: string, options: { passwordRule?: PasswordRule; mustChange?: boolean; afterReset?: boolean } = {}): Promise<void> {
-    checkId(id, "id");
-    checkPassword(password, "password", options.passwordRule);
-    const own = actor.system !== true && actor.id === id;
-    // Another account's: an administrator, or a holder of user.changePassword on the account (both only when they outrank it, below).
-    if (!own && !(await this.global.has(actor, CREATE_USER)) && !(await this.userPermissions.has(actor, id, "user.changePassword"))) {
-      throw new ForbiddenError(`${actor.id} lacks the intent ${CREATE_USER} and user.changePassword on ${id}`);
-    }
-    const hash = await hashPassword(password);
-    // The user must still exist when the hash is written (check on the record's version); every token
-    // issued under the old password is revoked in the same commit.
-    await withRetry(async () => {
-      const [current, tokens, previous] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id), resetKey(id)]);
-      if (!current) throw new NotFoundError(`no user ${id}`);
-      const user = decodeRecord<UserRecord>(current);
-      if (!own) await this.global.assertOutranks(actor, { id: user.id, groups: user.groups });
-      const reset: PasswordReset = { by: actor.id, at: this.#now().toISOString(), ...(options.mustChange === true ? { mustChange: true as const } : {}) };
-      const kept =
-        own && options.afterReset === true && previous ? JSON.stringify({ ...(JSON.parse(previous.value.toString("utf8")) as PasswordReset), mustChange: undefined }) : null;
-      await commitOrRace(this.kv, [
-        { type: "check", key: userKey(id), version: current.version },
-        { type: "put", key: passwordKey(id), value: Buffer.from(hash) },
-        own
-          ? kept === null
-            ? { type: "delete", key: resetKey(id) }
-            : { type: "put", key: resetKey(id), value: Buffer.from(kept) }
-          : { type: "put", key: resetKey(id), value: Buffer.from(JSON.stringify(reset)) },
-        ...revocationOps(id, tokens),
-      ]);
+    return asActor(actor, async () => {
+      checkId(id, "id");
+      checkPassword(password, "password", options.passwordRule);
+      const own = actor.system !== true && actor.id === id;
+      // Another account's: an administrator, or a holder of user.changePassword on the account (both only when they outrank it, below).
+      if (!own && !(await this.global.has(actor, CREATE_USER)) && !(await this.userPermissions.has(actor, id, "user.changePassword"))) {
+        throw new ForbiddenError(`${actor.id} lacks the intent ${CREATE_USER} and user.changePassword on ${id}`);
+      }
+      const hash = await hashPassword(password);
+      // The user must still exist when the hash is written (check on the record's version); every token
+      // issued under the old password is revoked in the same commit.
+      await withRetry(async () => {
+        const [current, tokens, previous] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id), resetKey(id)]);
+        if (!current) throw new NotFoundError(`no user ${id}`);
+        const user = decodeRecord<UserRecord>(current);
+        if (!own) await this.global.assertOutranks(actor, { id: user.id, groups: user.groups });
+        const reset: PasswordReset = { by: actor.id, at: this.#now().toISOString(), ...(options.mustChange === true ? { mustChange: true as const } : {}) };
+        const kept =
+          own && options.afterReset === true && previous ? JSON.stringify({ ...(JSON.parse(previous.value.toString("utf8")) as PasswordReset), mustChange: undefined }) : null;
+        await commitOrRace(this.kv, [
+          { type: "check", key: userKey(id), version: current.version },
+          { type: "put", key: passwordKey(id), value: Buffer.from(hash) },
+          own
+            ? kept === null
+              ? { type: "delete", key: resetKey(id) }
+              : { type: "put", key: resetKey(id), value: Buffer.from(kept) }
+            : { type: "put", key: resetKey(id), value: Buffer.from(JSON.stringify(reset)) },
+          ...revocationOps(id, tokens),
+        ]);
+      });
     });
   }
 
@@ -303,14 +358,16 @@ export class Identity implements IdentityDirectory {
 
   /** Revokes every token of a user (logout-all): the user itself, the system actor, or a holder of `global.createUser`. */
   async revokeTokens(actor: Actor, id: string): Promise<void> {
-    checkId(id, "id");
-    const own = actor.system !== true && actor.id === id;
-    if (!own) await this.global.assert(actor, CREATE_USER);
-    await withRetry(async () => {
-      const [current, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
-      if (!current) throw new NotFoundError(`no user ${id}`);
-      if (!own) await this.global.assertOutranks(actor, { id, groups: decodeRecord<UserRecord>(current).groups });
-      await commitOrRace(this.kv, revocationOps(id, tokens));
+    return asActor(actor, async () => {
+      checkId(id, "id");
+      const own = actor.system !== true && actor.id === id;
+      if (!own) await this.global.assert(actor, CREATE_USER);
+      await withRetry(async () => {
+        const [current, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
+        if (!current) throw new NotFoundError(`no user ${id}`);
+        if (!own) await this.global.assertOutranks(actor, { id, groups: decodeRecord<UserRecord>(current).groups });
+        await commitOrRace(this.kv, revocationOps(id, tokens));
+      });
     });
   }
 
@@ -379,48 +436,50 @@ export class Identity implements IdentityDirectory {
 
   /** Creates a group (`global.createGroup`) with its first members; a member no user has is refused unless `unknownMembers` is "await". */
   async createGroup(actor: Actor, input: NewGroup, options: { unknownMembers?: UnknownMembers } = {}): Promise<GroupRecord> {
-    const id = checkNewId(input?.id, "id");
-    const displayName = checkDisplayName(input.displayName);
-    const members = input.members ?? [];
-    if (!Array.isArray(members) || members.length > MAX_GROUP_MEMBERS) {
-      throw new ValidationError(`members must be a list of at most ${MAX_GROUP_MEMBERS} user ids`, "members");
-    }
-    const seen = new Set<string>();
-    members.forEach((m, i) => {
-      checkId(m, `members[${i}]`);
-      if (seen.has(m)) throw new ValidationError(`${m} is listed twice`, `members[${i}]`);
-      seen.add(m);
-    });
-    await this.global.assert(actor, CREATE_GROUP);
-    const group: GroupRecord = { id, displayName, members: [...members], createdAt: this.#now().toISOString() };
-    return withRetry(async () => {
-      const entries = members.length
-        ? await this.kv.getMany(
-            PARTITION,
-            members.flatMap((m) => [userKey(m), groupKey(m), pendingMemberKey(m)]),
-          )
-        : [];
-      const ops: Op[] = [...replace(groupKey(id), null, group), { type: "check", key: userKey(id), version: null }];
-      members.forEach((m, i) => {
-        const [entry, asGroup, pending] = entries.slice(3 * i, 3 * i + 3);
-        if (!entry) {
-          if (options.unknownMembers !== "await" || asGroup) throw new ValidationError(`no user ${m}`, `members[${i}]`);
-          // TruBudget's unchecked member: listed now, joined when the user is created.
-          ops.push({ type: "check", key: userKey(m), version: null }, ...pendingOps(m, pending, id, true));
-          return;
-        }
-        const user = decodeRecord<UserRecord>(entry);
-        ops.push(...replace(userKey(user.id), entry.version, { ...user, groups: [...user.groups, id] }));
-      });
-      try {
-        await this.kv.commit(PARTITION, ops);
-      } catch (e) {
-        if (!(e instanceof ConflictError)) throw e;
-        const [g, u] = await this.kv.getMany(PARTITION, [groupKey(id), userKey(id)]);
-        if (g || u) throw new ConflictError(`the id ${id} is taken by a user or a group`, "id");
-        throw new RaceLost(e); // a member changed meanwhile: read again
+    return asActor(actor, async () => {
+      const id = checkNewId(input?.id, "id");
+      const displayName = checkDisplayName(input.displayName);
+      const members = input.members ?? [];
+      if (!Array.isArray(members) || members.length > MAX_GROUP_MEMBERS) {
+        throw new ValidationError(`members must be a list of at most ${MAX_GROUP_MEMBERS} user ids`, "members");
       }
-      return group;
+      const seen = new Set<string>();
+      members.forEach((m, i) => {
+        checkId(m, `members[${i}]`);
+        if (seen.has(m)) throw new ValidationError(`${m} is listed twice`, `members[${i}]`);
+        seen.add(m);
+      });
+      await this.global.assert(actor, CREATE_GROUP);
+      const group: GroupRecord = { id, displayName, members: [...members], createdAt: this.#now().toISOString() };
+      return withRetry(async () => {
+        const entries = members.length
+          ? await this.kv.getMany(
+              PARTITION,
+              members.flatMap((m) => [userKey(m), groupKey(m), pendingMemberKey(m)]),
+            )
+          : [];
+        const ops: Op[] = [...replace(groupKey(id), null, group), { type: "check", key: userKey(id), version: null }];
+        members.forEach((m, i) => {
+          const [entry, asGroup, pending] = entries.slice(3 * i, 3 * i + 3);
+          if (!entry) {
+            if (options.unknownMembers !== "await" || asGroup) throw new ValidationError(`no user ${m}`, `members[${i}]`);
+            // TruBudget's unchecked member: listed now, joined when the user is created.
+            ops.push({ type: "check", key: userKey(m), version: null }, ...pendingOps(m, pending, id, true));
+            return;
+          }
+          const user = decodeRecord<UserRecord>(entry);
+          ops.push(...replace(userKey(user.id), entry.version, { ...user, groups: [...user.groups, id] }));
+        });
+        try {
+          await this.kv.commit(PARTITION, ops);
+        } catch (e) {
+          if (!(e instanceof ConflictError)) throw e;
+          const [g, u] = await this.kv.getMany(PARTITION, [groupKey(id), userKey(id)]);
+          if (g || u) throw new ConflictError(`the id ${id} is taken by a user or a group`, "id");
+          throw new RaceLost(e); // a member changed meanwhile: read again
+        }
+        return group;
+      });
     });
   }
 
@@ -491,7 +550,7 @@ export class Identity implements IdentityDirectory {
       await this.global.assertOutranks(actor, { id: groupId, groups: [] });
       const decided = change(group, g, u, asGroup, pending);
       if (!decided) return group;
-      await commitOrRace(this.kv, decided.ops);
+      await asActor(actor, () => commitOrRace(this.kv, decided.ops));
       return decided.next;
     });
   }

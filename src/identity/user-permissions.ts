@@ -19,6 +19,7 @@ import { isTop, type Actor, type Permissions } from "../access/actor.js";
 import { ForbiddenError, NotFoundError, ValidationError } from "../errors.js";
 import type { KvStore } from "../kv/contract.js";
 import { checkId } from "./ids.js";
+import { asActor } from "../kv/record-chain.js";
 import { commitOrRace, families, PARTITION, userKey, withRetry } from "./records.js";
 
 /** The per-user intents that are kept and checked here. */
@@ -96,11 +97,13 @@ export class UserPermissions {
       if (add) holders.add(identity);
       else holders.delete(identity);
       const next = { ...permissions, [intent]: [...holders] };
-      await commitOrRace(this.identity.kv, [
-        { type: "check", key: userKey(id), version: userVersion },
-        { type: "check", key: permissionsKey(id), version },
-        { type: "put", key: permissionsKey(id), value: Buffer.from(JSON.stringify(next)) },
-      ]);
+      await asActor(actor, () =>
+        commitOrRace(this.identity.kv, [
+          { type: "check", key: userKey(id), version: userVersion },
+          { type: "check", key: permissionsKey(id), version },
+          { type: "put", key: permissionsKey(id), value: Buffer.from(JSON.stringify(next)) },
+        ]),
+      );
     });
   }
 }

@@ -12,15 +12,26 @@
  * A partition written before its chain (no head) is adopted by its first chained commit (or by
  * `adoptRecords`): the event lists every covered record present then, beside its own changes.
  *
+ * Each event names its actor (`actor`: the id of the Actor the writing domain ran the change as, through
+ * `asActor`; "system" for a commit outside any actor's scope: adoption, bootstrap, migrations, the
+ * operators' CLI), covered by its hash.
+ *
+ * Anchoring (issue 29): given an anchor (`RecordAnchor`, the resources' ledger and feed, handed in by the
+ * composition root), each chained commit also puts the partition's head in the store-wide ledger and the
+ * new events' range in the change feed, in the same atomic commit where the backend commits across
+ * partitions (memory, LMDB), else right after it (Redis, PostgreSQL: a crash in between leaves the ledger
+ * behind, and the next chained commit's feed range starts past the ledger's seq, so it covers the gap;
+ * `anchorRecords` closes it at open). The transparency log then takes the events in as leaves (their
+ * hash is the leaf's), so a checkpoint cosigned by witnesses pins them: a rewrite of the records with a
+ * recomputed chain, which the chain alone cannot see, changes the log's root.
+ *
  * Layout, inside the partition: `["chain", "log", seq]` the events, `["chain", "head"]` {seq, hash}.
- * What it cannot see: a rewrite of the records together with a recomputed chain (whoever can write the
- * store can do it); the store-wide ledger and transparency log are the anchor against that (not yet
- * appended to by these chains).
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { createHash } from "node:crypto";
 import { ConflictError } from "../errors.js";
 import { canonicalJson } from "./canonical.js";
-import type { Entry, Key, KvStore, Op, Partition } from "./contract.js";
+import type { Entry, Key, KvStore, Op, Partition, PartitionOps, TxReader } from "./contract.js";
 import { scanAll } from "./contract.js";
 import { Subspace } from "./subspace.js";
 import { decode, encode } from "./tuple.js";
@@ -41,6 +52,8 @@ export interface RecordChainSpec {
 export interface RecordEvent {
   readonly seq: number;
   readonly at: string;
+  /** Who made the change (an Actor's id; "system" outside any actor's scope). Absent in events written before issue 29's actors. */
+  readonly actor?: string;
   /** Each covered key changed (base64 of its tuple encoding) and the SHA-256 (hex) of its new value, null when deleted. */
   readonly changes: readonly (readonly [string, string | null])[];
   /** Records present before the chain began, adopted by this event (listed first in `changes`). */
@@ -52,6 +65,41 @@ export interface RecordEvent {
 interface Head {
   readonly seq: number;
   readonly hash: string | null;
+}
+
+/** A chain's head as anchored outside its partition: the last event's seq and hash. */
+export interface AnchoredHead {
+  readonly seq: number;
+  readonly hash: string;
+}
+
+/**
+ * Where a record chain's events are anchored outside their partition (the resources' ledger and change
+ * feed, writer.ts): each names the range from just past the head the ledger holds to `head`.
+ */
+export interface RecordAnchor {
+  /** The ops on other partitions, inside a commit across partitions (read through `tx`). */
+  staged(tx: TxReader, partition: Partition, head: AnchoredHead): readonly PartitionOps[];
+  /** The same as later commits (a backend with no commit across partitions); never rejects. */
+  after(partition: Partition, head: AnchoredHead): Promise<void>;
+  /** The head the ledger holds for the partition, or null. */
+  anchored(partition: Partition): Promise<AnchoredHead | null>;
+}
+
+/** What a chained store is given besides its specs. */
+export interface RecordChainOptions {
+  readonly clock?: () => number;
+  /** The anchor, once the composition root has one (read at each commit). */
+  readonly anchor?: () => RecordAnchor | undefined;
+}
+
+const ACTOR = new AsyncLocalStorage<string>();
+/** The actor of a commit outside any actor's scope. */
+export const SYSTEM_ACTOR = "system";
+
+/** Runs `fn` as `actor`: every record-chain event its commits append names it. */
+export function asActor<T>(actor: { readonly id: string }, fn: () => Promise<T>): Promise<T> {
+  return ACTOR.run(actor.id, fn);
 }
 
 export interface RecordChainResult {
@@ -94,7 +142,8 @@ async function appendOps(
   if (!headEntry) {
     for await (const e of scanAll(kv, partition)) if (spec.covers(e.key)) adopted.push([keyName(e.key), sha256(e.value)]);
   }
-  const body = { seq: head.seq + 1, at, changes: [...adopted, ...changes], ...(adopted.length > 0 ? { adopted: adopted.length } : {}), prev: head.hash };
+  const actor = ACTOR.getStore() ?? SYSTEM_ACTOR;
+  const body = { seq: head.seq + 1, at, actor, changes: [...adopted, ...changes], ...(adopted.length > 0 ? { adopted: adopted.length } : {}), prev: head.hash };
   const event: RecordEvent = { ...body, hash: hashOf(body) };
   const ops: Op[] = [
     { type: "check", key: HEAD, version: headEntry?.version ?? null },
@@ -104,14 +153,32 @@ async function appendOps(
   return { ops, event, head: headEntry?.version ?? null };
 }
 
+/**
+ * Commits a partition's ops with a chain event's, and anchors the event (see the file header): one commit
+ * across partitions where the backend has it, else the partition's commit and then the anchor's.
+ */
+async function commitAnchored(kv: KvStore, partition: Partition, ops: readonly Op[], event: RecordEvent, anchor: RecordAnchor | undefined): ReturnType<KvStore["commit"]> {
+  if (!anchor) return kv.commit(partition, ops);
+  const head = { seq: event.seq, hash: event.hash };
+  if (kv.commitAcross) {
+    const { versions, durable } = await kv.commitAcross((tx) => [{ partition, ops }, ...anchor.staged(tx, partition, head)]);
+    await durable;
+    return { version: versions[0]! };
+  }
+  const result = await kv.commit(partition, ops);
+  await anchor.after(partition, head);
+  return result;
+}
+
 /** Commits `ops` and, when they change covered records, the chain's event in the same commit (retried on the head alone). */
-async function chainedCommit(kv: KvStore, partition: Partition, spec: RecordChainSpec, ops: readonly Op[], clock: () => number): ReturnType<KvStore["commit"]> {
+async function chainedCommit(kv: KvStore, partition: Partition, spec: RecordChainSpec, ops: readonly Op[], options: RecordChainOptions): ReturnType<KvStore["commit"]> {
   const changes = changesOf(spec, ops);
   if (changes.length === 0) return kv.commit(partition, ops);
+  const clock = options.clock ?? Date.now;
   for (let attempt = 1; ; attempt++) {
     const chain = await appendOps(kv, partition, spec, changes, new Date(clock()).toISOString());
     try {
-      return await kv.commit(partition, [...ops, ...chain.ops]);
+      return await commitAnchored(kv, partition, [...ops, ...chain.ops], chain.event, options.anchor?.());
     } catch (e) {
       if (!(e instanceof ConflictError) || attempt >= ATTEMPTS) throw e;
       // Another writer moved the head: try again on it. Otherwise a check of the caller's failed: theirs to handle.
@@ -122,11 +189,11 @@ async function chainedCommit(kv: KvStore, partition: Partition, spec: RecordChai
 }
 
 /** `kv` with every commit to a partition one of `specs` holds chained (its reads, drops and everything else pass through). */
-export function withRecordChain(kv: KvStore, specs: readonly RecordChainSpec[], clock: () => number = Date.now): KvStore {
+export function withRecordChain(kv: KvStore, specs: readonly RecordChainSpec[], options: RecordChainOptions = {}): KvStore {
   const specOf = (p: Partition): RecordChainSpec | undefined => specs.find((s) => s.holds(p));
   const commit = (p: Partition, ops: readonly Op[]) => {
     const spec = specOf(p);
-    return spec ? chainedCommit(kv, p, spec, ops, clock) : kv.commit(p, ops);
+    return spec ? chainedCommit(kv, p, spec, ops, options) : kv.commit(p, ops);
   };
   const chained: KvStore = {
     backend: kv.backend,
@@ -143,20 +210,21 @@ export function withRecordChain(kv: KvStore, specs: readonly RecordChainSpec[], 
     chained.commitVisible = async (p, ops) => {
       const spec = specOf(p);
       if (!spec || changesOf(spec, ops).length === 0) return kv.commitVisible!(p, ops);
-      return { ...(await chainedCommit(kv, p, spec, ops, clock)), durable: Promise.resolve() };
+      return { ...(await chainedCommit(kv, p, spec, ops, options)), durable: Promise.resolve() };
     };
   }
   return chained;
 }
 
 /** Starts the chain of a partition written before it (no head, covered records present): one event adopting them. Answers whether it wrote. */
-export async function adoptRecords(kv: KvStore, partition: Partition, spec: RecordChainSpec, clock: () => number = Date.now): Promise<boolean> {
+export async function adoptRecords(kv: KvStore, partition: Partition, spec: RecordChainSpec, options: RecordChainOptions = {}): Promise<boolean> {
+  const clock = options.clock ?? Date.now;
   for (let attempt = 1; ; attempt++) {
     if (await kv.get(partition, HEAD)) return false;
     const { ops, event } = await appendOps(kv, partition, spec, [], new Date(clock()).toISOString());
     if (!event.adopted) return false; // nothing to adopt: an empty partition stays unwritten
     try {
-      await kv.commit(partition, ops);
+      await commitAnchored(kv, partition, ops, event, options.anchor?.());
       return true;
     } catch (e) {
       if (!(e instanceof ConflictError) || attempt >= ATTEMPTS) throw e;
@@ -165,12 +233,49 @@ export async function adoptRecords(kv: KvStore, partition: Partition, spec: Reco
 }
 
 /**
- * Verifies a partition's record chain: every event's hash, seq and prev, the head, then the covered
- * records against the replay of the log. A partition with neither chain nor covered records has nothing
- * to check (checked 0).
+ * Anchors a chain whose head is past the ledger's entry (written before the anchors, or a crash between
+ * a commit and its anchor on a backend with no commit across partitions). Answers whether it anchored.
  */
-export async function verifyRecordChain(kv: KvStore, partition: Partition, spec: RecordChainSpec): Promise<RecordChainResult> {
+export async function anchorRecords(kv: KvStore, partition: Partition, anchor: RecordAnchor): Promise<boolean> {
+  const headEntry = await kv.get(partition, HEAD);
+  if (!headEntry) return false;
+  const head = JSON.parse(headEntry.value.toString("utf8")) as Head;
+  if (head.hash === null || ((await anchor.anchored(partition))?.seq ?? 0) >= head.seq) return false;
+  await anchor.after(partition, { seq: head.seq, hash: head.hash });
+  return true;
+}
+
+/**
+ * Whether a partition's record chain in `a` and in `b` are one line of history: the shorter is a prefix
+ * of the longer (its last event is there, with its hash; the hashes chain, so every event before it is
+ * too). An empty chain is on every line.
+ */
+export async function onOneLine(a: KvStore, b: KvStore, partition: Partition): Promise<boolean> {
+  const heads = await Promise.all([a, b].map(async (kv) => (await kv.get(partition, HEAD))?.value));
+  const [ha, hb] = heads.map((v) => (v ? (JSON.parse(v.toString("utf8")) as Head) : { seq: 0, hash: null }));
+  const shorter = ha!.seq <= hb!.seq ? ha! : hb!;
+  if (shorter.seq === 0) return true;
+  const longer = shorter === ha ? b : a;
+  const [event] = await recordEvents(longer, partition, shorter.seq, shorter.seq);
+  return event?.hash === shorter.hash;
+}
+
+/** The events `from..to` of a partition's record chain (one range read): what the transparency log takes in as leaves. */
+export async function recordEvents(kv: KvStore, partition: Partition, from: number, to: number): Promise<RecordEvent[]> {
+  if (to < from) return [];
+  const page = await kv.scan(partition, { start: LOG.pack([from]), end: LOG.pack([to + 1]), limit: to - from + 1 });
+  return page.entries.map((e) => JSON.parse(e.value.toString("utf8")) as RecordEvent);
+}
+
+/**
+ * Verifies a partition's record chain: every event's hash, seq and prev, the head, its anchor in the
+ * ledger when one is given (`anchored`: the ledger's head for the partition, null when it holds none;
+ * its seq must be in the log with its hash), then the covered records against the replay of the log. A
+ * partition with neither chain nor covered records has nothing to check (checked 0).
+ */
+export async function verifyRecordChain(kv: KvStore, partition: Partition, spec: RecordChainSpec, anchored?: AnchoredHead | null): Promise<RecordChainResult> {
   const replay = new Map<string, string | null>();
+  const hashes = new Map<number, string>();
   let prev: string | null = null;
   let seq = 0;
   for await (const e of scanAll(kv, partition, { prefix: LOG.prefix })) {
@@ -183,10 +288,14 @@ export async function verifyRecordChain(kv: KvStore, partition: Partition, spec:
     if (LOG.unpack(e.key)[0] !== seq) return bad(seq - 1, "the event is stored under another seq", seq);
     for (const [key, value] of event.changes) replay.set(key, value);
     prev = hash;
+    if (anchored && anchored.seq === seq) hashes.set(seq, hash);
   }
   const headEntry = await kv.get(partition, HEAD);
   const head = headEntry ? (JSON.parse(headEntry.value.toString("utf8")) as Head) : undefined;
   if ((head?.seq ?? 0) !== seq || (head?.hash ?? null) !== prev) return bad(seq, `the head (${head?.seq ?? 0}) is not the log's last event (${seq})`);
+  if (anchored && anchored.seq > seq) return bad(seq, `the ledger anchors seq ${anchored.seq}, the chain ends at ${seq}: its tail was cut`);
+  if (anchored && hashes.get(anchored.seq) !== anchored.hash)
+    return bad(anchored.seq - 1, `event ${anchored.seq} differs from the ledger's anchor: history was rewritten`, anchored.seq);
   const seen = new Set<string>();
   for await (const e of scanAll(kv, partition)) {
     if (!spec.covers(e.key)) continue;

@@ -1,7 +1,9 @@
 /**
  * The store-wide transparency log (issue 27): an append-only RFC 9162 Merkle tree whose leaves are the
  * events of every chained partition, in the change feed's order (resources/log/feed.ts), appended by a
- * follower that trails the feed (`appendPending`, driven by compose/background.ts).
+ * follower that trails the feed (`appendPending`, driven by compose/background.ts). The record chains of
+ * the users, groups and global grants (kv/record-chain.ts) are in the feed too: their leaves are their
+ * events', in the same shape (a leaf's hash is the record event's chain hash).
  *
  * A leaf is the bytes `flowstore-leaf/v1\n` + canonical JSON `{"e":epoch,"h":eventHash,"p":partition,"s":seq}`:
  * it names the event by its partition and seq and binds its content through the event's chain hash
@@ -30,6 +32,7 @@ import { createHash } from "node:crypto";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
 import { canonicalJson } from "../kv/canonical.js";
 import type { KvStore, Op, Partition } from "../kv/contract.js";
+import { recordEvents } from "../kv/record-chain.js";
 import { PartitionKind, Subspace } from "../kv/subspace.js";
 import type { Feed, FeedEntry } from "../resources/log/feed.js";
 import * as merkle from "./merkle.js";
@@ -133,7 +136,17 @@ export class TransparencyLog {
   constructor(
     private readonly kv: KvStore,
     private readonly feed: Feed,
+    /**
+     * True for a partition whose feed entries name events of its record chain (kv/record-chain.ts: the
+     * users, groups and global grants), not of a resource log: their leaves are those events'.
+     */
+    private readonly recordChained: (partition: Partition) => boolean = () => false,
   ) {}
+
+  /** The events `from..to` of a partition's log, or of its record chain: what the leaves name. */
+  #events(partition: Partition, from: number, to: number): Promise<readonly { readonly seq: number; readonly hash: string; readonly at: string }[]> {
+    return this.recordChained(partition) ? recordEvents(this.kv, partition, from, to) : this.feed.events(partition, from, to);
+  }
 
   async #head(): Promise<{ head: Head; version: number | null }> {
     const e = await this.kv.get(P, K.head);
@@ -174,7 +187,7 @@ export class TransparencyLog {
     for (const e of entries) {
       const seq = last.get(JSON.stringify(e.partition))! + 1;
       if (seq > e.to) continue;
-      const [event] = await this.feed.events(e.partition, seq, seq);
+      const [event] = await this.#events(e.partition, seq, seq);
       if (!event) continue; // the partition was dropped since
       return Math.max(0, (now - Date.parse(event.at)) / 1000);
     }
@@ -381,7 +394,7 @@ export class TransparencyLog {
     for (const e of entries) {
       const p = byName.get(JSON.stringify(e.partition))!;
       if (e.to <= p.last) continue;
-      for (const ev of await this.feed.events(e.partition, p.last + 1, e.to)) {
+      for (const ev of await this.#events(e.partition, p.last + 1, e.to)) {
         if (ev.seq <= p.last) continue;
         leaves.push({ epoch, partition: e.partition, seq: ev.seq, hash: ev.hash });
         p.last = ev.seq;
@@ -467,7 +480,7 @@ export class TransparencyLog {
           earlierEpochs++;
           continue;
         }
-        const [event] = await this.feed.events(l.partition, l.seq, l.seq);
+        const [event] = await this.#events(l.partition, l.seq, l.seq);
         checked++;
         if (!event) mismatches.push({ index, partition: l.partition, seq: l.seq, reason: "the event is gone from its partition" });
         else if (event.hash !== l.hash) mismatches.push({ index, partition: l.partition, seq: l.seq, reason: "the event's hash is not the one the log holds (history rewritten)" });
@@ -496,10 +509,10 @@ export class TransparencyLog {
         const at = await this.kv.get(P, K.index(head.epoch, partition, seq));
         if (!at) throw new Error(`transparency log: the index of ${JSON.stringify(partition)} seq ${seq} is missing`);
         const leaf = await this.leaf(Number(at.value.toString("utf8")));
-        const [event] = await this.feed.events(partition, seq, seq);
+        const [event] = await this.#events(partition, seq, seq);
         if (event) {
           if (event.hash !== leaf.hash) problems.push({ partition, seq, reason: "the event's hash is not the one the log holds (history rewritten)" });
-        } else if ((await this.feed.events(partition, 1, 1)).length > 0) {
+        } else if ((await this.#events(partition, 1, 1)).length > 0) {
           problems.push({ partition, seq, reason: "the event is gone from a partition that still has history (history cut back)" });
         }
         if (problems.length >= limit) return problems;

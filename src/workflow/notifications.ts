@@ -21,6 +21,16 @@
  *                              ["seq", ...partition] seq      the last seq projected of each partition
  * Retention: an inbox keeps its newest `keepNewest` notifications; an arrival past it drops the oldest
  * in the same commit.
+ *
+ * Verified (issue 29): each inbox carries a record chain (kv/record-chain.ts, keys under ["chain"]): every
+ * commit to it (an arrival, a retention drop, a mark read) appends, in the same commit, an event naming
+ * the keys it changed, the SHA-256 of their new bytes and the actor (the follower: "system"; a mark
+ * read: the user), and `verify` replays each inbox's chain against its records (`verify`), so a
+ * notification inserted or edited by hand fails naming the inbox and the key. Not re-projection from
+ * the feed: what a projection yields depends on state at its time (the assignee's group members then,
+ * the display name then, the follower's first position, retention), which the feed does not hold. An
+ * inbox's chain is not anchored in the ledger (an arrival is no rare event): a rewrite of an inbox with
+ * its chain recomputed verifies.
  */
 import { Type, type Static } from "@sinclair/typebox";
 import { createHash } from "node:crypto";
@@ -29,7 +39,8 @@ import { SYSTEM } from "../access/actor.js";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
 import type { Identity } from "../identity/index.js";
 import type { Key, KvStore, Op, Partition } from "../kv/contract.js";
-import { scanAll } from "../kv/contract.js";
+import { allPartitions, scanAll } from "../kv/contract.js";
+import { adoptRecords, asActor, CHAIN, verifyRecordChain, withRecordChain, type RecordChainResult, type RecordChainSpec } from "../kv/record-chain.js";
 import { PartitionKind, Subspace } from "../kv/subspace.js";
 import type { ResourceEvent } from "../resources/model/events.js";
 import type { Feed } from "../resources/log/feed.js";
@@ -53,6 +64,9 @@ const SEQ = new Subspace(["seq"]);
 const ATTEMPTS = 50;
 /** The feed entries one pass projects at most. */
 const BATCH = 100;
+
+/** Each inbox's record chain: every record of it (its counters, notifications and index by id). */
+const INBOX_CHAIN: RecordChainSpec = { holds: (p) => kinds.inbox.holds(p), covers: (key) => !CHAIN.contains(key) };
 
 /** The partition kinds this file writes (for export, import and the registry of kinds). */
 export const NOTIFICATION_KINDS: readonly string[] = [kinds.inbox.kind, kinds.follower.kind];
@@ -94,9 +108,13 @@ export interface NotificationsOptions {
 
 export class Notifications {
   readonly keepNewest: number;
+  /** The store, with every commit to an inbox appended to the inbox's record chain. */
+  private readonly kv: KvStore;
+  /** The store without the chains: what adopting writes through. */
+  readonly #base: KvStore;
 
   constructor(
-    private readonly kv: KvStore,
+    kv: KvStore,
     private readonly store: ResourceStore<WorkflowSchema>,
     private readonly identity: Identity,
     options: NotificationsOptions = {},
@@ -104,6 +122,22 @@ export class Notifications {
     const keep = options.keepNewest ?? DEFAULT_KEEP_NOTIFICATIONS;
     if (!Number.isSafeInteger(keep) || keep < 1) throw new ValidationError("keepNewest is a positive integer", "keepNewest");
     this.keepNewest = keep;
+    this.#base = kv;
+    this.kv = withRecordChain(kv, [INBOX_CHAIN]);
+  }
+
+  // ------------------------------------------------------------------ verification
+
+  /** Verifies every inbox's record chain against its notifications (over `kv`: default this store). */
+  async verify(kv: KvStore = this.#base): Promise<{ partition: Partition; result: RecordChainResult }[]> {
+    const out: { partition: Partition; result: RecordChainResult }[] = [];
+    for await (const partition of allPartitions(kv, kinds.inbox.kind)) out.push({ partition, result: await verifyRecordChain(kv, partition, INBOX_CHAIN) });
+    return out;
+  }
+
+  /** Starts the chains of inboxes written before them (one event adopting their records each). */
+  async adopt(): Promise<void> {
+    for await (const partition of allPartitions(this.#base, kinds.inbox.kind)) await adoptRecords(this.#base, partition, INBOX_CHAIN);
   }
 
   // ------------------------------------------------------------------ the inbox
@@ -166,6 +200,10 @@ export class Notifications {
 
   /** Marks the given notifications (or all) read; unknown ids are a NotFoundError naming them. Returns the counts. */
   async markRead(actor: Actor, which: { ids?: readonly string[]; all?: boolean }): Promise<NotificationCount> {
+    return asActor(actor, () => this.#markRead(actor, which));
+  }
+
+  async #markRead(actor: Actor, which: { ids?: readonly string[]; all?: boolean }): Promise<NotificationCount> {
     const partition = inboxOf(actor.id);
     if (which.all !== true && (!Array.isArray(which.ids) || which.ids.length === 0)) throw new ValidationError("give ids (a non-empty list) or all: true", "ids");
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
@@ -307,7 +345,8 @@ export class Notifications {
       }
       marks.set(key, entry.to);
     }
-    for (const [user, notes] of byUser) await this.#deliver(user, notes);
+    // The follower's arrivals are the system's, whatever context started this pass.
+    for (const [user, notes] of byUser) await asActor(SYSTEM, () => this.#deliver(user, notes));
     const last = entries.at(-1)!.position;
     await this.kv
       .commit(FOLLOWER, [

@@ -23,7 +23,7 @@ import { ConflictError, ForbiddenError, ValidationError } from "../errors.js";
 import { isTop, type Actor } from "../access/actor.js";
 import type { GlobalPermissions } from "../access/global.js";
 import { scanAll, type KvStore, type Op, type Partition } from "../kv/contract.js";
-import { adoptRecords, verifyRecordChain, withRecordChain, type RecordChainResult, type RecordChainSpec } from "../kv/record-chain.js";
+import { adoptRecords, asActor, verifyRecordChain, withRecordChain, type RecordChainResult, type RecordChainSpec } from "../kv/record-chain.js";
 import { PartitionKind, Subspace } from "../kv/subspace.js";
 import { isValidDate, PositiveDecimal } from "./money.js";
 
@@ -134,12 +134,12 @@ export class ExchangeRates {
     private readonly global: GlobalPermissions,
     private readonly clock: () => number = Date.now,
   ) {
-    this.kv = withRecordChain(base, [RATES_CHAIN], clock);
+    this.kv = withRecordChain(base, [RATES_CHAIN], { clock });
   }
 
   /** Starts the chain of rates written before it (one event adopting them); nothing when there are none or the chain exists. */
   async adoptRecords(): Promise<void> {
-    await adoptRecords(this.base, RATES.partition(), RATES_CHAIN, this.clock);
+    await adoptRecords(this.base, RATES.partition(), RATES_CHAIN, { clock: this.clock });
   }
 
   /**
@@ -185,7 +185,7 @@ export class ExchangeRates {
       if (written === 0) return 0;
       ops.push({ type: "check", key: VERSION.pack(), version: stored.version }, { type: "put", key: VERSION.pack(), value: Buffer.alloc(0) });
       try {
-        await this.kv.commit(RATES.partition(), ops);
+        await asActor(actor, () => this.kv.commit(RATES.partition(), ops)); // its chain's event names who wrote the rates
         return written;
       } catch (e) {
         if (!(e instanceof ConflictError) || attempt >= PUT_ATTEMPTS) throw e;

@@ -13,21 +13,20 @@
  * header whose tree before the epoch was altered, and a doctored event of the current epoch.
  */
 import { createPublicKey } from "node:crypto";
-import { createReadStream, createWriteStream } from "node:fs";
+import { createReadStream } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { text } from "node:stream/consumers";
-import { finished } from "node:stream/promises";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { SYSTEM } from "../../src/access/actor.js";
 import { EXIT } from "../../src/cli/exit.js";
-import { exportStore, importStore } from "../../src/compose/transfer.js";
-import type { KvStore } from "../../src/kv/contract.js";
+import { importStore } from "../../src/compose/transfer.js";
 import { MemoryKv } from "../../src/kv/memory.js";
 import { newKeyPem, parseVkey, privateKeyFromPem, rawPublicKey, SIG_COSIGNATURE_V1, SIG_ED25519, vkey } from "../../src/tlog/note.js";
 import { Witness } from "../../src/tlog/witness.js";
 import { startLmdbServer, type Running } from "../http/harness.js";
+import { exportTo } from "../support/export-file.js";
 import { rewriteFrom } from "../support/rechain.js";
 import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
 import { run } from "./spawn.js";
@@ -46,14 +45,6 @@ let note: string;
 let logKey: string;
 /** The two witnesses, with their state kept from one checkpoint to the next. */
 let witnesses: Witness[];
-
-async function exportTo(kv: KvStore, file: string): Promise<string> {
-  const out = createWriteStream(file);
-  await exportStore(kv, out);
-  out.end();
-  await finished(out);
-  return file;
-}
 
 async function audit(args: string[]): Promise<{ code: number | null; out: Record<string, unknown> | null; err: string }> {
   const r = run(["audit", ...args]);

@@ -3,7 +3,9 @@
  * backend: every write of a user, a group or a grant is chained and verifies; writers in two processes
  * (two handles on one store) never fork a chain; an edit around the chain (a record changed, removed or
  * added, an event altered) fails verification naming the record; a partition written before its chain
- * is adopted, by its first chained write or at open.
+ * is adopted, by its first chained write or at open. Opened as a whole store, each change is anchored in
+ * the ledger and the feed (in one commit on memory and LMDB, right after on Redis and PostgreSQL), the
+ * transparency log takes it in as a leaf with the event's hash, and a tail cut back fails on the anchor.
  */
 import { afterEach, expect, it } from "vitest";
 import { SYSTEM } from "../../src/access/actor.js";
@@ -11,7 +13,8 @@ import { GLOBAL, GLOBAL_KEYS } from "../../src/access/global.js";
 import { Identity } from "../../src/identity/identity.js";
 import { groupKey, PARTITION, userKey } from "../../src/identity/records.js";
 import type { Key, Partition } from "../../src/kv/contract.js";
-import { CHAIN } from "../../src/kv/record-chain.js";
+import { openFlowstore } from "../../src/compose/index.js";
+import { CHAIN, recordEvents } from "../../src/kv/record-chain.js";
 import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
 
 const handles: BackendHandle[] = [];
@@ -99,5 +102,38 @@ forEachBackend((backend) => {
     const r = await results(identity);
     expect(r.identity).toEqual({ ok: true, checked: 1 });
     expect(r.global).toEqual({ ok: true, checked: 1 });
+  });
+
+  it("anchors each change in the ledger and the feed, where the transparency log takes it in, and verifies the anchor", async () => {
+    const h = await backend.create();
+    handles.push(h);
+    const fs = await openFlowstore(h.kv);
+    try {
+      await fs.identity.createUser(SYSTEM, user("ann"));
+      await fs.identity.createUser(SYSTEM, user("bob"));
+      await fs.global.grant(SYSTEM, "global.createGroup", "ann");
+      for (const p of [PARTITION, GLOBAL.partition()]) {
+        const head = JSON.parse((await h.kv.get(p, CHAIN.pack(["head"])))!.value.toString("utf8")) as { seq: number; hash: string };
+        expect(await fs.resources.writer.readLedger(p)).toEqual(head);
+        await fs.log.tree.appendPending();
+        const [event] = await recordEvents(h.kv, p, head.seq, head.seq);
+        const index = await fs.log.tree.indexOf(p, head.seq);
+        expect(index).not.toBeNull();
+        expect((await fs.log.tree.leaf(index!)).hash).toBe(event!.hash);
+      }
+      expect((await fs.verifyAll()).records).toMatchObject({ ok: true, partitions: 2 });
+      // The chain's tail cut back (its last event and the head moved back): the ledger's anchor names it.
+      const head = JSON.parse((await h.kv.get(PARTITION, CHAIN.pack(["head"])))!.value.toString("utf8")) as { seq: number };
+      const [before] = await recordEvents(h.kv, PARTITION, head.seq - 1, head.seq - 1);
+      await h.kv.commit(PARTITION, [
+        { type: "delete", key: CHAIN.pack(["log", head.seq]) },
+        { type: "delete", key: userKey("bob") },
+        { type: "put", key: CHAIN.pack(["head"]), value: Buffer.from(JSON.stringify({ seq: before!.seq, hash: before!.hash })) },
+      ]);
+      const [identity] = await fs.identity.verifyRecords(h.kv, (p) => fs.resources.writer.readLedger(p));
+      expect(identity!.result).toMatchObject({ ok: false, firstBad: { reason: expect.stringMatching(/the ledger anchors seq \d+, the chain ends at \d+: its tail was cut/) } });
+    } finally {
+      await fs.close();
+    }
   });
 });

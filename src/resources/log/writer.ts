@@ -29,7 +29,8 @@
  * keeps another process from committing in between.
  */
 import { ConflictError } from "../../errors.js";
-import { commitStaged, encodeKey, scanAll, type Key, type KvStore, type Op, type Partition } from "../../kv/contract.js";
+import { commitStaged, encodeKey, scanAll, type Key, type KvStore, type Op, type Partition, type PartitionOps } from "../../kv/contract.js";
+import type { RecordAnchor } from "../../kv/record-chain.js";
 import { encode, encodeNested, prefixRange } from "../../kv/tuple.js";
 import type { Actor } from "../../access/actor.js";
 import { Feed } from "./feed.js";
@@ -120,6 +121,12 @@ interface Queue {
 
 export type Clock = () => number;
 
+/** The head the ledger anchors for a partition of `kv`, or null. */
+export async function readLedger(kv: KvStore, partition: Partition): Promise<{ seq: number; hash: string } | null> {
+  const e = await kv.get(layout.ledger, layout.ledgerEntry(partition));
+  return e ? (JSON.parse(e.value.toString("utf8")) as { seq: number; hash: string }) : null;
+}
+
 export class PartitionWriter {
   readonly #queues = new Map<string, Queue>();
   readonly #heads = new Map<string, Head>();
@@ -168,9 +175,34 @@ export class PartitionWriter {
   }
 
   /** The head the ledger anchors for a partition, or null. */
-  async readLedger(partition: Partition): Promise<{ seq: number; hash: string } | null> {
-    const e = await this.kv.get(layout.ledger, layout.ledgerEntry(partition));
-    return e ? (JSON.parse(e.value.toString("utf8")) as { seq: number; hash: string }) : null;
+  readLedger(partition: Partition): Promise<{ seq: number; hash: string } | null> {
+    return readLedger(this.kv, partition);
+  }
+
+  /**
+   * The anchor of the record chains (kv/record-chain.ts: users, groups, global grants), handed to them by
+   * the composition root: a chain's head goes in the ledger and its new events in the feed, as a
+   * partition's here, so the transparency log takes them in. The feed range starts just past the head
+   * the ledger held (all of a chain the ledger never held), so a range a crash left out is covered by the
+   * next. Record chains change rarely: the extra ledger and feed entries cost nothing on the resources' path.
+   */
+  readonly records: RecordAnchor = {
+    staged: (tx, partition, head) => {
+      const held = tx.get(layout.ledger, layout.ledgerEntry(partition));
+      const from = (held ? (JSON.parse(held.value.toString("utf8")) as { seq: number }).seq : 0) + 1;
+      return [this.#ledgerOps(partition, head.seq, head.hash), this.feed.stage(tx, [{ partition, from, to: head.seq }])];
+    },
+    after: async (partition, head) => {
+      const from = ((await this.readLedger(partition).catch(() => null))?.seq ?? 0) + 1;
+      await this.feed.append(partition, from, head.seq);
+      await this.#anchor(partition, head.seq, head.hash);
+    },
+    anchored: (partition) => this.readLedger(partition),
+  };
+
+  /** The ledger's op putting a partition's head. */
+  #ledgerOps(partition: Partition, seq: number, hash: string | null): PartitionOps {
+    return { partition: layout.ledger, ops: [{ type: "put", key: layout.ledgerEntry(partition), value: Buffer.from(JSON.stringify({ seq, hash })) }] };
   }
 
   /** Removes a partition's ledger entry (the partition was dropped: a purge, a swept flat child). */
@@ -184,8 +216,8 @@ export class PartitionWriter {
 
   /** Puts a partition's head in the ledger (after a commit; after a restore, which brings its own log). */
   async anchor(partition: Partition, seq: number, hash: string | null): Promise<void> {
-    const value = Buffer.from(JSON.stringify({ seq, hash }));
-    await this.kv.commit(layout.ledger, [{ type: "put", key: layout.ledgerEntry(partition), value }]);
+    const { partition: ledger, ops } = this.#ledgerOps(partition, seq, hash);
+    await this.kv.commit(ledger, ops);
   }
 
   /**
@@ -375,13 +407,10 @@ export class PartitionWriter {
         };
         for (const { partition: p, op } of overlay.before) add(p, op);
         for (const { partition: p, op } of overlay.side) add(p, op);
-        const batches = [{ partition, ops }, ...byPartition.values()];
+        const batches: PartitionOps[] = [{ partition, ops }, ...byPartition.values()];
         if (events.length > 0) {
-          batches.push({
-            partition: layout.ledger,
-            ops: [{ type: "put", key: layout.ledgerEntry(partition), value: Buffer.from(JSON.stringify({ seq: chain.seq, hash: chain.hash })) }],
-          });
-          batches.push(this.feed.stage(tx, [{ partition, from: startHead.seq + 1, to: chain.seq }]) as { partition: Partition; ops: Op[] });
+          batches.push(this.#ledgerOps(partition, chain.seq, chain.hash));
+          batches.push(this.feed.stage(tx, [{ partition, from: startHead.seq + 1, to: chain.seq }]));
         }
         return batches;
       });
