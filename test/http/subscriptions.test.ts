@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { API } from "../../src/client/core.js";
 import type { FlowstoreClient } from "../../src/client/index.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
+import { subscriptionLayout } from "../../src/subscriptions/layout.js";
 import { backends } from "../conformance/backends.js";
 import { freePort } from "../support/ports.js";
 import { eventually } from "../support/eventually.js";
@@ -354,6 +355,64 @@ describe("webhook secrets at rest", () => {
     expect(bytes.includes("sealed-secret-subscription")).toBe(true);
     expect(bytes.includes(sub.secret!)).toBe(false);
     expect(bytes.includes("whs1.")).toBe(true);
+  });
+});
+
+describe("a server whose webhook key is not the store's", () => {
+  const lmdb = backends.find((b) => b.name === "lmdb")!;
+  const keyA = randomBytes(32).toString("base64");
+  const keyB = randomBytes(32).toString("base64");
+
+  it("refuses to start, naming FLOWSTORE_WEBHOOK_KEY and both keys' ids, while a server with the store's key runs", async () => {
+    const handle = await lmdb.create();
+    cleanup.push(() => handle.destroy());
+    const a = await startServer(handle.kv, { subscriptions: { allow: LOOPBACK, secretKey: { key: keyA } } });
+    cleanup.push(() => a.close());
+    await subscribe(a, a.root, { name: "sealed under A", webhook: { url: "http://127.0.0.1:9/hook" } });
+    const kvB = await handle.reopen();
+    cleanup.push(() => kvB.close());
+    const refused = startServer(kvB, { subscriptions: { allow: LOOPBACK, secretKey: { key: keyB } } });
+    await expect(refused).rejects.toThrow(/webhook secrets are sealed with key [0-9a-f]{8}, but this server's webhook key is [0-9a-f]{8}: .*FLOWSTORE_WEBHOOK_KEY/);
+    // The same key opens it.
+    const kvC = await handle.reopen();
+    const c = await startServer(kvC, { subscriptions: { allow: LOOPBACK, secretKey: { key: keyA } } });
+    cleanup.push(() => c.close());
+    expect((await call(c, c.root, "GET", "/subscriptions")).body.items).toHaveLength(1);
+  });
+
+  it("gives the lease up when a secret does not open, so a server with the right key delivers", async () => {
+    const handle = await lmdb.create();
+    cleanup.push(() => handle.destroy());
+    const port = await freePort();
+    const a = await startServer(handle.kv, { subscriptions: { allow: LOOPBACK, secretKey: { key: keyA } } });
+    cleanup.push(() => a.close());
+    const sub = await subscribe(a, a.root, { name: "sealed under A", webhook: { url: `http://127.0.0.1:${port}/hook` } });
+    await a.root.projects.create({ id: "p", displayName: "p" });
+    // B holds another key and is let open the store anyway (requireKey off): it delivers, with a long lease.
+    const errors: string[] = [];
+    const kvB = await handle.reopen();
+    const b = await startServer(kvB, {
+      subscriptions: { deliver: true, intervalMs: 50, pollMs: 50, leaseMs: 600_000, allow: LOOPBACK, secretKey: { key: keyB }, requireKey: false },
+      onBackgroundError: (e) => errors.push(e instanceof Error ? e.message : String(e)),
+    });
+    cleanup.push(() => b.close());
+    await eventually(() => errors.some((m) => m.includes(`subscription ${sub.id} was sealed with key`)), {
+      what: "B's pass over the subscription",
+      timeoutMs: 30_000,
+      intervalMs: 50,
+    });
+    // It takes the lease for each pass and gives it up (kept, it would be there from the first pass on).
+    const lease = () => b.app.flowstore.kv.get(subscriptionLayout.partition(sub.id), subscriptionLayout.lease);
+    await eventually(async () => !(await lease()), { what: "the lease given up", timeoutMs: 30_000, intervalMs: 20 });
+    // A server with the store's key delivers while B keeps running.
+    const dir = makeTempDirSync("webhook-wrong-key");
+    cleanup.push(async () => removeTempDirSync(dir));
+    const receiver = await startReceiver({ secret: sub.secret!, port, dir });
+    cleanup.push(() => receiver.stop());
+    const kvC = await handle.reopen();
+    const c = await startServer(kvC, { subscriptions: { deliver: true, intervalMs: 50, pollMs: 50, allow: LOOPBACK, secretKey: { key: keyA } } });
+    cleanup.push(() => c.close());
+    await eventually(() => receiver.events().some((d) => d.event.type === "project.created"), { what: "C's verified delivery", timeoutMs: 30_000, intervalMs: 50 });
   });
 });
 
