@@ -36,7 +36,7 @@ import type { Assignees } from "../workflow/assignees.js";
 import { subscriptionLayout as L } from "./layout.js";
 import { SecretSeal, WEBHOOK_KEY_RECORD, type WebhookKeyOptions } from "./secrets.js";
 import { SIGNATURE_HEADER, sign } from "./signature.js";
-import { WebhookGuard } from "./webhook-target.js";
+import { type ResolveOptions, WebhookGuard } from "./webhook-target.js";
 import type { CreateSubscription, CreatedSubscription, DeadLetter, Delivered, Digest, Replayed, Subscription, SubscriptionEvents, SubscriptionFilter } from "./wire.js";
 
 /** The global intent of operators over every subscription: read, delete, read and replay dead letters. */
@@ -65,6 +65,8 @@ export interface SubscriptionsOptions {
   readonly allow?: readonly string[];
   /** The key webhook secrets are sealed with at rest (FLOWSTORE_WEBHOOK_KEY, or a key file; secrets.ts). */
   readonly secretKey?: WebhookKeyOptions;
+  /** How webhook hosts are resolved: bounded in time and in lookups at once (webhook-target.ts). */
+  readonly resolve?: ResolveOptions;
 }
 
 export const SUBSCRIPTION_DEFAULTS = { leaseMs: 10_000, retryBaseMs: 1000, maxAttempts: 8, timeoutMs: 10_000, batch: 100 } as const;
@@ -162,7 +164,7 @@ export class Subscriptions {
   /** This process, as a lease holder. */
   readonly holder = randomUUID();
   readonly #clock: () => number;
-  readonly #o: Required<Omit<SubscriptionsOptions, "clock" | "allow" | "secretKey">>;
+  readonly #o: Required<Omit<SubscriptionsOptions, "clock" | "allow" | "secretKey" | "resolve">>;
   readonly #guard: WebhookGuard;
   readonly #secretKey: WebhookKeyOptions;
   #seal: Promise<SecretSeal> | undefined;
@@ -173,9 +175,9 @@ export class Subscriptions {
     options: SubscriptionsOptions = {},
   ) {
     this.#clock = options.clock ?? Date.now;
-    const { clock: _, allow, secretKey, ...rest } = options;
+    const { clock: _, allow, secretKey, resolve, ...rest } = options;
     this.#o = { ...SUBSCRIPTION_DEFAULTS, ...Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)) };
-    this.#guard = new WebhookGuard(allow);
+    this.#guard = new WebhookGuard(allow, undefined, resolve);
     this.#secretKey = secretKey ?? {};
   }
 

@@ -293,6 +293,15 @@ describe("webhook URLs (server-side request forgery)", () => {
     }
   });
 
+  it("refuses a host that does not resolve in time with a 400 naming webhook.url, and writes nothing", async () => {
+    // A nameserver that never answers, as the server's lookup sees it (one cannot be run on loopback).
+    const s = await serve({ subscriptions: { resolve: { lookup: () => new Promise(() => {}), timeoutMs: 100 } } });
+    const r = await call(s, s.root, "POST", "/subscriptions", { name: "x", webhook: { url: "https://hook.never-answers.example/hook" } });
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ field: "webhook.url", detail: "webhook.url: its host hook.never-answers.example did not resolve in time" });
+    expect((await call(s, s.root, "GET", "/subscriptions")).body.items).toEqual([]);
+  });
+
   it("does not follow a redirect, to an internal address or any other", async () => {
     const s = await serve({ subscriptions: { deliver: true, retryBaseMs: 20, maxAttempts: 2, intervalMs: 50, pollMs: 50, allow: LOOPBACK } });
     // The redirect's target is a real server: had the redirect been followed, it would count a request.
