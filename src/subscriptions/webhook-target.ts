@@ -65,6 +65,8 @@ export interface ResolveOptions {
   readonly timeoutMs?: number;
   /** Lookups running at once at most (default 2, of libuv's 4 threads). */
   readonly concurrent?: number;
+  /** Told of each refusal with the address (for the operator's log; the refusal's text names only its kind). */
+  readonly onRefused?: (host: string, address: string, why: string) => void;
 }
 
 export const RESOLVE_DEFAULTS = { timeoutMs: 2000, concurrent: 2 } as const;
@@ -121,11 +123,13 @@ export class WebhookGuard {
   readonly #hosts = new Set<string>();
   readonly #addresses = new BlockList();
   readonly #lookup: BoundedLookup;
+  readonly #onRefused: NonNullable<ResolveOptions["onRefused"]>;
   readonly entries: readonly string[];
 
   /** `entries`: host names, addresses and CIDRs (`10.0.0.0/8`, `fd00::/8`); one it cannot read is a ConfigurationError naming `variable`. */
   constructor(entries: readonly string[] = [], variable = "FLOWSTORE_WEBHOOK_ALLOW", resolve: ResolveOptions = {}) {
     this.#lookup = new BoundedLookup(resolve.lookup ?? systemLookup, resolve.timeoutMs ?? RESOLVE_DEFAULTS.timeoutMs, resolve.concurrent ?? RESOLVE_DEFAULTS.concurrent);
+    this.#onRefused = resolve.onRefused ?? (() => {});
     this.entries = entries.map((e) => e.trim()).filter(Boolean);
     for (const entry of this.entries) {
       const [address, prefix, extra] = entry.split("/");
@@ -155,7 +159,8 @@ export class WebhookGuard {
     const hit = REFUSED_LISTS.find((r) => r.list.check(address, family));
     if (!hit) return null;
     if (this.#hosts.has(bare(host).toLowerCase().replace(/\.$/, "")) || this.#addresses.check(address, family)) return null;
-    return `${bare(host)}${bare(host) === address ? "" : ` resolves to ${address}, which`} is a ${hit.what} address (not in FLOWSTORE_WEBHOOK_ALLOW)`;
+    // The kind, never the address a name resolves to: the text reaches the user (a 400, a dead letter).
+    return `${bare(host)} ${bare(host) === address ? "is" : "resolves to"} a ${hit.what} address (not in FLOWSTORE_WEBHOOK_ALLOW)`;
   }
 
   /** Every address of `host` (an address itself, or a name resolved now), each checked; throws naming the first refused. */
@@ -165,7 +170,10 @@ export class WebhookGuard {
     if (addresses.length === 0) throw new Error(`${h} resolves to no address`);
     for (const { address } of addresses) {
       const why = this.refusal(h, address);
-      if (why) throw new RefusedTarget(why);
+      if (why) {
+        this.#onRefused(h, address, why);
+        throw new RefusedTarget(why);
+      }
     }
     return addresses;
   }

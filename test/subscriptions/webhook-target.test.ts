@@ -39,4 +39,15 @@ describe("the webhook guard's name lookups", () => {
     await expect(guard.check("http://fast.example/", "webhook.url")).resolves.toBeInstanceOf(URL);
     expect(held.asked).toEqual(["slow.example", "fast.example"]);
   });
+
+  it("names the kind of a refused address, never the address an internal name resolves to (told to the operator's log instead)", async () => {
+    const told: string[][] = [];
+    const guard = new WebhookGuard([], undefined, {
+      lookup: async () => [{ address: "10.3.4.5", family: 4 }],
+      onRefused: (host, address) => told.push([host, address]),
+    });
+    const refused = await guard.check("http://db.internal/", "webhook.url").catch((e: unknown) => e);
+    expect(refused).toMatchObject({ field: "webhook.url", message: "webhook.url: db.internal resolves to a private address (not in FLOWSTORE_WEBHOOK_ALLOW)" });
+    expect(told).toEqual([["db.internal", "10.3.4.5"]]);
+  });
 });
