@@ -38,6 +38,11 @@ const REFUSED: readonly (readonly [string, number, "ipv4" | "ipv6", string])[] =
   ["240.0.0.0", 4, "ipv4", "reserved (and broadcast)"],
   ["::", 128, "ipv6", "unspecified"],
   ["::1", 128, "ipv6", "loopback"],
+  // Ranges that embed an IPv4 address a gateway or the host may reach: IPv4-compatible, NAT64, 6to4.
+  ["::", 96, "ipv6", "IPv4-compatible"],
+  ["64:ff9b::", 96, "ipv6", "NAT64"],
+  ["64:ff9b:1::", 48, "ipv6", "NAT64 (local-use)"],
+  ["2002::", 16, "ipv6", "6to4"],
   ["fe80::", 10, "ipv6", "link-local"],
   ["fec0::", 10, "ipv6", "site-local"],
   ["fc00::", 7, "ipv6", "unique-local"],

@@ -263,6 +263,10 @@ describe("webhook URLs (server-side request forgery)", () => {
     "http://[::]/hook",
     "http://[::ffff:127.0.0.1]/hook", // IPv4-mapped IPv6
     "http://2130706433/hook", // 127.0.0.1 spelled as one number
+    "http://[::7f00:1]/hook", // IPv4-compatible (::/96)
+    "http://[64:ff9b::a9fe:a9fe]/hook", // NAT64 of 169.254.169.254
+    "http://[64:ff9b:1::a00:1]/hook", // local-use NAT64
+    "http://[2002:a00:1::1]/hook", // 6to4 of 10.0.0.1
   ];
 
   it("refuses internal addresses and other schemes with a 400 naming webhook.url, unless the operator's allow-list names them", async () => {

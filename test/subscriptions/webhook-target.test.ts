@@ -50,4 +50,14 @@ describe("the webhook guard's name lookups", () => {
     expect(refused).toMatchObject({ field: "webhook.url", message: "webhook.url: db.internal resolves to a private address (not in FLOWSTORE_WEBHOOK_ALLOW)" });
     expect(told).toEqual([["db.internal", "10.3.4.5"]]);
   });
+
+  it("refuses the IPv6 ranges that embed an IPv4 address: IPv4-compatible, NAT64, 6to4", () => {
+    const guard = new WebhookGuard();
+    expect(guard.refusal("x", "::7f00:1")).toContain("IPv4-compatible");
+    expect(guard.refusal("x", "64:ff9b::a9fe:a9fe")).toContain("NAT64");
+    expect(guard.refusal("x", "64:ff9b:1::a00:1")).toContain("NAT64 (local-use)");
+    expect(guard.refusal("x", "2002:a00:1::1")).toContain("6to4");
+    // A global unicast address outside them is taken.
+    expect(guard.refusal("x", "2606:4700::1111")).toBeNull();
+  });
 });
