@@ -375,6 +375,36 @@ describe("webhook secrets at rest", () => {
   });
 });
 
+describe("a webhook secret kept in clear (a store written before secrets were sealed)", () => {
+  it("is sealed at open, in a commit checked on the record's version, and deliveries still verify with it", async () => {
+    const handle = await backends.find((b) => b.name === "lmdb")!.create();
+    cleanup.push(() => handle.destroy());
+    const key = randomBytes(32).toString("base64");
+    const port = await freePort();
+    const a = await startServer(handle.kv, { subscriptions: { allow: LOOPBACK, secretKey: { key } } });
+    const sub = await subscribe(a, a.root, { name: "legacy", webhook: { url: `http://127.0.0.1:${port}/hook` } });
+    await a.close();
+    // The record as such a store holds it: the secret in clear, nothing sealed.
+    const kv = await handle.reopen();
+    const partition = subscriptionLayout.partition(sub.id);
+    const stored = JSON.parse((await kv.get(partition, subscriptionLayout.record))!.value.toString("utf8"));
+    delete stored.sealedSecret;
+    await kv.commit(partition, [{ type: "put", key: subscriptionLayout.record, value: Buffer.from(JSON.stringify({ ...stored, secret: sub.secret })) }]);
+    const b = await startServer(kv, { subscriptions: { deliver: true, intervalMs: 50, pollMs: 50, allow: LOOPBACK, secretKey: { key } } });
+    cleanup.push(() => b.close());
+    const resealed = JSON.parse((await b.app.flowstore.kv.get(partition, subscriptionLayout.record))!.value.toString("utf8"));
+    expect(resealed.secret).toBeUndefined();
+    expect(resealed.sealedSecret).toMatch(/^whs1\./);
+    expect(JSON.stringify(resealed)).not.toContain(sub.secret!);
+    const dir = makeTempDirSync("webhook-legacy");
+    cleanup.push(async () => removeTempDirSync(dir));
+    const receiver = await startReceiver({ secret: sub.secret!, port, dir });
+    cleanup.push(() => receiver.stop());
+    await b.root.projects.create({ id: "p", displayName: "p" });
+    await eventually(() => receiver.events().some((d) => d.event.type === "project.created"), { what: "a verified delivery", timeoutMs: 30_000, intervalMs: 50 });
+  });
+});
+
 describe("a server whose webhook key is not the store's", () => {
   const lmdb = backends.find((b) => b.name === "lmdb")!;
   const keyA = randomBytes(32).toString("base64");
