@@ -27,7 +27,7 @@ import type { GlobalPermissions } from "../access/global.js";
 import { ConflictError, NotFoundError, UnavailableError, ValidationError } from "../errors.js";
 import type { Identity } from "../identity/index.js";
 import { allPartitions, type Entry, type KvStore, type Op, type Partition } from "../kv/contract.js";
-import { assertRecordedKey, recordKeyId } from "../kv/recorded-key.js";
+import { assertRecordedKey, recordedKeyOf, recordKeyId } from "../kv/recorded-key.js";
 import type { Feed, FeedEntry } from "../resources/log/feed.js";
 import type { ResourceEvent } from "../resources/model/events.js";
 import type { Ref } from "../resources/model/ref.js";
@@ -195,8 +195,8 @@ export class Subscriptions {
    */
   async requireKey(): Promise<void> {
     const { kv } = this.parts;
-    const seal = await this.#secrets();
-    await assertRecordedKey(kv, WEBHOOK_KEY_RECORD, seal.keyId);
+    // The key (a key file is made on first use) is loaded only for a store that holds secrets.
+    if ((await recordedKeyOf(kv, WEBHOOK_KEY_RECORD)) !== null) await assertRecordedKey(kv, WEBHOOK_KEY_RECORD, (await this.#secrets()).keyId);
     for await (const p of allPartitions(kv, L.kind.kind)) {
       const r = await kv.get(p, L.record);
       if (!r) continue;
@@ -206,7 +206,7 @@ export class Subscriptions {
       try {
         await kv.commit(p, [
           { type: "check", key: L.record, version: r.version },
-          { type: "put", key: L.record, value: json({ ...rest, sealedSecret: seal.seal(secret, rest.id) } satisfies Stored) },
+          { type: "put", key: L.record, value: json({ ...rest, sealedSecret: (await this.#secrets()).seal(secret, rest.id) } satisfies Stored) },
         ]);
       } catch (e) {
         if (!(e instanceof ConflictError)) throw e;
