@@ -267,6 +267,8 @@ export function serveCommand(program: Command): void {
             maxAttempts: count(options.webhookAttempts, "--webhook-attempts", 1),
             allow: (options.webhookAllow ?? "").split(/[,\s]+/),
             secretKey: { key: readEnv("FLOWSTORE_WEBHOOK_KEY"), dataDir: options.data },
+            // The address a refused name resolves to is the operator's to read, not the user's (whose 400 names its kind).
+            resolve: { onRefused: (host, address, why) => logger.warn({ host, address }, `webhook target refused: ${why}`) },
           },
           // Every server appends the feed to the transparency log (appends are conditional: no fork).
           log: { append: true, origin: options.logOrigin },

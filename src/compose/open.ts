@@ -148,7 +148,17 @@ export interface FlowstoreOptions extends OpenKvOptions {
    * process delivers webhooks in the background (on in `serve`): whenever the feed's head moves (polled
    * every `pollMs`) and at least every `intervalMs` (retries, a dead deliverer's expired lease).
    */
-  readonly subscriptions?: Omit<SubscriptionsOptions, "clock"> & { readonly deliver?: boolean; readonly pollMs?: number; readonly intervalMs?: number };
+  readonly subscriptions?: Omit<SubscriptionsOptions, "clock"> & {
+    readonly deliver?: boolean;
+    readonly pollMs?: number;
+    readonly intervalMs?: number;
+    /**
+     * Refuse to open when the store's webhook secrets were sealed with another key (a ConfigurationError
+     * naming FLOWSTORE_WEBHOOK_KEY), and seal secrets kept in clear. Default: when the key is configured or
+     * kept in a key file (not a throwaway key for the life of the process).
+     */
+    readonly requireKey?: boolean;
+  };
   /** Where errors of background work (background.ts) go. Default: a process warning. */
   readonly onBackgroundError?: (error: unknown, task: string) => void;
 }
@@ -339,12 +349,21 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   if (!(await kv.get(IMPORT_MARKER.partition, IMPORT_MARKER.key))) await notifications.adopt();
 
   const assignees = new Assignees(resources, identity);
-  const { deliver = false, pollMs: subscriptionPollMs = 200, intervalMs: subscriptionIntervalMs = 1000, ...subscriptionOptions } = options.subscriptions ?? {};
+  const {
+    deliver = false,
+    pollMs: subscriptionPollMs = 200,
+    intervalMs: subscriptionIntervalMs = 1000,
+    requireKey: requireWebhookKey,
+    ...subscriptionOptions
+  } = options.subscriptions ?? {};
+  const secretKey = subscriptionOptions.secretKey ?? { dataDir: lmdbDir };
   // Webhook secrets are sealed under a key file beside an LMDB store unless a key is given (secrets.ts).
   const subscriptions = new Subscriptions(
     { kv, feed: resources.writer.feed, stores: [resources, tenancy], identity, global, assignees, personal: resources.subjects },
-    { ...subscriptionOptions, secretKey: subscriptionOptions.secretKey ?? { dataDir: lmdbDir }, clock },
+    { ...subscriptionOptions, secretKey, clock },
   );
+  // A server's own key (configured or a key file, not a throwaway one) must be the store's: refused at open otherwise.
+  if (requireWebhookKey ?? (secretKey.key !== undefined || secretKey.dataDir !== undefined)) await subscriptions.requireKey();
 
   const background = new Background({
     kv,

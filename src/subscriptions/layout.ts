@@ -11,12 +11,15 @@
  *                          ["dn"] the next dead letter's number
  *                          ["g"] the day of the last digest delivered (YYYY-MM-DD, UTC)
  *
+ *   ["subscription-key"]   ["sealed-with"] the id of the key webhook secrets are sealed with (secrets.ts)
+ *
  * One partition per subscription: its cursor, lease and dead letters change together in one commit.
  */
 import type { Key, Partition } from "../kv/contract.js";
 import { PartitionKind, Subspace } from "../kv/subspace.js";
 
 const kind = new PartitionKind("subscription");
+const keyKind = new PartitionKind("subscription-key");
 
 export const subscriptionLayout = {
   kind,
@@ -29,7 +32,9 @@ export const subscriptionLayout = {
   dead: new Subspace(["d"]),
   deadNext: new Subspace(["dn"]).pack() as Key,
   digestDay: new Subspace(["g"]).pack() as Key,
+  sealingKey: keyKind.partition(),
+  sealedWith: new Subspace(["sealed-with"]).pack() as Key,
 } as const;
 
 /** The partition kinds this layer writes (for export, import and the registry of kinds). */
-export const SUBSCRIPTION_KINDS: readonly string[] = [kind.kind];
+export const SUBSCRIPTION_KINDS: readonly string[] = [kind.kind, keyKind.kind];

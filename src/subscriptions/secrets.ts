@@ -13,7 +13,9 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { ConfigurationError, UnavailableError } from "../errors.js";
+import type { KeyRecord } from "../kv/recorded-key.js";
 import { loadOrCreatePrivateFile } from "../private-files.js";
+import { subscriptionLayout as L } from "./layout.js";
 
 export const WEBHOOK_KEY_FILE = "webhook-secrets.key";
 const PREFIX = "whs1";
@@ -25,6 +27,18 @@ export interface WebhookKeyOptions {
   /** A directory holding (or to hold) the key file. */
   readonly dataDir?: string;
 }
+
+/** Where the store records the id of its webhook key (kv/recorded-key.ts): a server with another key is refused at open. */
+export const WEBHOOK_KEY_RECORD: KeyRecord = {
+  partition: L.sealingKey,
+  key: L.sealedWith,
+  refusal: (stored, configured) =>
+    new ConfigurationError(
+      `this store's webhook secrets are sealed with key ${stored}, but this server's webhook key is ${configured}: ` +
+        `give every server of the store the same FLOWSTORE_WEBHOOK_KEY (or the ${WEBHOOK_KEY_FILE} it was written with)`,
+      "FLOWSTORE_WEBHOOK_KEY",
+    ),
+};
 
 export class SecretSeal {
   readonly keyId: string;

@@ -24,18 +24,19 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { isTop, type Actor } from "../access/actor.js";
 import type { GlobalPermissions } from "../access/global.js";
-import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
+import { ConflictError, NotFoundError, UnavailableError, ValidationError } from "../errors.js";
 import type { Identity } from "../identity/index.js";
 import { allPartitions, type Entry, type KvStore, type Op, type Partition } from "../kv/contract.js";
+import { assertRecordedKey, recordedKeyOf, recordKeyId } from "../kv/recorded-key.js";
 import type { Feed, FeedEntry } from "../resources/log/feed.js";
 import type { ResourceEvent } from "../resources/model/events.js";
 import type { Ref } from "../resources/model/ref.js";
 import type { Subjects } from "../resources/personal/subjects.js";
 import type { Assignees } from "../workflow/assignees.js";
 import { subscriptionLayout as L } from "./layout.js";
-import { SecretSeal, type WebhookKeyOptions } from "./secrets.js";
+import { SecretSeal, WEBHOOK_KEY_RECORD, type WebhookKeyOptions } from "./secrets.js";
 import { SIGNATURE_HEADER, sign } from "./signature.js";
-import { WebhookGuard } from "./webhook-target.js";
+import { type ResolveOptions, WebhookGuard } from "./webhook-target.js";
 import type { CreateSubscription, CreatedSubscription, DeadLetter, Delivered, Digest, Replayed, Subscription, SubscriptionEvents, SubscriptionFilter } from "./wire.js";
 
 /** The global intent of operators over every subscription: read, delete, read and replay dead letters. */
@@ -64,6 +65,8 @@ export interface SubscriptionsOptions {
   readonly allow?: readonly string[];
   /** The key webhook secrets are sealed with at rest (FLOWSTORE_WEBHOOK_KEY, or a key file; secrets.ts). */
   readonly secretKey?: WebhookKeyOptions;
+  /** How webhook hosts are resolved: bounded in time and in lookups at once (webhook-target.ts). */
+  readonly resolve?: ResolveOptions;
 }
 
 export const SUBSCRIPTION_DEFAULTS = { leaseMs: 10_000, retryBaseMs: 1000, maxAttempts: 8, timeoutMs: 10_000, batch: 100 } as const;
@@ -85,7 +88,7 @@ interface Stored {
   webhook?: { url: string; digest?: boolean };
   /** The webhook's HMAC secret, sealed (secrets.ts). */
   sealedSecret?: string;
-  /** As stores written before secrets were sealed hold it: read, never written. */
+  /** As stores written before secrets were sealed hold it: read, and sealed at open (`requireKey`). */
   secret?: string;
   createdAt: string;
 }
@@ -161,19 +164,20 @@ export class Subscriptions {
   /** This process, as a lease holder. */
   readonly holder = randomUUID();
   readonly #clock: () => number;
-  readonly #o: Required<Omit<SubscriptionsOptions, "clock" | "allow" | "secretKey">>;
+  readonly #o: Required<Omit<SubscriptionsOptions, "clock" | "allow" | "secretKey" | "resolve">>;
   readonly #guard: WebhookGuard;
   readonly #secretKey: WebhookKeyOptions;
   #seal: Promise<SecretSeal> | undefined;
+  #keyRecorded = false;
 
   constructor(
     private readonly parts: SubscriptionsParts,
     options: SubscriptionsOptions = {},
   ) {
     this.#clock = options.clock ?? Date.now;
-    const { clock: _, allow, secretKey, ...rest } = options;
+    const { clock: _, allow, secretKey, resolve, ...rest } = options;
     this.#o = { ...SUBSCRIPTION_DEFAULTS, ...Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)) };
-    this.#guard = new WebhookGuard(allow);
+    this.#guard = new WebhookGuard(allow, undefined, resolve);
     this.#secretKey = secretKey ?? {};
   }
 
@@ -181,6 +185,40 @@ export class Subscriptions {
   #secrets(): Promise<SecretSeal> {
     this.#seal ??= SecretSeal.load(this.#secretKey);
     return this.#seal;
+  }
+
+  /**
+   * At open, for a server whose webhook key is its own (configured, or a key file; not a throwaway key):
+   * refuses a key other than the one the store's secrets were sealed with (a ConfigurationError naming
+   * FLOWSTORE_WEBHOOK_KEY), then seals the secrets a store written before sealing holds in clear, each in
+   * a commit checked on its record's version (a record changed meanwhile is left to the next open).
+   */
+  async requireKey(): Promise<void> {
+    const { kv } = this.parts;
+    // The key (a key file is made on first use) is loaded only for a store that holds secrets.
+    if ((await recordedKeyOf(kv, WEBHOOK_KEY_RECORD)) !== null) await assertRecordedKey(kv, WEBHOOK_KEY_RECORD, (await this.#secrets()).keyId);
+    for await (const p of allPartitions(kv, L.kind.kind)) {
+      const r = await kv.get(p, L.record);
+      if (!r) continue;
+      const { secret, ...rest } = parse<Stored>(r);
+      if (secret === undefined) continue;
+      await this.#recordKey();
+      try {
+        await kv.commit(p, [
+          { type: "check", key: L.record, version: r.version },
+          { type: "put", key: L.record, value: json({ ...rest, sealedSecret: (await this.#secrets()).seal(secret, rest.id) } satisfies Stored) },
+        ]);
+      } catch (e) {
+        if (!(e instanceof ConflictError)) throw e;
+      }
+    }
+  }
+
+  /** Records this server's key as the store's webhook key before the first secret it seals (refused when the store names another). */
+  async #recordKey(): Promise<void> {
+    if (this.#keyRecorded) return;
+    await recordKeyId(this.parts.kv, WEBHOOK_KEY_RECORD, (await this.#secrets()).keyId);
+    this.#keyRecorded = true;
   }
 
   async #secretOf(s: Stored): Promise<string> {
@@ -198,6 +236,7 @@ export class Subscriptions {
     if (body.webhook) await this.#guard.check(body.webhook.url, "webhook.url");
     const id = randomBytes(12).toString("base64url");
     const secret = body.webhook ? randomBytes(32).toString("base64url") : undefined;
+    if (secret !== undefined) await this.#recordKey();
     const sealedSecret = secret === undefined ? undefined : (await this.#secrets()).seal(secret, id);
     const stored: Stored = {
       id,
@@ -340,6 +379,13 @@ export class Subscriptions {
     if (!s?.webhook) return;
     const lease = await this.#takeLease(partition);
     if (lease === null) return;
+    try {
+      await this.#secretOf(s);
+    } catch (e) {
+      // Sealed under another key than this server's: released for a server that can open it, skipped this pass.
+      if (e instanceof UnavailableError) await this.#releaseLease(partition, lease);
+      throw e;
+    }
     let actor: Actor;
     try {
       actor = await this.parts.identity.actorFor(s.owner);
@@ -444,6 +490,18 @@ export class Subscriptions {
     } catch (err) {
       if (err instanceof ConflictError) return null; // another server took it first
       throw err;
+    }
+  }
+
+  /** Gives the lease up (a delete checked on its version: a lease another server took meanwhile stays). */
+  async #releaseLease(partition: Partition, lease: number): Promise<void> {
+    try {
+      await this.parts.kv.commit(partition, [
+        { type: "check", key: L.lease, version: lease },
+        { type: "delete", key: L.lease },
+      ]);
+    } catch (e) {
+      if (!(e instanceof ConflictError)) throw e;
     }
   }
 

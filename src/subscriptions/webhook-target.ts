@@ -10,6 +10,12 @@
  * check, DNS rebinding, is refused). A delivery connects to the very address it checked (the request's
  * `lookup` answers it), on a connection of its own (no pooled socket to an earlier address), and never
  * follows a redirect: a 3xx is a failed attempt like any answer that is not 2xx.
+ *
+ * A name is resolved with the system's resolver (`dns.lookup`: /etc/hosts, then DNS), which runs on
+ * libuv's small thread pool with no timeout of its own. So at most `concurrent` lookups run at once (a
+ * lookup holds its place until the system answers, even past its timeout), and a name not answered
+ * within `timeoutMs` (waiting for a place included) is refused as not resolving in time: a user cannot
+ * hold the pool that file reads, scrypt and gzip need with names whose nameserver never answers.
  */
 import { lookup as resolveHost } from "node:dns/promises";
 import { request as httpRequest } from "node:http";
@@ -32,6 +38,11 @@ const REFUSED: readonly (readonly [string, number, "ipv4" | "ipv6", string])[] =
   ["240.0.0.0", 4, "ipv4", "reserved (and broadcast)"],
   ["::", 128, "ipv6", "unspecified"],
   ["::1", 128, "ipv6", "loopback"],
+  // Ranges that embed an IPv4 address a gateway or the host may reach: IPv4-compatible, NAT64, 6to4.
+  ["::", 96, "ipv6", "IPv4-compatible"],
+  ["64:ff9b::", 96, "ipv6", "NAT64"],
+  ["64:ff9b:1::", 48, "ipv6", "NAT64 (local-use)"],
+  ["2002::", 16, "ipv6", "6to4"],
   ["fe80::", 10, "ipv6", "link-local"],
   ["fec0::", 10, "ipv6", "site-local"],
   ["fc00::", 7, "ipv6", "unique-local"],
@@ -48,14 +59,82 @@ const familyOf = (address: string): "ipv4" | "ipv6" => (isIP(address) === 6 ? "i
 const bare = (hostname: string): string => hostname.replace(/^\[(.*)\]$/, "$1");
 const HOST_NAME = /^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,62})(\.[a-z0-9_]([a-z0-9_-]{0,62}))*\.?$/i;
 
+/** Every address of a host name. */
+export type HostLookup = (host: string) => Promise<{ address: string; family: number }[]>;
+const systemLookup: HostLookup = (host) => resolveHost(host, { all: true, verbatim: true });
+
+export interface ResolveOptions {
+  /** How names are resolved (default the system's resolver, dns.lookup). */
+  readonly lookup?: HostLookup;
+  /** A name not resolved within this is refused (default 2 s). */
+  readonly timeoutMs?: number;
+  /** Lookups running at once at most (default 2, of libuv's 4 threads). */
+  readonly concurrent?: number;
+  /** Told of each refusal with the address (for the operator's log; the refusal's text names only its kind). */
+  readonly onRefused?: (host: string, address: string, why: string) => void;
+}
+
+export const RESOLVE_DEFAULTS = { timeoutMs: 2000, concurrent: 2 } as const;
+
+/** A name that did not resolve within the guard's timeout. */
+export class SlowLookup extends Error {}
+
+/** At most `concurrent` lookups at once; each answered, refused or timed out within `timeoutMs`. */
+class BoundedLookup {
+  #running = 0;
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(
+    private readonly lookup: HostLookup,
+    private readonly timeoutMs: number,
+    private readonly concurrent: number,
+  ) {}
+
+  resolve(host: string): Promise<{ address: string; family: number }[]> {
+    return new Promise((resolve, reject) => {
+      let done = false;
+      const settle = (answer: () => void) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        answer();
+      };
+      const start = () => {
+        if (done) return this.#next(); // timed out while waiting: its place goes to the next
+        this.#running++;
+        this.lookup(host)
+          .finally(() => {
+            this.#running--;
+            this.#next();
+          })
+          .then(
+            (all) => settle(() => resolve(all)),
+            (e: unknown) => settle(() => reject(e)),
+          );
+      };
+      const timer = setTimeout(() => settle(() => reject(new SlowLookup(`${host} did not resolve in time`))), this.timeoutMs);
+      if (this.#running < this.concurrent) start();
+      else this.#waiting.push(start);
+    });
+  }
+
+  #next(): void {
+    if (this.#running < this.concurrent) this.#waiting.shift()?.();
+  }
+}
+
 /** The operator's exceptions: host names (as the URL spells them) and addresses or CIDRs. */
 export class WebhookGuard {
   readonly #hosts = new Set<string>();
   readonly #addresses = new BlockList();
+  readonly #lookup: BoundedLookup;
+  readonly #onRefused: NonNullable<ResolveOptions["onRefused"]>;
   readonly entries: readonly string[];
 
   /** `entries`: host names, addresses and CIDRs (`10.0.0.0/8`, `fd00::/8`); one it cannot read is a ConfigurationError naming `variable`. */
-  constructor(entries: readonly string[] = [], variable = "FLOWSTORE_WEBHOOK_ALLOW") {
+  constructor(entries: readonly string[] = [], variable = "FLOWSTORE_WEBHOOK_ALLOW", resolve: ResolveOptions = {}) {
+    this.#lookup = new BoundedLookup(resolve.lookup ?? systemLookup, resolve.timeoutMs ?? RESOLVE_DEFAULTS.timeoutMs, resolve.concurrent ?? RESOLVE_DEFAULTS.concurrent);
+    this.#onRefused = resolve.onRefused ?? (() => {});
     this.entries = entries.map((e) => e.trim()).filter(Boolean);
     for (const entry of this.entries) {
       const [address, prefix, extra] = entry.split("/");
@@ -85,17 +164,21 @@ export class WebhookGuard {
     const hit = REFUSED_LISTS.find((r) => r.list.check(address, family));
     if (!hit) return null;
     if (this.#hosts.has(bare(host).toLowerCase().replace(/\.$/, "")) || this.#addresses.check(address, family)) return null;
-    return `${bare(host)}${bare(host) === address ? "" : ` resolves to ${address}, which`} is a ${hit.what} address (not in FLOWSTORE_WEBHOOK_ALLOW)`;
+    // The kind, never the address a name resolves to: the text reaches the user (a 400, a dead letter).
+    return `${bare(host)} ${bare(host) === address ? "is" : "resolves to"} a ${hit.what} address (not in FLOWSTORE_WEBHOOK_ALLOW)`;
   }
 
   /** Every address of `host` (an address itself, or a name resolved now), each checked; throws naming the first refused. */
   async resolve(host: string): Promise<{ address: string; family: number }[]> {
     const h = bare(host);
-    const addresses = isIP(h) ? [{ address: h, family: isIP(h) }] : await resolveHost(h, { all: true, verbatim: true });
+    const addresses = isIP(h) ? [{ address: h, family: isIP(h) }] : await this.#lookup.resolve(h);
     if (addresses.length === 0) throw new Error(`${h} resolves to no address`);
     for (const { address } of addresses) {
       const why = this.refusal(h, address);
-      if (why) throw new RefusedTarget(why);
+      if (why) {
+        this.#onRefused(h, address, why);
+        throw new RefusedTarget(why);
+      }
     }
     return addresses;
   }
@@ -117,6 +200,7 @@ export class WebhookGuard {
       await this.resolve(parsed.hostname);
     } catch (e) {
       if (e instanceof RefusedTarget) throw new ValidationError(`${field}: ${e.message}`, field);
+      if (e instanceof SlowLookup) throw new ValidationError(`${field}: its host ${e.message}`, field);
       throw new ValidationError(`${field}: its host ${bare(parsed.hostname)} does not resolve (${e instanceof Error ? e.message : String(e)})`, field);
     }
     return parsed;

@@ -32,11 +32,14 @@ export interface Running {
 
 /** The store's options (openFlowstore) and the server's (buildServer), in one bag. */
 export type StartOptions = { logger?: Logger | false } & Partial<ServerOptions> &
-  Pick<FlowstoreOptions, "archive" | "archiveSeal" | "processData" | "pageCache" | "clock" | "documents" | "notifications" | "feedRepair" | "restoreDir" | "log" | "subscriptions">;
+  Pick<
+    FlowstoreOptions,
+    "archive" | "archiveSeal" | "processData" | "pageCache" | "clock" | "documents" | "notifications" | "feedRepair" | "restoreDir" | "log" | "subscriptions" | "onBackgroundError"
+  >;
 
 /** Opens the store over `kv` (which stays the caller's to close) counted in /metrics, and serves it. */
 export async function startServer(kv: KvStore, options: StartOptions = {}): Promise<Running> {
-  const { archive, archiveSeal, processData, pageCache, clock, documents, notifications, feedRepair, restoreDir, log, subscriptions, ...http } = options;
+  const { archive, archiveSeal, processData, pageCache, clock, documents, notifications, feedRepair, restoreDir, log, subscriptions, onBackgroundError, ...http } = options;
   const metrics = new Metrics();
   const flowstore = await openFlowstore(kv, {
     archive,
@@ -50,6 +53,7 @@ export async function startServer(kv: KvStore, options: StartOptions = {}): Prom
     restoreDir,
     log,
     subscriptions,
+    onBackgroundError,
     instrument: (inner) => metrics.wrap(inner),
   });
   const app = await buildServer(flowstore, { tokenSecret: SECRET, logger: false, metrics, closeStore: true, metricsToken: METRICS_TOKEN, ...http });

@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { API } from "../../src/client/core.js";
 import type { FlowstoreClient } from "../../src/client/index.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
+import { subscriptionLayout } from "../../src/subscriptions/layout.js";
 import { backends } from "../conformance/backends.js";
 import { freePort } from "../support/ports.js";
 import { eventually } from "../support/eventually.js";
@@ -262,6 +263,10 @@ describe("webhook URLs (server-side request forgery)", () => {
     "http://[::]/hook",
     "http://[::ffff:127.0.0.1]/hook", // IPv4-mapped IPv6
     "http://2130706433/hook", // 127.0.0.1 spelled as one number
+    "http://[::7f00:1]/hook", // IPv4-compatible (::/96)
+    "http://[64:ff9b::a9fe:a9fe]/hook", // NAT64 of 169.254.169.254
+    "http://[64:ff9b:1::a00:1]/hook", // local-use NAT64
+    "http://[2002:a00:1::1]/hook", // 6to4 of 10.0.0.1
   ];
 
   it("refuses internal addresses and other schemes with a 400 naming webhook.url, unless the operator's allow-list names them", async () => {
@@ -276,6 +281,9 @@ describe("webhook URLs (server-side request forgery)", () => {
     expect(loop.body.detail).toContain("loopback");
     const metadata = await call(s, s.root, "POST", "/subscriptions", { name: "x", webhook: { url: "http://169.254.169.254/" } });
     expect(metadata.body.detail).toContain("link-local");
+    // A name's refusal names the kind of address, not the address it resolves to.
+    const named = await call(s, s.root, "POST", "/subscriptions", { name: "x", webhook: { url: "http://localhost/hook" } });
+    expect(named.body.detail).toBe("webhook.url: localhost resolves to a loopback address (not in FLOWSTORE_WEBHOOK_ALLOW)");
     // Nothing was written by a refusal.
     expect((await call(s, s.root, "GET", "/subscriptions")).body.items).toEqual([]);
 
@@ -290,6 +298,15 @@ describe("webhook URLs (server-side request forgery)", () => {
       expect(r.status, url).toBe(400);
       expect(r.body.field, url).toBe("webhook.url");
     }
+  });
+
+  it("refuses a host that does not resolve in time with a 400 naming webhook.url, and writes nothing", async () => {
+    // A nameserver that never answers, as the server's lookup sees it (one cannot be run on loopback).
+    const s = await serve({ subscriptions: { resolve: { lookup: () => new Promise(() => {}), timeoutMs: 100 } } });
+    const r = await call(s, s.root, "POST", "/subscriptions", { name: "x", webhook: { url: "https://hook.never-answers.example/hook" } });
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ field: "webhook.url", detail: "webhook.url: its host hook.never-answers.example did not resolve in time" });
+    expect((await call(s, s.root, "GET", "/subscriptions")).body.items).toEqual([]);
   });
 
   it("does not follow a redirect, to an internal address or any other", async () => {
@@ -324,7 +341,8 @@ describe("webhook URLs (server-side request forgery)", () => {
     cleanup.push(() => second.close());
     await second.root.projects.create({ id: "q", displayName: "q" });
     const letters = await firstDeadLetters(second, second.root, sub.id, "the refused delivery dead-lettered");
-    expect(letters[0]!.error).toMatch(/^localhost resolves to (127\.0\.0\.1|::1), which is a loopback address \(not in FLOWSTORE_WEBHOOK_ALLOW\)$/);
+    // The kind of address, not the address (what an internal name resolves to is the operator's to know).
+    expect(letters[0]!.error).toBe("localhost resolves to a loopback address (not in FLOWSTORE_WEBHOOK_ALLOW)");
     expect(receiver.hits()).toBe(delivered);
   });
 });
@@ -354,6 +372,94 @@ describe("webhook secrets at rest", () => {
     expect(bytes.includes("sealed-secret-subscription")).toBe(true);
     expect(bytes.includes(sub.secret!)).toBe(false);
     expect(bytes.includes("whs1.")).toBe(true);
+  });
+});
+
+describe("a webhook secret kept in clear (a store written before secrets were sealed)", () => {
+  it("is sealed at open, in a commit checked on the record's version, and deliveries still verify with it", async () => {
+    const handle = await backends.find((b) => b.name === "lmdb")!.create();
+    cleanup.push(() => handle.destroy());
+    const key = randomBytes(32).toString("base64");
+    const port = await freePort();
+    const a = await startServer(handle.kv, { subscriptions: { allow: LOOPBACK, secretKey: { key } } });
+    const sub = await subscribe(a, a.root, { name: "legacy", webhook: { url: `http://127.0.0.1:${port}/hook` } });
+    await a.close();
+    // The record as such a store holds it: the secret in clear, nothing sealed.
+    const kv = await handle.reopen();
+    const partition = subscriptionLayout.partition(sub.id);
+    const stored = JSON.parse((await kv.get(partition, subscriptionLayout.record))!.value.toString("utf8"));
+    delete stored.sealedSecret;
+    await kv.commit(partition, [{ type: "put", key: subscriptionLayout.record, value: Buffer.from(JSON.stringify({ ...stored, secret: sub.secret })) }]);
+    const b = await startServer(kv, { subscriptions: { deliver: true, intervalMs: 50, pollMs: 50, allow: LOOPBACK, secretKey: { key } } });
+    cleanup.push(() => b.close());
+    const resealed = JSON.parse((await b.app.flowstore.kv.get(partition, subscriptionLayout.record))!.value.toString("utf8"));
+    expect(resealed.secret).toBeUndefined();
+    expect(resealed.sealedSecret).toMatch(/^whs1\./);
+    expect(JSON.stringify(resealed)).not.toContain(sub.secret!);
+    const dir = makeTempDirSync("webhook-legacy");
+    cleanup.push(async () => removeTempDirSync(dir));
+    const receiver = await startReceiver({ secret: sub.secret!, port, dir });
+    cleanup.push(() => receiver.stop());
+    await b.root.projects.create({ id: "p", displayName: "p" });
+    await eventually(() => receiver.events().some((d) => d.event.type === "project.created"), { what: "a verified delivery", timeoutMs: 30_000, intervalMs: 50 });
+  });
+});
+
+describe("a server whose webhook key is not the store's", () => {
+  const lmdb = backends.find((b) => b.name === "lmdb")!;
+  const keyA = randomBytes(32).toString("base64");
+  const keyB = randomBytes(32).toString("base64");
+
+  it("refuses to start, naming FLOWSTORE_WEBHOOK_KEY and both keys' ids, while a server with the store's key runs", async () => {
+    const handle = await lmdb.create();
+    cleanup.push(() => handle.destroy());
+    const a = await startServer(handle.kv, { subscriptions: { allow: LOOPBACK, secretKey: { key: keyA } } });
+    cleanup.push(() => a.close());
+    await subscribe(a, a.root, { name: "sealed under A", webhook: { url: "http://127.0.0.1:9/hook" } });
+    const kvB = await handle.reopen();
+    cleanup.push(() => kvB.close());
+    const refused = startServer(kvB, { subscriptions: { allow: LOOPBACK, secretKey: { key: keyB } } });
+    await expect(refused).rejects.toThrow(/webhook secrets are sealed with key [0-9a-f]{8}, but this server's webhook key is [0-9a-f]{8}: .*FLOWSTORE_WEBHOOK_KEY/);
+    // The same key opens it.
+    const kvC = await handle.reopen();
+    const c = await startServer(kvC, { subscriptions: { allow: LOOPBACK, secretKey: { key: keyA } } });
+    cleanup.push(() => c.close());
+    expect((await call(c, c.root, "GET", "/subscriptions")).body.items).toHaveLength(1);
+  });
+
+  it("gives the lease up when a secret does not open, so a server with the right key delivers", async () => {
+    const handle = await lmdb.create();
+    cleanup.push(() => handle.destroy());
+    const port = await freePort();
+    const a = await startServer(handle.kv, { subscriptions: { allow: LOOPBACK, secretKey: { key: keyA } } });
+    cleanup.push(() => a.close());
+    const sub = await subscribe(a, a.root, { name: "sealed under A", webhook: { url: `http://127.0.0.1:${port}/hook` } });
+    await a.root.projects.create({ id: "p", displayName: "p" });
+    // B holds another key and is let open the store anyway (requireKey off): it delivers, with a long lease.
+    const errors: string[] = [];
+    const kvB = await handle.reopen();
+    const b = await startServer(kvB, {
+      subscriptions: { deliver: true, intervalMs: 50, pollMs: 50, leaseMs: 600_000, allow: LOOPBACK, secretKey: { key: keyB }, requireKey: false },
+      onBackgroundError: (e) => errors.push(e instanceof Error ? e.message : String(e)),
+    });
+    cleanup.push(() => b.close());
+    await eventually(() => errors.some((m) => m.includes(`subscription ${sub.id} was sealed with key`)), {
+      what: "B's pass over the subscription",
+      timeoutMs: 30_000,
+      intervalMs: 50,
+    });
+    // It takes the lease for each pass and gives it up (kept, it would be there from the first pass on).
+    const lease = () => b.app.flowstore.kv.get(subscriptionLayout.partition(sub.id), subscriptionLayout.lease);
+    await eventually(async () => !(await lease()), { what: "the lease given up", timeoutMs: 30_000, intervalMs: 20 });
+    // A server with the store's key delivers while B keeps running.
+    const dir = makeTempDirSync("webhook-wrong-key");
+    cleanup.push(async () => removeTempDirSync(dir));
+    const receiver = await startReceiver({ secret: sub.secret!, port, dir });
+    cleanup.push(() => receiver.stop());
+    const kvC = await handle.reopen();
+    const c = await startServer(kvC, { subscriptions: { deliver: true, intervalMs: 50, pollMs: 50, allow: LOOPBACK, secretKey: { key: keyA } } });
+    cleanup.push(() => c.close());
+    await eventually(() => receiver.events().some((d) => d.event.type === "project.created"), { what: "C's verified delivery", timeoutMs: 30_000, intervalMs: 50 });
   });
 });
 
