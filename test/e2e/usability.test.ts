@@ -83,7 +83,7 @@ describe.skipIf(!hasChromium)("the explorer for a newcomer", () => {
       { name: "process-data", path: "/process-data/bpm-form-submissions", ready: "tr a" },
       { name: "archive", path: "/archive", ready: "form" },
       { name: "notifications", path: "/notifications", ready: "tr[data-id]", eve: true },
-      { name: "subscriptions", path: "/subscriptions", ready: "form[aria-label=\"New subscription\"]" },
+      { name: "subscriptions", path: "/subscriptions", ready: 'form[aria-label="New subscription"]' },
       { name: "users", path: "/users/eve", ready: ".user-state" },
       { name: "groups", path: "/groups/auditors", ready: "li[data-member]" },
       { name: "me", path: "/me", ready: "form" },
