@@ -313,7 +313,9 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   // Users, groups and grants are anchored as the resources are (issue 29): their record chains' heads in
   // the ledger, their events in the feed, and so in the transparency log, which reads them there.
   identity.anchorWith(resources.writer.records);
-  const tree = new TransparencyLog(kv, resources.writer.feed, (p) => identity.recordChained(p));
+  // The exchange rates' record chain is anchored the same way.
+  const rates = new ExchangeRates(kv, global, clock, () => resources.writer.records);
+  const tree = new TransparencyLog(kv, resources.writer.feed, (p) => identity.recordChained(p) || rates.recordChained(p));
   const logCheckpoints = new LogCheckpoints(tree, checkpointKey.privateKey, options.log?.origin);
   // A partition's checkpoint names the log checkpoint (the current tree) that holds its head, when it does.
   const checkpoints = new Checkpoints(kv, checkpointKey, clock, async (partition, seq) => {
@@ -327,8 +329,6 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   // open, and after a restore of an export written before the split).
   const migrateIntentSplits = () => global.migrateSplits(INTENT_SPLITS_MIGRATION, [...ACCESS_SPLITS, ...IDENTITY_SPLITS], new Date(clock()));
 
-  const rates = new ExchangeRates(kv, global, clock);
-
   // The index of visible roots (resources/visibility.ts), built once for a store written before it; not
   // while an import is unfinished (the store is not whole, and the import must end byte for byte).
   if (!(await kv.get(IMPORT_MARKER.partition, IMPORT_MARKER.key))) {
@@ -338,6 +338,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     await identity.adoptRecords();
     await rates.adoptRecords(); // exchange rates written before their record chain
     await identity.anchorRecords(); // chains written before their anchors, or a crash in between
+    await rates.anchorRecords();
     await resources.buildSums();
     await migrateIntentSplits();
   }
@@ -403,6 +404,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
       await identity.adoptRecords(); // a backup from before the record chains
       await rates.adoptRecords();
       await identity.anchorRecords(); // or from before their anchors
+      await rates.anchorRecords();
       await notifications.adopt();
       await resources.buildSums();
       await migrateIntentSplits();
@@ -411,7 +413,8 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   const erasures = new Erasures([resources, tenancy], global);
   // A repair at open: an erasure a kill interrupted after its key went (registered, and its key deleted
   // from the replaced histories), or an import that brought a key back, is finished before anything is served.
-  await keepErasures(kv);
+  // Not over an unfinished import (the store must stay as the import left it; `import --resume` runs it).
+  if (!(await kv.get(IMPORT_MARKER.partition, IMPORT_MARKER.key))) await keepErasures(kv);
   const verifiers: readonly ChainedKind[] = chained;
   /** The chained kinds' verifiers over another store (a replaced history read as a store of its own: the same schemas verify it). */
   const verifiersOver = (view: KvStore): readonly ChainedKind[] => {
@@ -426,7 +429,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   const recordsOver = async (over: KvStore) => [
     ...(await identity.verifyRecords(over, (p) => readLedger(over, p))),
     ...(await notifications.verify(over)),
-    ...(await rates.verifyRecords(over)),
+    ...(await rates.verifyRecords(over, (p) => readLedger(over, p))),
   ];
 
   let closed: Promise<void> | null = null;

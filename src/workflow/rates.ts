@@ -23,7 +23,7 @@ import { ConflictError, ForbiddenError, ValidationError } from "../errors.js";
 import { isTop, type Actor } from "../access/actor.js";
 import type { GlobalPermissions } from "../access/global.js";
 import { scanAll, type KvStore, type Op, type Partition } from "../kv/contract.js";
-import { adoptRecords, asActor, verifyRecordChain, withRecordChain, type RecordChainResult, type RecordChainSpec } from "../kv/record-chain.js";
+import { adoptRecords, anchorRecords, asActor, verifyRecordChain, withRecordChain, type RecordAnchor, type RecordChainResult, type RecordChainSpec } from "../kv/record-chain.js";
 import { PartitionKind, Subspace } from "../kv/subspace.js";
 import { isValidDate, PositiveDecimal } from "./money.js";
 
@@ -129,26 +129,45 @@ export class ExchangeRates {
   /** The store, its rates partition's commits chained (RATES_CHAIN). */
   private readonly kv: KvStore;
 
+  /**
+   * `anchor`: where the rates' record chain is anchored (the ledger and the change feed, as the identities'
+   * are: kv/record-chain.ts), so the transparency log takes its events in and a cosigned checkpoint pins them.
+   */
   constructor(
     private readonly base: KvStore,
     private readonly global: GlobalPermissions,
     private readonly clock: () => number = Date.now,
+    private readonly anchor: () => RecordAnchor | undefined = () => undefined,
   ) {
-    this.kv = withRecordChain(base, [RATES_CHAIN], { clock });
+    this.kv = withRecordChain(base, [RATES_CHAIN], { clock, anchor });
   }
 
   /** Starts the chain of rates written before it (one event adopting them); nothing when there are none or the chain exists. */
   async adoptRecords(): Promise<void> {
-    await adoptRecords(this.base, RATES.partition(), RATES_CHAIN, { clock: this.clock });
+    await adoptRecords(this.base, RATES.partition(), RATES_CHAIN, { clock: this.clock, anchor: this.anchor });
+  }
+
+  /** Anchors the rates' chain when its head is past its ledger entry (written before the anchor, or a crash in between). */
+  async anchorRecords(): Promise<void> {
+    const anchor = this.anchor();
+    if (anchor) await anchorRecords(this.base, RATES.partition(), anchor);
+  }
+
+  /** True for the partition that carries the rates' record chain (the transparency log reads its events there). */
+  recordChained(partition: Partition): boolean {
+    return RATES_CHAIN.holds(partition);
   }
 
   /**
    * The rates' partition of the store `over` against its record chain (checked 0: no rate was ever
    * written): this store's, or the view of another epoch (a history a restore replaced).
    */
-  async verifyRecords(over: KvStore): Promise<{ partition: Partition; result: RecordChainResult }[]> {
+  async verifyRecords(
+    over: KvStore,
+    anchored?: (partition: Partition) => Promise<{ seq: number; hash: string } | null>,
+  ): Promise<{ partition: Partition; result: RecordChainResult }[]> {
     const partition = RATES.partition();
-    return [{ partition, result: await verifyRecordChain(over, partition, RATES_CHAIN) }];
+    return [{ partition, result: await verifyRecordChain(over, partition, RATES_CHAIN, await anchored?.(partition)) }];
   }
 
   /** Refuses an actor that may not write rates: root and the system actor may, others with the intent. */

@@ -9,7 +9,7 @@ import { expect, it } from "vitest";
 import { SYSTEM } from "../../src/access/actor.js";
 import { openFlowstore, type Flowstore } from "../../src/compose/index.js";
 import type { KvStore, Partition } from "../../src/kv/contract.js";
-import { CHAIN, type RecordChainResult, type RecordEvent } from "../../src/kv/record-chain.js";
+import { CHAIN, recordEvents, type RecordChainResult, type RecordEvent } from "../../src/kv/record-chain.js";
 import { encode } from "../../src/kv/tuple.js";
 import { ExchangeRates, RATES_LAYOUT } from "../../src/workflow/rates.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -148,6 +148,35 @@ it("a write whose compared rates change before its commit (another writer) compa
       ["2025-01-03", "1.0"],
     ]);
     expect((await verify(store)).ok).toBe(true);
+  } finally {
+    await store.close();
+  }
+});
+
+it("a rates write is anchored in the ledger and the feed, where the transparency log takes it in; a tail cut back fails on the anchor", async () => {
+  const store = await openFlowstore(`lmdb:${dir()}`, {});
+  try {
+    await store.rates.put(SYSTEM, [{ from: "EUR", to: "USD", date: "2025-01-02", rate: "1.0321" }]);
+    await store.rates.put(SYSTEM, [{ from: "EUR", to: "USD", date: "2025-01-03", rate: "1.0299" }]);
+    const p = RATES_LAYOUT.partition;
+    const head = JSON.parse((await store.kv.get(p, CHAIN.pack(["head"])))!.value.toString("utf8")) as { seq: number; hash: string };
+    expect(await store.resources.writer.readLedger(p)).toEqual(head);
+    await store.log.tree.appendPending();
+    const [event] = await recordEvents(store.kv, p, head.seq, head.seq);
+    const index = await store.log.tree.indexOf(p, head.seq);
+    expect(index).not.toBeNull();
+    expect((await store.log.tree.leaf(index!)).hash).toBe(event!.hash);
+    expect(await verify(store)).toEqual({ ok: true, rates: [{ ok: true, checked: 2 }] });
+    // The chain's tail cut back with its rate (a consistent rewrite of the partition alone): the ledger names it.
+    const [before] = await recordEvents(store.kv, p, head.seq - 1, head.seq - 1);
+    await store.kv.commit(p, [
+      { type: "delete", key: CHAIN.pack(["log", head.seq]) },
+      { type: "delete", key: RATES_LAYOUT.rate("EUR", "USD", "2025-01-03") },
+      { type: "put", key: CHAIN.pack(["head"]), value: Buffer.from(JSON.stringify({ seq: before!.seq, hash: before!.hash })) },
+    ]);
+    const bad = await verify(store);
+    expect(bad.ok).toBe(false);
+    expect(bad.rates[0]).toMatchObject({ ok: false, firstBad: { reason: expect.stringMatching(/its tail was cut/) } });
   } finally {
     await store.close();
   }
