@@ -29,6 +29,7 @@
  * - `stop()` clears the timer, unsubscribes from the feed and waits for work in progress; it is final.
  */
 import { allPartitions, type KvStore, type Partition } from "../kv/contract.js";
+import { outsideActor } from "../kv/record-chain.js";
 import type { Archive } from "../archive/index.js";
 import type { Feed, FeedWatcher } from "../resources/log/feed.js";
 import type { Documents } from "../workflow/documents.js";
@@ -85,7 +86,12 @@ export class Background {
   constructor(private readonly parts: BackgroundParts) {}
 
   /** The first recovery (awaited: the archive's and documents'; the feed repair goes on), the timer, the follower. */
-  async start(): Promise<void> {
+  /** Starts the background work outside any actor's scope (kv/record-chain.ts `outsideActor`): its commits are the system's. */
+  start(): Promise<void> {
+    return outsideActor(() => this.#start());
+  }
+
+  async #start(): Promise<void> {
     const { archive, documents, recoverOlderThanMs, follower, onError } = this.parts;
     await archive.recover({ olderThanMs: recoverOlderThanMs });
     await documents.recover(recoverOlderThanMs);

@@ -98,8 +98,17 @@ const ACTOR = new AsyncLocalStorage<string>();
 export const SYSTEM_ACTOR = "system";
 
 /** Runs `fn` as `actor`: every record-chain event its commits append names it. */
-export function asActor<T>(actor: { readonly id: string }, fn: () => Promise<T>): Promise<T> {
+export function asActor<T>(actor: { readonly id: string }, fn: () => T): T {
   return ACTOR.run(actor.id, fn);
+}
+
+/**
+ * Runs `fn` outside any actor's scope: what it starts (timers, background passes) commits as the system
+ * actor even when the start came from inside `asActor` (an AsyncLocalStorage scope flows into every async
+ * resource created in it, so a timer started lazily by an administrator's request would sign as them).
+ */
+export function outsideActor<T>(fn: () => T): T {
+  return ACTOR.exit(fn);
 }
 
 export interface RecordChainResult {

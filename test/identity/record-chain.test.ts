@@ -14,7 +14,8 @@ import { Identity } from "../../src/identity/identity.js";
 import { groupKey, PARTITION, userKey } from "../../src/identity/records.js";
 import type { Key, Partition } from "../../src/kv/contract.js";
 import { openFlowstore } from "../../src/compose/index.js";
-import { CHAIN, recordEvents } from "../../src/kv/record-chain.js";
+import { asActor, CHAIN, outsideActor, recordEvents } from "../../src/kv/record-chain.js";
+import { MemoryKv } from "../../src/kv/memory.js";
 import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
 
 const handles: BackendHandle[] = [];
@@ -136,4 +137,27 @@ forEachBackend((backend) => {
       await fs.close();
     }
   });
+});
+
+it("work started outside an actor's scope from inside one (a timer, a background pass) commits as the system, not as that actor", async () => {
+  const kv = new MemoryKv();
+  const identity = new Identity(kv);
+  const alice = { id: "alice" };
+  /** The actor the last record event names, after a bare chained commit made by a timer started in alice's scope (through `start`). */
+  const actorOfTimerCommit = async (start: (fn: () => void) => void, id: string): Promise<string | undefined> => {
+    await asActor(
+      alice,
+      () =>
+        new Promise<void>((resolve, reject) =>
+          start(() => void identity.kv.commit(PARTITION, [{ type: "put", key: userKey(id), value: Buffer.from("{}") }]).then(() => resolve(), reject)),
+        ),
+    );
+    const head = JSON.parse((await kv.get(PARTITION, CHAIN.pack(["head"])))!.value.toString("utf8")) as { seq: number };
+    const [last] = await recordEvents(kv, PARTITION, head.seq, head.seq);
+    return last!.actor;
+  };
+  // A timer started in the scope carries it (AsyncLocalStorage flows into it): its commit names alice.
+  expect(await actorOfTimerCommit((fn) => setTimeout(fn, 0), "ann")).toBe("alice");
+  // Started through outsideActor (as Background.start and the feed's watcher start theirs): the system.
+  expect(await actorOfTimerCommit((fn) => outsideActor(() => setTimeout(fn, 0)), "bob")).toBe("system");
 });

@@ -24,6 +24,7 @@
  */
 import { ConflictError } from "../../errors.js";
 import type { KvStore, Partition, PartitionOps, TxReader } from "../../kv/contract.js";
+import { outsideActor } from "../../kv/record-chain.js";
 import type { ResourceEvent } from "../model/events.js";
 import { layout } from "../model/layout.js";
 
@@ -152,7 +153,8 @@ export class FeedWatcher {
   subscribe(listener: (head: number) => void): () => void {
     this.#listeners.add(listener);
     // (Unreferenced: a follower alone does not keep a process alive.)
-    this.#timer ??= setInterval(() => void this.#tick(), this.intervalMs).unref();
+    // (Started outside any actor's scope: its passes run for every subscriber, as the system.)
+    this.#timer ??= outsideActor(() => setInterval(() => void this.#tick(), this.intervalMs).unref());
     return () => {
       this.#listeners.delete(listener);
       if (this.#listeners.size === 0) this.stop();
