@@ -397,6 +397,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
       resources.writer.forgetAll();
       tenancy.writer.forgetAll();
       processData.forgetRecordedKey();
+      subscriptions.forgetRecordedKey();
       // The feed was replaced: the log goes on in a new epoch, appending the restored events again.
       await tree.newEpoch();
       await resources.buildVisibility();

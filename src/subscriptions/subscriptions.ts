@@ -214,6 +214,14 @@ export class Subscriptions {
     }
   }
 
+  /**
+   * Forgets that this process recorded its key: a restore replaced the store's content, the record of
+   * the webhook key included (the backup's, or none), so the next secret sealed records and checks it again.
+   */
+  forgetRecordedKey(): void {
+    this.#keyRecorded = false;
+  }
+
   /** Records this server's key as the store's webhook key before the first secret it seals (refused when the store names another). */
   async #recordKey(): Promise<void> {
     if (this.#keyRecorded) return;
