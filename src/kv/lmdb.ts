@@ -348,21 +348,27 @@ function guardLmdbCommitRejections(): void {
  * rejection ends the process. It is handled here, and a lack of space becomes an
  * InsufficientStorageError (507). The transaction was aborted whole: nothing of the commit is applied.
  */
+/** How long a failed commit waits for lmdb-js's cause before probing for a lack of space itself. */
+const COMMIT_CAUSE_WAIT_MS = 1000;
+
 async function commitFailure(error: unknown, dir: string): Promise<unknown> {
   const pending = (error as { commitError?: unknown } | null)?.commitError;
   if (!pending || typeof (pending as Promise<unknown>).then !== "function") return insufficientStorage(error) ?? error;
-  // Already settled when the commit's rejection is seen; a macrotask bounds the wait all the same.
+  // Usually settled when the commit's rejection is seen, but not always on a loaded machine (a 500 in CI
+  // where a macrotask bounded the wait): a second bounds it, then the cause is probed as for EIO.
+  let timer: NodeJS.Timeout | undefined;
   const cause = await Promise.race([
     (pending as Promise<unknown>).then(
       () => undefined,
       (c: unknown) => c,
     ),
-    new Promise<undefined>((resolve) => setImmediate(resolve, undefined)),
-  ]);
+    new Promise<undefined>((resolve) => (timer = setTimeout(resolve, COMMIT_CAUSE_WAIT_MS, undefined))),
+  ]).finally(() => clearTimeout(timer));
   const full = insufficientStorage(cause);
   if (full) return full;
   // LMDB reports a short write as EIO: at a size limit or on a full disk, that is a lack of space too.
-  const what = (cause as { code?: unknown } | undefined)?.code === EIO ? probeLackOfSpace(dir, join(dir, "data.mdb")) : null;
+  const code = (cause as { code?: unknown } | undefined)?.code;
+  const what = cause === undefined || code === EIO ? probeLackOfSpace(dir, join(dir, "data.mdb")) : null;
   if (what) return insufficientStorage({ code: what });
   if (cause instanceof Error) return new UnavailableError(`the LMDB commit failed: ${cause.message}`);
   return error;

@@ -74,7 +74,7 @@ it("a write that finds no space answers 507; the server keeps serving, nothing i
   }
   expect(refused, "the limit was never reached").not.toBeNull();
   expect(acknowledged.length).toBeGreaterThan(0);
-  expect(refused!.status, JSON.stringify(refused!.body)).toBe(507);
+  expect(refused!.status, `${JSON.stringify(refused!.body)} ${limited.err().slice(-3000)} ${limited.out().slice(-3000)}`).toBe(507);
   expect(refused!.type).toContain("application/problem+json");
   expect(refused!.body).toMatchObject({ type: "urn:flowstore:problem:insufficient_storage", status: 507 });
 
