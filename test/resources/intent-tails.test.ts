@@ -35,4 +35,22 @@ describe("IntentTails", () => {
     expect(most).toBeGreaterThan(IntentTails.BUDGET / 2);
     expect(most).toBeLessThanOrEqual(IntentTails.BUDGET);
   });
+
+  it("is not emptied by a hit near its budget, and keeps no entry larger than the whole budget", async () => {
+    const tails = new IntentTails();
+    const filler = "y".repeat(4096);
+    const first = encodeAccess({ permissions: { "project.viewSummary": ["first", filler] } });
+    tails.tail(project, first, alice);
+    // Fill to just under the budget with other entries, then ask about the first again: a hit.
+    for (let i = 0; tails.bytes + 2 * (first.length + 64) < IntentTails.BUDGET; i++)
+      tails.tail(project, encodeAccess({ permissions: { "project.viewSummary": [`v${i}`, "y".repeat(1000 + i)] } }), alice); // each a new length
+    const held = tails.bytes;
+    tails.tail(project, Buffer.from(first), alice);
+    expect(tails.bytes).toBe(held);
+    // One entry larger than the whole budget is answered, not kept.
+    const huge = encodeAccess({ permissions: { "project.viewSummary": ["h", "z".repeat(IntentTails.BUDGET)] } });
+    const expected = allowedIntentsTail(allowedIntents(project, { "project.viewSummary": ["h", "z".repeat(IntentTails.BUDGET)] }, alice));
+    expect(tails.tail(project, huge, alice).equals(expected)).toBe(true);
+    expect(tails.bytes).toBe(0);
+  });
 });

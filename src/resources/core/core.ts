@@ -70,7 +70,6 @@ export class IntentTails {
   tail(t: CompiledType, raw: Buffer | undefined, actor: Actor): Buffer {
     const who = actor.system ? "s" : actor.groups.length === 0 ? `u${actor.id}` : `u${actor.id}\u0000${actor.groups.join("\u0000")}`;
     const bytes = raw ?? EMPTY;
-    if (this.#bytes + bytes.length > IntentTails.BUDGET) this.#clear();
     let types = this.#byActor.get(who);
     if (!types) {
       if (this.#byActor.size >= 1024) this.#clear();
@@ -82,12 +81,22 @@ export class IntentTails {
     if (!known) lengths.set(bytes.length, (known = []));
     for (const k of known) if (k.raw.equals(bytes)) return k.tail;
     const tail = allowedIntentsTail(allowedIntents(t, permissionsOf(raw), actor));
+    // Over the budget, the whole is emptied before the new entry is kept (a hit never empties it); an
+    // entry larger than the whole budget is not kept.
+    const size = bytes.length + tail.length;
+    if (this.#bytes + size > IntentTails.BUDGET) {
+      this.#clear();
+      if (size > IntentTails.BUDGET) return tail;
+      this.#byActor.set(who, (types = new Map()));
+      types.set(t.name, (lengths = new Map()));
+      lengths.set(bytes.length, (known = []));
+    }
     if (known.length >= 8) {
       const dropped = known.shift()!;
       this.#bytes -= dropped.raw.length + dropped.tail.length;
     }
     known.push({ raw: Buffer.from(bytes), tail });
-    this.#bytes += bytes.length + tail.length;
+    this.#bytes += size;
     return tail;
   }
 
