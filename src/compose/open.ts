@@ -329,9 +329,11 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   // open, and after a restore of an export written before the split).
   const migrateIntentSplits = () => global.migrateSplits(INTENT_SPLITS_MIGRATION, [...ACCESS_SPLITS, ...IDENTITY_SPLITS], new Date(clock()));
 
-  // The index of visible roots (resources/visibility.ts), built once for a store written before it; not
-  // while an import is unfinished (the store is not whole, and the import must end byte for byte).
-  if (!(await kv.get(IMPORT_MARKER.partition, IMPORT_MARKER.key))) {
+  // The repairs at open below are not run over an unfinished import (the store is not whole, and the import
+  // must end byte for byte; `import --resume` runs them): the marker is read once for all of them.
+  const importing = Boolean(await kv.get(IMPORT_MARKER.partition, IMPORT_MARKER.key));
+  // The index of visible roots (resources/visibility.ts), built once for a store written before it.
+  if (!importing) {
     await resources.buildVisibility();
     await tenancy.buildVisibility();
     // Users, groups and grants written before their record chains: adopted into them, once.
@@ -347,7 +349,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   const { follow = false, pollMs = 200, ...notificationOptions } = options.notifications ?? {};
   const notifications = new Notifications(kv, resources, identity, notificationOptions);
   // Inboxes written before their record chains: adopted into them, once (not over an unfinished import).
-  if (!(await kv.get(IMPORT_MARKER.partition, IMPORT_MARKER.key))) await notifications.adopt();
+  if (!importing) await notifications.adopt();
 
   const assignees = new Assignees(resources, identity);
   const {
@@ -414,8 +416,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   const erasures = new Erasures([resources, tenancy], global);
   // A repair at open: an erasure a kill interrupted after its key went (registered, and its key deleted
   // from the replaced histories), or an import that brought a key back, is finished before anything is served.
-  // Not over an unfinished import (the store must stay as the import left it; `import --resume` runs it).
-  if (!(await kv.get(IMPORT_MARKER.partition, IMPORT_MARKER.key))) await keepErasures(kv);
+  if (!importing) await keepErasures(kv);
   const verifiers: readonly ChainedKind[] = chained;
   /** The chained kinds' verifiers over another store (a replaced history read as a store of its own: the same schemas verify it). */
   const verifiersOver = (view: KvStore): readonly ChainedKind[] => {

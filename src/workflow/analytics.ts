@@ -461,12 +461,17 @@ export class BudgetAnalytics {
     return out;
   }
 
-  /** A project's analytics: its projected budgets, its subprojects' items, and a row per subproject the actor may view. */
-  async project(actor: Actor, p: string, options: AnalyticsOptions = {}): Promise<Analytics> {
+  /** What a read starts from: the checked options, the rates as of now (one version for the whole read) and the cache. */
+  async #begin(options: AnalyticsOptions) {
     const { target, date } = this.#options(options);
     const reader = await this.rates.reader();
     const rateAt: RateAt = (f, t, d) => reader.at(f, t, d);
-    const cache = this.#cache;
+    return { target, date, reader, rateAt, cache: this.#cache };
+  }
+
+  /** A project's analytics: its projected budgets, its subprojects' items, and a row per subproject the actor may view. */
+  async project(actor: Actor, p: string, options: AnalyticsOptions = {}): Promise<Analytics> {
+    const { target, date, reader, rateAt, cache } = await this.#begin(options);
     let key: string | null = null;
     let entry: CacheEntry | undefined;
     const { envelope, children, head } = await this.store.reads.childSums(actor, projectRef(p), "subproject", {
@@ -509,10 +514,7 @@ export class BudgetAnalytics {
 
   /** A subproject's analytics: its projected budgets and its items. */
   async subproject(actor: Actor, p: string, s: string, options: AnalyticsOptions = {}): Promise<Analytics> {
-    const { target, date } = this.#options(options);
-    const reader = await this.rates.reader();
-    const rateAt: RateAt = (f, t, d) => reader.at(f, t, d);
-    const cache = this.#cache;
+    const { target, date, reader, rateAt, cache } = await this.#begin(options);
     let key: string | null = null;
     let hit: ExactTotals | undefined;
     const { envelope, sums } = await this.store.reads.sums(actor, subprojectRef(p, s), {
