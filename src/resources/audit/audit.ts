@@ -15,6 +15,7 @@ import { RecordView, type Envelope } from "../model/record.js";
 import { indexEntries } from "../indexes/visibility.js";
 import { locate, type Ref } from "../model/ref.js";
 import type { CompiledType } from "../model/schema.js";
+import type { KeyTable } from "./key-table.js";
 import { PartitionReplay, ReplayError, valueOf, type ReplayedEntry, type ReplayedValue } from "./replay.js";
 
 export interface HistoryOptions {
@@ -394,7 +395,7 @@ export class Audit {
    * expected and match, and as many must be read as are expected (stored keys are distinct, so then none
    * is missing). It stops at the first difference; `#compare` then names the first divergence.
    */
-  async #matches(partition: Partition, want: Map<string, ReplayedValue>): Promise<boolean> {
+  async #matches(partition: Partition, want: KeyTable<ReplayedValue>): Promise<boolean> {
     let matched = 0;
     for (const range of COMPARED_RANGES) {
       let after: string | null = null;
@@ -402,7 +403,7 @@ export class Audit {
         const page: ScanPage = await this.core.kv.scan(partition, { ...range, limit: VERIFY_PAGE, after });
         for (const e of page.entries) {
           if (e.keyBytes.equals(HEAD_KEY)) continue;
-          const w = want.get(e.keyBytes.toString("latin1"));
+          const w = want.getBytes(e.keyBytes);
           if (w === undefined || !valueOf(w).equals(e.value)) return false;
           matched++;
         }
