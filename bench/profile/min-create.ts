@@ -13,28 +13,22 @@
  * and then each piece of the floor alone (CPU µs per create, no I/O).
  *   npx tsx bench/profile/min-create.ts [rounds]
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
 import type { Permissions } from "../../src/access/actor.js";
 import { encodeRecordKey } from "../../src/kv/contract.js";
-import { LmdbKv } from "../../src/kv/lmdb.js";
 import { encodeAccess, encodeResource } from "../../src/resources/core/core.js";
 import { sealEventBytes } from "../../src/resources/model/events.js";
 import { layout } from "../../src/resources/model/layout.js";
 import type { Envelope } from "../../src/resources/model/record.js";
 import { childRef, locate, pathOf } from "../../src/resources/model/ref.js";
 import { subprojectRef } from "../../src/workflow/commands.js";
-import { FlowstorePeer } from "../peers/flowstore.js";
-import { itemData, MARY, subproject } from "../tree.js";
+import { itemData, MARY } from "../tree.js";
+import { freshSubproject } from "./fresh.js";
 
 const WRITERS = 50;
 const PER = 4;
 const rounds = Number(process.argv[2] ?? 10);
-const dir = mkdtempSync(join(tmpdir(), "fs-floor-"));
-const kv = LmdbKv.open(dir);
-const fs = new FlowstorePeer(kv);
-await fs.load({ projects: [{ id: "p1", subprojects: [subproject("w", 0)] }], updates: [] });
+const { dir, kv, fs } = await freshSubproject("fs-floor-");
 const schema = fs.wf.store.schema;
 const t = schema.type("workflowitem");
 const db = kv.raw;
