@@ -5,19 +5,13 @@
  *   npx tsx bench/profile/writers.ts [rounds] [out.cpuprofile]
  */
 import { Session } from "node:inspector/promises";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { LmdbKv } from "../../src/kv/lmdb.js";
-import { FlowstorePeer } from "../peers/flowstore.js";
-import { itemData, MARY, subproject } from "../tree.js";
+import { rmSync, writeFileSync } from "node:fs";
+import { itemData, MARY } from "../tree.js";
+import { freshSubproject } from "./fresh.js";
 
 const WRITERS = 50;
 const rounds = Number(process.argv[2] ?? 20);
-const dir = mkdtempSync(join(tmpdir(), "fs-prof-"));
-const kv = LmdbKv.open(dir);
-const fs = new FlowstorePeer(kv);
-await fs.load({ projects: [{ id: "p1", subprojects: [subproject("w", 0)] }], updates: [] });
+const { dir, kv, fs } = await freshSubproject("fs-prof-");
 const groups: number[] = [];
 fs.wf.store.writer.onGroupCommit((n) => groups.push(n));
 let n = 0;

@@ -141,7 +141,8 @@ export function inheritPermissions(
   for (const intent of Object.keys(parentPermissions)) {
     const mapped = createIntents[intent] ?? (intent.startsWith(prefix) ? `${childType}.${intent.slice(prefix.length)}` : null);
     if (!mapped || !childIntents.includes(mapped)) continue;
-    out[mapped] = [...new Set([...(out[mapped] ?? []), ...parentPermissions[intent]!])];
+    const holders = (out[mapped] ??= []);
+    for (const who of parentPermissions[intent]!) if (!holders.includes(who)) holders.push(who);
   }
   return out;
 }

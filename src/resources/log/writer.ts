@@ -94,6 +94,13 @@ class Overlay {
     return undefined;
   }
 
+  /** True when this overlay wrote a key in [start, end) or deleted a range meeting it. */
+  touches(start: string, end: string): boolean {
+    for (const k of this.values.keys()) if (k >= start && k < end) return true;
+    for (const r of this.deletedRanges) if (r.start < end && r.end > start) return true;
+    return false;
+  }
+
   merge(child: Overlay): void {
     this.ops.push(...child.ops);
     for (const r of child.deletedRanges) {
@@ -522,9 +529,8 @@ export class PartitionWriter {
         const { start, end } = prefixRange(prefix);
         const s = latin1(start);
         const en = latin1(end);
-        const touched = [...group.values.keys(), ...layer.values.keys()].some((k) => k >= s && k < en);
-        const rangeDeleted = [...group.deletedRanges, ...layer.deletedRanges].some((r) => r.start < en && r.end > s);
-        if (touched || rangeDeleted) return (await scanPrefix(prefix)).length > 0;
+        // Walked in place: a group of creates asks this once per command, over every key the group wrote.
+        if (group.touches(s, en) || layer.touches(s, en)) return (await scanPrefix(prefix)).length > 0;
         return (await kv.scan(partition, { prefix, limit: 1 })).entries.length > 0;
       },
       put(key, value) {
