@@ -102,6 +102,7 @@ export class RecordView {
   readonly #viewersStart: number;
   readonly #viewersEnd: number;
   readonly #publicStart: number;
+  #id: string | undefined;
 
   /**
    * A record that cannot be read (an unknown format byte, a truncated header) throws here: one read of it
@@ -144,7 +145,8 @@ export class RecordView {
   }
 
   get id(): string {
-    return this.bytes.toString("utf8", 15, this.#idEnd);
+    // decoded once: a list's ordering and its checks ask for it several times
+    return (this.#id ??= this.bytes.toString("utf8", 15, this.#idEnd));
   }
 
   get status(): string {
