@@ -166,9 +166,11 @@ export class RecordView {
   #holds(actor: Actor, start: number, end: number): boolean {
     if (actor.system) return true;
     if (start === end) return false;
+    // Searched backwards from the end of the part: a search forwards from its start would run through
+    // the public JSON after it whenever the needle is not there.
     for (const needle of needlesOf(actor)) {
-      const i = this.bytes.indexOf(needle, start);
-      if (i >= 0 && i + needle.length <= end) return true;
+      const last = end - needle.length;
+      if (last >= start && this.bytes.lastIndexOf(needle, last) >= start) return true;
     }
     return false;
   }
