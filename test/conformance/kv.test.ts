@@ -298,6 +298,30 @@ forEachBackend((backend) => {
     expect(e!.value.equals(big.subarray(1))).toBe(true);
   });
 
+  it("reads values of every size back byte for byte, each its own copy, through get, getSync, getMany and scan", async () => {
+    // the sizes around the copies a backend makes of what it reads (LMDB: Node's pool below 4 KiB, a
+    // buffer of its own above, lmdb-js's shared buffer and memory map beyond its first 64 KiB)
+    const sizes = [0, 1, 63, 64, 65, 700, 4095, 4096, 4097, 8193, 65_536, 70_000, 300_000];
+    const valueOf = (n: number, salt: number) => Buffer.from(Array.from({ length: n }, (_, i) => (i * 31 + salt) & 0xff));
+    await kv.commit(
+      P,
+      sizes.map((n) => put(["sized", n], valueOf(n, n))),
+    );
+    const keys = sizes.map((n) => ["sized", n]);
+    const many = await kv.getMany(P, keys);
+    const sync = kv.getSync ? keys.map((k) => kv.getSync!(P, k)) : [];
+    const scanned = (await kv.scan(P, { prefix: ["sized"] })).entries;
+    const one = await Promise.all(keys.map((k) => kv.get(P, k)));
+    for (const read of [many, sync, scanned, one]) {
+      if (read.length === 0) continue;
+      expect(read.map((e) => e!.value.length)).toEqual(sizes);
+      sizes.forEach((n, i) => expect(read[i]!.value.equals(valueOf(n, n))).toBe(true));
+    }
+    // no read hands out a buffer a later read overwrites
+    expect(many.every((e, i) => e!.value.equals(valueOf(sizes[i]!, sizes[i]!)))).toBe(true);
+    expect(scanned.map((e) => e.key)).toEqual(keys);
+  });
+
   it("takes 200 concurrent commits across partitions and into one partition", async () => {
     const across = await Promise.all(Array.from({ length: 200 }, (_, i) => kv.commit(["shard", i % 20], [put(["k", i], `${i}`)])));
     expect(across.every((r) => r.version >= 1)).toBe(true);

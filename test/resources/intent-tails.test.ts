@@ -22,6 +22,15 @@ describe("IntentTails", () => {
     }
   });
 
+  it("answers a list's tails (`tails`) as `tail` answers each, siblings sharing an entry or not, a missing entry included", () => {
+    const tails = new IntentTails();
+    const a = encodeAccess({ permissions: { "project.viewSummary": ["alice"], "project.viewDetails": ["alice"] } });
+    const b = encodeAccess({ permissions: { "project.viewSummary": ["alice"] } });
+    const raws = [a, Buffer.from(a), b, undefined, undefined, a, b, Buffer.from(b)];
+    const fresh = new IntentTails();
+    expect(tails.tails(project, raws, alice).map(String)).toEqual(raws.map((raw) => String(fresh.tail(project, raw, alice))));
+  });
+
   it("holds no more than its byte budget, however many distinct entries it is asked about", () => {
     const tails = new IntentTails();
     const filler = "x".repeat(4096);

@@ -10,6 +10,7 @@ import { IntentRegistry } from "../../access/intents.js";
 import { INDEX_VERBS } from "../model/events.js";
 import { PAGE_LIMIT, type ListSequence } from "../model/wire.js";
 import { layout } from "../model/layout.js";
+import { closingBrace } from "../model/page-json.js";
 import { encodeRecord, RecordView, type Envelope, type Private } from "../model/record.js";
 import { locate, parentRef, pathOf, type Located, type Ref } from "../model/ref.js";
 import type { CompiledType, Schema } from "../model/schema.js";
@@ -40,8 +41,7 @@ export function allowedIntents(t: CompiledType, permissions: Permissions | undef
 
 /** A resource's public JSON with `allowedIntents` added as its last member. */
 export function withAllowedIntents(json: Buffer, intents: readonly string[] | Buffer): Buffer {
-  const end = json.lastIndexOf(0x7d); // the closing brace of the object
-  return Buffer.concat([json.subarray(0, end), Buffer.isBuffer(intents) ? intents : allowedIntentsTail(intents)]);
+  return Buffer.concat([json.subarray(0, closingBrace(json)), Buffer.isBuffer(intents) ? intents : allowedIntentsTail(intents)]);
 }
 
 /** What `withAllowedIntents` puts in place of the closing brace: a list of many items reuses one per distinct entry. */
@@ -98,6 +98,21 @@ export class IntentTails {
     known.push({ raw: Buffer.from(bytes), tail });
     this.#bytes += size;
     return tail;
+  }
+
+  /**
+   * `tail` of each of `raws` (the access entries of a list's items): an entry with the bytes of the one
+   * before it (siblings mostly share their inherited permissions) takes its tail with one comparison.
+   */
+  tails(t: CompiledType, raws: readonly (Buffer | undefined)[], actor: Actor): Buffer[] {
+    const out = new Array<Buffer>(raws.length);
+    let last: { raw: Buffer | undefined; tail: Buffer } | undefined;
+    for (let i = 0; i < raws.length; i++) {
+      const raw = raws[i];
+      if (!last || (raw === undefined ? last.raw !== undefined : last.raw === undefined || !last.raw.equals(raw))) last = { raw, tail: this.tail(t, raw, actor) };
+      out[i] = last.tail;
+    }
+    return out;
   }
 
   #clear(): void {

@@ -161,6 +161,8 @@ export const layout = {
   log: (seq: number): Key => L.pack([seq]),
   /** Direct nested children of a given type. */
   children: (l: Located, childType: string): Key => S.pack([l.depth + 1, ...l.pairs, childType]),
+  /** The access entries of the direct nested children of a given type (their ids in the order of `children`): one range. */
+  childrenAccess: (l: Located, childType: string): Key => A.pack([l.depth + 1, ...l.pairs, childType]),
   /** The state of one direct nested child. */
   child: (l: Located, childType: string, id: string): Key => S.pack([l.depth + 1, ...l.pairs, childType, id]),
   /** Index entries of flat children of a given type. */

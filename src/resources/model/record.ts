@@ -102,6 +102,7 @@ export class RecordView {
   readonly #viewersStart: number;
   readonly #viewersEnd: number;
   readonly #publicStart: number;
+  #id: string | undefined;
 
   /**
    * A record that cannot be read (an unknown format byte, a truncated header) throws here: one read of it
@@ -144,7 +145,8 @@ export class RecordView {
   }
 
   get id(): string {
-    return this.bytes.toString("utf8", 15, this.#idEnd);
+    // decoded once: a list's ordering and its checks ask for it several times
+    return (this.#id ??= this.bytes.toString("utf8", 15, this.#idEnd));
   }
 
   get status(): string {
@@ -164,9 +166,11 @@ export class RecordView {
   #holds(actor: Actor, start: number, end: number): boolean {
     if (actor.system) return true;
     if (start === end) return false;
+    // Searched backwards from the end of the part: a search forwards from its start would run through
+    // the public JSON after it whenever the needle is not there.
     for (const needle of needlesOf(actor)) {
-      const i = this.bytes.indexOf(needle, start);
-      if (i >= 0 && i + needle.length <= end) return true;
+      const last = end - needle.length;
+      if (last >= start && this.bytes.lastIndexOf(needle, last) >= start) return true;
     }
     return false;
   }

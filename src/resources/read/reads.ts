@@ -5,7 +5,7 @@
  */
 import { ValidationError } from "../../errors.js";
 import { cursorBytes, cursorOf, scanAll, type Entry } from "../../kv/contract.js";
-import { encodeNested } from "../../kv/tuple.js";
+import { encode, encodeNested } from "../../kv/tuple.js";
 import { allows, type Actor, type Permissions } from "../../access/actor.js";
 import { flatChildRecords } from "./context.js";
 import { allowedIntents, pageLimit, permissionsOf, MAX_PAGE, withAllowedIntents, type Core, type Page, type PageOptions } from "../core/core.js";
@@ -52,6 +52,14 @@ export interface SumsOptions {
 }
 
 const listed = listedJson;
+
+/** An ordered page's rows: the items as listed, and the `allowedIntents` tail of each when asked for (core.ts `withAllowedIntents`). */
+interface OrderedRows {
+  readonly items: Buffer[];
+  readonly tails: Buffer[] | null;
+}
+/** An ordered page before its tails are put in and its personal data opened. */
+type OrderedPage = OrderedRows & { readonly nextCursor: string | null; readonly version: number };
 
 /** From this page size, a first page reads a collection that fits in it whole (`#listWhole`). */
 const WHOLE_FROM = 1000;
@@ -124,12 +132,33 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
     return { items: await this.#withIntents(actor, t, parent, views, page.items, options), nextCursor: page.nextCursor };
   }
 
-  /**
-   * Adds `allowedIntents` to listed items: the access entries of the page's resources, one batched read
-   * per partition (a nested page is one partition; flat children and roots one each).
-   */
+  /** Adds `allowedIntents` to listed items (`#tails`). */
   async #withIntents(actor: Actor, t: CompiledType, parent: Ref | null, views: readonly { id: string }[], items: Buffer[], options: PageOptions): Promise<Buffer[]> {
-    if (!options.allowedIntents || views.length === 0) return items;
+    const tails = await this.#tails(actor, t, parent, views, options);
+    return tails ? items.map((item, i) => withAllowedIntents(item, tails[i]!)) : items;
+  }
+
+  /**
+   * The `allowedIntents` tails of listed resources (null when not asked for): from their access entries,
+   * `raws` when the caller read them with the records, else one batched read per partition (a nested page
+   * is one partition; flat children and roots one each).
+   */
+  async #tails(
+    actor: Actor,
+    t: CompiledType,
+    parent: Ref | null,
+    views: readonly { id: string }[],
+    options: PageOptions,
+    raws?: readonly (Buffer | undefined)[],
+  ): Promise<Buffer[] | null> {
+    if (!options.allowedIntents || views.length === 0) return null;
+    // Siblings mostly share their access entry's bytes (inherited permissions): each distinct entry is
+    // parsed and judged once (core.ts, IntentTails).
+    return this.core.intentTails.tails(t, raws ?? (await this.#accessEntries(t, parent, views)), actor);
+  }
+
+  /** The access entries of listed resources, one batched read per partition. */
+  async #accessEntries(t: CompiledType, parent: Ref | null, views: readonly { id: string }[]): Promise<(Buffer | undefined)[]> {
     const located = views.map((v) => locate(this.core.schema, childRef(this.core.schema, parent, t.name, v.id)));
     const groups = new Map<string, number[]>();
     located.forEach((l, i) => {
@@ -148,9 +177,7 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
         idx.forEach((i, j) => (raws[i] = entries[j]?.value));
       }),
     );
-    // Siblings mostly share their access entry's bytes (inherited permissions): each distinct entry is
-    // parsed and judged once (core.ts, IntentTails).
-    return items.map((item, i) => withAllowedIntents(item, this.core.intentTails.tail(t, raws[i], actor)));
+    return raws;
   }
 
   /** The stored public JSON of a resource the actor may view, with `allowedIntents` when asked, and its version. */
@@ -278,10 +305,17 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
    * when children are added or removed elsewhere.
    */
   async listOrderedJson(actor: Actor, parent: Ref, options: PageOptions = {}): Promise<Page<Buffer> & { version: number }> {
-    return this.#opened(await this.#listOrderedJson(actor, parent, options), parent, locate(this.core.schema, parent).type.decl.orderedChildren ?? "");
+    return this.#openedOrdered(parent, await this.#listOrderedJson(actor, parent, options));
   }
 
-  async #listOrderedJson(actor: Actor, parent: Ref, options: PageOptions): Promise<Page<Buffer> & { version: number }> {
+  /** An ordered page with its tails put in (`withAllowedIntents`) and the personal data its items hold opened. */
+  #openedOrdered(parent: Ref, page: OrderedPage): Promise<Page<Buffer> & { version: number }> {
+    const { tails } = page;
+    const items = tails ? page.items.map((item, i) => withAllowedIntents(item, tails[i]!)) : page.items;
+    return this.#opened({ items, nextCursor: page.nextCursor, version: page.version }, parent, locate(this.core.schema, parent).type.decl.orderedChildren ?? "");
+  }
+
+  async #listOrderedJson(actor: Actor, parent: Ref, options: PageOptions): Promise<OrderedPage> {
     const whole = await this.#listWhole(actor, parent, options);
     if (whole) return whole;
     const { l, view: parentView } = await this.#readable(actor, parent);
@@ -308,9 +342,13 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
       const view = e ? RecordView.listable(e.value, `${childType} list`) : null;
       if (view) views.push(view);
     }
-    const items = await this.#listedWithIntents(actor, t, parent, views, options);
     const next = page.entries.length > limit ? cursorOf(entries.at(-1)!.keyBytes) : null;
-    return { items, nextCursor: next, version: parentView.version };
+    return { ...(await this.#rows(actor, t, parent, views, options)), nextCursor: next, version: parentView.version };
+  }
+
+  /** The list rows of `views` (what `actor` may see of each) and, when asked, their allowed intents' tails (`raws`: their access entries, when read already). */
+  async #rows(actor: Actor, t: CompiledType, parent: Ref, views: RecordView[], options: PageOptions, raws?: readonly (Buffer | undefined)[]): Promise<OrderedRows> {
+    return { items: views.map((view) => listed(actor, t, view)), tails: await this.#tails(actor, t, parent, views, options, raws) };
   }
 
   /** The list rows of `views` (what `actor` may see of each), with their allowed intents when asked. */
@@ -334,7 +372,7 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
    * does not apply, or when the collection is larger than the page (then the index serves it: a range
    * of at most `limit` records was read in vain).
    */
-  async #listWhole(actor: Actor, parent: Ref, options: PageOptions): Promise<(Page<Buffer> & { version: number }) | null> {
+  async #listWhole(actor: Actor, parent: Ref, options: PageOptions): Promise<OrderedPage | null> {
     if (options.cursor || options.sequence === "closedFirst" || options.limit === undefined || options.limit < WHOLE_FROM) return null;
     const l = locate(this.core.schema, parent);
     const childType = l.type.decl.orderedChildren;
@@ -342,36 +380,43 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
     const t = this.core.schema.type(childType);
     const limit = pageLimit(options.limit);
     const { kv } = this.core;
-    const [[state, orderingEntry], range] = await Promise.all([
+    const childrenKey = layout.children(l, childType);
+    const accessKey = layout.childrenAccess(l, childType);
+    const [[state, orderingEntry], range, access] = await Promise.all([
       kv.getMany(l.partition, [layout.state(l), layout.ordering(l, childType)]),
-      kv.scan(l.partition, { prefix: layout.children(l, childType), limit }),
+      kv.scan(l.partition, { prefix: childrenKey, limit }),
+      // the children's access entries, when their intents are asked for: one range too (not a read per child)
+      options.allowedIntents ? kv.scan(l.partition, { prefix: accessKey, limit }) : null,
     ]);
     const { view: parentView } = await this.core.authorize(this.core.reader(l), l, actor, l.type.intents.view, { state: state?.value });
     if (range.cursor !== null) return null;
     const children: RecordView[] = [];
+    // Each child's access entry, found by walking both ranges together: a child's keys in the two
+    // families differ only in the family, so they sort alike (a child without one gets none).
+    const raws = access && access.cursor === null ? new Map<RecordView, Buffer>() : null;
+    const [skip, accessSkip] = [encode(childrenKey).length, encode(accessKey).length];
+    let j = 0;
     for (const e of range.entries) {
       const view = RecordView.listable(e.value, `${childType} list`);
-      if (view) children.push(view);
+      if (!view) continue;
+      children.push(view);
+      if (!raws) continue;
+      const entries = access!.entries;
+      let order = -1;
+      while (j < entries.length && (order = entries[j]!.keyBytes.compare(e.keyBytes, skip, e.keyBytes.length, accessSkip)) < 0) j++;
+      if (j < entries.length && order === 0) raws.set(view, entries[j++]!.value);
     }
     const ordering = orderingEntry ? (JSON.parse(orderingEntry.value.toString("utf8")) as string[]) : [];
     const views = effectiveOrder(ordering, children);
-    const items = await this.#listedWithIntents(actor, t, parent, views, options);
-    return { items, nextCursor: null, version: parentView.version };
+    const rows = await this.#rows(actor, t, parent, views, options, raws ? views.map((v) => raws.get(v)) : undefined);
+    return { ...rows, nextCursor: null, version: parentView.version };
   }
 
   /**
    * TruBudget's order (closed children first, by close time, then the effective order): computed from the
    * whole collection on each read, with an offset cursor. The order index serves the native order only.
    */
-  async #listClosedFirst(
-    actor: Actor,
-    l: Located,
-    t: CompiledType,
-    parent: Ref,
-    version: number,
-    limit: number,
-    options: PageOptions,
-  ): Promise<Page<Buffer> & { version: number }> {
+  async #listClosedFirst(actor: Actor, l: Located, t: CompiledType, parent: Ref, version: number, limit: number, options: PageOptions): Promise<OrderedPage> {
     let offset = 0;
     if (options.cursor) {
       const raw = cursorBytes(options.cursor).toString("utf8");
@@ -391,16 +436,18 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
       return view ? [{ id: view.id, createdAtMs: view.createdAtMs, view, closedAtMs: this.#closedAt(l.type, view) }] : [];
     });
     const pageRows = closedFirstOrder(ordering, rows).slice(offset, offset + limit);
-    const items = await this.#withIntents(
-      actor,
-      t,
-      parent,
-      pageRows.map((r) => r.view),
-      pageRows.map((r) => listed(actor, t, r.view)),
-      options,
-    );
     const next = offset + limit < rows.length ? cursorOf(Buffer.from(String(offset + limit))) : null;
-    return { items, nextCursor: next, version };
+    return {
+      ...(await this.#rows(
+        actor,
+        t,
+        parent,
+        pageRows.map((r) => r.view),
+        options,
+      )),
+      nextCursor: next,
+      version,
+    };
   }
 
   /**
@@ -429,8 +476,11 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
         : null;
     const cached = key ? pages!.get(key) : undefined;
     if (cached) return { json: cached, version: view.version };
-    const page = await this.listOrderedJson(actor, parent, options);
-    const json = pageJson(page.items, page.nextCursor);
+    const page = await this.#listOrderedJson(actor, parent, options);
+    // The page joined from its items and tails in one copy; when it may hold a sealed value (one scan of
+    // the page, not one per item), joined again from its items opened (`listOrderedJson`'s).
+    let json = pageJson(page.items, page.nextCursor, page.tails);
+    if (sealedIn(json)) json = pageJson((await this.#openedOrdered(parent, page)).items, page.nextCursor);
     if (key) pages!.set(key, json);
     return { json, version: page.version };
   }

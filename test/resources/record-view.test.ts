@@ -1,0 +1,64 @@
+/**
+ * A stored record's header (resources/model/record.ts) answers who may list and who may view it without
+ * its JSON being parsed, and a list page is joined from the records' public bytes and their
+ * allowedIntents tails (model/page-json.ts) as each item with its tail put in would be joined.
+ */
+import { describe, expect, it } from "vitest";
+import { encodeRecord, RecordView, type Envelope } from "../../src/resources/model/record.js";
+import { pageJson } from "../../src/resources/model/page-json.js";
+import { allowedIntentsTail, withAllowedIntents } from "../../src/resources/core/core.js";
+
+const envelope = (id: string, text: string): Envelope => ({
+  id,
+  type: "workflowitem",
+  data: { displayName: text },
+  meta: { createdAt: "2026-11-28T00:00:00.000Z", createdBy: "mary", updatedAt: "2026-11-28T00:00:00.000Z", version: 1 } as Envelope["meta"],
+});
+const actor = (id: string, ...groups: string[]) => ({ id, groups, system: false });
+
+describe("RecordView holders", () => {
+  it("finds an identity in its own part of the header only, whole names only", () => {
+    // the JSON names mary and the listers name tom: neither counts as a viewer
+    const view = new RecordView(encodeRecord(envelope("w1", "for mary, tom and managers"), "open", ["tom", "mary"], ["jane", "managers"]));
+    expect(view.viewableBy(actor("jane"))).toBe(true);
+    expect(view.viewableBy(actor("mary", "managers"))).toBe(true);
+    expect(view.viewableBy(actor("mary"))).toBe(false);
+    expect(view.viewableBy(actor("tom"))).toBe(false);
+    expect(view.viewableBy(actor("jan"))).toBe(false);
+    expect(view.viewableBy(actor("anager"))).toBe(false);
+    expect(view.visibleTo(actor("tom"))).toBe(true);
+    expect(view.visibleTo(actor("mary"))).toBe(true);
+    expect(view.visibleTo(actor("jane"))).toBe(false);
+    expect(view.visibleTo(actor("ma"))).toBe(false);
+    expect(view.viewableBy({ id: "root", groups: [], system: true })).toBe(true);
+  });
+
+  it("refuses everyone but the system on empty parts", () => {
+    const view = new RecordView(encodeRecord(envelope("w2", "x"), "open", [], []));
+    expect(view.viewableBy(actor("mary"))).toBe(false);
+    expect(view.visibleTo(actor("mary"))).toBe(false);
+    expect(view.id).toBe("w2");
+    expect(view.id).toBe("w2");
+  });
+});
+
+describe("pageJson", () => {
+  it("joins items and their tails as each item with its tail put in would be joined", () => {
+    const items = [
+      Buffer.from(JSON.stringify(envelope("a", "one"))),
+      Buffer.from('{"id":"b","redacted":true} '), // a closing brace that is not the last byte
+      Buffer.from(JSON.stringify(envelope("c", "ünïcödé"))).subarray(0), // a view
+    ];
+    const tails = [allowedIntentsTail(["x.view"]), allowedIntentsTail([]), allowedIntentsTail(["x.view", "x.update"])];
+    for (const cursor of [null, "abc"]) {
+      const expected = pageJson(
+        items.map((item, i) => withAllowedIntents(item, tails[i]!)),
+        cursor,
+      );
+      expect(pageJson(items, cursor, tails).toString()).toBe(expected.toString());
+      expect(JSON.parse(pageJson(items, cursor, tails).toString()).items[2].allowedIntents).toEqual(["x.view", "x.update"]);
+    }
+    expect(pageJson([], null, []).toString()).toBe('{"items":[],"nextCursor":null}');
+    expect(pageJson(items, null).toString()).toBe(`{"items":[${items.map(String).join(",")}],"nextCursor":null}`);
+  });
+});
