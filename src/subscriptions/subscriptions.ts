@@ -36,7 +36,7 @@ import type { Assignees } from "../workflow/assignees.js";
 import { subscriptionLayout as L } from "./layout.js";
 import { SecretSeal, WEBHOOK_KEY_RECORD, type WebhookKeyOptions } from "./secrets.js";
 import { SIGNATURE_HEADER, sign } from "./signature.js";
-import { type ResolveOptions, WebhookGuard } from "./webhook-target.js";
+import { LookupBusy, type ResolveOptions, WebhookGuard } from "./webhook-target.js";
 import type { CreateSubscription, CreatedSubscription, DeadLetter, Delivered, Digest, Replayed, Subscription, SubscriptionEvents, SubscriptionFilter } from "./wire.js";
 
 /** The global intent of operators over every subscription: read, delete, read and replay dead letters. */
@@ -241,7 +241,7 @@ export class Subscriptions {
     const filter = body.filter ?? {};
     if (filter.intent !== undefined) this.#checkIntent(filter.intent);
     // Not to the server's own networks (server-side request forgery): checked again at every delivery.
-    if (body.webhook) await this.#guard.check(body.webhook.url, "webhook.url");
+    if (body.webhook) await this.#guard.check(body.webhook.url, "webhook.url", actor.id);
     const id = randomBytes(12).toString("base64url");
     const secret = body.webhook ? randomBytes(32).toString("base64url") : undefined;
     if (secret !== undefined) await this.#recordKey();
@@ -432,6 +432,8 @@ export class Subscriptions {
       }
       const body = JSON.stringify({ subscription: id, ack: spell(page.ack), events: page.items });
       const result = await this.#post(s, await this.#opened(body));
+      // Not attempted (no lookup place was free in time, held by other owners' slow names): tried again at the next pass, no attempt counted.
+      if (!result.attempted) return;
       if (result.ok) {
         await this.#ack(id, page.ack, lease, [{ type: "delete", key: L.retry }]);
         if (!page.more) return;
@@ -525,7 +527,7 @@ export class Subscriptions {
    * (webhook-target.ts: checked at each delivery, connected to as checked, redirects not followed).
    * A secret that does not open (another server's key) throws: nothing is POSTed, nothing is acknowledged.
    */
-  async #post(s: Stored, body: string): Promise<{ ok: boolean; status?: number; error: string }> {
+  async #post(s: Stored, body: string): Promise<{ ok: boolean; attempted: boolean; status?: number; error: string }> {
     const secret = await this.#secretOf(s);
     try {
       const headers = {
@@ -534,10 +536,10 @@ export class Subscriptions {
         "flowstore-subscription": s.id,
         "flowstore-delivery": createHash("sha256").update(body).digest("base64url").slice(0, 22),
       };
-      const status = await this.#guard.post(s.webhook!.url, headers, body, this.#o.timeoutMs);
-      return { ok: status >= 200 && status < 300, status, error: `the receiver answered ${status}` };
+      const status = await this.#guard.post(s.webhook!.url, headers, body, this.#o.timeoutMs, s.owner);
+      return { ok: status >= 200 && status < 300, attempted: true, status, error: `the receiver answered ${status}` };
     } catch (e) {
-      return { ok: false, error: e instanceof Error ? e.message : String(e) };
+      return { ok: false, attempted: !(e instanceof LookupBusy), error: e instanceof Error ? e.message : String(e) };
     }
   }
 
