@@ -150,7 +150,7 @@ export interface SubscriptionsParts {
    * while the subject's key exists, erased after. Pages are read sealed and opened only as they leave,
    * so a dead letter keeps the ciphertext and an erasure reaches it too.
    */
-  readonly personal: Pick<Subjects, "openEvent" | "masked">;
+  readonly personal: Pick<Subjects, "openEvents" | "masked">;
 }
 
 /** What one page of a subscription's events holds, and the cursor and per-partition marks that acknowledge it. */
@@ -299,7 +299,8 @@ export class Subscriptions {
     // The owner as it is now (its groups as stored, not as its token was issued).
     const owner = await this.parts.identity.actorFor(s.owner);
     const page = await this.#read(s, owner, (await this.#cursor(id)).value, options.limit ?? PULL_LIMIT.default);
-    return { items: await Promise.all(page.items.map(async (i) => ({ ...i, event: await this.parts.personal.openEvent(i.event) }))), ack: spell(page.ack), more: page.more };
+    const events = await this.parts.personal.openEvents(page.items.map((i) => i.event));
+    return { items: page.items.map((i, n) => ({ ...i, event: events[n]! })), ack: spell(page.ack), more: page.more };
   }
 
   // ------------------------------------------------------------------ dead letters
@@ -316,12 +317,13 @@ export class Subscriptions {
     const bodyFor = async (body: string): Promise<string> => {
       const parsed = JSON.parse(body) as { events?: Delivered[] };
       if (owner === null || !Array.isArray(parsed.events)) return JSON.stringify(this.parts.personal.masked(parsed));
-      const events: Delivered[] = [];
+      const visible: Delivered[] = [];
       for (const d of parsed.events) {
-        const visible = await this.#visible(owner, s.filter, d.event);
-        if (visible) events.push({ ...d, event: await this.parts.personal.openEvent(visible) });
+        const event = await this.#visible(owner, s.filter, d.event);
+        if (event) visible.push({ ...d, event: event as Delivered["event"] });
       }
-      return JSON.stringify({ ...parsed, events });
+      const opened = await this.parts.personal.openEvents(visible.map((d) => d.event));
+      return JSON.stringify({ ...parsed, events: visible.map((d, n) => ({ ...d, event: opened[n]! })) });
     };
     return Promise.all(page.entries.map((e) => parse<DeadLetter>(e)).map(async (l) => ({ ...l, body: await bodyFor(l.body) })));
   }
@@ -519,7 +521,8 @@ export class Subscriptions {
   async #opened(body: string): Promise<string> {
     const parsed = JSON.parse(body) as { events?: Delivered[] };
     if (!Array.isArray(parsed.events)) return body;
-    return JSON.stringify({ ...parsed, events: await Promise.all(parsed.events.map(async (d) => ({ ...d, event: await this.parts.personal.openEvent(d.event) }))) });
+    const events = await this.parts.personal.openEvents(parsed.events.map((d) => d.event));
+    return JSON.stringify({ ...parsed, events: parsed.events.map((d, n) => ({ ...d, event: events[n]! })) });
   }
 
   /**
