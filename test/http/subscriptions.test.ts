@@ -324,6 +324,27 @@ describe("webhook URLs (server-side request forgery)", () => {
     expect((await call(s, s.root, "GET", "/subscriptions")).body.items).toEqual([]);
   });
 
+  it("answers 503 naming webhook.url when no lookup place came free in time (the name is not at fault), and writes nothing", async () => {
+    let release = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    // One place: alice's name, whose nameserver never answers, holds it past its timeout.
+    const lookup = async (host: string) => {
+      if (host.startsWith("slow.")) await held;
+      return [{ address: "93.184.216.34", family: 4 }];
+    };
+    const s = await serve({ subscriptions: { resolve: { lookup, timeoutMs: 100, concurrent: 1 } } });
+    const alice = await s.userClient("alice");
+    const bob = await s.userClient("bob");
+    const slow = await call(s, alice, "POST", "/subscriptions", { name: "slow", webhook: { url: "https://slow.example/hook" } });
+    expect(slow.status).toBe(400);
+    const busy = await call(s, bob, "POST", "/subscriptions", { name: "fine", webhook: { url: "https://fine.example/hook" } });
+    expect(busy.status).toBe(503);
+    expect(busy.body).toMatchObject({ field: "webhook.url", detail: expect.stringContaining("the lookup of fine.example found no free place in time") });
+    expect((await call(s, bob, "GET", "/subscriptions")).body.items).toEqual([]);
+    release();
+    expect((await call(s, bob, "POST", "/subscriptions", { name: "fine", webhook: { url: "https://fine.example/hook" } })).status).toBe(201);
+  });
+
   it("does not follow a redirect, to an internal address or any other", async () => {
     const s = await serve({ subscriptions: { deliver: true, retryBaseMs: 20, maxAttempts: 2, intervalMs: 50, pollMs: 50, allow: LOOPBACK } });
     // The redirect's target is a real server: had the redirect been followed, it would count a request.
