@@ -121,7 +121,8 @@ class FairLookup {
         this.#running++;
         this.#runningOf.set(owner, (this.#runningOf.get(owner) ?? 0) + 1);
         const timer = setTimeout(() => reject(new SlowLookup(`${host} did not resolve in time`)), this.timeoutMs);
-        this.lookup(host)
+        // A lookup that throws at once is a rejection like any other (its place given back).
+        new Promise<{ address: string; family: number }[]>((answer) => answer(this.lookup(host)))
           .finally(() => {
             // Its place is given back only now: a lookup past its time still holds a thread of the pool.
             clearTimeout(timer);
