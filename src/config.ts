@@ -135,6 +135,18 @@ export const CONFIG = {
     doc: "a failed webhook delivery's first retry delay (doubled at each retry)",
   }),
   FLOWSTORE_WEBHOOK_ATTEMPTS: v({ type: Count(1), option: "--webhook-attempts <n>", default: "8", doc: "attempts of a webhook delivery before it goes to the dead letters" }),
+  FLOWSTORE_WEBHOOK_LOOKUPS: v({
+    type: Count(1),
+    option: "--webhook-lookups <n>",
+    default: "2",
+    doc: "webhook host name lookups run at once at most, one of them a user's (below libuv's thread pool, `UV_THREADPOOL_SIZE`, 4 unless set: a lookup holds a thread until the system answers)",
+  }),
+  FLOWSTORE_WEBHOOK_LOOKUP_TIMEOUT_MS: v({
+    type: Count(1),
+    option: "--webhook-lookup-timeout-ms <ms>",
+    default: "2000",
+    doc: "a webhook host name not resolved within this is refused (a failed delivery attempt); a lookup that found no free place within this is tried again later, no attempt counted",
+  }),
   FLOWSTORE_WEBHOOK_ALLOW: v({
     type: Text(),
     option: "--webhook-allow <hosts>",

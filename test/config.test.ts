@@ -18,6 +18,7 @@ import { DEFAULT_MAX_DOCUMENT_BYTES } from "../src/workflow/documents.js";
 import { DEFAULT_KEEP_NOTIFICATIONS } from "../src/workflow/notifications.js";
 import { DEFAULT_ORGANIZATION } from "../src/http/trubudget/index.js";
 import { SUBSCRIPTION_DEFAULTS } from "../src/subscriptions/subscriptions.js";
+import { RESOLVE_DEFAULTS } from "../src/subscriptions/webhook-target.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 
@@ -35,6 +36,8 @@ it("the schema's defaults are the domains' constants", () => {
     FLOWSTORE_WEBHOOK_LEASE_MS: SUBSCRIPTION_DEFAULTS.leaseMs,
     FLOWSTORE_WEBHOOK_RETRY_MS: SUBSCRIPTION_DEFAULTS.retryBaseMs,
     FLOWSTORE_WEBHOOK_ATTEMPTS: SUBSCRIPTION_DEFAULTS.maxAttempts,
+    FLOWSTORE_WEBHOOK_LOOKUPS: RESOLVE_DEFAULTS.concurrent,
+    FLOWSTORE_WEBHOOK_LOOKUP_TIMEOUT_MS: RESOLVE_DEFAULTS.timeoutMs,
     FLOWSTORE_ORGANIZATION: DEFAULT_ORGANIZATION,
     FLOWSTORE_BODY_LIMIT: DEFAULT_BODY_LIMIT,
     FLOWSTORE_TOKEN_TTL: DEFAULT_TOKEN_TTL_SECONDS,
@@ -67,6 +70,8 @@ it("a bad value is a ConfigurationError naming the variable; unset and empty are
     ["FLOWSTORE_PROGRESS_SECONDS", "soon"],
     ["FLOWSTORE_TOKEN_TTL", "0"],
     ["FLOWSTORE_LOG_LEVEL", "loud"],
+    ["FLOWSTORE_WEBHOOK_LOOKUPS", "0"],
+    ["FLOWSTORE_WEBHOOK_LOOKUP_TIMEOUT_MS", "2s"],
   ] as const) {
     let error: unknown;
     try {

@@ -2,6 +2,7 @@
 import type { Workload } from "../harness.js";
 import { analytics } from "./analytics.js";
 import { archive } from "./archive.js";
+import { erasure } from "./erasure.js";
 import { http } from "./http.js";
 import { kv } from "./kv.js";
 import { pagination } from "./pagination.js";
@@ -14,4 +15,4 @@ import { verify } from "./verify.js";
 import { visibility } from "./visibility.js";
 import { workflow } from "./workflow.js";
 
-export const workloads: Workload[] = [kv, resources, workflow, pagination, http, processData, archive, verify, visibility, trubudget, scale, tlog, analytics];
+export const workloads: Workload[] = [kv, resources, workflow, pagination, http, processData, archive, verify, visibility, trubudget, scale, tlog, analytics, erasure];

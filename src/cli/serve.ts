@@ -10,7 +10,7 @@ import { readFile, rm } from "node:fs/promises";
 import type { Server } from "node:http";
 import { join, resolve } from "node:path";
 import { Option, type Command } from "commander";
-import { CONFIG, readEnv, readFlag, type ConfigName } from "../config.js";
+import { CONFIG, readEnv, readFlag, type ConfigName, type Variable } from "../config.js";
 import type { FastifyInstance } from "fastify";
 import { ConfigurationError, ValidationError } from "../errors.js";
 import type { Flowstore } from "../compose/index.js";
@@ -46,6 +46,8 @@ interface ServeOptions extends StoreOptions {
   webhookRetryMs: string;
   webhookAttempts: string;
   webhookAllow?: string;
+  webhookLookups: string;
+  webhookLookupTimeoutMs: string;
   metricsPort?: string;
   metricsTokenFile?: string;
   trustProxy?: string;
@@ -84,6 +86,22 @@ function count(value: string, option: string, min = 0): number {
   const n = Number(value);
   if (!/^\d{1,9}$/.test(value) || n < min) throw new UsageError(`${option} must be an integer of at least ${min}`);
   return n;
+}
+
+/**
+ * The webhook guard's lookup bounds (subscriptions/webhook-target.ts): whole numbers of at least 1, and
+ * fewer lookups at once than libuv has threads (a lookup holds one until the system answers, and file
+ * reads, scrypt and gzip need the rest). A bad value is a usage error naming the option and the variable.
+ */
+function lookupBounds(options: ServeOptions): { concurrent: number; timeoutMs: number } {
+  const named = (name: ConfigName) => `${(CONFIG[name] as Variable).option!.split(" ")[0]} (${name})`;
+  const concurrent = count(options.webhookLookups, named("FLOWSTORE_WEBHOOK_LOOKUPS"), 1);
+  const threads = Number(process.env.UV_THREADPOOL_SIZE) || 4;
+  if (concurrent >= threads)
+    throw new UsageError(
+      `${named("FLOWSTORE_WEBHOOK_LOOKUPS")} must be below libuv's thread pool size (UV_THREADPOOL_SIZE, ${threads} here), not ${concurrent}: lookups that never answer would hold every thread`,
+    );
+  return { concurrent, timeoutMs: count(options.webhookLookupTimeoutMs, named("FLOWSTORE_WEBHOOK_LOOKUP_TIMEOUT_MS"), 1) };
 }
 
 /** The witnesses' verifier keys (comma-separated), each checked here: a bad one is a usage error. */
@@ -146,6 +164,8 @@ export function serveCommand(program: Command): void {
     .addOption(configOption("FLOWSTORE_WEBHOOK_RETRY_MS"))
     .addOption(configOption("FLOWSTORE_WEBHOOK_ATTEMPTS"))
     .addOption(configOption("FLOWSTORE_WEBHOOK_ALLOW"))
+    .addOption(configOption("FLOWSTORE_WEBHOOK_LOOKUPS"))
+    .addOption(configOption("FLOWSTORE_WEBHOOK_LOOKUP_TIMEOUT_MS"))
     .addOption(configOption("FLOWSTORE_SHUTDOWN_GRACE"))
     .addOption(configOption("FLOWSTORE_METRICS_PORT"))
     .addOption(configOption("FLOWSTORE_METRICS_TOKEN_FILE"))
@@ -180,6 +200,7 @@ export function serveCommand(program: Command): void {
       const port = parsePort(options.port);
       const metricsPort = options.metricsPort === undefined ? undefined : parsePort(options.metricsPort);
       const graceMs = count(options.shutdownGrace, "--shutdown-grace") * 1000;
+      const lookups = lookupBounds(options);
       const bodyLimit = Number(options.bodyLimit);
       if (!Number.isInteger(bodyLimit) || bodyLimit < 1024) throw new UsageError("--body-limit must be an integer of at least 1024");
       const metricsToken = options.metricsTokenFile === undefined ? undefined : readMetricsToken(options.metricsTokenFile);
@@ -268,7 +289,10 @@ export function serveCommand(program: Command): void {
             allow: (options.webhookAllow ?? "").split(/[,\s]+/),
             secretKey: { key: readEnv("FLOWSTORE_WEBHOOK_KEY"), dataDir: options.data },
             // The address a refused name resolves to is the operator's to read, not the user's (whose 400 names its kind).
-            resolve: { onRefused: (host, address, why) => logger.warn({ host, address }, `webhook target refused: ${why}`) },
+            resolve: {
+              ...lookups,
+              onRefused: (host, address, why) => logger.warn({ host, address }, `webhook target refused: ${why}`),
+            },
           },
           // Every server appends the feed to the transparency log (appends are conditional: no fork).
           log: { append: true, origin: options.logOrigin },

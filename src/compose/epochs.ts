@@ -99,7 +99,13 @@ async function* listReplaced(kv: KvStore, n: number): AsyncGenerator<Partition> 
 
 /** Where the replaced history of each epoch so far holds its copy of `partition` (a copy may be empty). */
 export async function replacedCopies(kv: KvStore, partition: Partition): Promise<Partition[]> {
-  return (await listEpochs(kv)).map((r) => REPLACED.partition(r.epoch, ...partition));
+  return (await replacedCopier(kv))(partition);
+}
+
+/** `replacedCopies` for many partitions, the epochs read once (as they stand now). */
+export async function replacedCopier(kv: KvStore): Promise<(partition: Partition) => Partition[]> {
+  const epochs = await listEpochs(kv);
+  return (partition) => epochs.map((r) => REPLACED.partition(r.epoch, ...partition));
 }
 
 /** Appends the record of epoch `record.epoch` to the chain (refused when that epoch is recorded already). */

@@ -14,14 +14,21 @@
  * A name is resolved with the system's resolver (`dns.lookup`: /etc/hosts, then DNS), which runs on
  * libuv's small thread pool with no timeout of its own. So at most `concurrent` lookups run at once (a
  * lookup holds its place until the system answers, even past its timeout), and a name not answered
- * within `timeoutMs` (waiting for a place included) is refused as not resolving in time: a user cannot
- * hold the pool that file reads, scrypt and gzip need with names whose nameserver never answers.
+ * within `timeoutMs` of its start is refused as not resolving in time: a user cannot hold the pool that
+ * file reads, scrypt and gzip need with names whose nameserver never answers.
+ *
+ * The places are shared fairly between the owners the lookups are made for (a subscription's owner):
+ * one owner runs at most `perOwner` lookups at once, and a free place goes to the owners waiting in
+ * turn (round robin), so one user's names whose nameserver never answers hold that user's place and
+ * delay that user's deliveries only. A lookup that found no place within `timeoutMs` was never started:
+ * it is refused as busy (`LookupBusy`), which is not the name's fault (no delivery attempt is counted
+ * for it, and a creation is answered 503, to be tried again).
  */
 import { lookup as resolveHost } from "node:dns/promises";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { BlockList, isIP, type LookupFunction } from "node:net";
-import { ConfigurationError, ValidationError } from "../errors.js";
+import { ConfigurationError, UnavailableError, ValidationError } from "../errors.js";
 
 /** The ranges refused, each with the word a refusal names it by. */
 const REFUSED: readonly (readonly [string, number, "ipv4" | "ipv6", string])[] = [
@@ -66,60 +73,101 @@ const systemLookup: HostLookup = (host) => resolveHost(host, { all: true, verbat
 export interface ResolveOptions {
   /** How names are resolved (default the system's resolver, dns.lookup). */
   readonly lookup?: HostLookup;
-  /** A name not resolved within this is refused (default 2 s). */
+  /** A name not resolved within this of its lookup's start is refused, and a lookup not started within this is refused as busy (default 2 s). */
   readonly timeoutMs?: number;
   /** Lookups running at once at most (default 2, of libuv's 4 threads). */
   readonly concurrent?: number;
+  /** Lookups running at once for one owner at most (default 1). */
+  readonly perOwner?: number;
   /** Told of each refusal with the address (for the operator's log; the refusal's text names only its kind). */
   readonly onRefused?: (host: string, address: string, why: string) => void;
 }
 
-export const RESOLVE_DEFAULTS = { timeoutMs: 2000, concurrent: 2 } as const;
+/** The bounds' defaults; the configuration schema (config.ts FLOWSTORE_WEBHOOK_LOOKUPS, FLOWSTORE_WEBHOOK_LOOKUP_TIMEOUT_MS) gives the same literals. */
+export const RESOLVE_DEFAULTS = { timeoutMs: 2000, concurrent: 2, perOwner: 1 } as const;
 
-/** A name that did not resolve within the guard's timeout. */
+/** A name that did not resolve within the guard's timeout of its lookup's start: the name's fault (a failed attempt). */
 export class SlowLookup extends Error {}
 
-/** At most `concurrent` lookups at once; each answered, refused or timed out within `timeoutMs`. */
-class BoundedLookup {
+/** A lookup that found no free place in time and was never started: not the name's fault (no attempt is counted). */
+export class LookupBusy extends Error {}
+
+/** A lookup waiting for its place. */
+interface Waiting {
+  readonly start: () => void;
+}
+
+/**
+ * At most `concurrent` lookups at once, at most `perOwner` of them an owner's; a free place goes to the
+ * owners waiting in turn. Each lookup is answered, refused as slow within `timeoutMs` of its start, or
+ * refused as busy when it found no place within `timeoutMs`.
+ */
+class FairLookup {
   #running = 0;
-  readonly #waiting: (() => void)[] = [];
+  readonly #runningOf = new Map<string, number>();
+  /** The owners waiting, in turn (a Map keeps insertion order), each with its lookups in arrival order. */
+  readonly #waiting = new Map<string, Waiting[]>();
 
   constructor(
     private readonly lookup: HostLookup,
     private readonly timeoutMs: number,
     private readonly concurrent: number,
+    private readonly perOwner: number,
   ) {}
 
-  resolve(host: string): Promise<{ address: string; family: number }[]> {
+  resolve(owner: string, host: string): Promise<{ address: string; family: number }[]> {
     return new Promise((resolve, reject) => {
-      let done = false;
-      const settle = (answer: () => void) => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        answer();
-      };
-      const start = () => {
-        if (done) return this.#next(); // timed out while waiting: its place goes to the next
+      const run = () => {
         this.#running++;
-        this.lookup(host)
+        this.#runningOf.set(owner, (this.#runningOf.get(owner) ?? 0) + 1);
+        const timer = setTimeout(() => reject(new SlowLookup(`${host} did not resolve in time`)), this.timeoutMs);
+        // A lookup that throws at once is a rejection like any other (its place given back).
+        new Promise<{ address: string; family: number }[]>((answer) => answer(this.lookup(host)))
           .finally(() => {
+            // Its place is given back only now: a lookup past its time still holds a thread of the pool.
+            clearTimeout(timer);
             this.#running--;
+            const left = this.#runningOf.get(owner)! - 1;
+            if (left === 0) this.#runningOf.delete(owner);
+            else this.#runningOf.set(owner, left);
             this.#next();
           })
-          .then(
-            (all) => settle(() => resolve(all)),
-            (e: unknown) => settle(() => reject(e)),
-          );
+          .then(resolve, reject);
       };
-      const timer = setTimeout(() => settle(() => reject(new SlowLookup(`${host} did not resolve in time`))), this.timeoutMs);
-      if (this.#running < this.concurrent) start();
-      else this.#waiting.push(start);
+      if (this.#mayStart(owner)) return run();
+      const waiting: Waiting = {
+        start: () => {
+          clearTimeout(expiry);
+          run();
+        },
+      };
+      const expiry = setTimeout(() => {
+        const queue = this.#waiting.get(owner) ?? [];
+        queue.splice(queue.indexOf(waiting), 1);
+        if (queue.length === 0) this.#waiting.delete(owner);
+        reject(new LookupBusy(`the lookup of ${host} found no free place in time (the server's name lookups are busy)`));
+      }, this.timeoutMs);
+      const queue = this.#waiting.get(owner);
+      if (queue) queue.push(waiting);
+      else this.#waiting.set(owner, [waiting]);
     });
   }
 
+  #mayStart(owner: string): boolean {
+    return this.#running < this.concurrent && (this.#runningOf.get(owner) ?? 0) < this.perOwner && !this.#waiting.has(owner);
+  }
+
+  /** Starts waiting lookups while places are free: the first owner in turn that may run one, which then goes last. */
   #next(): void {
-    if (this.#running < this.concurrent) this.#waiting.shift()?.();
+    while (this.#running < this.concurrent) {
+      const owner = [...this.#waiting.keys()].find((o) => (this.#runningOf.get(o) ?? 0) < this.perOwner);
+      if (owner === undefined) return;
+      const queue = this.#waiting.get(owner)!;
+      const waiting = queue.shift()!;
+      this.#waiting.delete(owner);
+      if (queue.length > 0) this.#waiting.set(owner, queue);
+      waiting.start();
+    }
   }
 }
 
@@ -127,13 +175,18 @@ class BoundedLookup {
 export class WebhookGuard {
   readonly #hosts = new Set<string>();
   readonly #addresses = new BlockList();
-  readonly #lookup: BoundedLookup;
+  readonly #lookup: FairLookup;
   readonly #onRefused: NonNullable<ResolveOptions["onRefused"]>;
   readonly entries: readonly string[];
 
   /** `entries`: host names, addresses and CIDRs (`10.0.0.0/8`, `fd00::/8`); one it cannot read is a ConfigurationError naming `variable`. */
   constructor(entries: readonly string[] = [], variable = "FLOWSTORE_WEBHOOK_ALLOW", resolve: ResolveOptions = {}) {
-    this.#lookup = new BoundedLookup(resolve.lookup ?? systemLookup, resolve.timeoutMs ?? RESOLVE_DEFAULTS.timeoutMs, resolve.concurrent ?? RESOLVE_DEFAULTS.concurrent);
+    this.#lookup = new FairLookup(
+      resolve.lookup ?? systemLookup,
+      resolve.timeoutMs ?? RESOLVE_DEFAULTS.timeoutMs,
+      resolve.concurrent ?? RESOLVE_DEFAULTS.concurrent,
+      resolve.perOwner ?? RESOLVE_DEFAULTS.perOwner,
+    );
     this.#onRefused = resolve.onRefused ?? (() => {});
     this.entries = entries.map((e) => e.trim()).filter(Boolean);
     for (const entry of this.entries) {
@@ -168,10 +221,13 @@ export class WebhookGuard {
     return `${bare(host)} ${bare(host) === address ? "is" : "resolves to"} a ${hit.what} address (not in FLOWSTORE_WEBHOOK_ALLOW)`;
   }
 
-  /** Every address of `host` (an address itself, or a name resolved now), each checked; throws naming the first refused. */
-  async resolve(host: string): Promise<{ address: string; family: number }[]> {
+  /**
+   * Every address of `host` (an address itself, or a name resolved now, in one of `owner`'s lookup
+   * places), each checked; throws naming the first refused.
+   */
+  async resolve(host: string, owner: string): Promise<{ address: string; family: number }[]> {
     const h = bare(host);
-    const addresses = isIP(h) ? [{ address: h, family: isIP(h) }] : await this.#lookup.resolve(h);
+    const addresses = isIP(h) ? [{ address: h, family: isIP(h) }] : await this.#lookup.resolve(owner, h);
     if (addresses.length === 0) throw new Error(`${h} resolves to no address`);
     for (const { address } of addresses) {
       const why = this.refusal(h, address);
@@ -184,10 +240,11 @@ export class WebhookGuard {
   }
 
   /**
-   * The URL a subscription may be created with; else a ValidationError naming `field`: not http(s),
-   * not resolvable, or resolving to a refused address.
+   * The URL a subscription of `owner` may be created with; else a ValidationError naming `field`: not
+   * http(s), not resolvable, or resolving to a refused address (an UnavailableError when no lookup place
+   * was free in time: nothing is known of the name then).
    */
-  async check(url: string, field: string): Promise<URL> {
+  async check(url: string, field: string, owner: string): Promise<URL> {
     let parsed: URL;
     try {
       parsed = new URL(url);
@@ -197,8 +254,9 @@ export class WebhookGuard {
     if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new ValidationError(`${field} must be http or https`, field);
     if (parsed.username || parsed.password) throw new ValidationError(`${field} may not carry credentials (the body is signed instead)`, field);
     try {
-      await this.resolve(parsed.hostname);
+      await this.resolve(parsed.hostname, owner);
     } catch (e) {
+      if (e instanceof LookupBusy) throw new UnavailableError(`${field}: ${e.message}; try again`, field);
       if (e instanceof RefusedTarget) throw new ValidationError(`${field}: ${e.message}`, field);
       if (e instanceof SlowLookup) throw new ValidationError(`${field}: its host ${e.message}`, field);
       throw new ValidationError(`${field}: its host ${bare(parsed.hostname)} does not resolve (${e instanceof Error ? e.message : String(e)})`, field);
@@ -207,16 +265,17 @@ export class WebhookGuard {
   }
 
   /**
-   * POSTs `body` to `url` after checking the address its host resolves to now, connecting to that very
-   * address; answers the status (a redirect is answered, not followed). Throws when the address is refused,
-   * on a network error, and after `timeoutMs`.
+   * POSTs `body` to `url` after checking the address its host resolves to now (in one of `owner`'s
+   * lookup places), connecting to that very address; answers the status (a redirect is answered, not
+   * followed). Throws when the address is refused, on a network error, and after `timeoutMs`; a lookup
+   * that found no place in time throws LookupBusy.
    */
-  async post(url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<number> {
+  async post(url: string, headers: Record<string, string>, body: string, timeoutMs: number, owner: string): Promise<number> {
     const target = new URL(url);
     // An address spelled in the URL is checked here (no lookup happens); a name is checked in `lookup`.
-    if (isIP(bare(target.hostname))) await this.resolve(target.hostname);
+    if (isIP(bare(target.hostname))) await this.resolve(target.hostname, owner);
     const lookup: LookupFunction = (hostname, options, callback) => {
-      this.resolve(hostname).then(
+      this.resolve(hostname, owner).then(
         (all) => {
           const wanted = options.family === 4 || options.family === 6 ? all.filter((a) => a.family === options.family) : all;
           if (wanted.length === 0) return callback(Object.assign(new Error(`${hostname} has no IPv${options.family} address`), { code: "ENOTFOUND" }), "", 0);

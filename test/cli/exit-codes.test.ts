@@ -42,6 +42,27 @@ it("usage errors exit 2 with a clear message: a log level that does not exist, a
   expect((await cli(["--help"])).out).toContain("Exit codes: 0 ok, 1 verification failed, 2 usage");
 });
 
+it("the webhook lookup bounds are checked at start: a bad value from the environment or an option exits 2 naming both", async () => {
+  const data = join(dir, "lookups");
+  for (const [env, args, says] of [
+    [{ FLOWSTORE_WEBHOOK_LOOKUPS: "0" }, [], "--webhook-lookups (FLOWSTORE_WEBHOOK_LOOKUPS) must be an integer of at least 1"],
+    [{ FLOWSTORE_WEBHOOK_LOOKUPS: "many" }, [], "--webhook-lookups (FLOWSTORE_WEBHOOK_LOOKUPS) must be an integer of at least 1"],
+    // As many as libuv has threads: names that never answer would hold them all.
+    [
+      { UV_THREADPOOL_SIZE: "4" },
+      ["--webhook-lookups", "4"],
+      "--webhook-lookups (FLOWSTORE_WEBHOOK_LOOKUPS) must be below libuv's thread pool size (UV_THREADPOOL_SIZE, 4 here), not 4",
+    ],
+    [{ FLOWSTORE_WEBHOOK_LOOKUP_TIMEOUT_MS: "0" }, [], "--webhook-lookup-timeout-ms (FLOWSTORE_WEBHOOK_LOOKUP_TIMEOUT_MS) must be an integer of at least 1"],
+  ] as const) {
+    const r = await cli(["serve", "--data", data, ...args], { ...env });
+    expect(r.code, r.err).toBe(2);
+    expect(r.err).toContain(says);
+  }
+  // Nothing was created: the values are checked before the store is opened.
+  expect(existsSync(data)).toBe(false);
+});
+
 it("a reader that stops early (`flowstore serve --help | head -1`) ends the command quietly: no EPIPE stack trace", async () => {
   const r = run(["serve", "--help"]);
   // The reading end of the output pipe is closed before the command writes a byte: every write it makes meets EPIPE,

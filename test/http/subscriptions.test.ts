@@ -245,6 +245,21 @@ async function listen(answer: (res: import("node:http").ServerResponse) => void)
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, hits: () => hits };
 }
 
+/** A receiver on 127.0.0.1 that answers 204 and hands each body to `take`; its URL. */
+async function listenFor(take: (body: string) => void): Promise<string> {
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      take(Buffer.concat(chunks).toString("utf8"));
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  cleanup.push(() => new Promise((r) => server.close(r)));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+}
+
 describe("webhook URLs (server-side request forgery)", () => {
   const INTERNAL = [
     "http://127.0.0.1:8080/hook",
@@ -309,6 +324,27 @@ describe("webhook URLs (server-side request forgery)", () => {
     expect((await call(s, s.root, "GET", "/subscriptions")).body.items).toEqual([]);
   });
 
+  it("answers 503 naming webhook.url when no lookup place came free in time (the name is not at fault), and writes nothing", async () => {
+    let release = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    // One place: alice's name, whose nameserver never answers, holds it past its timeout.
+    const lookup = async (host: string) => {
+      if (host.startsWith("slow.")) await held;
+      return [{ address: "93.184.216.34", family: 4 }];
+    };
+    const s = await serve({ subscriptions: { resolve: { lookup, timeoutMs: 100, concurrent: 1 } } });
+    const alice = await s.userClient("alice");
+    const bob = await s.userClient("bob");
+    const slow = await call(s, alice, "POST", "/subscriptions", { name: "slow", webhook: { url: "https://slow.example/hook" } });
+    expect(slow.status).toBe(400);
+    const busy = await call(s, bob, "POST", "/subscriptions", { name: "fine", webhook: { url: "https://fine.example/hook" } });
+    expect(busy.status).toBe(503);
+    expect(busy.body).toMatchObject({ field: "webhook.url", detail: expect.stringContaining("the lookup of fine.example found no free place in time") });
+    expect((await call(s, bob, "GET", "/subscriptions")).body.items).toEqual([]);
+    release();
+    expect((await call(s, bob, "POST", "/subscriptions", { name: "fine", webhook: { url: "https://fine.example/hook" } })).status).toBe(201);
+  });
+
   it("does not follow a redirect, to an internal address or any other", async () => {
     const s = await serve({ subscriptions: { deliver: true, retryBaseMs: 20, maxAttempts: 2, intervalMs: 50, pollMs: 50, allow: LOOPBACK } });
     // The redirect's target is a real server: had the redirect been followed, it would count a request.
@@ -344,6 +380,66 @@ describe("webhook URLs (server-side request forgery)", () => {
     // The kind of address, not the address (what an internal name resolves to is the operator's to know).
     expect(letters[0]!.error).toBe("localhost resolves to a loopback address (not in FLOWSTORE_WEBHOOK_ALLOW)");
     expect(receiver.hits()).toBe(delivered);
+  });
+});
+
+describe("webhook name lookups shared between owners", () => {
+  it("one owner's name whose nameserver never answers delays neither another owner's deliveries nor counts its own unstarted lookups as attempts", async () => {
+    // The lookup the guard takes by injection (a nameserver that never answers cannot be run on
+    // loopback): both names answer the receivers' loopback address, until alice's stops answering.
+    let hang: Promise<never> | null = null;
+    let release = () => {};
+    const asked = { alice: 0, bob: 0 };
+    const lookup = async (host: string) => {
+      const who = host.split(".")[0] as "alice" | "bob";
+      asked[who]++;
+      if (who === "alice" && hang) await hang.catch(() => undefined);
+      return [{ address: "127.0.0.1", family: 4 }];
+    };
+    // Two places (the default), one an owner's; two attempts before a dead letter, retried at once.
+    const s = await serve({
+      subscriptions: { deliver: true, retryBaseMs: 1, maxAttempts: 2, intervalMs: 50, pollMs: 50, allow: LOOPBACK, resolve: { lookup, timeoutMs: 300 } },
+    });
+    const received = { alice: [] as string[], bob: [] as string[] };
+    const receivers = await Promise.all(
+      (["alice", "bob"] as const).map((who) =>
+        listenFor((body) =>
+          received[who].push(...(JSON.parse(body) as { events: DeliveredEvent[] }).events.map((d) => String((d.event.payload.data as { description?: string }).description))),
+        ),
+      ),
+    );
+    const subs: Record<"alice" | "bob", string> = { alice: "", bob: "" };
+    for (const [i, who] of (["alice", "bob"] as const).entries()) {
+      const client = await s.userClient(who);
+      subs[who] = (await subscribe(s, client, { name: who, filter: { types: ["project.updated"] }, webhook: { url: receivers[i]!.replace("127.0.0.1", `${who}.hooks.test`) } })).id;
+    }
+    await s.root.projects.create({ id: "p", displayName: "p" });
+    for (const who of ["alice", "bob"]) for (const i of ["project.viewDetails", "project.viewHistory"]) await s.root.project("p").grant(i, who);
+
+    // Alice's name stops answering: her first attempt times out (her fault: counted), and that lookup
+    // keeps her place, as a thread of the system's resolver stays busy with it.
+    hang = new Promise<never>((_, reject) => (release = () => reject(new Error("answered"))));
+    const sealed = asked.alice;
+    await s.root.project("p").update({ description: "E1" });
+    await eventually(() => received.bob.includes("E1"), { what: "bob's delivery of E1", timeoutMs: 30_000, intervalMs: 20 });
+    const retry = () => s.app.flowstore.kv.get(subscriptionLayout.partition(subs.alice), subscriptionLayout.retry);
+    await eventually(async () => (await retry()) !== undefined, { what: "alice's failed attempt", timeoutMs: 30_000, intervalMs: 20 });
+    // Passes go on (each one tries alice's delivery again, due at once): bob's deliveries are not delayed by hers.
+    for (const d of ["E2", "E3"]) {
+      await s.root.project("p").update({ description: d });
+      await eventually(() => received.bob.includes(d), { what: `bob's delivery of ${d}`, timeoutMs: 30_000, intervalMs: 20 });
+    }
+    // Alice's later attempts found her place held and were never started: not counted (two would be a dead letter).
+    expect(JSON.parse((await retry())!.value.toString("utf8"))).toMatchObject({ attempts: 1, error: "alice.hooks.test did not resolve in time" });
+    expect((await call(s, s.root, "GET", `/subscriptions/${subs.alice}/dead-letters`)).body.items).toEqual([]);
+    expect(asked.alice - sealed).toBe(1);
+    expect(received.alice).toEqual([]);
+    // Her nameserver answers at last: her place is free, and everything is delivered to her, in order.
+    release();
+    await eventually(() => received.alice.includes("E3"), { what: "alice's delivery once her name answers", timeoutMs: 30_000, intervalMs: 20 });
+    expect(received.alice).toEqual(["E1", "E2", "E3"]);
+    expect(received.bob).toEqual(["E1", "E2", "E3"]);
+    expect((await call(s, s.root, "GET", `/subscriptions/${subs.bob}/dead-letters`)).body.items).toEqual([]);
   });
 });
 

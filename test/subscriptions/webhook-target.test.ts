@@ -1,11 +1,13 @@
 /**
  * The guard's name lookups are bounded (webhook-target.ts): in time, and in how many run at once, so
- * names whose nameserver never answers cannot hold libuv's thread pool. The lookup is injected: a
- * nameserver that never answers cannot be set up on loopback (dns.lookup reads the system's resolv.conf).
+ * names whose nameserver never answers cannot hold libuv's thread pool; and the places are shared fairly
+ * between owners, so one owner's slow names delay that owner alone. The lookup is injected (the guard
+ * takes it as an option): a nameserver that never answers cannot be set up on loopback (dns.lookup reads
+ * the system's resolv.conf).
  */
 import { describe, expect, it } from "vitest";
-import { ValidationError } from "../../src/errors.js";
-import { WebhookGuard } from "../../src/subscriptions/webhook-target.js";
+import { UnavailableError, ValidationError } from "../../src/errors.js";
+import { LookupBusy, WebhookGuard } from "../../src/subscriptions/webhook-target.js";
 
 /** A lookup whose answers for `held` wait until released; other names answer a public address at once. */
 function heldLookup(held: string) {
@@ -23,7 +25,7 @@ function heldLookup(held: string) {
 describe("the webhook guard's name lookups", () => {
   it("refuses a name that does not resolve in time with a ValidationError naming the field", async () => {
     const guard = new WebhookGuard([], undefined, { lookup: () => new Promise(() => {}), timeoutMs: 50 });
-    const refused = await guard.check("http://never.example/hook", "webhook.url").catch((e: unknown) => e);
+    const refused = await guard.check("http://never.example/hook", "webhook.url", "alice").catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(ValidationError);
     expect(refused).toMatchObject({ field: "webhook.url", message: "webhook.url: its host never.example did not resolve in time" });
   });
@@ -31,13 +33,51 @@ describe("the webhook guard's name lookups", () => {
   it("runs at most `concurrent` lookups at once: a lookup past its timeout keeps its place until the system answers", async () => {
     const held = heldLookup("slow.example");
     const guard = new WebhookGuard([], undefined, { lookup: held.lookup, timeoutMs: 50, concurrent: 1 });
-    await expect(guard.check("http://slow.example/", "webhook.url")).rejects.toThrow("did not resolve in time");
-    // The slow lookup still runs: the next name waits for its place and is refused in time, never asked.
-    await expect(guard.check("http://fast.example/", "webhook.url")).rejects.toThrow("fast.example did not resolve in time");
+    await expect(guard.check("http://slow.example/", "webhook.url", "alice")).rejects.toThrow("did not resolve in time");
+    // The slow lookup still runs: the next name waits for its place and is refused as busy, never asked
+    // (a 503 to try again, not a 400: nothing is known of the name).
+    const busy = await guard.check("http://fast.example/", "webhook.url", "bob").catch((e: unknown) => e);
+    expect(busy).toBeInstanceOf(UnavailableError);
+    expect(busy).toMatchObject({ field: "webhook.url", message: expect.stringContaining("the lookup of fast.example found no free place in time") });
     expect(held.asked).toEqual(["slow.example"]);
     held.release();
-    await expect(guard.check("http://fast.example/", "webhook.url")).resolves.toBeInstanceOf(URL);
+    await expect(guard.check("http://fast.example/", "webhook.url", "bob")).resolves.toBeInstanceOf(URL);
     expect(held.asked).toEqual(["slow.example", "fast.example"]);
+  });
+
+  it("gives one owner one place at most: its names that never answer leave the other place to the other owners", async () => {
+    const held = heldLookup("slow.example");
+    // The timeout is long: a lookup of bob's that had to wait for a place would be refused, not answered.
+    const guard = new WebhookGuard([], undefined, { lookup: held.lookup, timeoutMs: 1000, concurrent: 2 });
+    const alices = [1, 2, 3].map(() => guard.resolve("slow.example", "alice").catch((e: unknown) => e));
+    // Alice's first lookup holds her place; her others wait for it (not for the other place).
+    expect(await guard.resolve("fast.example", "bob")).toEqual([{ address: "93.184.216.34", family: 4 }]);
+    expect(await guard.resolve("other.example", "carol")).toEqual([{ address: "93.184.216.34", family: 4 }]);
+    expect(held.asked).toEqual(["slow.example", "fast.example", "other.example"]);
+    // Alice's first lookup timed out (the name's fault); the two that never found a place are refused as busy (not the name's).
+    const [first, ...waited] = await Promise.all(alices);
+    expect(first).toMatchObject({ message: "slow.example did not resolve in time" });
+    expect(first).not.toBeInstanceOf(LookupBusy);
+    for (const w of waited) expect(w).toBeInstanceOf(LookupBusy);
+    held.release();
+  });
+
+  it("hands a free place to the owners waiting in turn, not in arrival order", async () => {
+    const held = heldLookup("slow.example");
+    const guard = new WebhookGuard([], undefined, { lookup: held.lookup, timeoutMs: 10_000, concurrent: 1 });
+    const all = [
+      guard.resolve("slow.example", "alice"),
+      guard.resolve("a2.example", "alice"),
+      guard.resolve("a3.example", "alice"),
+      guard.resolve("a4.example", "alice"),
+      guard.resolve("b1.example", "bob"),
+      guard.resolve("b2.example", "bob"),
+    ];
+    expect(held.asked).toEqual(["slow.example"]);
+    held.release();
+    await Promise.all(all);
+    // First come, first served would have asked every name of alice's before bob's.
+    expect(held.asked).toEqual(["slow.example", "a2.example", "b1.example", "a3.example", "b2.example", "a4.example"]);
   });
 
   it("names the kind of a refused address, never the address an internal name resolves to (told to the operator's log instead)", async () => {
@@ -46,7 +86,7 @@ describe("the webhook guard's name lookups", () => {
       lookup: async () => [{ address: "10.3.4.5", family: 4 }],
       onRefused: (host, address) => told.push([host, address]),
     });
-    const refused = await guard.check("http://db.internal/", "webhook.url").catch((e: unknown) => e);
+    const refused = await guard.check("http://db.internal/", "webhook.url", "alice").catch((e: unknown) => e);
     expect(refused).toMatchObject({ field: "webhook.url", message: "webhook.url: db.internal resolves to a private address (not in FLOWSTORE_WEBHOOK_ALLOW)" });
     expect(told).toEqual([["db.internal", "10.3.4.5"]]);
   });

@@ -168,7 +168,7 @@ export class Audit {
     if (state && !namesSubject(l.type, state)) return { items, nextCursor: cursor };
     const { subjects } = this.core;
     if (bytes) return { items: await subjects.openAll(items as Buffer[], () => ref), nextCursor: cursor };
-    return { items: await Promise.all(items.map((e) => (Buffer.isBuffer(e) ? subjects.openJson(ref, e) : subjects.open(ref, e)))), nextCursor: cursor };
+    return { items: await subjects.openMany(items.map((e) => [ref, e] as const)), nextCursor: cursor };
   }
 
   /** Every event of a resource's history the actor may read, oldest first. */

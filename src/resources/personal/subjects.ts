@@ -228,38 +228,60 @@ export class Subjects {
    * elsewhere (from an archive file, an export, a dead letter) opens nowhere but where it was written.
    */
   async open<T>(ref: Ref | null, value: T): Promise<T> {
-    const fields = ref === null ? undefined : this.personalOf(ref.type)?.fields;
-    if (!ref || !fields || fields.length === 0) return value;
-    const subjects = new Set<string>();
-    personalStrings(value, fields, (s) => {
-      const subject = subjectOf(s);
-      if (subject !== null) subjects.add(subject);
-      return undefined;
+    return (await this.openMany([[ref, value]]))[0]!;
+  }
+
+  /**
+   * Each of `values` (a value of the resource its ref names) opened as `open` opens one, the reads shared:
+   * one `getMany` per distinct subject for the whole lot (its key, its erasure, and which of these
+   * resources it records), however many values name it. A page of a subject's items is one read, not one a
+   * value (a round trip each on Redis or PostgreSQL).
+   */
+  async openMany<T>(values: readonly (readonly [Ref | null, T])[]): Promise<T[]> {
+    const found = values.map(([ref, value]) => {
+      const fields = ref === null ? undefined : this.personalOf(ref.type)?.fields;
+      const subjects = new Set<string>();
+      if (ref && fields && fields.length > 0)
+        personalStrings(value, fields, (s) => {
+          const subject = subjectOf(s);
+          if (subject !== null) subjects.add(subject);
+          return undefined;
+        });
+      return { ref, fields, subjects, held: ref && JSON.stringify([ref.type, ...ref.ids]) };
     });
-    if (subjects.size === 0) return value;
-    const keys = new Map<string, Buffer | "erased">();
-    const held = layout.subjectRef(ref.type, ref.ids);
+    // Per subject, the resources asked about; then per subject, its key (or erasure) and the resources it records.
+    const asked = new Map<string, Map<string, Ref>>();
+    for (const f of found) for (const subject of f.subjects) (asked.get(subject) ?? asked.set(subject, new Map()).get(subject)!).set(f.held!, f.ref!);
+    if (asked.size === 0) return values.map(([, value]) => value);
+    const keys = new Map<string, { key: Buffer | "erased"; recorded: Set<string> }>();
     await Promise.all(
-      [...subjects].map(async (subject) => {
+      [...asked].map(async ([subject, refs]) => {
         let partition;
         try {
           partition = layout.subject(subject);
         } catch {
           return;
         }
-        const [k, erased, recorded] = await this.kv.getMany(partition, [layout.subjectKey, layout.subjectErasure, held]);
-        if (!recorded) return;
-        if (k) keys.set(subject, decodeKey(k));
-        else if (erased) keys.set(subject, "erased");
+        const [k, erased, ...recorded] = await this.kv.getMany(partition, [
+          layout.subjectKey,
+          layout.subjectErasure,
+          ...[...refs.values()].map((r) => layout.subjectRef(r.type, r.ids)),
+        ]);
+        const key = k ? decodeKey(k) : erased ? "erased" : undefined;
+        if (key !== undefined) keys.set(subject, { key, recorded: new Set([...refs.keys()].filter((_, i) => recorded[i] !== undefined)) });
       }),
     );
-    return personalStrings(value, fields, (s) => {
-      const subject = subjectOf(s);
-      const key = subject === null ? undefined : keys.get(subject);
-      if (key === undefined) return s;
-      if (key === "erased") return ERASED_TEXT;
-      return open(key, subject!, s) ?? s;
-    }) as T;
+    return values.map(([, value], i) => {
+      const { fields, subjects, held } = found[i]!;
+      if (subjects.size === 0) return value;
+      return personalStrings(value, fields!, (s) => {
+        const subject = subjectOf(s);
+        const k = subject === null ? undefined : keys.get(subject);
+        if (k === undefined || !k.recorded.has(held!)) return s;
+        if (k.key === "erased") return ERASED_TEXT;
+        return open(k.key, subject!, s) ?? s;
+      }) as T;
+    });
   }
 
   /** A JSON value with every sealed string in it, wherever it is, replaced by MASKED_TEXT: for a reader who may not read what it holds. */
@@ -272,6 +294,11 @@ export class Subjects {
     return this.open(refOfEvent(event), event);
   }
 
+  /** Events with their personal data opened (`openMany`, each the resource its path names): the reads shared across them. */
+  openEvents<E extends { path?: readonly { type: string; id: string }[] }>(events: readonly E[]): Promise<E[]> {
+    return this.openMany(events.map((e) => [refOfEvent(e), e] as const));
+  }
+
   /** The JSON bytes of a value of `ref` with its personal data opened (`open`); bytes holding no sealed value are answered as they are, unparsed. */
   async openJson(ref: Ref, json: Buffer): Promise<Buffer> {
     if (!sealedIn(json)) return json;
@@ -280,10 +307,24 @@ export class Subjects {
     return opened === value ? json : Buffer.from(JSON.stringify(opened));
   }
 
-  /** Each of `items` (JSON bytes of the resource `refOf` names from its id) opened (`openJson`): the same array when none holds a sealed value (the common case: no promise). */
+  /**
+   * Each of `items` (JSON bytes of the resource `refOf` names from its id) opened (`openJson`), the reads
+   * shared (`openMany`): the same array when none holds a sealed value (the common case: no promise).
+   */
   openAll(items: Buffer[], refOf: (id: string) => Ref): Buffer[] | Promise<Buffer[]> {
     if (!items.some(sealedIn)) return items;
-    return Promise.all(items.map((b) => (sealedIn(b) ? this.openJson(refOf((JSON.parse(b.toString("utf8")) as { id: string }).id), b) : b)));
+    const sealed = items.flatMap((b, i) => {
+      if (!sealedIn(b)) return [];
+      const value = JSON.parse(b.toString("utf8")) as { id: string };
+      return [{ i, value, ref: refOf(value.id) }];
+    });
+    return this.openMany(sealed.map((x) => [x.ref, x.value] as const)).then((opened) => {
+      const out = [...items];
+      sealed.forEach((x, n) => {
+        if (opened[n] !== x.value) out[x.i] = Buffer.from(JSON.stringify(opened[n]));
+      });
+      return out;
+    });
   }
 
   /** The receipt of a subject's erasure, or null when it was not erased. */
