@@ -4011,12 +4011,13 @@ export interface components {
             complete: boolean;
         };
         ErasedResource: {
+            /** @description the resource's type, or $user for a user account */
             type: string;
-            /** @description the resource's ids, from its partition owner's down */
+            /** @description the resource's ids, from its partition owner's down (a user: its id) */
             ids: string[];
             /** @description its personal fields, which read as erased */
             fields: string[];
-            /** @description the erasure's event in the resource's chain: its seq and hash (the chain head right after) */
+            /** @description the erasure's event in the resource's chain (a user: the identity record chain's, the account disabled): its seq and hash (the chain head right after) */
             event?: {
                 seq: number;
                 hash: string;

@@ -7,6 +7,10 @@
  * when), and the receipt (what was erased, when, by whom, the key's id and each chain's head after its
  * erasure event) is kept in the subject's partition, to be shown to the subject.
  *
+ * A user account whose display name was sealed under the subject's key (the subject named as the user,
+ * identity.ts) is disabled, its tokens revoked, in the identity partition's record chain, whose head after
+ * is the receipt's entry for it (`$user`).
+ *
  * The key goes first, in one commit with the receipt (complete: false): that commit is the erasure. A
  * process killed before the events are all appended leaves the receipt incomplete, and erasing the
  * subject again appends the missing ones. Needs `global.eraseSubject` (root and the system actor may always).
@@ -25,6 +29,7 @@ import { ROOT_ID, SYSTEM, type Actor } from "../access/actor.js";
 import type { GlobalPermissions } from "../access/global.js";
 import type { ResourceStore } from "../resources/store.js";
 import { Subjects, type ErasedResource, type ErasureReceipt } from "../resources/personal/subjects.js";
+import { USER_HOLDER } from "../personal/subjects.js";
 import { scanAll, type KvStore } from "../kv/contract.js";
 import { keyFamilies, PartitionKind } from "../kv/subspace.js";
 import { layout } from "../resources/model/layout.js";
@@ -101,6 +106,8 @@ export class Erasures {
     /** The stores whose schemas may declare personal data; the subjects' keys are shared (one kv). */
     private readonly stores: readonly ResourceStore[],
     private readonly global: GlobalPermissions,
+    /** The users' side: a user whose display name was sealed under the subject's key is disabled (identity.ts `eraseUser`). */
+    private readonly users: { eraseUser(holder: ErasedResource): Promise<ErasedResource> },
   ) {}
 
   async #assertMay(actor: Actor): Promise<void> {
@@ -127,7 +134,7 @@ export class Erasures {
         resources.push(r);
         continue;
       }
-      resources.push(await this.#mark(actor, r, subject));
+      resources.push(r.type === USER_HOLDER ? await this.users.eraseUser(r) : await this.#mark(actor, r, subject));
     }
     receipt = { ...receipt, resources, complete: true };
     await subjects.record(receipt);

@@ -411,12 +411,19 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
       await notifications.adopt();
       await resources.buildSums();
       await migrateIntentSplits();
+      // The restore put its erasures back (transfer.ts): a user the backup brought plain or enabled is sealed or disabled again.
+      await identity.sealUsers();
     },
   });
-  const erasures = new Erasures([resources, tenancy], global);
+  const erasures = new Erasures([resources, tenancy], global, identity);
   // A repair at open: an erasure a kill interrupted after its key went (registered, and its key deleted
-  // from the replaced histories), or an import that brought a key back, is finished before anything is served.
-  if (!importing) await keepErasures(kv);
+  // from the replaced histories), or an import that brought a key back, is finished before anything is served;
+  // then display names stored plain (a store or an import from before they were sealed) are sealed, and
+  // an erased user an import brought back enabled is disabled again (identity.ts `sealUsers`).
+  if (!importing) {
+    await keepErasures(kv);
+    await identity.sealUsers();
+  }
   const verifiers: readonly ChainedKind[] = chained;
   /** The chained kinds' verifiers over another store (a replaced history read as a store of its own: the same schemas verify it). */
   const verifiersOver = (view: KvStore): readonly ChainedKind[] => {

@@ -17,6 +17,8 @@ import {
   anchorRecords,
   asActor,
   onOneLine,
+  outsideActor,
+  recordHead,
   verifyRecordChain,
   withRecordChain,
   type RecordAnchor,
@@ -27,6 +29,7 @@ import { ROOT_ID, SYSTEM, type Actor } from "../access/actor.js";
 import { GLOBAL, GLOBAL_CHAIN, GlobalPermissions, type IdentityDirectory } from "../access/global.js";
 import { IntentRegistry, type IntentSplit } from "../access/intents.js";
 import { UserPermissions } from "./user-permissions.js";
+import { ERASED_TEXT, openWith, sealedIn, sealText, SubjectKeys, subjectOf, USER_HOLDER, type ErasedResource } from "../personal/subjects.js";
 import { checkDisplayName, checkId, checkNewId, checkOrganization, checkPassword, MAX_GROUP_MEMBERS, type PasswordRule } from "./ids.js";
 import { dummyHash, hashPassword, verifyPassword } from "./password.js";
 import {
@@ -147,10 +150,16 @@ export class Identity implements IdentityDirectory {
   readonly #base: KvStore;
   /** Where the record chains are anchored (the ledger and the feed), once the composition root hands it over. */
   #anchor: RecordAnchor | undefined;
+  /**
+   * The data subjects' keys (src/personal): a user's display name is stored sealed under the key of the
+   * subject named as the user (its id), so erasing that subject erases it (docs/security.md).
+   */
+  readonly #subjects: SubjectKeys;
 
   constructor(kv: KvStore, options: IdentityOptions = {}) {
     this.#now = options.now ?? (() => new Date());
     this.#base = kv;
+    this.#subjects = new SubjectKeys(kv, () => this.#now().getTime());
     this.kv = withRecordChain(kv, RECORD_CHAINS, { clock: () => this.#now().getTime(), anchor: () => this.#anchor });
     this.global = options.global ?? new GlobalPermissions(this.kv, { intents: options.intents ?? new IntentRegistry(IDENTITY_INTENTS), identities: this });
   }
@@ -215,11 +224,13 @@ export class Identity implements IdentityDirectory {
       const password = checkPassword(input.password, "password", options.passwordRule);
       await this.global.assert(actor, CREATE_USER);
       const hash = await hashPassword(password);
+      // The display name is stored sealed under the user's own subject key (made now); a subject erased takes none (409 on id).
+      const sealed = await this.#seal(id, displayName);
       return withRetry(async () => {
         // Groups that listed the id before the user existed (UnknownMembers "await"): it starts as their member.
         const pending = await this.kv.get(PARTITION, pendingMemberKey(id));
         const groups = pending ? decodeRecord<PendingMember>(pending).groups : [];
-        const user: UserRecord = { id, displayName, ...(organization !== undefined ? { organization } : {}), enabled: true, groups, createdAt: this.#now().toISOString() };
+        const user: UserRecord = { id, displayName: sealed, ...(organization !== undefined ? { organization } : {}), enabled: true, groups, createdAt: this.#now().toISOString() };
         try {
           await this.kv.commit(PARTITION, [
             ...replace(userKey(id), null, user),
@@ -234,7 +245,7 @@ export class Identity implements IdentityDirectory {
           if (u || g) throw new ConflictError(`the id ${id} is taken by a user or a group`, "id");
           throw new RaceLost(e); // a group named the id meanwhile: read again
         }
-        return user;
+        return { ...user, displayName };
       });
     });
   }
@@ -258,15 +269,99 @@ export class Identity implements IdentityDirectory {
     });
   }
 
+  /** The user's public record, its display name opened (plain, or `(erased)`); NotFoundError when there is none. */
   async getUser(id: string): Promise<UserRecord> {
     const entry = await this.kv.get(PARTITION, userKey(checkId(id, "id")));
     if (!entry) throw new NotFoundError(`no user ${id}`);
-    return decodeRecord<UserRecord>(entry);
+    return this.#open(decodeRecord<UserRecord>(entry));
   }
 
-  /** One page of users in id order, as the stored JSON bytes of each record. */
+  /** One page of users in id order, as JSON bytes of each record with its display name opened (the stored bytes where none is sealed). */
   async listUserBytes(actor: Actor, page: PageRequest = {}): Promise<Page<Buffer>> {
-    return this.#listBytes(actor, "user", page);
+    const raw = await this.#listBytes(actor, "user", page);
+    if (!raw.items.some(sealedIn)) return raw;
+    const items = await Promise.all(raw.items.map(async (b) => (sealedIn(b) ? Buffer.from(JSON.stringify(await this.#open(JSON.parse(b.toString("utf8")) as UserRecord))) : b)));
+    return { items, nextCursor: raw.nextCursor };
+  }
+
+  // ---- personal data: the display name sealed under the user's subject key ----------------------------
+
+  /** The display name sealed under the key of the subject `id` (made, with the user recorded as holding its data, on first use). */
+  async #seal(id: string, displayName: string): Promise<string> {
+    return sealText(await this.#subjects.keyFor(id, { type: USER_HOLDER, ids: [id] }, "id"), id, displayName);
+  }
+
+  /** The record with its display name opened: the plain text, `(erased)` once its subject's key is destroyed, or as stored (not sealed). */
+  async #open(user: UserRecord): Promise<UserRecord> {
+    const subject = subjectOf(user.displayName);
+    if (subject === null) return user;
+    const keys = await this.#subjects.keysFor([subject], { type: USER_HOLDER, ids: [user.id] });
+    return { ...user, displayName: openWith(user.displayName, (s) => keys.get(s)) };
+  }
+
+  /** True when the user's display name is sealed under a subject that was erased. */
+  async #erased(user: UserRecord): Promise<boolean> {
+    const subject = subjectOf(user.displayName);
+    return subject !== null && (await this.#subjects.receipt(subject)) !== null;
+  }
+
+  /**
+   * The identity side of erasing the subject `user` (compose/erasure.ts, after the key was destroyed):
+   * the account is disabled and its tokens revoked (a login under an erased name would serve no one;
+   * enabling it again is refused), in one commit through the record chain; root's account keeps working
+   * (the store's last administrator). Answers the holder entry of the receipt: the account's erased
+   * field and the identity chain's head right after, or `gone` when no such user exists.
+   */
+  async eraseUser(holder: ErasedResource): Promise<ErasedResource> {
+    const id = holder.ids[0]!;
+    await withRetry(async () => {
+      const [entry, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
+      if (!entry) return;
+      const user = decodeRecord<UserRecord>(entry);
+      if (!user.enabled || id === ROOT_ID) return;
+      await outsideActor(() => commitOrRace(this.kv, [...replace(userKey(id), entry.version, { ...user, enabled: false }), ...revocationOps(id, tokens)]));
+    });
+    const [entry] = await this.kv.getMany(PARTITION, [userKey(id)]);
+    if (!entry) return { ...holder, gone: true };
+    const head = await recordHead(this.#base, PARTITION);
+    return head ? { ...holder, event: head } : holder;
+  }
+
+  /**
+   * Seals every display name stored plain (a store written before display names were sealed, or an
+   * import of such a backup), and disables every account whose subject was erased (a backup from before
+   * the erasure brings it enabled): a repair at open and after an import (compose), through the record
+   * chain as the system. A display name whose subject was erased and that is still plain is replaced by
+   * `(erased)`. Answers how many users it changed; run again, it changes none.
+   */
+  async sealUsers(): Promise<number> {
+    let changed = 0;
+    let cursor: string | null = null;
+    do {
+      const page = await this.#base.scan(PARTITION, { prefix: families.user.prefix, limit: 500, after: cursor });
+      for (const e of page.entries) if (await this.#sealOne(decodeRecord<UserRecord>(e).id)) changed++;
+      cursor = page.cursor;
+    } while (cursor !== null);
+    return changed;
+  }
+
+  async #sealOne(id: string): Promise<boolean> {
+    return withRetry(async () => {
+      const [entry, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
+      if (!entry) return false;
+      const user = decodeRecord<UserRecord>(entry);
+      const erased = await this.#subjects.receipt(id);
+      let displayName = user.displayName;
+      if (subjectOf(displayName) === null) {
+        if (erased) displayName = ERASED_TEXT;
+        else displayName = await this.#seal(id, displayName);
+      }
+      const disable = erased !== null && user.enabled && id !== ROOT_ID;
+      if (displayName === user.displayName && !disable) return false;
+      const next = { ...user, displayName, ...(disable ? { enabled: false } : {}) };
+      await outsideActor(() => commitOrRace(this.kv, [...replace(userKey(id), entry.version, next), ...(disable ? revocationOps(id, tokens) : [])]));
+      return true;
+    });
   }
 
   async listUsers(actor: Actor, page: PageRequest = {}): Promise<Page<UserRecord>> {
@@ -292,11 +387,13 @@ export class Identity implements IdentityDirectory {
         if (!entry) throw new NotFoundError(`no user ${id}`);
         const user = decodeRecord<UserRecord>(entry);
         await this.global.assertOutranks(actor, { id: user.id, groups: user.groups });
-        if (user.enabled === enabled) return user;
+        if (user.enabled === enabled) return this.#open(user);
+        // An erased person's account stays disabled: its name reads (erased); create a new account instead.
+        if (enabled && (await this.#erased(user))) throw new ConflictError(`the user ${id} was erased (its data subject): its account cannot be enabled again`, "id");
         const next = { ...user, enabled };
         // Disabling revokes the user's tokens: enabling it again does not bring them back.
         await commitOrRace(this.kv, [...replace(userKey(id), entry.version, next), ...(enabled ? [] : revocationOps(id, tokens))]);
-        return next;
+        return this.#open(next);
       });
     });
   }
@@ -397,7 +494,7 @@ export class Identity implements IdentityDirectory {
       : [undefined, undefined, undefined, undefined];
     const ok = await verifyPassword(pw, hashEntry ? hashEntry.value.toString("utf8") : await dummyHash());
     if (!ok || !userEntry || !hashEntry) throw refused();
-    const user = decodeRecord<UserRecord>(userEntry);
+    const user = await this.#open(decodeRecord<UserRecord>(userEntry));
     if (!user.enabled) throw new DisabledLoginError();
     const checks: Op[] = [
       { type: "check", key: userKey(user.id), version: userEntry.version },

@@ -4,6 +4,7 @@
  */
 import { ValidationError } from "../errors.js";
 import { refuseUnsafeId } from "../ids.js";
+import { refuseSealed } from "../personal/subjects.js";
 
 /** ASCII letters, digits and `. _ @ -`; never `.` or `..` alone (the dot segments src/ids.ts refuses in every id). */
 export const ID_PATTERN = "^(?!\\.\\.?$)[A-Za-z0-9._@-]{1,64}$";
@@ -35,6 +36,8 @@ export function checkDisplayName(value: unknown, field = "displayName"): string 
   if (typeof value !== "string" || value.trim().length === 0 || value.length > DISPLAY_NAME_MAX) {
     throw new ValidationError(`${field} must be a non-blank string of at most ${DISPLAY_NAME_MAX} characters`, field);
   }
+  // A user's display name is stored sealed (identity.ts): only the store makes sealed values.
+  refuseSealed(value, field);
   return value;
 }
 
