@@ -3191,6 +3191,8 @@ export interface components {
             id: string;
             displayName: string;
             organization?: string;
+            /** @description personal data: stored sealed under the user's subject key */
+            email?: string;
             password: string;
         };
         /** User */
@@ -3200,6 +3202,8 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
             organization?: string;
+            /** @description the user's e-mail address, when given: stored sealed under the user's subject key, `(erased)` once the subject is erased */
+            email?: string;
             enabled: boolean;
             groups: string[];
         };

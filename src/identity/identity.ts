@@ -29,8 +29,11 @@ import { ROOT_ID, SYSTEM, type Actor } from "../access/actor.js";
 import { GLOBAL, GLOBAL_CHAIN, GlobalPermissions, type IdentityDirectory } from "../access/global.js";
 import { IntentRegistry, type IntentSplit } from "../access/intents.js";
 import { UserPermissions } from "./user-permissions.js";
-import { ERASED_TEXT, openWith, sealedIn, sealText, SubjectKeys, subjectOf, USER_HOLDER, type ErasedResource } from "../personal/subjects.js";
-import { checkDisplayName, checkId, checkNewId, checkOrganization, checkPassword, MAX_GROUP_MEMBERS, type PasswordRule } from "./ids.js";
+import { ERASED_TEXT, openWith, sealedIn, sealText, SubjectKeys, subjectOf, USER_HOLDER, USER_PERSONAL_FIELDS, type ErasedResource } from "../personal/subjects.js";
+
+/** A user's personal fields: stored sealed under its subject's key. */
+type PersonalField = (typeof USER_PERSONAL_FIELDS)[number];
+import { checkDisplayName, checkEmail, checkId, checkNewId, checkOrganization, checkPassword, MAX_GROUP_MEMBERS, type PasswordRule } from "./ids.js";
 import { dummyHash, hashPassword, verifyPassword } from "./password.js";
 import {
   commitOrRace,
@@ -60,6 +63,8 @@ export interface NewUser {
   readonly id: string;
   readonly displayName: string;
   readonly organization?: string;
+  /** Personal data, stored sealed with the display name. */
+  readonly email?: string;
   readonly password: string;
 }
 
@@ -221,16 +226,25 @@ export class Identity implements IdentityDirectory {
       const id = checkNewId(input?.id, "id");
       const displayName = checkDisplayName(input.displayName);
       const organization = checkOrganization(input.organization);
+      const email = checkEmail(input.email);
       const password = checkPassword(input.password, "password", options.passwordRule);
       await this.global.assert(actor, CREATE_USER);
       const hash = await hashPassword(password);
-      // The display name is stored sealed under the user's own subject key (made now); a subject erased takes none (409 on id).
-      const sealed = await this.#seal(id, displayName);
+      // The display name and e-mail address are stored sealed under the user's own subject key (made now); a subject erased takes none (409 on id).
+      const personal = await this.#seal(id, { displayName, ...(email !== undefined ? { email } : {}) });
       return withRetry(async () => {
         // Groups that listed the id before the user existed (UnknownMembers "await"): it starts as their member.
         const pending = await this.kv.get(PARTITION, pendingMemberKey(id));
         const groups = pending ? decodeRecord<PendingMember>(pending).groups : [];
-        const user: UserRecord = { id, displayName: sealed, ...(organization !== undefined ? { organization } : {}), enabled: true, groups, createdAt: this.#now().toISOString() };
+        const user: UserRecord = {
+          id,
+          displayName: personal.displayName,
+          ...(organization !== undefined ? { organization } : {}),
+          ...(personal.email !== undefined ? { email: personal.email } : {}),
+          enabled: true,
+          groups,
+          createdAt: this.#now().toISOString(),
+        };
         try {
           await this.kv.commit(PARTITION, [
             ...replace(userKey(id), null, user),
@@ -245,7 +259,7 @@ export class Identity implements IdentityDirectory {
           if (u || g) throw new ConflictError(`the id ${id} is taken by a user or a group`, "id");
           throw new RaceLost(e); // a group named the id meanwhile: read again
         }
-        return { ...user, displayName };
+        return { ...user, displayName, ...(email !== undefined ? { email } : {}) };
       });
     });
   }
@@ -286,17 +300,20 @@ export class Identity implements IdentityDirectory {
 
   // ---- personal data: the display name sealed under the user's subject key ----------------------------
 
-  /** The display name sealed under the key of the subject `id` (made, with the user recorded as holding its data, on first use). */
-  async #seal(id: string, displayName: string): Promise<string> {
-    return sealText(await this.#subjects.keyFor(id, { type: USER_HOLDER, ids: [id] }, "id"), id, displayName);
+  /** The personal fields given, each sealed under the key of the subject `id` (made, with the user recorded as holding its data, on first use). */
+  async #seal<T extends Partial<Record<PersonalField, string>>>(id: string, fields: T): Promise<T> {
+    const key = await this.#subjects.keyFor(id, { type: USER_HOLDER, ids: [id] }, "id");
+    return Object.fromEntries(Object.entries(fields).map(([f, plain]) => [f, sealText(key, id, plain as string)])) as T;
   }
 
-  /** The record with its display name opened: the plain text, `(erased)` once its subject's key is destroyed, or as stored (not sealed). */
+  /** The record with its personal fields opened: the plain text, `(erased)` once its subject's key is destroyed, or as stored (not sealed). */
   async #open(user: UserRecord): Promise<UserRecord> {
-    const subject = subjectOf(user.displayName);
-    if (subject === null) return user;
-    const keys = await this.#subjects.keysFor([subject], { type: USER_HOLDER, ids: [user.id] });
-    return { ...user, displayName: openWith(user.displayName, (s) => keys.get(s)) };
+    const subjects = USER_PERSONAL_FIELDS.map((f) => (typeof user[f] === "string" ? subjectOf(user[f]) : null)).filter((s) => s !== null);
+    if (subjects.length === 0) return user;
+    const keys = await this.#subjects.keysFor(subjects, { type: USER_HOLDER, ids: [user.id] });
+    const opened: Record<string, string> = {};
+    for (const f of USER_PERSONAL_FIELDS) if (typeof user[f] === "string") opened[f] = openWith(user[f], (s) => keys.get(s));
+    return { ...user, ...opened };
   }
 
   /** True when the user's display name is sealed under a subject that was erased. */
@@ -351,14 +368,14 @@ export class Identity implements IdentityDirectory {
       if (!entry) return false;
       const user = decodeRecord<UserRecord>(entry);
       const erased = await this.#subjects.receipt(id);
-      let displayName = user.displayName;
-      if (subjectOf(displayName) === null) {
-        if (erased) displayName = ERASED_TEXT;
-        else displayName = await this.#seal(id, displayName);
-      }
+      const plain: Partial<Record<PersonalField, string>> = {};
+      for (const f of USER_PERSONAL_FIELDS) if (typeof user[f] === "string" && subjectOf(user[f]) === null) plain[f] = user[f];
+      // Under an erased subject there is no key: a plain value is replaced by the erased text (once; it stays as such).
+      if (erased) for (const f of USER_PERSONAL_FIELDS) if (plain[f] === ERASED_TEXT) delete plain[f];
+      const fields = Object.keys(plain).length === 0 ? {} : erased ? Object.fromEntries(Object.keys(plain).map((f) => [f, ERASED_TEXT])) : await this.#seal(id, plain);
       const disable = erased !== null && user.enabled && id !== ROOT_ID;
-      if (displayName === user.displayName && !disable) return false;
-      const next = { ...user, displayName, ...(disable ? { enabled: false } : {}) };
+      if (Object.keys(fields).length === 0 && !disable) return false;
+      const next = { ...user, ...fields, ...(disable ? { enabled: false } : {}) };
       await outsideActor(() => commitOrRace(this.kv, [...replace(userKey(id), entry.version, next), ...(disable ? revocationOps(id, tokens) : [])]));
       return true;
     });

@@ -57,7 +57,7 @@ export interface Holder {
  */
 export const USER_HOLDER = "$user";
 /** The fields of a user an erasure erases. */
-export const USER_PERSONAL_FIELDS: readonly string[] = ["displayName"];
+export const USER_PERSONAL_FIELDS = ["displayName", "email"] as const;
 
 /** A holder of a data subject's sealed personal data, in the receipt of the subject's erasure. */
 export const ErasedResource = Type.Object(

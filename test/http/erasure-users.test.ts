@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { openFlowstore } from "../../src/compose/index.js";
+import { listEpochs } from "../../src/compose/epochs.js";
 import { exportStore } from "../../src/compose/transfer.js";
 import { scanAll, type KvStore } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
@@ -28,6 +29,7 @@ import { startTruBudget, TB_ORGANIZATION } from "./trubudget/harness.js";
 
 const API = "/api/v1";
 const NAME = "Erin Example";
+const EMAIL = "erin.example@mail.example";
 const dir = tempDir("erasure-users", "each");
 const elsewhere = tempDir("erasure-users-files", "each");
 
@@ -78,25 +80,32 @@ describe("a user's display name under its subject's key", () => {
     try {
       const created = await raw(s.base, "POST", `${API}/users`, {
         headers: json(s.root.token!),
-        body: JSON.stringify({ id: "erin", displayName: NAME, password: "erin password 1" }),
+        body: JSON.stringify({ id: "erin", displayName: NAME, email: EMAIL, password: "erin password 1" }),
       });
       expect(created.status, JSON.stringify(created.body)).toBe(201);
-      expect(created.body.displayName).toBe(NAME);
+      expect(created.body).toMatchObject({ displayName: NAME, email: EMAIL });
       const erin = s.client();
       await erin.login("erin", "erin password 1");
       await s.user("fred");
 
       // Served opened: the native user routes and TruBudget's user list.
-      expect((await raw(s.base, "GET", `${API}/users/erin`, { headers: bearer(s.root.token!) })).body).toMatchObject({ id: "erin", displayName: NAME, enabled: true });
+      expect((await raw(s.base, "GET", `${API}/users/erin`, { headers: bearer(s.root.token!) })).body).toMatchObject({
+        id: "erin",
+        displayName: NAME,
+        email: EMAIL,
+        enabled: true,
+      });
       const listed = await raw(s.base, "GET", `${API}/users`, { headers: bearer(s.root.token!) });
-      expect(listed.body.items.find((u: { id: string }) => u.id === "erin").displayName).toBe(NAME);
+      expect(listed.body.items.find((u: { id: string }) => u.id === "erin")).toMatchObject({ displayName: NAME, email: EMAIL });
       const tbList = await s.call("user.list");
       expect(tbList.body.data.items.find((u: { id: string }) => u.id === "erin").displayName).toBe(NAME);
 
       // Stored sealed: the user record (which the identity record chain hashes) holds the ciphertext only.
-      const stored = JSON.parse((await kv.get(PARTITION, userKey("erin")))!.value.toString("utf8")) as { displayName: string };
+      const stored = JSON.parse((await kv.get(PARTITION, userKey("erin")))!.value.toString("utf8")) as { displayName: string; email: string };
       expect(stored.displayName.startsWith(SEALED_PREFIX)).toBe(true);
+      expect(stored.email.startsWith(SEALED_PREFIX)).toBe(true);
       expect(await identityText(kv)).not.toContain(NAME);
+      expect(await identityText(kv)).not.toContain(EMAIL);
 
       // A sealed value is refused as a display name, on both APIs, naming the field.
       const forged = await raw(s.base, "POST", `${API}/users`, {
@@ -105,6 +114,14 @@ describe("a user's display name under its subject's key", () => {
       });
       expect(forged.status).toBe(400);
       expect(forged.body.field).toBe("displayName");
+      for (const email of [stored.email, `${SEALED_PREFIX}x@y.example`, "not an address"]) {
+        const bad = await raw(s.base, "POST", `${API}/users`, {
+          headers: json(s.root.token!),
+          body: JSON.stringify({ id: "eve", displayName: "Eve", email, password: "eve password 1" }),
+        });
+        expect(bad.status, email).toBe(400);
+        expect(bad.body.field).toMatch(/(^|\.)email$/);
+      }
       const tbForged = await s.call("global.createUser", {
         data: { user: { id: "eve", displayName: stored.displayName, organization: TB_ORGANIZATION, password: "eve password 1" } },
       });
@@ -114,6 +131,7 @@ describe("a user's display name under its subject's key", () => {
       // A backup taken before the erasure holds the ciphertext (and erin's key), not the name.
       before = await backup(s);
       expect(before.text).not.toContain(NAME);
+      expect(before.text).not.toContain(EMAIL);
       expect(before.text).toContain(stored.displayName);
 
       const erased = await raw(s.base, "POST", `${API}/subjects/erin/erase`, { headers: bearer(s.root.token!) });
@@ -123,12 +141,16 @@ describe("a user's display name under its subject's key", () => {
         subject: "erin",
         erasedBy: "root",
         complete: true,
-        resources: [{ type: USER_HOLDER, ids: ["erin"], fields: ["displayName"], event: head }],
+        resources: [{ type: USER_HOLDER, ids: ["erin"], fields: ["displayName", "email"], event: head }],
       });
       expect((await raw(s.base, "GET", `${API}/subjects/erin/erasure`, { headers: bearer(s.root.token!) })).body).toEqual(erased.body);
 
       // The name reads erased everywhere it is served; the account is disabled, its token and logins refused.
-      expect((await raw(s.base, "GET", `${API}/users/erin`, { headers: bearer(s.root.token!) })).body).toMatchObject({ displayName: ERASED_TEXT, enabled: false });
+      expect((await raw(s.base, "GET", `${API}/users/erin`, { headers: bearer(s.root.token!) })).body).toMatchObject({
+        displayName: ERASED_TEXT,
+        email: ERASED_TEXT,
+        enabled: false,
+      });
       const tbAfter = await s.call("user.list");
       expect(tbAfter.body.data.items.find((u: { id: string }) => u.id === "erin").displayName).toBe(ERASED_TEXT);
       expect((await raw(s.base, "GET", `${API}/users/erin`, { headers: bearer(erin.token!) })).status).toBe(401);
@@ -149,6 +171,7 @@ describe("a user's display name under its subject's key", () => {
       const after = await backup(s);
       expect(after.text).toContain(stored.displayName);
       expect(after.text).not.toContain(NAME);
+      expect(after.text).not.toContain(EMAIL);
 
       // The backup from before (it holds the key) restored: the key is deleted again, the account stays disabled.
       await restore(s, before.ndjson);
@@ -168,7 +191,7 @@ describe("a user's display name under its subject's key", () => {
       subject: "fred",
       erasedBy: "system",
       complete: true,
-      resources: [{ type: USER_HOLDER, ids: ["fred"], fields: ["displayName"] }],
+      resources: [{ type: USER_HOLDER, ids: ["fred"], fields: ["displayName", "email"] }],
     });
     await verified(dir());
     const again = LmdbKv.open(dir());
@@ -189,7 +212,7 @@ describe("a user's display name under its subject's key", () => {
       const fs = await openFlowstore(kv);
       await fs.identity.ensureRoot(ROOT_PASSWORD);
       // A user record as stores before the sealing wrote it, through the record chain (so verify holds).
-      const plain = { id: "olga", displayName: "Olga Old", enabled: true, groups: [], createdAt: new Date().toISOString() };
+      const plain = { id: "olga", displayName: "Olga Old", email: "olga@old.example", enabled: true, groups: [], createdAt: new Date().toISOString() };
       await fs.identity.kv.commit(PARTITION, [{ type: "put", key: userKey("olga"), value: Buffer.from(JSON.stringify(plain)) }]);
       await fs.close();
       // Its export as such a store made it (the store's own export, without an open's repairs): the name in plain text.
@@ -206,9 +229,12 @@ describe("a user's display name under its subject's key", () => {
     try {
       // Sealed at open.
       expect(await identityText(kv)).not.toContain("Olga Old");
-      expect((await raw(s.base, "GET", `${API}/users/olga`, { headers: bearer(s.root.token!) })).body.displayName).toBe("Olga Old");
-      // The plain backup restored: sealed again before the store is served.
+      expect(await identityText(kv)).not.toContain("olga@old.example");
+      expect((await raw(s.base, "GET", `${API}/users/olga`, { headers: bearer(s.root.token!) })).body).toMatchObject({ displayName: "Olga Old", email: "olga@old.example" });
+      // The plain backup restored: sealed again before the store is served. Its identity chain is a prefix
+      // of the live one's (the restore's scratch store does not seal), so the epoch records no fork.
       await restore(s, readFileSync(file));
+      expect((await listEpochs(kv)).at(-1)?.forkedRecords).toBeUndefined();
       expect(await identityText(kv)).not.toContain("Olga Old");
       expect((await raw(s.base, "GET", `${API}/users/olga`, { headers: bearer(s.root.token!) })).body.displayName).toBe("Olga Old");
     } finally {
