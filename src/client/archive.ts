@@ -4,14 +4,12 @@
  * restore an archived project. Archiving a project is `client.project(p).archive()`.
  */
 import { API, seg, type HttpCore, type Page, type PageParams } from "./core.js";
-import type { Query, Schemas } from "./types.js";
+import type { RestoredProject, Snapshot, SnapshotDocument as ArchiveDocument, SnapshotSummary } from "./openapi.js";
+import type { Query } from "./types.js";
 
-export type SnapshotSummary = Schemas["SnapshotSummary"];
-export type Snapshot = Schemas["Snapshot"];
-export type ArchiveDocument = Schemas["SnapshotDocument"];
+export type { SnapshotSummary, Snapshot, SnapshotDocument as ArchiveDocument, RestoredProject } from "./openapi.js";
 /** Exactly one of `uniqueId` and `date` (YYYY-MM-DD, UTC), with the page's cursor and limit. */
 export type SnapshotQuery = Omit<Query<"getArchiveSnapshots">, keyof PageParams> & PageParams;
-export type RestoredProject = Schemas["RestoredProject"];
 /** A file of a new snapshot: its name in the snapshot (it may hold a path) and its bytes. */
 export interface ArchiveFileInput {
   readonly name: string;

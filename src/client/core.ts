@@ -7,11 +7,9 @@
  * URLSearchParams and FormData, and the OpenAPI document's types (./openapi.ts), so nothing of the
  * server reaches a bundle or a consumer's node_modules. The token travels in the Authorization header only, never in a URL.
  */
-import type { Schemas } from "./types.js";
+import type { Problem } from "./openapi.js";
 
-type Problem = Schemas["Problem"];
-
-export type { Problem };
+export type { Problem } from "./openapi.js";
 
 /** An error answer from the server: `status` and the problem+json body. */
 export class ProblemError extends Error {

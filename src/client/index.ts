@@ -9,9 +9,9 @@ import { ArchiveApi } from "./archive.js";
 import { API, HttpCore, seg, type ClientOptions, type PageParams } from "./core.js";
 import { changeFeed, type FeedMessage, type FeedOptions } from "./events.js";
 import { LogApi } from "./log.js";
+import type { Assignments, GlobalPermissionChange, Group, GroupPage, Me, NewGroup, NewUser, Permissions as PermissionMap, TokenResponse, User, UserPage } from "./openapi.js";
 import { ProcessDataApi } from "./process-data.js";
 import { SubscriptionsApi } from "./subscriptions.js";
-import type { Schemas } from "./types.js";
 import { ExchangeRatesApi, NotificationsApi, ProjectHandle, projectPath, projectsPath, SearchableCollection, type NewProject, type Project, type ProjectPage } from "./workflow.js";
 
 export { ProblemError, type TokenPair, type ClientOptions, type Page, type PageParams, type Problem, type RequestOptions, type WriteOptions } from "./core.js";
@@ -24,20 +24,10 @@ export type * from "./workflow.js";
 export { whole } from "./workflow.js";
 export type { components, operations, paths } from "./openapi.js";
 export type { Schemas } from "./types.js";
-type Assignments = Schemas["Assignments"];
-type PermissionChange = Schemas["GlobalPermissionChange"];
+// The OpenAPI document's named schemas, as openapi-typescript names them (./openapi.ts's root types); Me is the caller: its id, groups and global intents.
+export type { TokenResponse, Permissions as PermissionMap, Group, GroupPage, NewGroup, NewUser, User, UserPage, Me } from "./openapi.js";
 /** A global intent by name (`global.createProject`…). */
-export type GlobalIntent = PermissionChange["intent"];
-export type TokenResponse = Schemas["TokenResponse"];
-export type PermissionMap = Schemas["Permissions"];
-export type Group = Schemas["Group"];
-export type GroupPage = Schemas["GroupPage"];
-export type NewGroup = Schemas["NewGroup"];
-export type NewUser = Schemas["NewUser"];
-export type User = Schemas["User"];
-export type UserPage = Schemas["UserPage"];
-/** The caller: its id, groups and the global intents it holds. */
-export type Me = Schemas["Me"];
+export type GlobalIntent = GlobalPermissionChange["intent"];
 
 export class FlowstoreClient extends HttpCore {
   constructor(options: ClientOptions = {}) {
@@ -106,8 +96,8 @@ export class FlowstoreClient extends HttpCore {
 
   readonly globalPermissions = {
     list: () => this.request<PermissionMap>("GET", `${API}/global/permissions`),
-    grant: (intent: PermissionChange["intent"], identity: string) => this.request<void>("POST", `${API}/global/permissions/grant`, { body: { intent, identity } }),
-    revoke: (intent: PermissionChange["intent"], identity: string) => this.request<void>("POST", `${API}/global/permissions/revoke`, { body: { intent, identity } }),
+    grant: (intent: GlobalIntent, identity: string) => this.request<void>("POST", `${API}/global/permissions/grant`, { body: { intent, identity } }),
+    revoke: (intent: GlobalIntent, identity: string) => this.request<void>("POST", `${API}/global/permissions/revoke`, { body: { intent, identity } }),
     /** Every global intent at once; answers the intents granted. */
     grantAll: (identity: string) => this.request<{ intents: string[] }>("POST", `${API}/global/permissions/grant-all`, { body: { identity } }),
   };

@@ -4,11 +4,9 @@
  * verifiers (src/tlog/merkle.ts, note.ts) check them without trusting the server.
  */
 import { API, type HttpCore } from "./core.js";
-import type { Schemas } from "./types.js";
+import type { ConsistencyProof as ConsistencyProofBody, InclusionProof as InclusionProofBody, LogInfo as LogInfoBody } from "./openapi.js";
 
-export type LogInfoBody = Schemas["LogInfo"];
-export type ConsistencyProofBody = Schemas["ConsistencyProof"];
-export type InclusionProofBody = Schemas["InclusionProof"];
+export type { LogInfo as LogInfoBody, ConsistencyProof as ConsistencyProofBody, InclusionProof as InclusionProofBody } from "./openapi.js";
 
 export class LogApi {
   constructor(private readonly http: HttpCore) {}

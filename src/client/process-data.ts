@@ -3,10 +3,10 @@
  * key as one URL-encoded path segment, its `/`s as %2F: the `{key}` parameter of the OpenAPI document), start forms and start messages under generated uuids, and process instances.
  */
 import { API, seg, type HttpCore, type Page, type PageParams } from "./core.js";
-import type { Query, Schemas } from "./types.js";
+import type { ProcessRecord, ProcessRecordCreated } from "./openapi.js";
+import type { Query } from "./types.js";
 
-export type ProcessRecord = Schemas["ProcessRecord"];
-export type ProcessRecordCreated = Schemas["ProcessRecordCreated"];
+export type { ProcessRecord, ProcessRecordCreated } from "./openapi.js";
 export type TtlOptions = Pick<Query<"putProcessDataByKey">, "ttlMs">;
 /** A write's options: its time to live, and the process instance it is registered under (a batch signature's root). */
 export type PutOptions = Query<"putProcessDataByKey">;

@@ -1,12 +1,18 @@
 /** Durable subscriptions (docs/subscriptions.md): the caller's, their dead letters, the digest. */
 import { API, seg, type HttpCore } from "./core.js";
-import type { Schemas } from "./types.js";
+import type {
+  CreatedSubscription,
+  DeadLetter,
+  DeadLetterList,
+  Digest,
+  CreateSubscription as NewSubscription,
+  Replayed,
+  Subscription,
+  SubscriptionEvents,
+  SubscriptionList,
+} from "./openapi.js";
 
-export type Subscription = Schemas["Subscription"];
-export type NewSubscription = Schemas["CreateSubscription"];
-export type CreatedSubscription = Schemas["CreatedSubscription"];
-export type DeadLetter = Schemas["DeadLetter"];
-export type Digest = Schemas["Digest"];
+export type { Subscription, CreateSubscription as NewSubscription, CreatedSubscription, DeadLetter, Digest } from "./openapi.js";
 
 const path = `${API}/subscriptions`;
 
@@ -14,7 +20,7 @@ export class SubscriptionsApi {
   constructor(private readonly core: HttpCore) {}
   /** The caller's own. */
   async list(): Promise<Subscription[]> {
-    return (await this.core.request<Schemas["SubscriptionList"]>("GET", path)).items;
+    return (await this.core.request<SubscriptionList>("GET", path)).items;
   }
   /** A webhook's answer carries its HMAC secret: shown this once. */
   create(body: NewSubscription): Promise<CreatedSubscription> {
@@ -27,14 +33,14 @@ export class SubscriptionsApi {
     await this.core.request("DELETE", `${path}/${seg(id)}`);
   }
   /** Acknowledges `ack` (when given), then reads the events past the position. */
-  pull(id: string, query: { ack?: string; limit?: number } = {}): Promise<Schemas["SubscriptionEvents"]> {
+  pull(id: string, query: { ack?: string; limit?: number } = {}): Promise<SubscriptionEvents> {
     return this.core.request("GET", `${path}/${seg(id)}/events`, { query });
   }
   async deadLetters(id: string): Promise<DeadLetter[]> {
-    return (await this.core.request<Schemas["DeadLetterList"]>("GET", `${path}/${seg(id)}/dead-letters`)).items;
+    return (await this.core.request<DeadLetterList>("GET", `${path}/${seg(id)}/dead-letters`)).items;
   }
   /** POSTs dead letter `n` again: delivered, it is removed. */
-  replay(id: string, n: number): Promise<Schemas["Replayed"]> {
+  replay(id: string, n: number): Promise<Replayed> {
     return this.core.request("POST", `${path}/${seg(id)}/dead-letters/${n}/replay`);
   }
   /** The caller's open assignments, as JSON with their plain text. */

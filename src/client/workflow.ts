@@ -4,45 +4,51 @@
  * `.workflowitem(w)`) address one resource. Every type is the OpenAPI document's own (./openapi.ts).
  */
 import { API, ifMatchHeaders, seg, type HttpCore, type Page, type PageParams, type RequestOptions, type WriteOptions } from "./core.js";
-import type { Body, Query, Schemas } from "./types.js";
+import type {
+  Analytics,
+  ArchivedProject,
+  DocumentLinkBody as DocumentLinkInput,
+  DocumentList,
+  DocumentValidation as DocumentValidationResult,
+  Document as WorkflowitemDocument,
+  Event as HistoryEvent,
+  ExchangeRate,
+  ExchangeRatePage,
+  ExchangeRatesWritten,
+  NewSubproject,
+  NewWorkflowitem,
+  NotificationCount,
+  NotificationPage,
+  Ordering,
+  Permissions as PermissionMap,
+  Project,
+  ProjectedBudget as Budget,
+  ProjectUpdate,
+  StoredRate,
+  Subproject,
+  SubprojectPage,
+  SubprojectUpdate,
+  VerifyResult,
+  Workflowitem,
+  WorkflowitemPage,
+  WorkflowitemUpdate,
+} from "./openapi.js";
+import type { Body, Query } from "./types.js";
 
-type PermissionMap = Schemas["Permissions"];
-type Ordering = Schemas["Ordering"];
-export type Project = Schemas["Project"];
-export type NewProject = Schemas["NewProject"];
-export type ProjectUpdate = Schemas["ProjectUpdate"];
-export type ProjectPage = Schemas["ProjectPage"];
-export type Subproject = Schemas["Subproject"];
-export type NewSubproject = Schemas["NewSubproject"];
-export type SubprojectUpdate = Schemas["SubprojectUpdate"];
-export type SubprojectPage = Schemas["SubprojectPage"];
-export type Workflowitem = Schemas["Workflowitem"];
-export type NewWorkflowitem = Schemas["NewWorkflowitem"];
-export type WorkflowitemUpdate = Schemas["WorkflowitemUpdate"];
-export type WorkflowitemPage = Schemas["WorkflowitemPage"];
-export type HistoryEvent = Schemas["Event"];
+// The OpenAPI document's named schemas, as openapi-typescript names them (./openapi.ts's root types).
+export type { Project, NewProject, ProjectUpdate, ProjectPage, Subproject, NewSubproject, SubprojectUpdate, SubprojectPage, VerifyResult, ArchivedProject } from "./openapi.js";
+export type { Workflowitem, NewWorkflowitem, WorkflowitemUpdate, WorkflowitemPage, Document as WorkflowitemDocument, Event as HistoryEvent } from "./openapi.js";
+export type { Notification, NotificationCount, NotificationPage, ProjectedBudget as Budget, Analytics, AnalyticsRow, ExchangeRate, StoredRate } from "./openapi.js";
+export type { DocumentLinkBody as DocumentLinkInput, DocumentValidation as DocumentValidationResult } from "./openapi.js";
 export type HistoryParams = Query<"getProjectHistory">;
 /** A page of an ordered list, and the order: `manual` (the ordering, then by creation; default) or `closedFirst` (TruBudget's). */
 export interface OrderedListParams extends PageParams {
   readonly sequence?: Query<"listWorkflowitems">["sequence"];
 }
-export type VerifyResult = Schemas["VerifyResult"];
-export type Budget = Schemas["ProjectedBudget"];
 export type CloseOptions = Body<"closeWorkflowitem">;
 export type ArchiveOptions = Body<"postProjectArchive">;
-export type ArchivedProject = Schemas["ArchivedProject"];
-export type WorkflowitemDocument = Schemas["Document"];
-export type Notification = Schemas["Notification"];
-export type NotificationCount = Schemas["NotificationCount"];
-export type NotificationPage = Schemas["NotificationPage"];
-export type DocumentLinkInput = Schemas["DocumentLinkBody"];
-export type DocumentValidationResult = Schemas["DocumentValidation"];
-export type Analytics = Schemas["Analytics"];
-export type AnalyticsRow = Schemas["AnalyticsRow"];
 /** What analytics are asked with: the currency to convert to, the day projected budgets are converted at. */
 export type AnalyticsQuery = Omit<Query<"getProjectAnalytics">, "format">;
-export type ExchangeRate = Schemas["ExchangeRate"];
-export type StoredRate = Schemas["StoredRate"];
 /** A file to add as a document: its bytes (a Blob or File), its name, an optional comment. */
 export interface DocumentUpload {
   readonly content: Blob;
@@ -229,7 +235,7 @@ export class DocumentsApi {
     return this.core.request("POST", this.path, { body: link });
   }
   async list(): Promise<WorkflowitemDocument[]> {
-    return (await this.core.request<Schemas["DocumentList"]>("GET", this.path)).items;
+    return (await this.core.request<DocumentList>("GET", this.path)).items;
   }
   /** The content as the server's answer, its body not yet read (ETag: the sha-256). */
   download(id: string): Promise<Response> {
@@ -273,16 +279,16 @@ export class ExchangeRatesApi {
   constructor(private readonly core: HttpCore) {}
   /** Writes rates (1 from = rate to, valid from the date on); answers how many. */
   async put(rates: readonly ExchangeRate[]): Promise<number> {
-    return (await this.core.request<Schemas["ExchangeRatesWritten"]>("PUT", `${API}/exchange-rates`, { body: { rates } })).written;
+    return (await this.core.request<ExchangeRatesWritten>("PUT", `${API}/exchange-rates`, { body: { rates } })).written;
   }
   /** Imports the ECB's CSV (eurofxref-hist.csv); answers how many rates it held. */
   async importEcb(csv: string): Promise<number> {
     const res = await this.core.open("POST", `${API}/exchange-rates/ecb`, { text: csv, headers: { "content-type": "text/csv" } });
-    return ((await res.json()) as Schemas["ExchangeRatesWritten"]).written;
+    return ((await res.json()) as ExchangeRatesWritten).written;
   }
   /** A pair's stored rates, oldest first. */
   async list(from: string, to: string, query: Query<"listExchangeRates"> = {}): Promise<StoredRate[]> {
-    return (await this.core.request<Schemas["ExchangeRatePage"]>("GET", `${API}/exchange-rates/${seg(from)}/${seg(to)}`, { query: { ...query } })).items;
+    return (await this.core.request<ExchangeRatePage>("GET", `${API}/exchange-rates/${seg(from)}/${seg(to)}`, { query: { ...query } })).items;
   }
   /** The rate of a pair valid at a day (the latest on or before it). */
   at(from: string, to: string, date: string): Promise<StoredRate> {

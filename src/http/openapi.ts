@@ -12,7 +12,10 @@
  *   one that takes a body, 414 for one with path parameters, 401 behind
  *   authentication, 503 with `Retry-After` everywhere (overload and shutdown);
  * - from its `config`: `etag` answers an `ETag` (and a GET answers 304 to a matching `If-None-Match`),
- *   `ifMatch` takes an `If-Match` (a stale one is a 412), `location` answers 201 with a `Location`.
+ *   `ifMatch` takes an `If-Match` (a stale one is a 412), `location` answers 201 with a `Location`;
+ * - an answer that several operations give alike (a problem of one status, Not Modified, an updated
+ *   resource) is declared once in `components.responses`, named by its description (`NotFound`), and
+ *   every operation refers to it (`$ref`), as it does to a schema.
  *
  * The rules run when the document is generated (@fastify/swagger's `transform` and `transformObject`),
  * after every plugin has added its routes; they change the document only, never how a route validates.
@@ -164,6 +167,45 @@ export function documentRoute(prefix: string): SwaggerTransform {
   };
 }
 
+/** A response's name in `components.responses`: its description's first clause in Pascal case ("Not Found" is `NotFound`, "OK: Project" `OKProject`). */
+const answerName = (r: Json): string => {
+  const clause = String(r.description ?? "").split(/[;.]/)[0]!;
+  return words(clause.replace(/'/g, "")).map(cap).join("");
+};
+
+/**
+ * Every answer that two operations or more give alike (a problem of one status, an updated resource, Not
+ * Modified…) as a `$ref` to its one declaration in `components.responses`, named by its description
+ * (answerName). Two different answers under one name are refused at startup, as two schemas under one
+ * name are (components.ts): such a name is to be described apart.
+ */
+function shareAnswers(doc: Json, paths: Record<string, Record<string, Json>>): void {
+  const answers: { status: string; responses: Record<string, Json>; json: string }[] = [];
+  const uses = new Map<string, number>();
+  for (const methods of Object.values(paths)) {
+    for (const op of Object.values(methods)) {
+      const responses = (isObject(op.responses) ? op.responses : {}) as Record<string, Json>;
+      for (const [status, r] of Object.entries(responses)) {
+        const json = JSON.stringify(r);
+        answers.push({ status, responses, json });
+        uses.set(json, (uses.get(json) ?? 0) + 1);
+      }
+    }
+  }
+  const shared = new Map<string, { status: number; json: string }>();
+  for (const { status, responses, json } of answers) {
+    if (uses.get(json)! < 2) continue;
+    const name = answerName(responses[status]!);
+    const known = shared.get(name);
+    if (known && known.json !== json) throw new Error(`two different answers are named ${name} (${known.json} and ${json}): describe one apart`);
+    shared.set(name, { status: known?.status ?? Number(status), json });
+    responses[status] = { $ref: `#/components/responses/${name}` };
+  }
+  const components = (isObject(doc.components) ? doc.components : {}) as Json;
+  const declared = [...shared].sort(([an, a], [bn, b]) => a.status - b.status || an.localeCompare(bn)).map(([name, { json }]) => [name, JSON.parse(json)]);
+  doc.components = { ...components, responses: { ...(isObject(components.responses) ? components.responses : {}), ...Object.fromEntries(declared) } };
+}
+
 /**
  * @fastify/swagger's `transformObject`: the document-wide part of the conventions (root security, the
  * tags, servers, license), the per-route markers turned into OpenAPI, and a check that every operation
@@ -204,6 +246,7 @@ export const finishDocument: SwaggerTransformObject = (document) => {
       delete op["x-flowstore-optional-body"];
     }
   }
+  shareAnswers(doc, paths);
   doc.tags = [...tags].sort().map((name) => ({ name, description: TAG_DESCRIPTIONS[name] ?? cap(name.replace(/-/g, " ")) }));
   return openapi;
 };

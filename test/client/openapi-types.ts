@@ -25,7 +25,7 @@ export async function renderOpenApiTypes(): Promise<string> {
   const app = await buildServer(await openFlowstore(kv), { tokenSecret: new Uint8Array(32).fill(7), logger: false, closeStore: true, webRoot: false });
   try {
     const doc = (await app.inject({ url: "/openapi.json" })).json();
-    return HEADER + (await generatedTypes(doc)).replace(/^\/\*\*[\s\S]*?\*\/\n/, "");
+    return HEADER + (await generatedTypes(doc, { rootTypes: true, rootTypesNoSchemaPrefix: true })).replace(/^\/\*\*[\s\S]*?\*\/\n/, "");
   } finally {
     await app.close();
   }

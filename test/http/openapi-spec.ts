@@ -4,13 +4,22 @@
  */
 import { Ajv, type ValidateFunction } from "ajv";
 import addFormatsImport from "ajv-formats";
-import openapiTS, { astToString, COMMENT_HEADER } from "openapi-typescript";
+import openapiTS, { astToString, COMMENT_HEADER, type OpenAPITSOptions } from "openapi-typescript";
 
 type Json = Record<string, any>;
 
-/** The TypeScript types of the document's paths and components, as openapi-typescript writes them. */
-export async function generatedTypes(doc: Json): Promise<string> {
-  return COMMENT_HEADER + astToString(await openapiTS(doc as never));
+/** The TypeScript types of the document's paths and components, as openapi-typescript writes them (with its `options`). */
+export async function generatedTypes(doc: Json, options: OpenAPITSOptions = {}): Promise<string> {
+  return COMMENT_HEADER + astToString(await openapiTS(doc as never, options));
+}
+
+/** A response as the document declares it: itself, or the `components.responses` entry its `$ref` names (src/http/openapi.ts shares an answer given alike). */
+export function answerOf(doc: Json, response: Json | undefined): Json | undefined {
+  const ref = response?.$ref;
+  if (typeof ref !== "string") return response;
+  const declared = doc.components?.responses?.[ref.replace(/^#\/components\/responses\//, "")];
+  if (declared === undefined) throw new Error(`${ref} is not in the document`);
+  return declared;
 }
 
 const addFormats = ((addFormatsImport as unknown as { default?: unknown }).default ?? addFormatsImport) as (ajv: Ajv) => Ajv;
@@ -25,7 +34,7 @@ export function answerChecker(doc: Json): (method: string, template: string, sta
   return (method, template, status, headers, body) => {
     const op = doc.paths[template]?.[method.toLowerCase()];
     if (!op) return `${method} ${template} is not in the document`;
-    const response = op.responses[String(status)];
+    const response = answerOf(doc, op.responses[String(status)]);
     if (!response) return `${method} ${template} answered ${status}, which it does not declare (${Object.keys(op.responses).join(", ")})`;
     const declared = Object.keys(response.headers ?? {}).map((h) => h.toLowerCase());
     for (const h of ["etag", "location", "retry-after"])

@@ -1,7 +1,8 @@
 /**
  * The OpenAPI document names its types: every shape with an `$id` is one entry of
  * `components.schemas`, referred to by `$ref` wherever it is used (http/components.ts), so no object
- * schema is written out twice, and every problem answer refers to the one Problem. Its operationIds and
+ * schema is written out twice; an answer that operations give alike (every problem answer among them) is
+ * one entry of `components.responses`, referred to the same way (http/openapi.ts). Its operationIds and
  * path parameters are readable (`getWorkflowitem`, `{projectId}`) and held stable here: a generated
  * client's method names are these, so a change to them is a breaking change to see in review.
  */
@@ -10,6 +11,7 @@ import { MemoryKv } from "../../src/kv/memory.js";
 import { tenancySchema } from "../../src/tenancy/schema.js";
 import { workflowSchema } from "../../src/workflow/schema.js";
 import { raw, startServer, type Running } from "./harness.js";
+import { answerOf } from "./openapi-spec.js";
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => v !== null && typeof v === "object" && !Array.isArray(v);
@@ -30,7 +32,7 @@ function objectSchemas(node: unknown, out: string[] = [], isRoot = false): strin
 
 describe("the OpenAPI document", () => {
   let s: Running;
-  let doc: { paths: Record<string, Record<string, Json>>; components: { schemas: Record<string, Json> } };
+  let doc: { paths: Record<string, Record<string, Json>>; components: { schemas: Record<string, Json>; responses: Record<string, Json> } };
 
   beforeAll(async () => {
     s = await startServer(new MemoryKv());
@@ -48,20 +50,40 @@ describe("the OpenAPI document", () => {
     expect(doc.components.schemas.Project!.properties).toMatchObject({ meta: { $ref: "#/components/schemas/Meta" } });
   });
 
-  it("answers every problem with a $ref to the one Problem", () => {
+  it("answers every problem with a $ref to its one declaration, which refers to the one Problem", () => {
     let problems = 0;
     for (const [path, methods] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(methods)) {
         for (const [status, response] of Object.entries((op.responses ?? {}) as Record<string, Json>)) {
-          const content = response.content as Record<string, { schema: unknown }> | undefined;
+          const content = answerOf(doc, response)!.content as Record<string, { schema: unknown }> | undefined;
           const schema = content?.["application/problem+json"]?.schema;
           if (schema === undefined) continue;
           problems++;
+          expect(response, `${method} ${path} ${status}`).toEqual({ $ref: expect.stringMatching(/^#\/components\/responses\/[A-Z][A-Za-z]+$/) });
           expect(schema, `${method} ${path} ${status}`).toEqual({ $ref: "#/components/schemas/Problem" });
         }
       }
     }
     expect(problems).toBeGreaterThan(300);
+    expect(doc.components.responses.NotFound).toEqual({ description: "Not Found", content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } } });
+  });
+
+  it("declares an answer that operations give alike once, in components.responses", () => {
+    const inline = new Map<string, string[]>();
+    for (const [path, methods] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(methods)) {
+        for (const [status, response] of Object.entries((op.responses ?? {}) as Record<string, Json>)) {
+          if (typeof response.$ref === "string") continue;
+          const json = JSON.stringify(response);
+          inline.set(json, [...(inline.get(json) ?? []), `${method.toUpperCase()} ${path} ${status}`]);
+        }
+      }
+    }
+    expect([...inline.values()].filter((where) => where.length > 1)).toEqual([]);
+    const declared = Object.values(doc.components.responses).map((r) => JSON.stringify(r));
+    expect(new Set(declared).size).toBe(declared.length);
+    // Not Modified, the answers with no body, an updated resource with its ETag: shared as the problems are.
+    expect(Object.keys(doc.components.responses)).toEqual(expect.arrayContaining(["NotModified", "NoContent", "OKProject", "ServiceUnavailable", "PreconditionFailed"]));
   });
 
   it("writes out no object schema more than once", () => {
@@ -91,7 +113,7 @@ describe("the OpenAPI document", () => {
     for (const [path, methods] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(methods)) {
         if (method === "get" || method === "head") continue;
-        const responses = op.responses as Record<string, Json>;
+        const responses = Object.fromEntries(Object.entries(op.responses as Record<string, Json>).map(([status, r]) => [status, answerOf(doc, r)!]));
         expect(JSON.stringify(responses), `${method} ${path}`).not.toContain("#/components/schemas/Redacted");
         const id = String(op.operationId);
         const created = /^create([A-Z]\w*)$/.exec(id)?.[1];

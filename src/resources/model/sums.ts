@@ -10,7 +10,7 @@
  * Amounts are decimal strings added as bigints scaled by 10^18 (the most fraction digits an amount has),
  * never as floats; a sum is stored in its shortest exact form.
  */
-import type { Envelope } from "./record.js";
+import type { Meta } from "./wire.js";
 
 /** One contribution of a resource: an amount (a decimal string, signed) to a bucket. */
 export interface SumContribution {
@@ -18,8 +18,12 @@ export interface SumContribution {
   readonly amount: string;
 }
 
-/** What a type declares: the contributions of one of its resources (none, e.g. while it has no amount). */
-export type SumsDecl = (resource: Pick<Envelope, "data" | "meta">) => readonly SumContribution[];
+/**
+ * What a type declares: the contributions of one of its resources (none, e.g. while it has no amount),
+ * from its data and meta (an envelope's; typed here by their own shapes, not through record.ts, which
+ * reaches schema.ts, which imports this declaration: the four files made a circle).
+ */
+export type SumsDecl = (resource: { readonly data: Record<string, unknown>; readonly meta: Meta }) => readonly SumContribution[];
 
 /** A bucket's total: the exact sum and how many contributions it holds. */
 export interface SumEntry {
