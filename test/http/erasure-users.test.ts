@@ -25,7 +25,7 @@ import { PARTITION, userKey } from "../../src/identity/records.js";
 import { run } from "../cli/spawn.js";
 import { tempDir } from "../support/temp-dir.js";
 import { ROOT_PASSWORD, raw, startServer, type Running } from "./harness.js";
-import { startTruBudget, TB_ORGANIZATION } from "./trubudget/harness.js";
+import { startTruBudget, TB_ORGANIZATION, tbCall } from "./trubudget/harness.js";
 
 const API = "/api/v1";
 const NAME = "Erin Example";
@@ -162,6 +162,8 @@ describe("a user's display name under its subject's key", () => {
           })
         ).status,
       ).toBe(401);
+      // TruBudget's log-in answers a disabled user's right password 403, as TruBudget does.
+      expect((await tbCall(s.base, "user.authenticate", { data: { user: { id: "erin", password: "erin password 1" } } })).status).toBe(403);
       const enable = await s.call("global.enableUser", { data: { userId: "erin" } });
       expect(enable.status).toBe(409);
       // The stored record keeps its ciphertext (the chain's hashes hold); only the key is gone.
