@@ -2966,8 +2966,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Erase a data subject (global.eraseSubject): its key is destroyed, its personal fields read as erased in state, history, archives and later exports; every chain still verifies. Answers the receipt (again, finished, when erased before)
-         * @description Erase a data subject (global.eraseSubject): its key is destroyed, its personal fields read as erased in state, history, archives and later exports; every chain still verifies. Answers the receipt (again, finished, when erased before). Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         * Erase a data subject (global.eraseSubject; a subject that is a user account also needs outranking it, as disabling it does, else 403 and nothing erased): its key is destroyed, its personal fields read as erased in state, history, archives and later exports; every chain still verifies. Answers the receipt (again, finished, when erased before)
+         * @description Erase a data subject (global.eraseSubject; a subject that is a user account also needs outranking it, as disabling it does, else 403 and nothing erased): its key is destroyed, its personal fields read as erased in state, history, archives and later exports; every chain still verifies. Answers the receipt (again, finished, when erased before). Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
          */
         post: operations["eraseSubject"];
         delete?: never;
@@ -3202,7 +3202,7 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
             organization?: string;
-            /** @description the user's e-mail address, when given: stored sealed under the user's subject key, `(erased)` once the subject is erased */
+            /** @description the user's e-mail address, when given: stored sealed under the user's subject key, `(erased)` once the subject is erased; served only to the user itself and to holders of global.createUser (left out for everyone else) */
             email?: string;
             enabled: boolean;
             groups: string[];

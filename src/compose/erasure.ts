@@ -9,7 +9,9 @@
  *
  * A user account whose display name was sealed under the subject's key (the subject named as the user,
  * identity.ts) is disabled, its tokens revoked, in the identity partition's record chain, whose head after
- * is the receipt's entry for it (`$user`).
+ * is the receipt's entry for it (`$user`), committed as the eraser. Erasing it needs, besides the intent,
+ * that the actor outranks the account (identity's administrator hierarchy, as disabling it does): checked
+ * before the key goes, so a refusal (403) erases nothing.
  *
  * The key goes first, in one commit with the receipt (complete: false): that commit is the erasure. A
  * process killed before the events are all appended leaves the receipt incomplete, and erasing the
@@ -29,17 +31,14 @@ import { ROOT_ID, SYSTEM, type Actor } from "../access/actor.js";
 import type { GlobalPermissions } from "../access/global.js";
 import type { ResourceStore } from "../resources/store.js";
 import { Subjects, type ErasedResource, type ErasureReceipt } from "../resources/personal/subjects.js";
-import { USER_HOLDER } from "../personal/subjects.js";
-import { scanAll, type KvStore } from "../kv/contract.js";
-import { keyFamilies, PartitionKind } from "../kv/subspace.js";
+import { ERASED_REGISTER, registerLayout, registeredErasures, USER_HOLDER } from "../personal/subjects.js";
+import type { KvStore } from "../kv/contract.js";
 import { layout } from "../resources/model/layout.js";
 import { replacedCopies } from "./epochs.js";
 
-/** The register of erasures: kept on restore (kinds.ts), one receipt per erased subject. */
-const ERASED = new PartitionKind("erased");
-export const ERASED_KIND = ERASED.kind;
-const REGISTER = ERASED.partition();
-const F = keyFamilies(["subject"]);
+/** The register of erasures (personal/subjects.ts): kept on restore (kinds.ts), one receipt per erased subject. */
+export const ERASED_KIND = ERASED_REGISTER.kind;
+const REGISTER = registerLayout.partition;
 
 /**
  * Keeps the receipt in the register, and deletes the key from every copy of the subject's partition a
@@ -48,7 +47,7 @@ const F = keyFamilies(["subject"]);
  * left as that process wrote it. True when it wrote anything.
  */
 async function keep(kv: KvStore, receipt: ErasureReceipt): Promise<boolean> {
-  const key = F.subject.pack([receipt.subject]);
+  const key = registerLayout.key(receipt.subject);
   const value = Buffer.from(JSON.stringify(receipt));
   const registered = await kv.get(REGISTER, key);
   let wrote = false;
@@ -78,12 +77,11 @@ async function keep(kv: KvStore, receipt: ErasureReceipt): Promise<boolean> {
  */
 export async function keepErasures(kv: KvStore): Promise<string[]> {
   const subjects = new Subjects(kv, Date.now);
-  const registered = new Map<string, ErasureReceipt>();
-  for await (const e of scanAll(kv, REGISTER, { prefix: F.subject.pack() })) {
-    const receipt = JSON.parse(e.value.toString("utf8")) as ErasureReceipt;
-    registered.set(receipt.subject, receipt);
-  }
-  for await (const receipt of subjects.erasures()) await keep(kv, receipt);
+  const registered = await registeredErasures(kv);
+  // A receipt that names a user account is registered by its erasure only (`erase`, before the account
+  // is touched): found only in a subject partition, which is not chained, it may have been put there past
+  // the store, and registered it would get the system to disable the account (identity.ts `sealUsers`).
+  for await (const receipt of subjects.erasures()) if (registered.has(receipt.subject) || !receipt.resources.some((r) => r.type === USER_HOLDER)) await keep(kv, receipt);
   const again: string[] = [];
   for (const receipt of registered.values()) if (await subjects.reinstate(receipt)) again.push(receipt.subject);
   return again;
@@ -107,7 +105,11 @@ export class Erasures {
     private readonly stores: readonly ResourceStore[],
     private readonly global: GlobalPermissions,
     /** The users' side: a user whose display name was sealed under the subject's key is disabled (identity.ts `eraseUser`). */
-    private readonly users: { eraseUser(holder: ErasedResource): Promise<ErasedResource> },
+    private readonly users: {
+      /** Refuses (ForbiddenError) an actor who does not outrank the user `id` (as disabling it would). */
+      assertMayErase(actor: Actor, id: string): Promise<void>;
+      eraseUser(holder: ErasedResource, actor: Actor): Promise<ErasedResource>;
+    },
   ) {}
 
   async #assertMay(actor: Actor): Promise<void> {
@@ -125,7 +127,12 @@ export class Erasures {
     const subjects = this.stores[0]!.subjects;
     const fieldsOf = (type: string) => this.#storeOf(type)?.schema.types.get(type)?.decl.personal?.fields ?? [];
     const { kv } = this.stores[0]!;
-    let receipt = await subjects.destroyKey(subject, actor.id, fieldsOf);
+    // Erasing a user account disables it for good: only who outranks the account may (identity's
+    // administrator hierarchy, as for disabling it), checked before the key goes (nothing erased when refused).
+    const mayErase = async (holders: readonly ErasedResource[]) => {
+      for (const h of holders) if (h.type === USER_HOLDER && !h.event && !h.gone) await this.users.assertMayErase(actor, h.ids[0]!);
+    };
+    let receipt = await subjects.destroyKey(subject, actor.id, fieldsOf, mayErase);
     await keep(kv, receipt);
     if (receipt.complete) return receipt;
     const resources: ErasedResource[] = [];
@@ -134,7 +141,7 @@ export class Erasures {
         resources.push(r);
         continue;
       }
-      resources.push(r.type === USER_HOLDER ? await this.users.eraseUser(r) : await this.#mark(actor, r, subject));
+      resources.push(r.type === USER_HOLDER ? await this.users.eraseUser(r, actor) : await this.#mark(actor, r, subject));
     }
     receipt = { ...receipt, resources, complete: true };
     await subjects.record(receipt);

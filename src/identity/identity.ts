@@ -29,7 +29,19 @@ import { ROOT_ID, SYSTEM, type Actor } from "../access/actor.js";
 import { GLOBAL, GLOBAL_CHAIN, GlobalPermissions, type IdentityDirectory } from "../access/global.js";
 import { IntentRegistry, type IntentSplit } from "../access/intents.js";
 import { UserPermissions } from "./user-permissions.js";
-import { ERASED_TEXT, openWith, sealedIn, sealText, SubjectKeys, subjectOf, USER_HOLDER, USER_PERSONAL_FIELDS, type ErasedResource } from "../personal/subjects.js";
+import {
+  ERASED_TEXT,
+  openWith,
+  registeredErasure,
+  registeredErasures,
+  sealedIn,
+  sealText,
+  SubjectKeys,
+  subjectOf,
+  USER_HOLDER,
+  USER_PERSONAL_FIELDS,
+  type ErasedResource,
+} from "../personal/subjects.js";
 
 /** A user's personal fields: stored sealed under its subject's key. */
 type PersonalField = (typeof USER_PERSONAL_FIELDS)[number];
@@ -67,6 +79,15 @@ export interface NewUser {
   readonly email?: string;
   readonly password: string;
 }
+
+/** The record without its e-mail address (what a user who does not administer users sees of another). */
+function withoutEmail(user: UserRecord): UserRecord {
+  if (user.email === undefined) return user;
+  const { email: _email, ...rest } = user;
+  return rest;
+}
+/** How a record's e-mail field starts in its JSON bytes. */
+const EMAIL_FIELD = Buffer.from('"email":');
 
 export interface NewGroup {
   readonly id: string;
@@ -283,19 +304,44 @@ export class Identity implements IdentityDirectory {
     });
   }
 
-  /** The user's public record, its display name opened (plain, or `(erased)`); NotFoundError when there is none. */
-  async getUser(id: string): Promise<UserRecord> {
+  /**
+   * The user's record as `viewer` may see it, its personal fields opened (plain, or `(erased)`): the
+   * e-mail address only to the user itself and to who administers users (`readsEmail`), left out for
+   * everyone else and without a viewer (the callers that only need the account). NotFoundError when there is none.
+   */
+  async getUser(id: string, viewer?: Actor): Promise<UserRecord> {
     const entry = await this.kv.get(PARTITION, userKey(checkId(id, "id")));
     if (!entry) throw new NotFoundError(`no user ${id}`);
-    return this.#open(decodeRecord<UserRecord>(entry));
+    const user = decodeRecord<UserRecord>(entry);
+    return viewer === undefined ? this.#open(withoutEmail(user)) : this.#shownTo(viewer, user);
   }
 
-  /** One page of users in id order, as JSON bytes of each record with its display name opened (the stored bytes where none is sealed). */
+  /**
+   * One page of users in id order, as JSON bytes of each record as `actor` may see it (getUser): its
+   * personal fields opened, the e-mail address left out of other users' records unless the actor
+   * administers users; the stored bytes where nothing changes.
+   */
   async listUserBytes(actor: Actor, page: PageRequest = {}): Promise<Page<Buffer>> {
     const raw = await this.#listBytes(actor, "user", page);
-    if (!raw.items.some(sealedIn)) return raw;
-    const items = await Promise.all(raw.items.map(async (b) => (sealedIn(b) ? Buffer.from(JSON.stringify(await this.#open(JSON.parse(b.toString("utf8")) as UserRecord))) : b)));
+    const admin = await this.#readsEmail(actor);
+    // `"email":` in the bytes may be a false alarm (inside an escaped string): the record is parsed then, and nothing is lost.
+    const changes = (b: Buffer) => sealedIn(b) || (!admin && b.includes(EMAIL_FIELD));
+    if (!raw.items.some(changes)) return raw;
+    const shown = async (b: Buffer) => {
+      const user = JSON.parse(b.toString("utf8")) as UserRecord;
+      return Buffer.from(JSON.stringify(await this.#open(admin || user.id === actor.id ? user : withoutEmail(user))));
+    };
+    const items = await Promise.all(raw.items.map((b) => (changes(b) ? shown(b) : b)));
     return { items, nextCursor: raw.nextCursor };
+  }
+
+  /**
+   * True when `actor` may read the e-mail addresses of users (of `id` alone, when given): the user itself,
+   * the system actor, or who administers users (`global.createUser`, the intent of creating them and of
+   * their passwords and sessions). Everyone else sees display names only.
+   */
+  async #readsEmail(actor: Actor, id?: string): Promise<boolean> {
+    return (id !== undefined && actor.system !== true && actor.id === id) || this.global.has(actor, CREATE_USER);
   }
 
   // ---- personal data: the display name sealed under the user's subject key ----------------------------
@@ -304,6 +350,11 @@ export class Identity implements IdentityDirectory {
   async #seal<T extends Partial<Record<PersonalField, string>>>(id: string, fields: T): Promise<T> {
     const key = await this.#subjects.keyFor(id, { type: USER_HOLDER, ids: [id] }, "id");
     return Object.fromEntries(Object.entries(fields).map(([f, plain]) => [f, sealText(key, id, plain as string)])) as T;
+  }
+
+  /** The record as `actor` may see it (getUser). */
+  async #shownTo(actor: Actor, user: UserRecord): Promise<UserRecord> {
+    return this.#open((await this.#readsEmail(actor, user.id)) ? user : withoutEmail(user));
   }
 
   /** The record with its personal fields opened: the plain text, `(erased)` once its subject's key is destroyed, or as stored (not sealed). */
@@ -316,27 +367,38 @@ export class Identity implements IdentityDirectory {
     return { ...user, ...opened };
   }
 
-  /** True when the user's display name is sealed under a subject that was erased. */
+  /** True when the user's display name is sealed under a subject whose erasure is registered (the register alone: compose/erasure.ts). */
   async #erased(user: UserRecord): Promise<boolean> {
     const subject = subjectOf(user.displayName);
-    return subject !== null && (await this.#subjects.receipt(subject)) !== null;
+    return subject !== null && (await registeredErasure(this.#base, subject)) !== null;
+  }
+
+  /**
+   * Refuses (ForbiddenError) erasing the subject of the user `id` to an actor who does not outrank the
+   * account: the erasure disables it for good, so it needs what disabling it needs of the hierarchy
+   * (`assertOutranks`: root only for root, nobody for an account holding an intent the actor lacks).
+   */
+  async assertMayErase(actor: Actor, id: string): Promise<void> {
+    const entry = await this.kv.get(PARTITION, userKey(id));
+    if (entry) await this.global.assertOutranks(actor, { id, groups: decodeRecord<UserRecord>(entry).groups });
   }
 
   /**
    * The identity side of erasing the subject `user` (compose/erasure.ts, after the key was destroyed):
    * the account is disabled and its tokens revoked (a login under an erased name would serve no one;
-   * enabling it again is refused), in one commit through the record chain; root's account keeps working
-   * (the store's last administrator). Answers the holder entry of the receipt: the account's erased
-   * field and the identity chain's head right after, or `gone` when no such user exists.
+   * enabling it again is refused), in one commit through the record chain, as `actor` (the eraser, whom
+   * compose checked with `assertMayErase` before the key went); root's account keeps working (the store's
+   * last administrator). Answers the holder entry of the receipt: the account's erased field and the
+   * identity chain's head right after, or `gone` when no such user exists.
    */
-  async eraseUser(holder: ErasedResource): Promise<ErasedResource> {
+  async eraseUser(holder: ErasedResource, actor: Actor): Promise<ErasedResource> {
     const id = holder.ids[0]!;
     await withRetry(async () => {
       const [entry, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
       if (!entry) return;
       const user = decodeRecord<UserRecord>(entry);
       if (!user.enabled || id === ROOT_ID) return;
-      await outsideActor(() => commitOrRace(this.kv, [...replace(userKey(id), entry.version, { ...user, enabled: false }), ...revocationOps(id, tokens)]));
+      await asActor(actor, () => commitOrRace(this.kv, [...replace(userKey(id), entry.version, { ...user, enabled: false }), ...revocationOps(id, tokens)]));
     });
     const [entry] = await this.kv.getMany(PARTITION, [userKey(id)]);
     if (!entry) return { ...holder, gone: true };
@@ -353,12 +415,14 @@ export class Identity implements IdentityDirectory {
    */
   async sealUsers(): Promise<number> {
     const due: string[] = [];
+    // An account is erased when the register of erasures says so (one scan), never on a receipt found only in its subject's partition.
+    const erased = await registeredErasures(this.#base);
     let cursor: string | null = null;
     do {
       const page = await this.#base.scan(PARTITION, { prefix: families.user.prefix, limit: 500, after: cursor });
       for (const e of page.entries) {
         const user = decodeRecord<UserRecord>(e);
-        if (this.#repairOf(user, (await this.#subjects.receipt(user.id)) !== null) !== null) due.push(user.id);
+        if (this.#repairOf(user, erased.has(user.id)) !== null) due.push(user.id);
       }
       cursor = page.cursor;
     } while (cursor !== null);
@@ -385,11 +449,21 @@ export class Identity implements IdentityDirectory {
       const [entry, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
       if (!entry) return false;
       const user = decodeRecord<UserRecord>(entry);
-      const erased = (await this.#subjects.receipt(id)) !== null;
+      const erased = (await registeredErasure(this.#base, id)) !== null;
       const repair = this.#repairOf(user, erased);
       if (!repair) return false;
       const { plain } = repair;
-      const fields = erased ? Object.fromEntries(Object.keys(plain).map((f) => [f, ERASED_TEXT])) : Object.keys(plain).length > 0 ? await this.#seal(id, plain) : {};
+      let fields: Partial<Record<PersonalField, string>> = {};
+      if (erased) fields = Object.fromEntries(Object.keys(plain).map((f) => [f, ERASED_TEXT]));
+      else if (Object.keys(plain).length > 0) {
+        // A subject partition holding a receipt the register lacks takes no key: the value is left plain (not trusted as erased either).
+        const sealed = await this.#seal(id, plain).catch((e: unknown) => {
+          if (e instanceof ConflictError) return null;
+          throw e;
+        });
+        if (sealed === null) return false;
+        fields = sealed;
+      }
       const next = { ...user, ...fields, ...(repair.disable ? { enabled: false } : {}) };
       await outsideActor(() => commitOrRace(this.kv, [...replace(userKey(id), entry.version, next), ...(repair.disable ? revocationOps(id, tokens) : [])]));
       return true;
@@ -419,13 +493,13 @@ export class Identity implements IdentityDirectory {
         if (!entry) throw new NotFoundError(`no user ${id}`);
         const user = decodeRecord<UserRecord>(entry);
         await this.global.assertOutranks(actor, { id: user.id, groups: user.groups });
-        if (user.enabled === enabled) return this.#open(user);
+        if (user.enabled === enabled) return this.#shownTo(actor, user);
         // An erased person's account stays disabled: its name reads (erased); create a new account instead.
         if (enabled && (await this.#erased(user))) throw new ConflictError(`the user ${id} was erased (its data subject): its account cannot be enabled again`, "id");
         const next = { ...user, enabled };
         // Disabling revokes the user's tokens: enabling it again does not bring them back.
         await commitOrRace(this.kv, [...replace(userKey(id), entry.version, next), ...(enabled ? [] : revocationOps(id, tokens))]);
-        return this.#open(next);
+        return this.#shownTo(actor, next);
       });
     });
   }

@@ -29,7 +29,12 @@ export const User = Type.Object(
   {
     ...identityFields,
     organization: Type.Optional(Type.String()),
-    email: Type.Optional(Type.String({ description: "the user's e-mail address, when given: stored sealed under the user's subject key, `(erased)` once the subject is erased" })),
+    email: Type.Optional(
+      Type.String({
+        description:
+          "the user's e-mail address, when given: stored sealed under the user's subject key, `(erased)` once the subject is erased; served only to the user itself and to holders of global.createUser (left out for everyone else)",
+      }),
+    ),
     enabled: Type.Boolean(),
     groups: Type.Array(Type.String()),
   },

@@ -45,6 +45,36 @@ export const subjectLayout = {
   },
 } as const;
 
+/**
+ * The register of erasures (partition `["erased"]`, one receipt per erased subject; compose/erasure.ts
+ * writes it, and a restore leaves it alone): what identity trusts to keep an erased user's account
+ * disabled. A receipt found only in a subject partition (unchained: anyone who can write the store's
+ * files can put one there) does not disable an account.
+ */
+export const ERASED_REGISTER = new PartitionKind("erased");
+const REGISTERED = keyFamilies(["subject"]);
+export const registerLayout = {
+  partition: ERASED_REGISTER.partition(),
+  prefix: REGISTERED.subject.pack(),
+  key: (subject: string): Key => REGISTERED.subject.pack([subject]),
+} as const;
+
+/** The registered receipt of a subject's erasure, or null (one read). */
+export async function registeredErasure(kv: KvStore, subject: string): Promise<ErasureReceipt | null> {
+  const e = await kv.get(registerLayout.partition, registerLayout.key(subject));
+  return e ? (JSON.parse(e.value.toString("utf8")) as ErasureReceipt) : null;
+}
+
+/** Every registered receipt, by subject (one scan of the register). */
+export async function registeredErasures(kv: KvStore): Promise<Map<string, ErasureReceipt>> {
+  const registered = new Map<string, ErasureReceipt>();
+  for await (const e of scanAll(kv, registerLayout.partition, { prefix: registerLayout.prefix })) {
+    const receipt = JSON.parse(e.value.toString("utf8")) as ErasureReceipt;
+    registered.set(receipt.subject, receipt);
+  }
+  return registered;
+}
+
 /** A holder of sealed data: a resource (its type and ids) or a user (`USER_HOLDER`, its id). */
 export interface Holder {
   readonly type: string;
@@ -224,12 +254,24 @@ export class SubjectKeys {
    * Destroys the subject's key and records the erasure's receipt (incomplete: its events are appended
    * after), in one commit; a subject erased before answers its receipt as it stands. NotFoundError when
    * no personal data of the subject was ever stored. `fieldsOf` names a holder type's personal fields.
+   * `guard` sees the holders before the key goes (and those of an erasure left incomplete) and may refuse
+   * (throw): nothing is erased then. A holder recorded meanwhile moves the key's version, so the commit
+   * fails its check and the guard sees every holder again.
    */
-  async destroyKey(subject: string, by: string, fieldsOf: (type: string) => readonly string[]): Promise<ErasureReceipt> {
+  async destroyKey(
+    subject: string,
+    by: string,
+    fieldsOf: (type: string) => readonly string[],
+    guard: (holders: readonly ErasedResource[]) => Promise<void> = async () => {},
+  ): Promise<ErasureReceipt> {
     const partition = subjectLayout.partition(subject);
     for (;;) {
       const [k, erased] = await this.kv.getMany(partition, [subjectLayout.key, subjectLayout.erasure]);
-      if (erased) return JSON.parse(erased.value.toString("utf8")) as ErasureReceipt;
+      if (erased) {
+        const receipt = JSON.parse(erased.value.toString("utf8")) as ErasureReceipt;
+        if (!receipt.complete) await guard(receipt.resources);
+        return receipt;
+      }
       if (!k) throw new NotFoundError(`no personal data of the subject ${subject} is stored`);
       const resources: ErasedResource[] = [];
       for await (const e of scanAll(this.kv, partition, { prefix: subjectLayout.refs })) {
@@ -237,6 +279,7 @@ export class SubjectKeys {
         resources.push({ ...ref, fields: [...(ref.type === USER_HOLDER ? USER_PERSONAL_FIELDS : fieldsOf(ref.type))] });
       }
       const receipt: ErasureReceipt = { subject, erasedAt: new Date(this.now()).toISOString(), erasedBy: by, keyId: keyIdOf(decodeKey(k)), resources, complete: false };
+      await guard(resources);
       try {
         await this.kv.commit(partition, [
           { type: "check", key: subjectLayout.key, version: k.version },

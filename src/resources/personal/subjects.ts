@@ -192,8 +192,8 @@ export class Subjects extends SubjectKeys {
   }
 
   /** See SubjectKeys.destroyKey; the subject's id is checked first. */
-  override async destroyKey(subject: string, by: string, fieldsOf: (type: string) => readonly string[]): Promise<ErasureReceipt> {
+  override async destroyKey(subject: string, by: string, fieldsOf: (type: string) => readonly string[], guard?: Parameters<SubjectKeys["destroyKey"]>[3]): Promise<ErasureReceipt> {
     assertId(subject, "subjectId");
-    return super.destroyKey(subject, by, fieldsOf);
+    return super.destroyKey(subject, by, fieldsOf, guard);
   }
 }
