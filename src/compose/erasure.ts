@@ -75,13 +75,16 @@ async function keep(kv: KvStore, receipt: ErasureReceipt): Promise<boolean> {
  * brought the key (personal/subjects.ts `reinstate`). Answers the subjects whose key it deleted again
  * from their live partition. Run again, it finds nothing more to do.
  */
-export async function keepErasures(kv: KvStore): Promise<string[]> {
+export async function keepErasures(kv: KvStore, options: { imported?: boolean } = {}): Promise<string[]> {
   const subjects = new Subjects(kv, Date.now);
   const registered = await registeredErasures(kv);
-  // A receipt that names a user account is registered by its erasure only (`erase`, before the account
-  // is touched): found only in a subject partition, which is not chained, it may have been put there past
-  // the store, and registered it would get the system to disable the account (identity.ts `sealUsers`).
-  for await (const receipt of subjects.erasures()) if (registered.has(receipt.subject) || !receipt.resources.some((r) => r.type === USER_HOLDER)) await keep(kv, receipt);
+  // In a live store, a receipt that names a user account is registered by its erasure only (`erase`,
+  // before the account is touched): found only in a subject partition, which is not chained, it may have
+  // been put there past the store, and registered it would get the system to disable the account
+  // (identity.ts `sealUsers`). After an import (`imported`) the receipts are what the operator's file
+  // brought (an erasure of the store it came from, whose register an export does not carry): all registered.
+  const trusted = (receipt: ErasureReceipt) => options.imported === true || registered.has(receipt.subject) || !receipt.resources.some((r) => r.type === USER_HOLDER);
+  for await (const receipt of subjects.erasures()) if (trusted(receipt)) await keep(kv, receipt);
   const again: string[] = [];
   for (const receipt of registered.values()) if (await subjects.reinstate(receipt)) again.push(receipt.subject);
   return again;

@@ -8,9 +8,13 @@
  * - a receipt found only in a subject partition (unchained: put there past the store) disables nothing;
  * - the sealing at open reads the register of erasures, not one receipt per user.
  */
+import { createReadStream, createWriteStream } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { SYSTEM } from "../../src/access/actor.js";
-import { openFlowstore } from "../../src/compose/index.js";
+import { openFlowstore, type Flowstore } from "../../src/compose/index.js";
+import type { NewUser } from "../../src/identity/identity.js";
+import { exportStore, importStore } from "../../src/compose/transfer.js";
 import type { Entry, Key, KvStore, Partition } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { CHAIN, recordEvents } from "../../src/kv/record-chain.js";
@@ -22,6 +26,7 @@ import { ROOT_PASSWORD, raw, startServer, type Running } from "./harness.js";
 
 const API = "/api/v1";
 const dir = tempDir("erasure-users-rules", "each");
+const elsewhere = tempDir("erasure-users-rules-files", "each");
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 async function identityHead(kv: KvStore): Promise<number> {
@@ -55,6 +60,27 @@ async function withUsers(kv: KvStore, test: (s: Running, tokens: Record<"dpo" | 
     await kv.close();
   }
 }
+
+/** Opens the store in `path` (LMDB), runs `fn` over it (and its raw kv) and closes both. */
+async function inStore(path: string, fn: (fs: Flowstore, kv: KvStore) => Promise<void>, options: { instrument?: (kv: KvStore) => KvStore } = {}): Promise<void> {
+  const kv = LmdbKv.open(path);
+  try {
+    const fs = await openFlowstore(kv, options);
+    try {
+      await fn(fs, kv);
+    } finally {
+      await fs.close();
+    }
+  } finally {
+    await kv.close();
+  }
+}
+/** A store in `path` with root and these users. */
+const setUp = (path: string, users: readonly NewUser[]) =>
+  inStore(path, async (fs) => {
+    await fs.identity.ensureRoot(ROOT_PASSWORD);
+    for (const u of users) await fs.identity.createUser(SYSTEM, u);
+  });
 
 describe("erasing a user account, and who reads a user's e-mail address", () => {
   it("serves a user's e-mail address to the user itself and to holders of global.createUser only", async () => {
@@ -120,17 +146,9 @@ describe("erasing a user account, and who reads a user's e-mail address", () => 
   });
 
   it("a receipt planted only in a subject partition disables nothing at the next open, and enabling is not refused on it", async () => {
-    let kv = LmdbKv.open(dir());
-    try {
-      const fs = await openFlowstore(kv);
-      await fs.identity.ensureRoot(ROOT_PASSWORD);
-      await fs.identity.createUser(SYSTEM, { id: "paula", displayName: "Paula P", email: "paula@mail.example", password: "paula password 1" });
-      await fs.close();
-    } finally {
-      await kv.close();
-    }
+    await setUp(dir(), [{ id: "paula", displayName: "Paula P", email: "paula@mail.example", password: "paula password 1" }]);
     // Written into the files past the store: a receipt naming paula's account, the key deleted, as an erasure leaves them.
-    kv = LmdbKv.open(dir());
+    const kv = LmdbKv.open(dir());
     const receipt = {
       subject: "paula",
       erasedAt: new Date().toISOString(),
@@ -143,37 +161,49 @@ describe("erasing a user account, and who reads a user's e-mail address", () => 
       { type: "delete", key: subjectLayout.key },
       { type: "put", key: subjectLayout.erasure, value: Buffer.from(JSON.stringify(receipt)) },
     ]);
+    const head = await identityHead(kv);
     await kv.close();
 
-    kv = LmdbKv.open(dir());
-    try {
-      const head = await identityHead(kv);
-      const fs = await openFlowstore(kv);
-      expect(await registeredErasure(kv, "paula")).toBeNull();
+    await inStore(dir(), async (fs, reopened) => {
+      expect(await registeredErasure(reopened, "paula")).toBeNull();
       expect((await fs.identity.getUser("paula")).enabled).toBe(true);
-      expect(await identityHead(kv)).toBe(head);
+      expect(await identityHead(reopened)).toBe(head);
       // The enable refusal trusts the register alone: disabled and enabled again by an administrator.
       await fs.identity.disableUser(SYSTEM, "paula");
       expect((await fs.identity.enableUser(SYSTEM, "paula")).enabled).toBe(true);
-      await fs.close();
+    });
+  });
+
+  it("an import registers the erasure of a user account its file brought: the account stays disabled, enabling it refused", async () => {
+    const file = join(elsewhere(), "erased.ndjson");
+    await setUp(dir(), [{ id: "ivan", displayName: "Ivan I", password: "ivan password 1" }]);
+    await inStore(dir(), async (fs, kv) => {
+      expect((await fs.eraseSubject(SYSTEM, "ivan")).complete).toBe(true);
+      const out = createWriteStream(file);
+      await exportStore(kv, out);
+      await new Promise((resolve) => out.end(resolve));
+    });
+    // Into an empty store: the export does not carry the register, so the import registers what it brought.
+    const kv = LmdbKv.open(elsewhere());
+    try {
+      await importStore(kv, createReadStream(file));
+      expect(await registeredErasure(kv, "ivan")).not.toBeNull();
     } finally {
       await kv.close();
     }
+    await inStore(elsewhere(), async (fs) => {
+      expect(await fs.identity.getUser("ivan")).toMatchObject({ enabled: false, displayName: "(erased)" });
+      await expect(fs.identity.enableUser(SYSTEM, "ivan")).rejects.toMatchObject({ field: "id" });
+    });
   });
 
   it("the sealing at open reads the register of erasures, not each user's subject partition", async () => {
     const users = 30;
-    let kv = LmdbKv.open(dir());
-    try {
-      const fs = await openFlowstore(kv);
-      await fs.identity.ensureRoot(ROOT_PASSWORD);
-      for (let i = 0; i < users; i++) await fs.identity.createUser(SYSTEM, { id: `u${i}`, displayName: `User ${i}`, password: `u${i} password 1` });
-      await fs.close();
-    } finally {
-      await kv.close();
-    }
-    kv = LmdbKv.open(dir());
-    try {
+    await setUp(
+      dir(),
+      Array.from({ length: users }, (_, i) => ({ id: `u${i}`, displayName: `User ${i}`, password: `u${i} password 1` })),
+    );
+    {
       // Every read of a subject partition's erasure entry during the open, by subject (real LMDB underneath).
       const reads = new Map<string, number>();
       const count = (partition: Partition, keys: readonly Key[]) => {
@@ -191,13 +221,15 @@ describe("erasing a user account, and who reads a user's e-mail address", () => 
             return typeof v === "function" ? v.bind(target) : v;
           },
         });
-      const fs = await openFlowstore(kv, { instrument: counting });
-      // The repair of erasures at open (keepErasures) looks at each subject partition once; the sealing of users adds no read per user.
-      expect(reads.size).toBe(users + 1);
-      expect(Math.max(...reads.values())).toBe(1);
-      await fs.close();
-    } finally {
-      await kv.close();
+      await inStore(
+        dir(),
+        async () => {
+          // The repair of erasures at open (keepErasures) looks at each subject partition once; the sealing of users adds no read per user.
+          expect(reads.size).toBe(users + 1);
+          expect(Math.max(...reads.values())).toBe(1);
+        },
+        { instrument: counting },
+      );
     }
   });
 });
