@@ -17,9 +17,11 @@ export function identityCommands(program: Command): void {
   const user = program.command("user").description("manage users (as the system actor)");
   storeOptions(user.command("add <id>").description("create a user; the password is read from FLOWSTORE_PASSWORD, stdin or a prompt"))
     .addOption(new Option("--display-name <name>", "display name (default: the id)"))
-    .action(async (id: string, options: StoreOptions & { displayName?: string }) => {
+    .addOption(new Option("--email <address>", "e-mail address (personal data: stored sealed, erased with the user's subject)"))
+    .action(async (id: string, options: StoreOptions & { displayName?: string; email?: string }) => {
       const password = await readPassword();
-      print(await withIdentity(options, (identity) => identity.createUser(SYSTEM, { id, displayName: options.displayName ?? id, password })));
+      const email = options.email !== undefined ? { email: options.email } : {};
+      print(await withIdentity(options, (identity) => identity.createUser(SYSTEM, { id, displayName: options.displayName ?? id, ...email, password })));
     });
   storeOptions(user.command("disable <id>").description("disable a user: it can no longer log in and its tokens stop working")).action(async (id: string, options: StoreOptions) =>
     print(await withIdentity(options, (identity) => identity.disableUser(SYSTEM, id))),

@@ -2966,8 +2966,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Erase a data subject (global.eraseSubject): its key is destroyed, its personal fields read as erased in state, history, archives and later exports; every chain still verifies. Answers the receipt (again, finished, when erased before)
-         * @description Erase a data subject (global.eraseSubject): its key is destroyed, its personal fields read as erased in state, history, archives and later exports; every chain still verifies. Answers the receipt (again, finished, when erased before). Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
+         * Erase a data subject (global.eraseSubject; a subject that is a user account also needs outranking it, as disabling it does, else 403 and nothing erased): its key is destroyed, its personal fields read as erased in state, history, archives and later exports; every chain still verifies. Answers the receipt (again, finished, when erased before)
+         * @description Erase a data subject (global.eraseSubject; a subject that is a user account also needs outranking it, as disabling it does, else 403 and nothing erased): its key is destroyed, its personal fields read as erased in state, history, archives and later exports; every chain still verifies. Answers the receipt (again, finished, when erased before). Needs `Authorization: Bearer <token>` (POST /api/v1/auth/token).
          */
         post: operations["eraseSubject"];
         delete?: never;
@@ -3191,6 +3191,8 @@ export interface components {
             id: string;
             displayName: string;
             organization?: string;
+            /** @description personal data: stored sealed under the user's subject key */
+            email?: string;
             password: string;
         };
         /** User */
@@ -3200,6 +3202,8 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
             organization?: string;
+            /** @description the user's e-mail address, when given: stored sealed under the user's subject key, `(erased)` once the subject is erased; served only to the user itself and to holders of global.createUser (left out for everyone else) */
+            email?: string;
             enabled: boolean;
             groups: string[];
         };
@@ -4011,12 +4015,13 @@ export interface components {
             complete: boolean;
         };
         ErasedResource: {
+            /** @description the resource's type, or $user for a user account */
             type: string;
-            /** @description the resource's ids, from its partition owner's down */
+            /** @description the resource's ids, from its partition owner's down (a user: its id) */
             ids: string[];
             /** @description its personal fields, which read as erased */
             fields: string[];
-            /** @description the erasure's event in the resource's chain: its seq and hash (the chain head right after) */
+            /** @description the erasure's event in the resource's chain (a user: the identity record chain's, the account disabled): its seq and hash (the chain head right after) */
             event?: {
                 seq: number;
                 hash: string;

@@ -7,6 +7,12 @@
  * when), and the receipt (what was erased, when, by whom, the key's id and each chain's head after its
  * erasure event) is kept in the subject's partition, to be shown to the subject.
  *
+ * A user account whose display name was sealed under the subject's key (the subject named as the user,
+ * identity.ts) is disabled, its tokens revoked, in the identity partition's record chain, whose head after
+ * is the receipt's entry for it (`$user`), committed as the eraser. Erasing it needs, besides the intent,
+ * that the actor outranks the account (identity's administrator hierarchy, as disabling it does): checked
+ * before the key goes, so a refusal (403) erases nothing.
+ *
  * The key goes first, in one commit with the receipt (complete: false): that commit is the erasure. A
  * process killed before the events are all appended leaves the receipt incomplete, and erasing the
  * subject again appends the missing ones. Needs `global.eraseSubject` (root and the system actor may always).
@@ -25,16 +31,14 @@ import { ROOT_ID, SYSTEM, type Actor } from "../access/actor.js";
 import type { GlobalPermissions } from "../access/global.js";
 import type { ResourceStore } from "../resources/store.js";
 import { Subjects, type ErasedResource, type ErasureReceipt } from "../resources/personal/subjects.js";
+import { ERASED_REGISTER, registerLayout, USER_HOLDER } from "../personal/subjects.js";
 import { scanAll, type Entry, type KvStore, type Partition } from "../kv/contract.js";
-import { keyFamilies, PartitionKind } from "../kv/subspace.js";
 import { layout } from "../resources/model/layout.js";
 import { replacedCopier, replacedCopies } from "./epochs.js";
 
-/** The register of erasures: kept on restore (kinds.ts), one receipt per erased subject. */
-const ERASED = new PartitionKind("erased");
-export const ERASED_KIND = ERASED.kind;
-const REGISTER = ERASED.partition();
-const F = keyFamilies(["subject"]);
+/** The register of erasures (personal/subjects.ts): kept on restore (kinds.ts), one receipt per erased subject. */
+export const ERASED_KIND = ERASED_REGISTER.kind;
+const REGISTER = registerLayout.partition;
 
 /**
  * Keeps the receipt in the register, and deletes the key from every copy of the subject's partition a
@@ -44,7 +48,7 @@ const F = keyFamilies(["subject"]);
  * every subject: the register's entry (`known.registered`, undefined when it has none) and the copies.
  */
 async function keep(kv: KvStore, receipt: ErasureReceipt, known?: { registered: Entry | undefined; copies: readonly Partition[] }): Promise<boolean> {
-  const key = F.subject.pack([receipt.subject]);
+  const key = registerLayout.key(receipt.subject);
   const value = Buffer.from(JSON.stringify(receipt));
   const registered = known ? known.registered : await kv.get(REGISTER, key);
   let wrote = false;
@@ -72,18 +76,24 @@ async function keep(kv: KvStore, receipt: ErasureReceipt, known?: { registered: 
  * brought the key (personal/subjects.ts `reinstate`). Answers the subjects whose key it deleted again
  * from their live partition. Run again, it finds nothing more to do.
  */
-export async function keepErasures(kv: KvStore): Promise<string[]> {
+export async function keepErasures(kv: KvStore, options: { imported?: boolean } = {}): Promise<string[]> {
   const subjects = new Subjects(kv, Date.now);
   // The register and the epochs are read once for the sweep, not once an erasure (the erasure bench: about
   // two of the four reads and the one scan an erased subject cost at open before).
   const registered = new Map<string, { receipt: ErasureReceipt; entry: Entry }>();
-  for await (const e of scanAll(kv, REGISTER, { prefix: F.subject.pack() })) {
+  for await (const e of scanAll(kv, REGISTER, { prefix: registerLayout.prefix })) {
     const receipt = JSON.parse(e.value.toString("utf8")) as ErasureReceipt;
     registered.set(receipt.subject, { receipt, entry: e });
   }
+  // In a live store, a receipt that names a user account is registered by its erasure only (`erase`,
+  // before the account is touched): found only in a subject partition, which is not chained, it may have
+  // been put there past the store, and registered it would get the system to disable the account
+  // (identity.ts `sealUsers`). After an import (`imported`) the receipts are what the operator's file
+  // brought (an erasure of the store it came from, whose register an export does not carry): all registered.
+  const trusted = (receipt: ErasureReceipt) => options.imported === true || registered.has(receipt.subject) || !receipt.resources.some((r) => r.type === USER_HOLDER);
   const copiesOf = await replacedCopier(kv);
   for await (const receipt of subjects.erasures())
-    await keep(kv, receipt, { registered: registered.get(receipt.subject)?.entry, copies: copiesOf(layout.subject(receipt.subject)) });
+    if (trusted(receipt)) await keep(kv, receipt, { registered: registered.get(receipt.subject)?.entry, copies: copiesOf(layout.subject(receipt.subject)) });
   const again: string[] = [];
   for (const { receipt } of registered.values()) if (await subjects.reinstate(receipt)) again.push(receipt.subject);
   return again;
@@ -106,6 +116,12 @@ export class Erasures {
     /** The stores whose schemas may declare personal data; the subjects' keys are shared (one kv). */
     private readonly stores: readonly ResourceStore[],
     private readonly global: GlobalPermissions,
+    /** The users' side: a user whose display name was sealed under the subject's key is disabled (identity.ts `eraseUser`). */
+    private readonly users: {
+      /** Refuses (ForbiddenError) an actor who does not outrank the user `id` (as disabling it would). */
+      assertMayErase(actor: Actor, id: string): Promise<void>;
+      eraseUser(holder: ErasedResource, actor: Actor): Promise<ErasedResource>;
+    },
   ) {}
 
   async #assertMay(actor: Actor): Promise<void> {
@@ -123,7 +139,12 @@ export class Erasures {
     const subjects = this.stores[0]!.subjects;
     const fieldsOf = (type: string) => this.#storeOf(type)?.schema.types.get(type)?.decl.personal?.fields ?? [];
     const { kv } = this.stores[0]!;
-    let receipt = await subjects.destroyKey(subject, actor.id, fieldsOf);
+    // Erasing a user account disables it for good: only who outranks the account may (identity's
+    // administrator hierarchy, as for disabling it), checked before the key goes (nothing erased when refused).
+    const mayErase = async (holders: readonly ErasedResource[]) => {
+      for (const h of holders) if (h.type === USER_HOLDER && !h.event && !h.gone) await this.users.assertMayErase(actor, h.ids[0]!);
+    };
+    let receipt = await subjects.destroyKey(subject, actor.id, fieldsOf, mayErase);
     await keep(kv, receipt);
     if (receipt.complete) return receipt;
     const resources: ErasedResource[] = [];
@@ -132,7 +153,7 @@ export class Erasures {
         resources.push(r);
         continue;
       }
-      resources.push(await this.#mark(actor, r, subject));
+      resources.push(r.type === USER_HOLDER ? await this.users.eraseUser(r, actor) : await this.#mark(actor, r, subject));
     }
     receipt = { ...receipt, resources, complete: true };
     await subjects.record(receipt);

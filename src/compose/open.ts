@@ -88,6 +88,12 @@ export interface FlowstoreOptions extends OpenKvOptions {
   /** Cache rendered workflowitem list pages per project version (default true). */
   readonly pageCache?: boolean;
   /**
+   * Seal the display names stored plain at open (default true; identity.ts `sealUsers`). A restore's
+   * scratch store is opened without: it is checked, never served, and its identity record chain is
+   * compared with the live one's as the backup holds it (a sealing event there would fork it).
+   */
+  readonly sealUsers?: boolean;
+  /**
    * Process data: where the key that encrypts access tokens comes from (a 32-byte key, or a data
    * directory holding the key file) and its limits. Without a key a random one is used, and stored
    * tokens are unreadable after a restart.
@@ -391,7 +397,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     background,
     restoreDir: options.restoreDir ?? lmdbDir ?? join(tmpdir(), "flowstore-restore"),
     // The scratch store of a restore is opened as this one is, for what an open checks (the process-data key).
-    openScratch: (scratchKv) => openFlowstore(scratchKv, { clock, processData: options.processData, pageCache: false }),
+    openScratch: (scratchKv) => openFlowstore(scratchKv, { clock, processData: options.processData, pageCache: false, sealUsers: false }),
     // What this process keeps of the old content: cached chain heads and whether it recorded its
     // process-data key (pages and lists are keyed by versions, which a partition never hands out
     // twice, dropped or not); the visibility index, which an export may lack.
@@ -411,12 +417,19 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
       await notifications.adopt();
       await resources.buildSums();
       await migrateIntentSplits();
+      // The restore put its erasures back (transfer.ts): a user the backup brought plain or enabled is sealed or disabled again.
+      await identity.sealUsers();
     },
   });
-  const erasures = new Erasures([resources, tenancy], global);
+  const erasures = new Erasures([resources, tenancy], global, identity);
   // A repair at open: an erasure a kill interrupted after its key went (registered, and its key deleted
-  // from the replaced histories), or an import that brought a key back, is finished before anything is served.
-  if (!importing) await keepErasures(kv);
+  // from the replaced histories), or an import that brought a key back, is finished before anything is served;
+  // then display names stored plain (a store or an import from before they were sealed) are sealed, and
+  // an erased user an import brought back enabled is disabled again (identity.ts `sealUsers`).
+  if (!importing) {
+    await keepErasures(kv);
+    if (options.sealUsers !== false) await identity.sealUsers();
+  }
   const verifiers: readonly ChainedKind[] = chained;
   /** The chained kinds' verifiers over another store (a replaced history read as a store of its own: the same schemas verify it). */
   const verifiersOver = (view: KvStore): readonly ChainedKind[] => {

@@ -232,7 +232,7 @@ export async function importStore(kv: KvStore, input: Readable, onProgress?: Pro
     throw new ValidationError(`the export says ${ended.partitions} partitions / ${ended.entries} entries, it held ${counts.partitions} / ${counts.entries}`, "input");
   }
   // An erasure recorded before is put back before the store is served: an export taken before it brought the key.
-  await keepErasures(kv);
+  await keepErasures(kv, { imported: true });
   await kv.commit(MARKER_PARTITION, [
     { type: "delete", key: SOURCE_KEY },
     { type: "delete", key: MARKER_KEY },

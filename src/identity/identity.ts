@@ -17,6 +17,8 @@ import {
   anchorRecords,
   asActor,
   onOneLine,
+  outsideActor,
+  recordHead,
   verifyRecordChain,
   withRecordChain,
   type RecordAnchor,
@@ -27,7 +29,23 @@ import { ROOT_ID, SYSTEM, type Actor } from "../access/actor.js";
 import { GLOBAL, GLOBAL_CHAIN, GlobalPermissions, type IdentityDirectory } from "../access/global.js";
 import { IntentRegistry, type IntentSplit } from "../access/intents.js";
 import { UserPermissions } from "./user-permissions.js";
-import { checkDisplayName, checkId, checkNewId, checkOrganization, checkPassword, MAX_GROUP_MEMBERS, type PasswordRule } from "./ids.js";
+import {
+  ERASED_TEXT,
+  openWith,
+  registeredErasure,
+  registeredErasures,
+  sealedIn,
+  sealText,
+  SubjectKeys,
+  subjectOf,
+  USER_HOLDER,
+  USER_PERSONAL_FIELDS,
+  type ErasedResource,
+} from "../personal/subjects.js";
+
+/** A user's personal fields: stored sealed under its subject's key. */
+type PersonalField = (typeof USER_PERSONAL_FIELDS)[number];
+import { checkDisplayName, checkEmail, checkId, checkNewId, checkOrganization, checkPassword, MAX_GROUP_MEMBERS, type PasswordRule } from "./ids.js";
 import { dummyHash, hashPassword, verifyPassword } from "./password.js";
 import {
   commitOrRace,
@@ -57,8 +75,19 @@ export interface NewUser {
   readonly id: string;
   readonly displayName: string;
   readonly organization?: string;
+  /** Personal data, stored sealed with the display name. */
+  readonly email?: string;
   readonly password: string;
 }
+
+/** The record without its e-mail address (what a user who does not administer users sees of another). */
+function withoutEmail(user: UserRecord): UserRecord {
+  if (user.email === undefined) return user;
+  const { email: _email, ...rest } = user;
+  return rest;
+}
+/** How a record's e-mail field starts in its JSON bytes. */
+const EMAIL_FIELD = Buffer.from('"email":');
 
 export interface NewGroup {
   readonly id: string;
@@ -147,10 +176,16 @@ export class Identity implements IdentityDirectory {
   readonly #base: KvStore;
   /** Where the record chains are anchored (the ledger and the feed), once the composition root hands it over. */
   #anchor: RecordAnchor | undefined;
+  /**
+   * The data subjects' keys (src/personal): a user's display name is stored sealed under the key of the
+   * subject named as the user (its id), so erasing that subject erases it (docs/security.md).
+   */
+  readonly #subjects: SubjectKeys;
 
   constructor(kv: KvStore, options: IdentityOptions = {}) {
     this.#now = options.now ?? (() => new Date());
     this.#base = kv;
+    this.#subjects = new SubjectKeys(kv, () => this.#now().getTime());
     this.kv = withRecordChain(kv, RECORD_CHAINS, { clock: () => this.#now().getTime(), anchor: () => this.#anchor });
     this.global = options.global ?? new GlobalPermissions(this.kv, { intents: options.intents ?? new IntentRegistry(IDENTITY_INTENTS), identities: this });
   }
@@ -212,14 +247,25 @@ export class Identity implements IdentityDirectory {
       const id = checkNewId(input?.id, "id");
       const displayName = checkDisplayName(input.displayName);
       const organization = checkOrganization(input.organization);
+      const email = checkEmail(input.email);
       const password = checkPassword(input.password, "password", options.passwordRule);
       await this.global.assert(actor, CREATE_USER);
       const hash = await hashPassword(password);
+      // The display name and e-mail address are stored sealed under the user's own subject key (made now); a subject erased takes none (409 on id).
+      const personal = await this.#seal(id, { displayName, ...(email !== undefined ? { email } : {}) });
       return withRetry(async () => {
         // Groups that listed the id before the user existed (UnknownMembers "await"): it starts as their member.
         const pending = await this.kv.get(PARTITION, pendingMemberKey(id));
         const groups = pending ? decodeRecord<PendingMember>(pending).groups : [];
-        const user: UserRecord = { id, displayName, ...(organization !== undefined ? { organization } : {}), enabled: true, groups, createdAt: this.#now().toISOString() };
+        const user: UserRecord = {
+          id,
+          displayName: personal.displayName,
+          ...(organization !== undefined ? { organization } : {}),
+          ...(personal.email !== undefined ? { email: personal.email } : {}),
+          enabled: true,
+          groups,
+          createdAt: this.#now().toISOString(),
+        };
         try {
           await this.kv.commit(PARTITION, [
             ...replace(userKey(id), null, user),
@@ -234,7 +280,7 @@ export class Identity implements IdentityDirectory {
           if (u || g) throw new ConflictError(`the id ${id} is taken by a user or a group`, "id");
           throw new RaceLost(e); // a group named the id meanwhile: read again
         }
-        return user;
+        return { ...user, displayName, ...(email !== undefined ? { email } : {}) };
       });
     });
   }
@@ -258,15 +304,170 @@ export class Identity implements IdentityDirectory {
     });
   }
 
-  async getUser(id: string): Promise<UserRecord> {
+  /**
+   * The user's record as `viewer` may see it, its personal fields opened (plain, or `(erased)`): the
+   * e-mail address only to the user itself and to who administers users (`readsEmail`), left out for
+   * everyone else and without a viewer (the callers that only need the account). NotFoundError when there is none.
+   */
+  async getUser(id: string, viewer?: Actor): Promise<UserRecord> {
     const entry = await this.kv.get(PARTITION, userKey(checkId(id, "id")));
     if (!entry) throw new NotFoundError(`no user ${id}`);
-    return decodeRecord<UserRecord>(entry);
+    const user = decodeRecord<UserRecord>(entry);
+    return viewer === undefined ? this.#open(withoutEmail(user)) : this.#shownTo(viewer, user);
   }
 
-  /** One page of users in id order, as the stored JSON bytes of each record. */
+  /**
+   * One page of users in id order, as JSON bytes of each record as `actor` may see it (getUser): its
+   * personal fields opened, the e-mail address left out of other users' records unless the actor
+   * administers users; the stored bytes where nothing changes.
+   */
   async listUserBytes(actor: Actor, page: PageRequest = {}): Promise<Page<Buffer>> {
-    return this.#listBytes(actor, "user", page);
+    const raw = await this.#listBytes(actor, "user", page);
+    const admin = await this.#readsEmail(actor);
+    // `"email":` in the bytes may be a false alarm (inside an escaped string): the record is parsed then, and nothing is lost.
+    const changes = (b: Buffer) => sealedIn(b) || (!admin && b.includes(EMAIL_FIELD));
+    if (!raw.items.some(changes)) return raw;
+    const shown = async (b: Buffer) => {
+      const user = JSON.parse(b.toString("utf8")) as UserRecord;
+      return Buffer.from(JSON.stringify(await this.#open(admin || user.id === actor.id ? user : withoutEmail(user))));
+    };
+    const items = await Promise.all(raw.items.map((b) => (changes(b) ? shown(b) : b)));
+    return { items, nextCursor: raw.nextCursor };
+  }
+
+  /**
+   * True when `actor` may read the e-mail addresses of users (of `id` alone, when given): the user itself,
+   * the system actor, or who administers users (`global.createUser`, the intent of creating them and of
+   * their passwords and sessions). Everyone else sees display names only.
+   */
+  async #readsEmail(actor: Actor, id?: string): Promise<boolean> {
+    return (id !== undefined && actor.system !== true && actor.id === id) || this.global.has(actor, CREATE_USER);
+  }
+
+  // ---- personal data: the display name sealed under the user's subject key ----------------------------
+
+  /** The personal fields given, each sealed under the key of the subject `id` (made, with the user recorded as holding its data, on first use). */
+  async #seal<T extends Partial<Record<PersonalField, string>>>(id: string, fields: T): Promise<T> {
+    const key = await this.#subjects.keyFor(id, { type: USER_HOLDER, ids: [id] }, "id");
+    return Object.fromEntries(Object.entries(fields).map(([f, plain]) => [f, sealText(key, id, plain as string)])) as T;
+  }
+
+  /** The record as `actor` may see it (getUser). */
+  async #shownTo(actor: Actor, user: UserRecord): Promise<UserRecord> {
+    return this.#open((await this.#readsEmail(actor, user.id)) ? user : withoutEmail(user));
+  }
+
+  /** The record with its personal fields opened: the plain text, `(erased)` once its subject's key is destroyed, or as stored (not sealed). */
+  async #open(user: UserRecord): Promise<UserRecord> {
+    const subjects = USER_PERSONAL_FIELDS.map((f) => (typeof user[f] === "string" ? subjectOf(user[f]) : null)).filter((s) => s !== null);
+    if (subjects.length === 0) return user;
+    const keys = await this.#subjects.keysFor(subjects, { type: USER_HOLDER, ids: [user.id] });
+    const opened: Record<string, string> = {};
+    for (const f of USER_PERSONAL_FIELDS) if (typeof user[f] === "string") opened[f] = openWith(user[f], (s) => keys.get(s));
+    return { ...user, ...opened };
+  }
+
+  /** True when the user's display name is sealed under a subject whose erasure is registered (the register alone: compose/erasure.ts). */
+  async #erased(user: UserRecord): Promise<boolean> {
+    const subject = subjectOf(user.displayName);
+    return subject !== null && (await registeredErasure(this.#base, subject)) !== null;
+  }
+
+  /**
+   * Refuses (ForbiddenError) erasing the subject of the user `id` to an actor who does not outrank the
+   * account: the erasure disables it for good, so it needs what disabling it needs of the hierarchy
+   * (`assertOutranks`: root only for root, nobody for an account holding an intent the actor lacks).
+   */
+  async assertMayErase(actor: Actor, id: string): Promise<void> {
+    const entry = await this.kv.get(PARTITION, userKey(id));
+    if (entry) await this.global.assertOutranks(actor, { id, groups: decodeRecord<UserRecord>(entry).groups });
+  }
+
+  /**
+   * The identity side of erasing the subject `user` (compose/erasure.ts, after the key was destroyed):
+   * the account is disabled and its tokens revoked (a login under an erased name would serve no one;
+   * enabling it again is refused), in one commit through the record chain, as `actor` (the eraser, whom
+   * compose checked with `assertMayErase` before the key went); root's account keeps working (the store's
+   * last administrator). Answers the holder entry of the receipt: the account's erased field and the
+   * identity chain's head right after, or `gone` when no such user exists.
+   */
+  async eraseUser(holder: ErasedResource, actor: Actor): Promise<ErasedResource> {
+    const id = holder.ids[0]!;
+    await withRetry(async () => {
+      const [entry, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
+      if (!entry) return;
+      const user = decodeRecord<UserRecord>(entry);
+      if (!user.enabled || id === ROOT_ID) return;
+      await asActor(actor, () => commitOrRace(this.kv, [...replace(userKey(id), entry.version, { ...user, enabled: false }), ...revocationOps(id, tokens)]));
+    });
+    const [entry] = await this.kv.getMany(PARTITION, [userKey(id)]);
+    if (!entry) return { ...holder, gone: true };
+    const head = await recordHead(this.#base, PARTITION);
+    return head ? { ...holder, event: head } : holder;
+  }
+
+  /**
+   * Seals every display name stored plain (a store written before display names were sealed, or an
+   * import of such a backup), and disables every account whose subject was erased (a backup from before
+   * the erasure brings it enabled): a repair at open and after an import (compose), through the record
+   * chain as the system. A display name whose subject was erased and that is still plain is replaced by
+   * `(erased)`. Answers how many users it changed; run again, it changes none.
+   */
+  async sealUsers(): Promise<number> {
+    const due: string[] = [];
+    // An account is erased when the register of erasures says so (one scan), never on a receipt found only in its subject's partition.
+    const erased = await registeredErasures(this.#base);
+    let cursor: string | null = null;
+    do {
+      const page = await this.#base.scan(PARTITION, { prefix: families.user.prefix, limit: 500, after: cursor });
+      for (const e of page.entries) {
+        const user = decodeRecord<UserRecord>(e);
+        if (this.#repairOf(user, erased.has(user.id)) !== null) due.push(user.id);
+      }
+      cursor = page.cursor;
+    } while (cursor !== null);
+    if (due.length === 0) return 0;
+    // Only over a chain that verifies: a record edited past the store (a plain name written into the files)
+    // is left as it is for `verify` to name, never taken into the chain by this repair.
+    if (!(await verifyRecordChain(this.#base, PARTITION, IDENTITY_CHAIN)).ok) return 0;
+    let changed = 0;
+    for (const id of due) if (await this.#sealOne(id)) changed++;
+    return changed;
+  }
+
+  /** What `sealUsers` changes in the record: its plain personal fields (to seal, or to erase when `erased`) and whether it is disabled; null when nothing. */
+  #repairOf(user: UserRecord, erased: boolean): { plain: Partial<Record<PersonalField, string>>; disable: boolean } | null {
+    const plain: Partial<Record<PersonalField, string>> = {};
+    // Under an erased subject there is no key: a plain value is replaced by the erased text (once; it stays as such).
+    for (const f of USER_PERSONAL_FIELDS) if (typeof user[f] === "string" && subjectOf(user[f]) === null && !(erased && user[f] === ERASED_TEXT)) plain[f] = user[f];
+    const disable = erased && user.enabled && user.id !== ROOT_ID;
+    return Object.keys(plain).length === 0 && !disable ? null : { plain, disable };
+  }
+
+  async #sealOne(id: string): Promise<boolean> {
+    return withRetry(async () => {
+      const [entry, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
+      if (!entry) return false;
+      const user = decodeRecord<UserRecord>(entry);
+      const erased = (await registeredErasure(this.#base, id)) !== null;
+      const repair = this.#repairOf(user, erased);
+      if (!repair) return false;
+      const { plain } = repair;
+      let fields: Partial<Record<PersonalField, string>> = {};
+      if (erased) fields = Object.fromEntries(Object.keys(plain).map((f) => [f, ERASED_TEXT]));
+      else if (Object.keys(plain).length > 0) {
+        // A subject partition holding a receipt the register lacks takes no key: the value is left plain (not trusted as erased either).
+        const sealed = await this.#seal(id, plain).catch((e: unknown) => {
+          if (e instanceof ConflictError) return null;
+          throw e;
+        });
+        if (sealed === null) return false;
+        fields = sealed;
+      }
+      const next = { ...user, ...fields, ...(repair.disable ? { enabled: false } : {}) };
+      await outsideActor(() => commitOrRace(this.kv, [...replace(userKey(id), entry.version, next), ...(repair.disable ? revocationOps(id, tokens) : [])]));
+      return true;
+    });
   }
 
   async listUsers(actor: Actor, page: PageRequest = {}): Promise<Page<UserRecord>> {
@@ -292,11 +493,13 @@ export class Identity implements IdentityDirectory {
         if (!entry) throw new NotFoundError(`no user ${id}`);
         const user = decodeRecord<UserRecord>(entry);
         await this.global.assertOutranks(actor, { id: user.id, groups: user.groups });
-        if (user.enabled === enabled) return user;
+        if (user.enabled === enabled) return this.#shownTo(actor, user);
+        // An erased person's account stays disabled: its name reads (erased); create a new account instead.
+        if (enabled && (await this.#erased(user))) throw new ConflictError(`the user ${id} was erased (its data subject): its account cannot be enabled again`, "id");
         const next = { ...user, enabled };
         // Disabling revokes the user's tokens: enabling it again does not bring them back.
         await commitOrRace(this.kv, [...replace(userKey(id), entry.version, next), ...(enabled ? [] : revocationOps(id, tokens))]);
-        return next;
+        return this.#shownTo(actor, next);
       });
     });
   }
@@ -397,7 +600,7 @@ export class Identity implements IdentityDirectory {
       : [undefined, undefined, undefined, undefined];
     const ok = await verifyPassword(pw, hashEntry ? hashEntry.value.toString("utf8") : await dummyHash());
     if (!ok || !userEntry || !hashEntry) throw refused();
-    const user = decodeRecord<UserRecord>(userEntry);
+    const user = await this.#open(decodeRecord<UserRecord>(userEntry));
     if (!user.enabled) throw new DisabledLoginError();
     const checks: Op[] = [
       { type: "check", key: userKey(user.id), version: userEntry.version },

@@ -2,7 +2,9 @@
  * Where identities live. Everything is in one partition, `["identity"]`, so that a membership change
  * updates the group and the user in one atomic commit. Keys:
  *
- *   ["user", id]      the user's public record (JSON bytes, served as stored): {id, displayName, enabled, groups, createdAt}
+ *   ["user", id]      the user's public record (JSON bytes): {id, displayName, organization?, email?, enabled, groups,
+ *                     createdAt}, its display name and e-mail address sealed under the user's subject key
+ *                     (src/personal; identity.ts opens them for every read that serves a user)
  *   ["password", id]  the user's scrypt hash (kept apart so a user record never carries a secret)
  *   ["group", id]     {id, displayName, members, createdAt}
  *   ["tokens", id]    {version}: the user's token version (absent: 0). Every token names the version it
@@ -72,6 +74,8 @@ export interface UserRecord {
   readonly displayName: string;
   /** The organization the user belongs to (TruBudget's user field), when given. */
   readonly organization?: string;
+  /** The user's e-mail address, when given; stored sealed as the display name is (identity.ts). */
+  readonly email?: string;
   readonly enabled: boolean;
   /** The groups the user belongs to, in the order they were joined. */
   readonly groups: readonly string[];

@@ -10,7 +10,7 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { PageOf, pageQueryOf } from "../wire.js";
 import { DEFAULT_PAGE, MAX_PAGE } from "./identity.js";
-import { DISPLAY_NAME_MAX, ID_PATTERN, MAX_GROUP_MEMBERS, ORGANIZATION_MAX, PASSWORD_MAX, PASSWORD_MIN } from "./ids.js";
+import { DISPLAY_NAME_MAX, EMAIL_MAX, EMAIL_PATTERN, ID_PATTERN, MAX_GROUP_MEMBERS, ORGANIZATION_MAX, PASSWORD_MAX, PASSWORD_MIN } from "./ids.js";
 
 /** A page of users or groups: `?cursor=&limit=` within identity's page limits. */
 export const IdentityPageQuery = pageQueryOf({ default: DEFAULT_PAGE, max: MAX_PAGE });
@@ -29,6 +29,12 @@ export const User = Type.Object(
   {
     ...identityFields,
     organization: Type.Optional(Type.String()),
+    email: Type.Optional(
+      Type.String({
+        description:
+          "the user's e-mail address, when given: stored sealed under the user's subject key, `(erased)` once the subject is erased; served only to the user itself and to holders of global.createUser (left out for everyone else)",
+      }),
+    ),
     enabled: Type.Boolean(),
     groups: Type.Array(Type.String()),
   },
@@ -40,6 +46,7 @@ export const NewUser = Type.Object(
   {
     ...newIdentityFields,
     organization: Type.Optional(Type.String({ minLength: 1, maxLength: ORGANIZATION_MAX })),
+    email: Type.Optional(Type.String({ pattern: EMAIL_PATTERN, maxLength: EMAIL_MAX, description: "personal data: stored sealed under the user's subject key" })),
     password: Type.String({ minLength: PASSWORD_MIN, maxLength: PASSWORD_MAX }),
   },
   { additionalProperties: false, $id: "NewUser", title: "NewUser" },

@@ -241,6 +241,14 @@ export async function adoptRecords(kv: KvStore, partition: Partition, spec: Reco
   }
 }
 
+/** The chain's head in the partition (its last event's seq and hash), or null when it has none. */
+export async function recordHead(kv: KvStore, partition: Partition): Promise<AnchoredHead | null> {
+  const head = await kv.get(partition, HEAD);
+  if (!head) return null;
+  const { seq, hash } = JSON.parse(head.value.toString("utf8")) as Head;
+  return hash === null ? null : { seq, hash };
+}
+
 /**
  * Anchors a chain whose head is past the ledger's entry (written before the anchors, or a crash between
  * a commit and its anchor on a backend with no commit across partitions). Answers whether it anchored.

@@ -35,8 +35,8 @@ export interface IdentityCollection<Body extends TObject> {
   create(actor: Actor, body: Static<Body>): Promise<unknown>;
   /** A page of stored JSON. */
   list(actor: Actor, page: IdentityPageQuery): Promise<{ items: readonly Uint8Array[]; nextCursor: string | null }>;
-  /** One by id. */
-  get(id: string): Promise<unknown>;
+  /** One by id, as the actor may see it. */
+  get(actor: Actor, id: string): Promise<unknown>;
 }
 
 /** A collection: a kind and the operations on it (its Body inferred from the kind). */
@@ -47,11 +47,11 @@ export function identityKinds(identity: Identity) {
   return {
     users: collection(
       { segment: "users", param: "userId", intent: "global.createUser", record: User, page: UserPage, params: UserParams, body: NewUser },
-      { create: (actor, body) => identity.createUser(actor, body), list: (actor, page) => identity.listUserBytes(actor, page), get: (id) => identity.getUser(id) },
+      { create: (actor, body) => identity.createUser(actor, body), list: (actor, page) => identity.listUserBytes(actor, page), get: (actor, id) => identity.getUser(id, actor) },
     ),
     groups: collection(
       { segment: "groups", param: "groupId", intent: "global.createGroup", record: Group, page: GroupPage, params: GroupParams, body: NewGroup },
-      { create: (actor, body) => identity.createGroup(actor, body), list: (actor, page) => identity.listGroupBytes(actor, page), get: (id) => identity.getGroup(id) },
+      { create: (actor, body) => identity.createGroup(actor, body), list: (actor, page) => identity.listGroupBytes(actor, page), get: (_actor, id) => identity.getGroup(id) },
     ),
   };
 }
@@ -71,6 +71,6 @@ export function identityCollection<Body extends TObject>(app: App, c: IdentityCo
     return sendJsonPage(reply, found.items, found.nextCursor);
   });
   app.get(`/${segment}/:${param}`, { schema: { tags, summary: `Get a ${one}`, params, response: { 200: record, ...problems(400, 404) } } }, async (request) =>
-    c.get(request.params[param]!),
+    c.get(request.actor, request.params[param]!),
   );
 }

@@ -20,7 +20,7 @@ export const subjectRoutes: RoutePlugin = async (app) => {
         tags,
         operationId: "eraseSubject",
         summary:
-          "Erase a data subject (global.eraseSubject): its key is destroyed, its personal fields read as erased in state, history, archives and later exports; every chain still verifies. Answers the receipt (again, finished, when erased before)",
+          "Erase a data subject (global.eraseSubject; a subject that is a user account also needs outranking it, as disabling it does, else 403 and nothing erased): its key is destroyed, its personal fields read as erased in state, history, archives and later exports; every chain still verifies. Answers the receipt (again, finished, when erased before)",
         params,
         response: { 200: ErasureReceipt, ...problems(400, 403, 404) },
       },

@@ -38,6 +38,7 @@
 import type { Key, Partition } from "../../kv/contract.js";
 import { keyFamilies, PartitionKind, Subspace } from "../../kv/subspace.js";
 import { decode, encode, type TupleItem } from "../../kv/tuple.js";
+import { SUBJECT_KIND, subjectLayout } from "../../personal/subjects.js";
 import type { Located } from "./ref.js";
 
 /** The store-wide partition kinds of the resources layer (beside each schema's owner types), each declared once. */
@@ -47,13 +48,10 @@ export const kinds = {
   feed: new PartitionKind("feed"),
   visible: new PartitionKind("visible"),
   assigned: new PartitionKind("assigned"),
-  /** A data subject's personal-data key, the resources holding data sealed under it, and its erasure (personal/subjects.ts). */
-  subject: new PartitionKind("subject"),
+  /** A data subject's personal-data key, the holders of data sealed under it, and its erasure (src/personal/subjects.ts declares it). */
+  subject: SUBJECT_KIND,
   sums: new PartitionKind("sums"),
 } as const;
-
-/** A subject partition's families: its key, the resources it sealed data of, and the receipt of its erasure. */
-const SUBJECT = keyFamilies(["key", "ref", "erasure"]);
 
 /** The key families of a resource partition (the first tuple item), one Subspace each. */
 export const families = keyFamilies(["s", "a", "c", "o", "n", "x", "g", "h", "l", "m"]);
@@ -120,15 +118,12 @@ export const layout = {
   /** The root id a visibility key names. */
   idOfVisible: (key: Key): string => BARE.unpack(key)[1] as string,
   /** A data subject's partition (personal/subjects.ts): its key, the resources holding its sealed data, its erasure. */
-  subject: (subject: string): Partition => kinds.subject.partition(subject),
-  subjectKey: SUBJECT.key.pack(),
-  subjectErasure: SUBJECT.erasure.pack(),
-  subjectRefs: SUBJECT.ref.pack(),
-  subjectRef: (type: string, ids: readonly string[]): Key => SUBJECT.ref.pack([type, ...ids]),
-  refOfSubjectRef: (key: Key): { type: string; ids: string[] } => {
-    const [type, ...ids] = SUBJECT.ref.unpack(key);
-    return { type: type as string, ids: ids as string[] };
-  },
+  subject: subjectLayout.partition,
+  subjectKey: subjectLayout.key,
+  subjectErasure: subjectLayout.erasure,
+  subjectRefs: subjectLayout.refs,
+  subjectRef: subjectLayout.ref,
+  refOfSubjectRef: subjectLayout.refOf,
   feedEntry: (position: number): Key => FEED_ENTRY.pack([position]),
   /** Past every feed entry (an exclusive scan end). */
   feedEnd: FEED_END.pack(),

@@ -157,29 +157,5 @@ export const SignedCheckpoint = Type.Object(
   { $id: "SignedCheckpoint" },
 );
 
-/** A resource that held a data subject's sealed personal data, in the receipt of the subject's erasure (personal/subjects.ts). */
-export const ErasedResource = Type.Object(
-  {
-    type: Type.String(),
-    ids: Type.Array(Type.String(), { description: "the resource's ids, from its partition owner's down" }),
-    fields: Type.Array(Type.String(), { description: "its personal fields, which read as erased" }),
-    event: Type.Optional(
-      Type.Object({ seq: Type.Integer(), hash: Type.String() }, { description: "the erasure's event in the resource's chain: its seq and hash (the chain head right after)" }),
-    ),
-    gone: Type.Optional(Type.Literal(true, { description: "the resource had been deleted: its events keep the ciphertext, and no event was appended" })),
-  },
-  { $id: "ErasedResource", additionalProperties: false },
-);
-
-/** The receipt of a data subject's erasure: what was erased, when, by whom, and where each chain stood after. */
-export const ErasureReceipt = Type.Object(
-  {
-    subject: Type.String(),
-    erasedAt: Type.String({ description: "when the key was destroyed (ISO 8601)" }),
-    erasedBy: Type.String({ description: "who erased it" }),
-    keyId: Type.String({ description: "the first 16 hex digits of the destroyed key's SHA-256 (names the key, tells nothing of it)" }),
-    resources: Type.Array(ErasedResource),
-    complete: Type.Boolean({ description: "false while the erasure's events are not all appended (erasing again finishes them)" }),
-  },
-  { $id: "ErasureReceipt", additionalProperties: false },
-);
+/** The receipt of a data subject's erasure and each holder it names: declared with the subjects' keys (src/personal). */
+export { ErasedResource, ErasureReceipt } from "../../personal/subjects.js";
