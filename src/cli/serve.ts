@@ -293,6 +293,8 @@ export function serveCommand(program: Command): void {
               ...lookups,
               onRefused: (host, address, why) => logger.warn({ host, address }, `webhook target refused: ${why}`),
             },
+            // Once per pass per owner: deliveries waiting for a name lookup place (flowstore_webhook_deliveries_deferred_total).
+            onDeferred: (owner, deliveries, reason) => logger.warn({ owner, deliveries }, `webhook deliveries deferred to the next pass: ${reason}`),
           },
           // Every server appends the feed to the transparency log (appends are conditional: no fork).
           log: { append: true, origin: options.logOrigin },

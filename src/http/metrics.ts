@@ -8,6 +8,7 @@
  *   put in front of the store before anything is built on it), and failures by backend and operation;
  * - commit groups: how many commands each commit of a partition writer carried (`observeCommitGroup`);
  * - the open change-feed (SSE) streams (`metricsHooks`);
+ * - webhook deliveries deferred because their name lookup found no place (`observeDeferredDeliveries`);
  * - the transparency log (`observeLog`): its size, and how far it trails the feed (its merge lag) in feed
  *   entries and in seconds (the age of the oldest acknowledged event not in it yet), read from the store
  *   when /metrics is rendered.
@@ -225,6 +226,19 @@ export class Metrics {
     },
   });
 
+  #deferredSource: (() => number) | null = null;
+  readonly #deferred = new Counter({
+    name: "flowstore_webhook_deliveries_deferred_total",
+    help: "Webhook deliveries not attempted because their name lookup found no place (the owner's own lookups held, or none free in time): tried again at the next pass, no attempt counted.",
+    registers: [this.registry],
+    collect: () => {
+      const n = this.#deferredSource?.();
+      if (n === undefined) return;
+      this.#deferred.reset();
+      this.#deferred.inc(n);
+    },
+  });
+
   constructor() {
     new LocalCounter("flowstore_http_requests_total", "HTTP requests by method, route and status.", this.#latency, this.registry);
     collectDefaultMetrics({ register: this.registry, prefix: "flowstore_" });
@@ -268,6 +282,11 @@ export class Metrics {
   /** Reports the transparency log's lag and size (read when the metrics are rendered). */
   observeLog(source: () => Promise<LogState>): void {
     this.#logSource = source;
+  }
+
+  /** Reports the webhook deliveries deferred so far (read when the metrics are rendered). */
+  observeDeferredDeliveries(source: () => number): void {
+    this.#deferredSource = source;
   }
 
   /** Wraps a store so that every operation is timed here. */

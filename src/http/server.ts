@@ -253,6 +253,7 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
     const [lag, lagSeconds, head] = await Promise.all([flowstore.log.tree.lag(), flowstore.log.tree.lagSeconds(flowstore.clock()), flowstore.log.tree.head()]);
     return { lag, lagSeconds, size: head.size };
   });
+  metrics.observeDeferredDeliveries(() => flowstore.subscriptions.deferredDeliveries);
   const writers = new Set([flowstore.resources.writer, flowstore.tenancy.writer]);
   const unobserve = [...writers].map((w) => w.onGroupCommit((n) => metrics.observeCommitGroup(n)));
   app.addHook("onClose", async () => unobserve.forEach((stop) => stop()));

@@ -67,6 +67,12 @@ export interface SubscriptionsOptions {
   readonly secretKey?: WebhookKeyOptions;
   /** How webhook hosts are resolved: bounded in time and in lookups at once (webhook-target.ts). */
   readonly resolve?: ResolveOptions;
+  /**
+   * Told once per delivery pass of each owner whose deliveries were deferred (their name lookups found no
+   * place: no attempt counted, tried again at the next pass), with how many and the last refusal (the
+   * operator's log); `deferredDeliveries` counts them all (/metrics).
+   */
+  readonly onDeferred?: (owner: string, deliveries: number, reason: string) => void;
 }
 
 export const SUBSCRIPTION_DEFAULTS = { leaseMs: 10_000, retryBaseMs: 1000, maxAttempts: 8, timeoutMs: 10_000, batch: 100 } as const;
@@ -103,6 +109,9 @@ interface Lease {
   holder: string;
   until: number;
 }
+
+/** One pass's deferred deliveries, by owner: how many, and the last refusal. */
+type Deferrals = Map<string, { deliveries: number; reason: string }>;
 
 interface Retry {
   attempts: number;
@@ -164,7 +173,10 @@ export class Subscriptions {
   /** This process, as a lease holder. */
   readonly holder = randomUUID();
   readonly #clock: () => number;
-  readonly #o: Required<Omit<SubscriptionsOptions, "clock" | "allow" | "secretKey" | "resolve">>;
+  readonly #o: Required<Omit<SubscriptionsOptions, "clock" | "allow" | "secretKey" | "resolve" | "onDeferred">>;
+  readonly #onDeferred: NonNullable<SubscriptionsOptions["onDeferred"]>;
+  /** Webhook deliveries deferred since start because their name lookup found no place (not attempted). */
+  #deferred = 0;
   readonly #guard: WebhookGuard;
   readonly #secretKey: WebhookKeyOptions;
   #seal: Promise<SecretSeal> | undefined;
@@ -175,7 +187,8 @@ export class Subscriptions {
     options: SubscriptionsOptions = {},
   ) {
     this.#clock = options.clock ?? Date.now;
-    const { clock: _, allow, secretKey, resolve, ...rest } = options;
+    const { clock: _, allow, secretKey, resolve, onDeferred, ...rest } = options;
+    this.#onDeferred = onDeferred ?? (() => {});
     this.#o = { ...SUBSCRIPTION_DEFAULTS, ...Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)) };
     this.#guard = new WebhookGuard(allow, undefined, resolve);
     this.#secretKey = secretKey ?? {};
@@ -368,20 +381,34 @@ export class Subscriptions {
    * Failures of one subscription go to `onError` and do not stop the others.
    */
   async deliverPending(onError: (e: unknown, id: string) => void = () => {}): Promise<void> {
-    // A few at a time, so one slow receiver does not hold up the others' deliveries.
-    let running: Promise<void>[] = [];
+    // A sliding window of a few at once: the next starts as soon as one ends, so one slow receiver or
+    // name holds one place of the window, not a batch of the others.
+    const running = new Set<Promise<void>>();
+    const deferred: Deferrals = new Map();
     for await (const p of allPartitions(this.parts.kv, L.kind.kind)) {
       const id = String(p[1]);
-      running.push(this.#deliverOne(id).catch((e: unknown) => onError(e, id)));
-      if (running.length >= CONCURRENT_DELIVERIES) {
-        await Promise.all(running);
-        running = [];
-      }
+      const one: Promise<void> = this.#deliverOne(id, deferred)
+        .catch((e: unknown) => onError(e, id))
+        .finally(() => running.delete(one));
+      running.add(one);
+      if (running.size >= CONCURRENT_DELIVERIES) await Promise.race(running);
     }
     await Promise.all(running);
+    for (const [owner, { deliveries, reason }] of deferred) this.#onDeferred(owner, deliveries, reason);
   }
 
-  async #deliverOne(id: string): Promise<void> {
+  /** Webhook deliveries deferred since start because their name lookup found no place (not attempted; /metrics). */
+  get deferredDeliveries(): number {
+    return this.#deferred;
+  }
+
+  /** A delivery not attempted (its lookup found no place): counted, and told once per pass per owner. */
+  #defer(s: Stored, reason: string, deferred: Deferrals): void {
+    this.#deferred++;
+    deferred.set(s.owner, { deliveries: (deferred.get(s.owner)?.deliveries ?? 0) + 1, reason });
+  }
+
+  async #deliverOne(id: string, deferred: Deferrals): Promise<void> {
     const { kv } = this.parts;
     const partition = L.partition(id);
     const r = await kv.get(partition, L.record);
@@ -403,15 +430,15 @@ export class Subscriptions {
       return; // the owner is disabled or gone: nothing is delivered meanwhile
     }
     try {
-      if (s.webhook.digest) await this.#deliverDigest(s, actor, lease);
-      await this.#deliverEvents(s, actor, lease);
+      if (s.webhook.digest) await this.#deliverDigest(s, actor, lease, deferred);
+      await this.#deliverEvents(s, actor, lease, deferred);
     } catch (e) {
       // A lost lease (or a delete) in the middle: another server, or nobody, delivers from the cursor.
       if (!(e instanceof ConflictError || e instanceof NotFoundError)) throw e;
     }
   }
 
-  async #deliverEvents(s: Stored, actor: Actor, taken: number): Promise<void> {
+  async #deliverEvents(s: Stored, actor: Actor, taken: number, deferred: Deferrals): Promise<void> {
     const { kv } = this.parts;
     const id = s.id;
     const partition = L.partition(id);
@@ -434,8 +461,8 @@ export class Subscriptions {
       }
       const body = JSON.stringify({ subscription: id, ack: spell(page.ack), events: page.items });
       const result = await this.#post(s, await this.#opened(body));
-      // Not attempted (no lookup place was free in time, held by other owners' slow names): tried again at the next pass, no attempt counted.
-      if (!result.attempted) return;
+      // Not attempted (the owner's own lookup place held, or none free in time): tried again at the next pass, no attempt counted.
+      if (!result.attempted) return this.#defer(s, result.error, deferred);
       if (result.ok) {
         await this.#ack(id, page.ack, lease, [{ type: "delete", key: L.retry }]);
         if (!page.more) return;
@@ -465,12 +492,13 @@ export class Subscriptions {
   }
 
   /** Once per UTC day, the owner's digest to the webhook (retried on the next pass when it fails). */
-  async #deliverDigest(s: Stored, actor: Actor, lease: number): Promise<void> {
+  async #deliverDigest(s: Stored, actor: Actor, lease: number, deferred: Deferrals): Promise<void> {
     const partition = L.partition(s.id);
     const last = await this.parts.kv.get(partition, L.digestDay);
     if (last && parse<string>(last) === new Date(this.#clock()).toISOString().slice(0, 10)) return;
     const digest = await this.digest(actor);
     const result = await this.#post(s, JSON.stringify({ subscription: s.id, digest }));
+    if (!result.attempted) return this.#defer(s, result.error, deferred);
     if (!result.ok) return;
     await this.parts.kv.commit(partition, [
       { type: "check", key: L.lease, version: lease },

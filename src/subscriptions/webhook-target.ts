@@ -20,9 +20,13 @@
  * The places are shared fairly between the owners the lookups are made for (a subscription's owner):
  * one owner runs at most `perOwner` lookups at once, and a free place goes to the owners waiting in
  * turn (round robin), so one user's names whose nameserver never answers hold that user's place and
- * delay that user's deliveries only. A lookup that found no place within `timeoutMs` was never started:
- * it is refused as busy (`LookupBusy`), which is not the name's fault (no delivery attempt is counted
- * for it, and a creation is answered 503, to be tried again).
+ * delay that user's deliveries only. An owner holds or waits for `perOwner` places at most: a lookup of
+ * an owner whose places are all running or claimed already is refused at once as busy (`LookupBusy`),
+ * without waiting, so an owner with many subscriptions whose names hang cannot keep the server's
+ * deliveries waiting `timeoutMs` each. A lookup that found no place within `timeoutMs` is refused as busy
+ * too. A busy lookup was never started, so nothing is known of the name: no delivery attempt is counted
+ * for it (the delivery is deferred to the next pass, counted in /metrics), and a creation is answered
+ * 503, to be tried again.
  */
 import { lookup as resolveHost } from "node:dns/promises";
 import { request as httpRequest } from "node:http";
@@ -89,7 +93,7 @@ export const RESOLVE_DEFAULTS = { timeoutMs: 2000, concurrent: 2, perOwner: 1 } 
 /** A name that did not resolve within the guard's timeout of its lookup's start: the name's fault (a failed attempt). */
 export class SlowLookup extends Error {}
 
-/** A lookup that found no free place in time and was never started: not the name's fault (no attempt is counted). */
+/** A lookup never started (the owner's own places held, or no free place in time): nothing known of the name (no attempt is counted). */
 export class LookupBusy extends Error {}
 
 /** A lookup waiting for its place. */
@@ -98,9 +102,10 @@ interface Waiting {
 }
 
 /**
- * At most `concurrent` lookups at once, at most `perOwner` of them an owner's; a free place goes to the
- * owners waiting in turn. Each lookup is answered, refused as slow within `timeoutMs` of its start, or
- * refused as busy when it found no place within `timeoutMs`.
+ * At most `concurrent` lookups at once, at most `perOwner` of them an owner's (running or waiting); a
+ * free place goes to the owners waiting in turn. Each lookup is answered, refused as slow within
+ * `timeoutMs` of its start, refused as busy at once when its owner's places are all claimed, or refused
+ * as busy when it found no place within `timeoutMs`.
  */
 class FairLookup {
   #running = 0;
@@ -134,6 +139,9 @@ class FairLookup {
           })
           .then(resolve, reject);
       };
+      // The owner's own places are held or claimed already (its names are slow): refused at once, so an
+      // owner with many subscriptions cannot keep deliveries waiting `timeoutMs` each for a place of its own.
+      if (this.#claimed(owner) >= this.perOwner) return reject(new LookupBusy(`the lookup of ${host} waits for the owner's own lookups (the owner's names are slow to resolve)`));
       if (this.#mayStart(owner)) return run();
       const waiting: Waiting = {
         start: () => {
@@ -151,6 +159,11 @@ class FairLookup {
       if (queue) queue.push(waiting);
       else this.#waiting.set(owner, [waiting]);
     });
+  }
+
+  /** The owner's lookups running or waiting for a place. */
+  #claimed(owner: string): number {
+    return (this.#runningOf.get(owner) ?? 0) + (this.#waiting.get(owner)?.length ?? 0);
   }
 
   #mayStart(owner: string): boolean {

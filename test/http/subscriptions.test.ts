@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { API } from "../../src/client/core.js";
 import type { FlowstoreClient } from "../../src/client/index.js";
+import { allPartitions } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { subscriptionLayout } from "../../src/subscriptions/layout.js";
 import { backends } from "../conformance/backends.js";
@@ -19,7 +20,7 @@ import { freePort } from "../support/ports.js";
 import { eventually } from "../support/eventually.js";
 import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
 import { startReceiver, type DeliveredEvent } from "../support/webhook-receiver.js";
-import { raw, startServer, type Running, type StartOptions } from "./harness.js";
+import { raw, SCRAPE, startServer, type Running, type StartOptions } from "./harness.js";
 
 /** The receivers run on 127.0.0.1: the test servers allow it, as an operator would (FLOWSTORE_WEBHOOK_ALLOW). */
 const LOOPBACK = ["127.0.0.1"];
@@ -383,19 +384,27 @@ describe("webhook URLs (server-side request forgery)", () => {
   });
 });
 
+/**
+ * The lookup the guard takes by injection (a nameserver that never answers cannot be run on loopback):
+ * `alice.*` and `bob.*` answer the receivers' loopback address, alice's not after `hang()` until `release()`.
+ */
+function aliceCanHang() {
+  let hanging: Promise<void> | null = null;
+  let release = () => {};
+  const asked = { alice: 0, bob: 0 };
+  const lookup = async (host: string) => {
+    const who = host.split(".")[0] as "alice" | "bob";
+    asked[who]++;
+    if (who === "alice" && hanging) await hanging;
+    return [{ address: "127.0.0.1", family: 4 }];
+  };
+  const hang = () => void (hanging = new Promise<void>((r) => (release = r)));
+  return { lookup, asked, hang, release: () => release() };
+}
+
 describe("webhook name lookups shared between owners", () => {
   it("one owner's name whose nameserver never answers delays neither another owner's deliveries nor counts its own unstarted lookups as attempts", async () => {
-    // The lookup the guard takes by injection (a nameserver that never answers cannot be run on
-    // loopback): both names answer the receivers' loopback address, until alice's stops answering.
-    let hang: Promise<never> | null = null;
-    let release = () => {};
-    const asked = { alice: 0, bob: 0 };
-    const lookup = async (host: string) => {
-      const who = host.split(".")[0] as "alice" | "bob";
-      asked[who]++;
-      if (who === "alice" && hang) await hang.catch(() => undefined);
-      return [{ address: "127.0.0.1", family: 4 }];
-    };
+    const { lookup, asked, hang, release } = aliceCanHang();
     // Two places (the default), one an owner's; two attempts before a dead letter, retried at once.
     const s = await serve({
       subscriptions: { deliver: true, retryBaseMs: 1, maxAttempts: 2, intervalMs: 50, pollMs: 50, allow: LOOPBACK, resolve: { lookup, timeoutMs: 300 } },
@@ -418,7 +427,7 @@ describe("webhook name lookups shared between owners", () => {
 
     // Alice's name stops answering: her first attempt times out (her fault: counted), and that lookup
     // keeps her place, as a thread of the system's resolver stays busy with it.
-    hang = new Promise<never>((_, reject) => (release = () => reject(new Error("answered"))));
+    hang();
     const sealed = asked.alice;
     await s.root.project("p").update({ description: "E1" });
     await eventually(() => received.bob.includes("E1"), { what: "bob's delivery of E1", timeoutMs: 30_000, intervalMs: 20 });
@@ -440,6 +449,88 @@ describe("webhook name lookups shared between owners", () => {
     expect(received.alice).toEqual(["E1", "E2", "E3"]);
     expect(received.bob).toEqual(["E1", "E2", "E3"]);
     expect((await call(s, s.root, "GET", `/subscriptions/${subs.bob}/dead-letters`)).body.items).toEqual([]);
+  });
+});
+
+describe("an owner with many webhooks whose names never answer", () => {
+  it("holds one place of a delivery pass: the owner's other lookups are refused at once, another owner is delivered meanwhile, and the deferrals are counted in /metrics", async () => {
+    // Alice's names stop answering; the lookup's timeout and the delivery's are longer than the test, so
+    // her one started delivery hangs throughout: a delivery that waited for it (or for a place) would wait for good.
+    const { lookup, asked, hang, release } = aliceCanHang();
+    const told: [string, number, string][] = [];
+    // The test runs the delivery passes itself (as the background does), so that it knows which pass sees E1.
+    const s = await serve({
+      subscriptions: {
+        retryBaseMs: 1,
+        maxAttempts: 2,
+        timeoutMs: 3_600_000,
+        allow: LOOPBACK,
+        resolve: { lookup, timeoutMs: 3_600_000 },
+        onDeferred: (owner, deliveries, reason) => told.push([owner, deliveries, reason]),
+      },
+    });
+    const received = { alice: 0, bob: [] as string[] };
+    const [aliceHook, bobHook] = await Promise.all([
+      listenFor(() => received.alice++),
+      listenFor((body) =>
+        received.bob.push(...(JSON.parse(body) as { events: DeliveredEvent[] }).events.map((d) => String((d.event.payload.data as { description?: string }).description))),
+      ),
+    ]);
+    const alice = await s.userClient("alice");
+    const bob = await s.userClient("bob");
+    const hook = { filter: { types: ["project.updated"] } };
+    const alices = 12;
+    const aliceIds = new Set<string>();
+    for (let i = 0; i < alices; i++) aliceIds.add((await subscribe(s, alice, { name: `a${i}`, ...hook, webhook: { url: aliceHook.replace("127.0.0.1", "alice.hooks.test") } })).id);
+    // Bob's subscription comes after at least 8 of alice's in the order a pass walks them (ids are random):
+    // a pass in batches of 8 would then hold bob's delivery behind a batch holding one of alice's.
+    const order = async () => {
+      const ids: string[] = [];
+      for await (const p of allPartitions(s.app.flowstore.kv, subscriptionLayout.kind.kind)) ids.push(String(p[1]));
+      return ids;
+    };
+    const alicesBefore = async (id: string) => {
+      const ids = await order();
+      return ids.slice(0, ids.indexOf(id)).filter((a) => aliceIds.has(a)).length;
+    };
+    let bobs = "";
+    for (let tries = 0; tries < 50; tries++) {
+      bobs = (await subscribe(s, bob, { name: "b", ...hook, webhook: { url: bobHook.replace("127.0.0.1", "bob.hooks.test") } })).id;
+      if ((await alicesBefore(bobs)) >= 8) break;
+      expect((await call(s, bob, "DELETE", `/subscriptions/${bobs}`)).status).toBe(204);
+    }
+    expect(await alicesBefore(bobs)).toBeGreaterThanOrEqual(8);
+    await s.root.projects.create({ id: "p", displayName: "p" });
+    for (const who of ["alice", "bob"]) for (const i of ["project.viewDetails", "project.viewHistory"]) await s.root.project("p").grant(i, who);
+
+    hang();
+    const before = asked.alice;
+    await s.root.project("p").update({ description: "E1" });
+    const { subscriptions } = s.app.flowstore;
+    const failed: unknown[] = [];
+    const pass = subscriptions.deliverPending((e) => failed.push(e));
+    // Bob is delivered in this pass while alice's one started lookup still hangs.
+    await eventually(() => received.bob.includes("E1"), { what: "bob's delivery of E1", timeoutMs: 30_000, intervalMs: 20 });
+    // Her other eleven deliveries were refused at once (her place held), never asked, and counted in /metrics.
+    const deferred = async () => Number(/^flowstore_webhook_deliveries_deferred_total (\d+)$/m.exec(await (await fetch(s.base + "/metrics", SCRAPE)).text())?.[1]);
+    await eventually(async () => (await deferred()) === alices - 1, { what: "alice's deferred deliveries in /metrics", timeoutMs: 30_000, intervalMs: 20 });
+    expect(asked.alice - before).toBe(1);
+    expect(received.alice).toBe(0);
+    // No attempt was counted for them: no retry is waiting, no dead letter.
+    for (const id of aliceIds) expect(await s.app.flowstore.kv.get(subscriptionLayout.partition(id), subscriptionLayout.retry)).toBeUndefined();
+
+    // Her name answers: the pass ends, telling the operator once of alice's deferrals (and nothing of bob's),
+    // and the next passes deliver E1 to each of her webhooks.
+    release();
+    await pass;
+    expect(told).toEqual([["alice", alices - 1, expect.stringContaining("waits for the owner's own lookups")]]);
+    expect(received.alice).toBe(1);
+    await subscriptions.deliverPending((e) => failed.push(e));
+    expect(received.alice).toBe(alices);
+    expect(told).toHaveLength(1);
+    expect(failed).toEqual([]);
+    expect(received.bob).toEqual(["E1"]);
+    for (const id of [...aliceIds, bobs]) expect((await call(s, s.root, "GET", `/subscriptions/${id}/dead-letters`)).body.items).toEqual([]);
   });
 });
 

@@ -50,34 +50,52 @@ describe("the webhook guard's name lookups", () => {
     // The timeout is long: a lookup of bob's that had to wait for a place would be refused, not answered.
     const guard = new WebhookGuard([], undefined, { lookup: held.lookup, timeoutMs: 1000, concurrent: 2 });
     const alices = [1, 2, 3].map(() => guard.resolve("slow.example", "alice").catch((e: unknown) => e));
-    // Alice's first lookup holds her place; her others wait for it (not for the other place).
+    // Alice's first lookup holds her place; her others are refused at once (not queued for the other place).
     expect(await guard.resolve("fast.example", "bob")).toEqual([{ address: "93.184.216.34", family: 4 }]);
     expect(await guard.resolve("other.example", "carol")).toEqual([{ address: "93.184.216.34", family: 4 }]);
     expect(held.asked).toEqual(["slow.example", "fast.example", "other.example"]);
-    // Alice's first lookup timed out (the name's fault); the two that never found a place are refused as busy (not the name's).
-    const [first, ...waited] = await Promise.all(alices);
+    // Alice's first lookup timed out (the name's fault); the two that found her place held are refused as busy (not the name's).
+    const [first, ...refused] = await Promise.all(alices);
     expect(first).toMatchObject({ message: "slow.example did not resolve in time" });
     expect(first).not.toBeInstanceOf(LookupBusy);
-    for (const w of waited) expect(w).toBeInstanceOf(LookupBusy);
+    for (const w of refused) expect(w).toBeInstanceOf(LookupBusy);
     held.release();
+  });
+
+  it("refuses a lookup of an owner whose own place is held at once, without waiting for the timeout", async () => {
+    const held = heldLookup("slow.example");
+    // A timeout longer than the test's own: a refusal that waited for it would never come.
+    const guard = new WebhookGuard([], undefined, { lookup: held.lookup, timeoutMs: 3_600_000, concurrent: 2 });
+    let firstSettled = false;
+    const first = guard.resolve("slow.example", "alice").finally(() => (firstSettled = true));
+    const refused = await Promise.all([2, 3, 4].map((n) => guard.resolve(`a${n}.example`, "alice").catch((e: unknown) => e)));
+    for (const r of refused) expect(r).toMatchObject({ message: expect.stringContaining("waits for the owner's own lookups") });
+    for (const r of refused) expect(r).toBeInstanceOf(LookupBusy);
+    // Her first lookup still runs (neither answered nor timed out), and her refused names were never asked.
+    expect(firstSettled).toBe(false);
+    expect(held.asked).toEqual(["slow.example"]);
+    held.release();
+    await first;
   });
 
   it("hands a free place to the owners waiting in turn, not in arrival order", async () => {
     const held = heldLookup("slow.example");
-    const guard = new WebhookGuard([], undefined, { lookup: held.lookup, timeoutMs: 10_000, concurrent: 1 });
+    // Two places an owner's, one place in all, held by carol's slow name: alice's and bob's lookups wait for it.
+    const guard = new WebhookGuard([], undefined, { lookup: held.lookup, timeoutMs: 10_000, concurrent: 1, perOwner: 2 });
     const all = [
-      guard.resolve("slow.example", "alice"),
+      guard.resolve("slow.example", "carol"),
+      guard.resolve("a1.example", "alice"),
       guard.resolve("a2.example", "alice"),
-      guard.resolve("a3.example", "alice"),
-      guard.resolve("a4.example", "alice"),
       guard.resolve("b1.example", "bob"),
       guard.resolve("b2.example", "bob"),
     ];
+    // Alice's two places are claimed (waiting): a third lookup of hers is refused at once.
+    await expect(guard.resolve("a3.example", "alice")).rejects.toBeInstanceOf(LookupBusy);
     expect(held.asked).toEqual(["slow.example"]);
     held.release();
     await Promise.all(all);
-    // First come, first served would have asked every name of alice's before bob's.
-    expect(held.asked).toEqual(["slow.example", "a2.example", "b1.example", "a3.example", "b2.example", "a4.example"]);
+    // First come, first served would have asked both names of alice's before bob's.
+    expect(held.asked).toEqual(["slow.example", "a1.example", "b1.example", "a2.example", "b2.example"]);
   });
 
   it("names the kind of a refused address, never the address an internal name resolves to (told to the operator's log instead)", async () => {
