@@ -33,7 +33,10 @@ export type Permissions = Record<string, string[]>;
 
 /** A copy whose holder lists may be changed without touching the original's (cheaper than structuredClone on every create). */
 export function copyPermissions(permissions: Permissions): Permissions {
-  return Object.fromEntries(Object.entries(permissions).map(([intent, holders]) => [intent, holders.slice()]));
+  // a loop, not fromEntries(entries().map()): every create copies a type's whole intent table (a CPU profile's 1% of an HTTP create)
+  const out: Permissions = {};
+  for (const intent of Object.keys(permissions)) out[intent] = permissions[intent]!.slice();
+  return out;
 }
 
 /** True when the actor, or one of its groups, is listed for the intent (system always). */

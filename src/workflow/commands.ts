@@ -146,8 +146,11 @@ export class Workflow {
       {
         id,
         meta: o.meta,
-        guard: (parent) => assertOpen(parent!),
-        decide: ({ defaults, parent }) => ({ permissions: inheritPermissions(defaults, "project", "subproject", parent!.permissions, intents, CREATE_INTENTS) }),
+        // The open check is decide's (not a `guard`'s): a guard is handed a read context built for it, which these checks never read.
+        decide: ({ defaults, parent }) => {
+          assertOpen(parent!.envelope);
+          return { permissions: inheritPermissions(defaults, "project", "subproject", parent!.permissions, intents, CREATE_INTENTS) };
+        },
       },
     );
   }
@@ -165,9 +168,10 @@ export class Workflow {
     return this.store.writes.create(actor, "workflowitem", subprojectRef(p, s), { ...fields, ...closed, assignee, status: o.status } as WorkflowitemData, {
       id,
       meta: o.meta,
-      guard: (parent) => assertOpen(parent!),
       // The item's type follows its subproject's (as it is inside the write), and so do the permissions it starts with.
+      // The open check is here too, not in a `guard` (see createSubproject).
       decide: ({ data, defaults, parent }) => {
+        assertOpen(parent!.envelope);
         const type = workflowitemTypeFor(parent!.envelope, fields.workflowitemType);
         const inherited = inheritPermissions(defaults, "subproject", "workflowitem", parent!.permissions, intents, CREATE_INTENTS);
         return { data: { ...data, workflowitemType: type }, permissions: assignedPermissions(inherited, type, actor, assignee, intents) };
