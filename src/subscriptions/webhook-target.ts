@@ -110,6 +110,8 @@ interface Waiting {
 class FairLookup {
   #running = 0;
   readonly #runningOf = new Map<string, number>();
+  /** Per owner, its lookups running past their time (answered SlowLookup, still holding a place). */
+  readonly #overdueOf = new Map<string, number>();
   /** The owners waiting, in turn (a Map keeps insertion order), each with its lookups in arrival order. */
   readonly #waiting = new Map<string, Waiting[]>();
 
@@ -125,12 +127,22 @@ class FairLookup {
       const run = () => {
         this.#running++;
         this.#runningOf.set(owner, (this.#runningOf.get(owner) ?? 0) + 1);
-        const timer = setTimeout(() => reject(new SlowLookup(`${host} did not resolve in time`)), this.timeoutMs);
+        let overdue = false;
+        const timer = setTimeout(() => {
+          overdue = true;
+          this.#overdueOf.set(owner, (this.#overdueOf.get(owner) ?? 0) + 1);
+          reject(new SlowLookup(`${host} did not resolve in time`));
+        }, this.timeoutMs);
         // A lookup that throws at once is a rejection like any other (its place given back).
         new Promise<{ address: string; family: number }[]>((answer) => answer(this.lookup(host)))
           .finally(() => {
             // Its place is given back only now: a lookup past its time still holds a thread of the pool.
             clearTimeout(timer);
+            if (overdue) {
+              const late = this.#overdueOf.get(owner)! - 1;
+              if (late === 0) this.#overdueOf.delete(owner);
+              else this.#overdueOf.set(owner, late);
+            }
             this.#running--;
             const left = this.#runningOf.get(owner)! - 1;
             if (left === 0) this.#runningOf.delete(owner);
@@ -139,9 +151,12 @@ class FairLookup {
           })
           .then(resolve, reject);
       };
-      // The owner's own places are held or claimed already (its names are slow): refused at once, so an
-      // owner with many subscriptions cannot keep deliveries waiting `timeoutMs` each for a place of its own.
-      if (this.#claimed(owner) >= this.perOwner) return reject(new LookupBusy(`the lookup of ${host} waits for the owner's own lookups (the owner's names are slow to resolve)`));
+      // The owner's own places are held and one of them by a lookup past its time (its names are slow):
+      // refused at once, so an owner with many subscriptions cannot keep deliveries waiting `timeoutMs`
+      // each for a place of its own. An owner whose lookups are merely running (healthy names answer in
+      // milliseconds) waits for its place in turn.
+      if (this.#claimed(owner) >= this.perOwner && (this.#overdueOf.get(owner) ?? 0) > 0)
+        return reject(new LookupBusy(`the lookup of ${host} waits for the owner's own lookups (the owner's names are slow to resolve)`));
       if (this.#mayStart(owner)) return run();
       const waiting: Waiting = {
         start: () => {
