@@ -18,7 +18,8 @@
  *   below it (one subtree delete); flat children leave by `child_swept`/`child_removed` events.
  * - `child_added` puts the flat child's index entry `{createdAt: event.at}`; for a `counted` child type
  *   it and the removal of an entry move the parent's count (`n`, absent at 0), as core.ts's countChild.
- * - every event puts its history index entry under the resource its path names.
+ * - every event puts its history index entry under the resource its path names, with the event's bytes as
+ *   the log holds them (`sameAsReplayed`: an entry written before entries carried them is empty).
  * - a parent's sums (`g`, sums.ts) are those of its live children whose type declares `sums`.
  * Outside the partition, a root's entries in its listers' index of visible roots follow from the owner
  * as the log leaves it (`owner()`, visibility.ts); `verify` compares them too.
@@ -75,6 +76,12 @@ export interface ReplayedEntry {
   readonly value: Buffer;
 }
 
+/**
+ * Whether a stored value is the replayed one: equal bytes, or, for a history index entry, empty (stores
+ * written before the entries carried their event's bytes; history reads that event from the log).
+ */
+export const sameAsReplayed = (keyBytes: Buffer, replayed: Buffer, stored: Buffer): boolean => replayed.equals(stored) || (stored.length === 0 && layout.isHistoryBytes(keyBytes));
+
 /** Thrown when an event cannot be replayed (it names a resource that does not exist, ...). */
 export class ReplayError extends Error {}
 
@@ -96,7 +103,6 @@ function sameJson(a: Permissions, b: Permissions): boolean {
   }
   return true;
 }
-const EMPTY = Buffer.alloc(0);
 
 export class PartitionReplay {
   readonly #live = new Map<string, Live>();
@@ -107,8 +113,8 @@ export class PartitionReplay {
   readonly #orderings = new Map<string, { key: Key; value: Buffer }>();
   readonly #flat = new Map<string, { key: Key; value: Buffer }>();
   readonly #counts = new Map<string, { key: Key; n: number }>();
-  /** The history index entries, as their encoded keys (latin1): one flat string kept per event. */
-  readonly #history: string[] = [];
+  /** The history index entries, as their encoded keys (latin1), each with its event's bytes. */
+  readonly #history: { key: string; bytes: Buffer }[] = [];
   #parentLink: Ref | null = null;
 
   constructor(
@@ -116,8 +122,8 @@ export class PartitionReplay {
     readonly partition: Partition,
   ) {}
 
-  /** Applies one event (oldest first). */
-  apply(e: ResourceEvent): void {
+  /** Applies one event (oldest first), parsed from `bytes` (as the log holds it). */
+  apply(e: ResourceEvent, bytes: Buffer): void {
     const dot = e.type.indexOf(".");
     const verb = e.type.slice(dot + 1);
     const type = e.type.slice(0, dot);
@@ -132,7 +138,7 @@ export class PartitionReplay {
       throw new ReplayError(`event ${e.seq}: ${(err as Error).message}`);
     }
     if (l.partition[0] !== this.partition[0] || l.partition[1] !== this.partition[1]) throw new ReplayError(`event ${e.seq} names a resource of another partition`);
-    this.#history.push(encodeLatin1(layout.historyEntry(l, e.seq)));
+    this.#history.push({ key: encodeLatin1(layout.historyEntry(l, e.seq)), bytes });
     const p = e.payload;
 
     if (verb === "created") {
@@ -321,7 +327,7 @@ export class PartitionReplay {
     for (const f of this.#flat.values()) add(f.key, f.value);
     for (const c of this.#counts.values()) if (c.n > 0) add(c.key, Buffer.from(JSON.stringify(c.n)));
     this.#sums(add);
-    for (const h of this.#history) add(h, EMPTY);
+    for (const h of this.#history) add(h.key, h.bytes);
     if (this.#parentLink) add(layout.parentLink, Buffer.from(JSON.stringify(this.#parentLink)));
   }
 }
