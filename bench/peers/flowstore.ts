@@ -87,10 +87,11 @@ export class FlowstorePeer implements Peer {
     await this.wf.update(MARY, workflowitemRef(p, s, w), patch);
   }
 
-  async history(p: string, s: string, w: string): Promise<{ count: number; body: string }> {
-    // the body the HTTP route sends: the stored event bytes, joined
+  async history(p: string, s: string, w: string): Promise<{ count: number; body: Buffer }> {
+    // the body the HTTP route sends (sendJsonPage): the stored event bytes, joined, as bytes (as a list's
+    // body here and the raw peer's history are; decoding it into a string was a step no route takes)
     const page = await this.wf.historyJson(MARY, workflowitemRef(p, s, w), { limit: 10_000 });
-    return { count: page.items.length, body: joinItems(page.items).toString("utf8") };
+    return { count: page.items.length, body: joinItems(page.items) };
   }
 
   async reorder(p: string, s: string, ordering: readonly string[]): Promise<void> {

@@ -233,14 +233,18 @@ describe("?diff=true renders the diff of an event written before diffs were reco
     await sub().workflowitems.create({ id: "w4", displayName: "Old", amountType: "disbursed", amount: "10", currency: "EUR", assignee: "root" });
     await item("w4").update({ amount: "20", description: "d" });
     const carried = await last(item("w4"));
-    // Rewrite the stored event as a store from before diffs holds it: the same event without `changes`.
+    // Rewrite the stored event as a store from before diffs holds it: the same event without `changes`,
+    // and its history index entry empty (such a store's entries did not carry their events).
     const { app } = s;
     const store = app.flowstore.resources;
     const l = locate(store.schema, { type: "workflowitem", ids: ["p", "s", "w4"] });
     const key = layout.log(carried.seq);
     const stored = JSON.parse((await store.kv.get(l.partition, key))!.value.toString("utf8")) as HistoryEvent;
     const { changes: _, ...payload } = stored.payload;
-    await store.kv.commit(l.partition, [{ type: "put", key, value: Buffer.from(JSON.stringify({ ...stored, payload })) }]);
+    await store.kv.commit(l.partition, [
+      { type: "put", key, value: Buffer.from(JSON.stringify({ ...stored, payload })) },
+      { type: "put", key: layout.historyEntry(l, carried.seq), value: Buffer.alloc(0) },
+    ]);
     expect((await last(item("w4"))).payload.changes).toBeUndefined();
     const rendered = await last(item("w4"), true);
     expect(rendered.payload.changes).toEqual(carried.payload.changes);

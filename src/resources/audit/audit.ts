@@ -16,7 +16,7 @@ import { indexEntries } from "../indexes/visibility.js";
 import { locate, type Ref } from "../model/ref.js";
 import type { CompiledType } from "../model/schema.js";
 import type { KeyTable } from "./key-table.js";
-import { PartitionReplay, ReplayError, valueOf, type ReplayedEntry, type ReplayedValue } from "./replay.js";
+import { PartitionReplay, ReplayError, sameAsReplayed, valueOf, type ReplayedEntry, type ReplayedValue } from "./replay.js";
 
 export interface HistoryOptions {
   cursor?: string | null;
@@ -95,7 +95,10 @@ export type Verified = VerifyResult & { readonly head?: { readonly seq: number; 
 export class Audit {
   constructor(private readonly core: Core) {}
 
-  /** One range read of the history index plus one batched read of the log. The system actor also reads a deleted resource's. */
+  /**
+   * One range read of the history index, whose entries carry their events (an entry written before they
+   * did is read from the log, in one batched read per page). The system actor also reads a deleted resource's.
+   */
   async history(actor: Actor, ref: Ref, options: HistoryOptions = {}): Promise<Page<ResourceEvent>> {
     return (await this.#history(actor, ref, options, false)) as Page<ResourceEvent>;
   }
@@ -135,19 +138,29 @@ export class Audit {
     const items: (ResourceEvent | Buffer)[] = [];
     let cursor = options.cursor ?? null;
     const seqOf = layout.seqOfHistoryBytes(l);
-    do {
-      const page = await kv.scan(l.partition, { prefix: layout.history(l), after: cursor, limit: limit - items.length, reverse: options.reverse === true });
+    // The events of a page of the index: each entry's own bytes, or (empty: written before entries
+    // carried them) the log's, read in one batch.
+    const eventsOf = async (entries: readonly Entry[]): Promise<(Buffer | undefined)[]> => {
+      const events: (Buffer | undefined)[] = entries.map((e) => e.value);
+      const older: number[] = [];
+      for (let i = 0; i < entries.length; i++) if (entries[i]!.value.length === 0) older.push(i);
+      if (older.length === 0) return events;
       const logs = await kv.getMany(
         l.partition,
-        page.entries.map((e) => layout.log(seqOf(e.keyBytes))),
+        older.map((i) => layout.log(seqOf(entries[i]!.keyBytes))),
       );
-      for (const e of logs) {
-        if (e === undefined) continue;
-        if (asStored(e.value)) {
-          items.push(e.value);
+      older.forEach((i, j) => (events[i] = logs[j]?.value));
+      return events;
+    };
+    do {
+      const page = await kv.scan(l.partition, { prefix: layout.history(l), after: cursor, limit: limit - items.length, reverse: options.reverse === true });
+      for (const raw of await eventsOf(page.entries)) {
+        if (raw === undefined) continue;
+        if (asStored(raw)) {
+          items.push(raw);
           continue;
         }
-        const event = JSON.parse(e.value.toString("utf8")) as ResourceEvent;
+        const event = JSON.parse(raw.toString("utf8")) as ResourceEvent;
         if (keep && !keep(event)) continue;
         if (options.diff === true) parsed.push(shown(event));
         else items.push(bytes ? Buffer.from(JSON.stringify(shown(event))) : shown(event));
@@ -273,7 +286,7 @@ export class Audit {
         if (since && since.seq > 0 && event.seq === since.seq && event.hash !== since.hash)
           return bad(event.seq, `event ${event.seq} differs from the checkpoint: history was rewritten`, "l");
         try {
-          replay?.apply(event);
+          replay?.apply(event, e.value);
         } catch (err) {
           if (err instanceof ReplayError) return bad(event.seq, err.message, "l");
           throw err;
@@ -404,7 +417,7 @@ export class Audit {
         for (const e of page.entries) {
           if (e.keyBytes.equals(HEAD_KEY)) continue;
           const w = want.getBytes(e.keyBytes);
-          if (w === undefined || !valueOf(w).equals(e.value)) return false;
+          if (w === undefined || !sameAsReplayed(e.keyBytes, valueOf(w), e.value)) return false;
           matched++;
         }
         after = page.cursor;
@@ -425,7 +438,7 @@ export class Audit {
         if (e.keyBytes.equals(HEAD_KEY)) continue;
         const k = e.keyBytes.toString("latin1");
         const w = want.get(k);
-        if (!w || !w.value.equals(e.value)) {
+        if (!w || !sameAsReplayed(e.keyBytes, w.value, e.value)) {
           first = { entry: e, reason: w ? "differs from the replay of the log" : "is stored but the log does not produce it" };
           break scan;
         }

@@ -22,7 +22,7 @@ export async function rebuildOrderIndex(c: Core, partition: Partition): Promise<
   await c.writer.run(partition, SYSTEM, async (tx) => {
     const replay = new PartitionReplay(c.schema, partition);
     try {
-      for await (const e of scanAll(c.kv, partition, { prefix: layout.logs, limit: 2000 })) replay.apply(JSON.parse(e.value.toString("utf8")) as ResourceEvent);
+      for await (const e of scanAll(c.kv, partition, { prefix: layout.logs, limit: 2000 })) replay.apply(JSON.parse(e.value.toString("utf8")) as ResourceEvent, e.value);
     } catch {
       return;
     }

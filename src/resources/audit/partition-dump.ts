@@ -22,9 +22,10 @@
  * A restore never writes bytes this store would not have written: every key must be of a known family
  * (layout.isKnown), every state record must equal its re-encoding by record.ts (an unknown format byte
  * or a header that disagrees is refused), its envelope's type and id must be its key's, access records
- * and orderings must be the JSON this code writes, history entries empty; the chain is recomputed
- * afterwards. The source then judges the owner (e.g. against the summary it was sealed with) and the
- * whole content, before the last commit makes the owner visible.
+ * and orderings must be the JSON this code writes, history entries empty or an event (the verify after
+ * the restore holds each to its event in the log); the chain is recomputed afterwards. The source then
+ * judges the owner (e.g. against the summary it was sealed with) and the whole content, before the last
+ * commit makes the owner visible.
  */
 import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
@@ -308,6 +309,8 @@ function writtenJson(value: Buffer): unknown {
   }
 }
 
+const OPEN_BRACE = 0x7b;
+
 const isStrings = (x: unknown): boolean => Array.isArray(x) && x.every((s) => typeof s === "string");
 
 /** Why a dump line is not what this store writes, or null when it is. */
@@ -339,7 +342,9 @@ function refusal(partition: Partition, line: Line): string | null {
       return Number.isSafeInteger(n) && (n as number) > 0 ? null : "a child count this store would not write";
     }
     case "h":
-      return value.length === 0 ? null : "a history entry with content";
+      // Empty (written before entries carried their event) or an event's JSON; the verify after the
+      // restore holds it to the log's bytes of its seq (replay.ts sameAsReplayed).
+      return value.length === 0 || value[0] === OPEN_BRACE ? null : "a history entry that is no event";
     case "x":
       return value.length > 0 ? null : "an order index entry naming no child";
     case "g": {

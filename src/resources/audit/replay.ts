@@ -18,11 +18,15 @@
  *   below it (one subtree delete); flat children leave by `child_swept`/`child_removed` events.
  * - `child_added` puts the flat child's index entry `{createdAt: event.at}`; for a `counted` child type
  *   it and the removal of an entry move the parent's count (`n`, absent at 0), as core.ts's countChild.
- * - every event puts its history index entry under the resource its path names.
+ * - every event puts its history index entry under the resource its path names, with the event's bytes as
+ *   the log holds them. The replay keeps only their SHA-256 (32 bytes per event, not the event: a full
+ *   verify of a partition would otherwise hold its whole log in memory) and gives it as the entry's value;
+ *   `sameAsReplayed` holds a stored entry to it (an entry written before entries carried bytes is empty).
  * - a parent's sums (`g`, sums.ts) are those of its live children whose type declares `sums`.
  * Outside the partition, a root's entries in its listers' index of visible roots follow from the owner
  * as the log leaves it (`owner()`, visibility.ts); `verify` compares them too.
  */
+import crypto, { createHash } from "node:crypto";
 import type { Key, Partition } from "../../kv/contract.js";
 import { decode, encode, encodeLatin1 } from "../../kv/tuple.js";
 import type { Permissions } from "../../access/actor.js";
@@ -68,12 +72,25 @@ function entryOf(key: Key | string, value: ReplayedValue): ReplayedEntry {
 /** A replayed value's bytes (made when it is a maker). */
 export const valueOf = (v: ReplayedValue): Buffer => (typeof v === "function" ? v() : v);
 
-/** One key the replay produces: its bytes (relative to the partition), tuple and value. */
+/** One key the replay produces: its bytes (relative to the partition), tuple and value (for a history entry, its event's digest). */
 export interface ReplayedEntry {
   readonly keyBytes: Buffer;
   readonly key: Key;
   readonly value: Buffer;
 }
+
+/** The SHA-256 of an event's bytes: what the replay keeps of each, and holds a history entry to. */
+export const eventDigest: (bytes: Buffer) => Buffer =
+  typeof (crypto as { hash?: unknown }).hash === "function" ? (b) => crypto.hash("sha256", b, "buffer") : (b) => createHash("sha256").update(b).digest();
+const DIGEST = 32;
+
+/**
+ * Whether a stored value is the replayed one: equal bytes; for a history index entry (whose replayed value
+ * is its event's digest), bytes with that digest, or empty (stores written before the entries carried
+ * their event's bytes; history reads that event from the log).
+ */
+export const sameAsReplayed = (keyBytes: Buffer, replayed: Buffer, stored: Buffer): boolean =>
+  layout.isHistoryBytes(keyBytes) ? stored.length === 0 || eventDigest(stored).equals(replayed) : replayed.equals(stored);
 
 /** Thrown when an event cannot be replayed (it names a resource that does not exist, ...). */
 export class ReplayError extends Error {}
@@ -96,7 +113,6 @@ function sameJson(a: Permissions, b: Permissions): boolean {
   }
   return true;
 }
-const EMPTY = Buffer.alloc(0);
 
 export class PartitionReplay {
   readonly #live = new Map<string, Live>();
@@ -107,8 +123,9 @@ export class PartitionReplay {
   readonly #orderings = new Map<string, { key: Key; value: Buffer }>();
   readonly #flat = new Map<string, { key: Key; value: Buffer }>();
   readonly #counts = new Map<string, { key: Key; n: number }>();
-  /** The history index entries, as their encoded keys (latin1): one flat string kept per event. */
+  /** The history index entries, as their encoded keys (latin1); entry i's event digest is `#digests` at i × 32. */
   readonly #history: string[] = [];
+  #digests = Buffer.allocUnsafe(DIGEST * 1024);
   #parentLink: Ref | null = null;
 
   constructor(
@@ -116,8 +133,8 @@ export class PartitionReplay {
     readonly partition: Partition,
   ) {}
 
-  /** Applies one event (oldest first). */
-  apply(e: ResourceEvent): void {
+  /** Applies one event (oldest first), parsed from `bytes` (as the log holds it). */
+  apply(e: ResourceEvent, bytes: Buffer): void {
     const dot = e.type.indexOf(".");
     const verb = e.type.slice(dot + 1);
     const type = e.type.slice(0, dot);
@@ -132,7 +149,7 @@ export class PartitionReplay {
       throw new ReplayError(`event ${e.seq}: ${(err as Error).message}`);
     }
     if (l.partition[0] !== this.partition[0] || l.partition[1] !== this.partition[1]) throw new ReplayError(`event ${e.seq} names a resource of another partition`);
-    this.#history.push(encodeLatin1(layout.historyEntry(l, e.seq)));
+    this.#addHistory(encodeLatin1(layout.historyEntry(l, e.seq)), bytes);
     const p = e.payload;
 
     if (verb === "created") {
@@ -190,6 +207,18 @@ export class PartitionReplay {
       const key = layout.ordering(l, p.childType);
       this.#orderings.set(latin1(encode(key)), { key, value: Buffer.from(JSON.stringify(p.ordering ?? [])) });
     }
+  }
+
+  /** Keeps a history entry's key and its event's digest (in one growing buffer: no object per event). */
+  #addHistory(key: string, bytes: Buffer): void {
+    const at = this.#history.length * DIGEST;
+    if (at + DIGEST > this.#digests.length) {
+      const grown = Buffer.allocUnsafe(this.#digests.length * 2);
+      this.#digests.copy(grown, 0, 0, at);
+      this.#digests = grown;
+    }
+    eventDigest(bytes).copy(this.#digests, at);
+    this.#history.push(key);
   }
 
   /**
@@ -321,7 +350,8 @@ export class PartitionReplay {
     for (const f of this.#flat.values()) add(f.key, f.value);
     for (const c of this.#counts.values()) if (c.n > 0) add(c.key, Buffer.from(JSON.stringify(c.n)));
     this.#sums(add);
-    for (const h of this.#history) add(h, EMPTY);
+    const digests = this.#digests;
+    for (let i = 0; i < this.#history.length; i++) add(this.#history[i]!, digests.subarray(i * DIGEST, (i + 1) * DIGEST));
     if (this.#parentLink) add(layout.parentLink, Buffer.from(JSON.stringify(this.#parentLink)));
   }
 }

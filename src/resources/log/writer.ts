@@ -567,8 +567,9 @@ export class PartitionWriter {
         prev = event.hash;
         layer.ops.push({ type: "put", key: layout.log(seq), value: bytes });
         layer.values.set(latin1(encode(layout.log(seq))), bytes);
-        layer.ops.push({ type: "put", key: hk, value: Buffer.alloc(0) });
-        layer.values.set(hkey, Buffer.alloc(0));
+        // The history index entry carries the event's bytes too, so a history page is one range read (audit.ts).
+        layer.ops.push({ type: "put", key: hk, value: bytes });
+        layer.values.set(hkey, bytes);
         layer.events.push(event);
         return event;
       },

@@ -16,7 +16,8 @@
  *                      that changes it; a page of it is one range read. sortKey: ordering.ts restSortKey.
  *   g  sums:           ["g", depth, ...pairs, ...bucket]      → {sum, n} of its nested children's declared sums
  *                      in one bucket (sums.ts; absent at n = 0)
- *   h  history index:  ["h", depth, ...pairs, seq]            → empty (the event is in the log)
+ *   h  history index:  ["h", depth, ...pairs, seq]            → the event's bytes, as in the log (a history page
+ *                      is one range read); empty in stores written before (the event is then read from the log)
  *   l  log:            ["l", seq]                             → event JSON, its hash last (hash chain: events.ts)
  *   m  meta:           ["m", "head"]                          → {seq, hash} of the chain
  *                      ["m", "parent"]                        → a flat owner's parent ref (outlives its state)
@@ -56,6 +57,7 @@ export const kinds = {
 /** The key families of a resource partition (the first tuple item), one Subspace each. */
 export const families = keyFamilies(["s", "a", "c", "o", "n", "x", "g", "h", "l", "m"]);
 const { s: S, a: A, c: C, o: O, n: N, x: X, g: G, h: H, l: L, m: M } = families;
+const H_BYTES = H.bytes();
 /** The feed partition's families: its entries and (past them) the end of a scan. */
 const FEED_ENTRY = new Subspace(["e"]);
 const FEED_END = new Subspace(["f"]);
@@ -168,6 +170,8 @@ export const layout = {
   /** The sweep job of a resource's flat descendants, in the sweeps partition. */
   sweep: (l: Located): Key => BARE.pack([...l.partition, l.depth, ...l.pairs]),
 
+  /** True when an encoded key (a scan's `keyBytes`) is a history index entry's. */
+  isHistoryBytes: (keyBytes: Buffer): boolean => keyBytes.subarray(0, H_BYTES.length).equals(H_BYTES),
   /** The seq a history index entry points at. */
   seqOfHistory: (key: Key): number => key.at(-1) as number,
   /**
