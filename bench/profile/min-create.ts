@@ -49,7 +49,7 @@ function floor(): { keys: Buffer[]; values: Buffer[] } {
   const { event, bytes } = sealEventBytes({ seq: ++seq, at: now, actor: MARY.id, type: "workflowitem.created", path: pathOf(l), payload: { data, permissions }, prev });
   prev = event.hash;
   const keys = [layout.state(l), layout.access(l), layout.log(seq), layout.historyEntry(l, seq)].map((k) => encodeRecordKey(l.partition, k).full);
-  return { keys, values: [encodeResource(t, envelope, permissions), encodeAccess({ permissions, parent: null }), bytes, Buffer.alloc(0)] };
+  return { keys, values: [encodeResource(t, envelope, permissions), encodeAccess({ permissions, parent: null }), bytes, bytes] };
 }
 
 const record = Buffer.alloc(509, 0x61);
