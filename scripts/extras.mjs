@@ -3,8 +3,8 @@
  * Installs the two packages the quick start leaves out, each from its own lock file, when their
  * node_modules is missing or older than the lock file:
  *
- * - test/  the third-party tools only tests use (Redocly and Spectral, a Sigstore verifier, openapi-typescript
- *          and openapi-fetch, playwright-core);
+ * - test/  the third-party tools only tests use (Redocly and Spectral, a Sigstore verifier, openapi-fetch,
+ *          playwright-core; openapi-typescript is the root's: the build generates the client's types with it);
  * - bench/ the benchmark peers and load generator (better-sqlite3, compiled by node-gyp here, and autocannon).
  *
  * `npm test`, `npm run test:fast`, `npm run lint` and `npm run bench` run it first (their `pre` scripts), and

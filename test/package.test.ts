@@ -4,7 +4,8 @@
  * type-checked with tsc and run with node.
  *
  * - `@flowstore/client` (packages/client): installs nothing but itself (no server dependency), type-checks
- *   under `moduleResolution` node16 and bundler, and runs its example against a live server.
+ *   under `moduleResolution` node16 and bundler (the README's example, and a consumer of its generated
+ *   `@flowstore/client/openapi` types), and runs its example against a live server.
  * - `flowstore` (the server, the library, the CLI): installs its dependencies from npm's cache, type-checks
  *   (nodenext), and runs the library example twice over the same ./data (a second run must not crash), and
  *   resolves only what its package.json exports.
@@ -42,15 +43,26 @@ async function pack(dir: string, workspace?: string): Promise<string> {
   return join(dir, (JSON.parse(stdout) as { filename: string }[])[0]!.filename);
 }
 
-/** A scratch project: package.json, a tsconfig with the given resolution, one example file. */
-function project(dir: string, resolution: "nodenext" | "node16" | "bundler", file: string, source: string): void {
+/** A scratch project: package.json, a tsconfig with the given resolution, its source files (name: source). */
+function project(dir: string, resolution: "nodenext" | "node16" | "bundler", files: Record<string, string>): void {
   mkdirSync(dir, { recursive: true });
   if (!existsSync(join(dir, "package.json"))) writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "scratch", private: true, type: "module" }));
   const module = resolution === "bundler" ? "esnext" : resolution;
   const options = { target: "ES2022", module, moduleResolution: resolution, strict: true, skipLibCheck: false, types: ["node"], outDir: "out" };
-  writeFileSync(join(dir, `tsconfig.${resolution}.json`), JSON.stringify({ compilerOptions: options, files: [file] }));
-  writeFileSync(join(dir, file), source);
+  writeFileSync(join(dir, `tsconfig.${resolution}.json`), JSON.stringify({ compilerOptions: options, files: Object.keys(files) }));
+  for (const [file, source] of Object.entries(files)) writeFileSync(join(dir, file), source);
 }
+
+/**
+ * A consumer of `@flowstore/client/openapi`, the types the build generates from the served document (they are not
+ * committed: scripts/openapi-types.ts): an operation by its path, a named schema under its own name and as a component.
+ */
+const OPENAPI_CONSUMER = `import type { components, operations, paths, Project } from "@flowstore/client/openapi";
+type Create = paths["/api/v1/projects"]["post"];
+export const created: Create extends operations["createProject"] ? true : false = true;
+export const named: components["schemas"]["Project"] extends Project ? true : false = true;
+export const id: Project["id"] = "p1";
+`;
 
 /** @types/node for the examples' process.env (linked after npm install, which would prune it). */
 const linkNodeTypes = (dir: string) => {
@@ -83,8 +95,9 @@ describe.skipIf(!built)("the packages, installed from their tarballs", () => {
   it("@flowstore/client installs alone, type-checks under node16 and bundler, and runs the README's example", async () => {
     const tarball = await pack(dir, "@flowstore/client");
     const app = join(dir, "client-app");
-    project(app, "node16", "client.ts", readmeExample("@flowstore/client"));
-    project(app, "bundler", "client.ts", readmeExample("@flowstore/client"));
+    const files = { "client.ts": readmeExample("@flowstore/client"), "openapi.ts": OPENAPI_CONSUMER };
+    project(app, "node16", files);
+    project(app, "bundler", files);
     await npm(["install", "--offline", tarball], app);
     // nothing of the server (or anything else) comes with it
     expect(readdirSync(join(app, "node_modules")).filter((f) => !f.startsWith("."))).toEqual(["@flowstore"]);
@@ -101,7 +114,7 @@ describe.skipIf(!built)("the packages, installed from their tarballs", () => {
   it("flowstore installs with its dependencies, and the library example runs twice over the same data", async () => {
     const tarball = await pack(dir);
     const app = join(dir, "library-app");
-    project(app, "nodenext", "library.ts", readmeExample("flowstore"));
+    project(app, "nodenext", { "library.ts": readmeExample("flowstore") });
     // its dependencies come from npm's cache (npm ci filled it), the registry only for what is missing
     await npm(["install", "--prefer-offline", tarball], app);
     linkNodeTypes(app);

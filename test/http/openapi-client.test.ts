@@ -7,9 +7,10 @@
  */
 import createClient, { type Middleware } from "openapi-fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { generatedTypes } from "../../scripts/openapi-types.js";
 import { MemoryKv } from "../../src/kv/memory.js";
 import { ROOT_PASSWORD, startServer, type Running } from "./harness.js";
-import { answerChecker, generatedTypes } from "./openapi-spec.js";
+import { answerChecker } from "./openapi-spec.js";
 
 type Json = Record<string, any>;
 

@@ -1,17 +1,11 @@
 /**
- * The OpenAPI document as third-party tools see it: the types openapi-typescript generates from it and a
- * validator of answers against it (ajv over the document's own schemas).
+ * The OpenAPI document as third-party tools see it: a validator of answers against it (ajv over the document's
+ * own schemas). The types openapi-typescript generates from it are the build's (scripts/openapi-types.ts).
  */
 import { Ajv, type ValidateFunction } from "ajv";
 import addFormatsImport from "ajv-formats";
-import openapiTS, { astToString, COMMENT_HEADER, type OpenAPITSOptions } from "openapi-typescript";
 
 type Json = Record<string, any>;
-
-/** The TypeScript types of the document's paths and components, as openapi-typescript writes them (with its `options`). */
-export async function generatedTypes(doc: Json, options: OpenAPITSOptions = {}): Promise<string> {
-  return COMMENT_HEADER + astToString(await openapiTS(doc as never, options));
-}
 
 /** A response as the document declares it: itself, or the `components.responses` entry its `$ref` names (src/http/openapi.ts shares an answer given alike). */
 export function answerOf(doc: Json, response: Json | undefined): Json | undefined {
