@@ -25,20 +25,34 @@
  * open, `keepErasures` puts each registered erasure back: a backup or export taken before the erasure
  * brings the key, which is deleted again before the import ends (before the store is served), and the
  * receipt with it.
+ *
+ * The register carries a record chain (personal/subjects.ts REGISTER_CHAIN): `keep` commits each receipt
+ * through it, as the eraser (`erase`) or as the system (`keepErasures`, a repair); a register written
+ * before the chain is adopted into it by `keepErasures` (at every open, after every import). `verify`
+ * checks it (compose/open.ts), and identity acts on the register only while it verifies.
  */
 import { ConflictError, NotFoundError, ForbiddenError } from "../errors.js";
 import { ROOT_ID, SYSTEM, type Actor } from "../access/actor.js";
 import type { GlobalPermissions } from "../access/global.js";
 import type { ResourceStore } from "../resources/store.js";
 import { Subjects, type ErasedResource, type ErasureReceipt } from "../resources/personal/subjects.js";
-import { ERASED_REGISTER, registerLayout, USER_HOLDER } from "../personal/subjects.js";
+import { ERASED_REGISTER, REGISTER_CHAIN, registerLayout, registerVerified, USER_HOLDER, verifyRegister } from "../personal/subjects.js";
 import { scanAll, type Entry, type KvStore, type Partition } from "../kv/contract.js";
+import { adoptRecords, asActor, outsideActor, withRecordChain, type RecordChainResult } from "../kv/record-chain.js";
 import { layout } from "../resources/model/layout.js";
 import { replacedCopier, replacedCopies } from "./epochs.js";
 
 /** The register of erasures (personal/subjects.ts): kept on restore (kinds.ts), one receipt per erased subject. */
 export const ERASED_KIND = ERASED_REGISTER.kind;
 const REGISTER = registerLayout.partition;
+
+/**
+ * The register of `over` (the live store; a replaced history holds none, the register being kept on
+ * restore) against its record chain, for `verify`: a receipt planted or edited past the store fails it.
+ */
+export async function verifyRegisterOf(over: KvStore): Promise<{ partition: Partition; result: RecordChainResult }[]> {
+  return [{ partition: REGISTER, result: await verifyRegister(over) }];
+}
 
 /**
  * Keeps the receipt in the register, and deletes the key from every copy of the subject's partition a
@@ -54,7 +68,8 @@ async function keep(kv: KvStore, receipt: ErasureReceipt, known?: { registered: 
   let wrote = false;
   if (!registered?.value.equals(value)) {
     try {
-      await kv.commit(REGISTER, [
+      // Through the register's record chain, as the actor in scope (the eraser; the system for a repair).
+      await withRecordChain(kv, [REGISTER_CHAIN]).commit(REGISTER, [
         { type: "check", key, version: registered?.version ?? null },
         { type: "put", key, value },
       ]);
@@ -73,10 +88,20 @@ async function keep(kv: KvStore, receipt: ErasureReceipt, known?: { registered: 
  * repair as the feed's is): registers every erasure the store's subject partitions hold (what an import
  * brought, or an erasure a kill interrupted between destroying its key and `keep`) and deletes its key
  * from every replaced history, then puts every registered erasure back where a copy from before it
- * brought the key (personal/subjects.ts `reinstate`). Answers the subjects whose key it deleted again
- * from their live partition. Run again, it finds nothing more to do.
+ * brought the key (personal/subjects.ts `reinstate`), while the register's chain verifies (see below).
+ * Answers the subjects whose key it deleted again from their live partition. Run again, it finds nothing
+ * more to do.
  */
 export async function keepErasures(kv: KvStore, options: { imported?: boolean } = {}): Promise<string[]> {
+  // A repair: what it registers is the system's, whoever's request started it (a restore's).
+  return outsideActor(() => keepAll(kv, options));
+}
+
+async function keepAll(kv: KvStore, options: { imported?: boolean }): Promise<string[]> {
+  // A register written before its record chain is adopted into it first (one event, once). An empty one
+  // starts its chain too (an event adopting nothing): a receipt planted in it later is not adopted as one
+  // written before the chain, it fails verify.
+  await adoptRecords(kv, REGISTER, REGISTER_CHAIN, { empty: true });
   const subjects = new Subjects(kv, Date.now);
   // The register and the epochs are read once for the sweep, not once an erasure (the erasure bench: about
   // two of the four reads and the one scan an erased subject cost at open before).
@@ -90,12 +115,15 @@ export async function keepErasures(kv: KvStore, options: { imported?: boolean } 
   // been put there past the store, and registered it would get the system to disable the account
   // (identity.ts `sealUsers`). After an import (`imported`) the receipts are what the operator's file
   // brought (an erasure of the store it came from, whose register an export does not carry): all registered.
-  const trusted = (receipt: ErasureReceipt) => options.imported === true || registered.has(receipt.subject) || !receipt.resources.some((r) => r.type === USER_HOLDER);
+  // The register itself counts only while its record chain verifies: a receipt planted in it past the
+  // store then neither gets the key of its subject deleted nor vouches for a receipt found beside it.
+  const verified = await registerVerified(kv);
+  const trusted = (receipt: ErasureReceipt) => options.imported === true || (verified && registered.has(receipt.subject)) || !receipt.resources.some((r) => r.type === USER_HOLDER);
   const copiesOf = await replacedCopier(kv);
   for await (const receipt of subjects.erasures())
     if (trusted(receipt)) await keep(kv, receipt, { registered: registered.get(receipt.subject)?.entry, copies: copiesOf(layout.subject(receipt.subject)) });
   const again: string[] = [];
-  for (const { receipt } of registered.values()) if (await subjects.reinstate(receipt)) again.push(receipt.subject);
+  if (verified) for (const { receipt } of registered.values()) if (await subjects.reinstate(receipt)) again.push(receipt.subject);
   return again;
 }
 
@@ -145,7 +173,7 @@ export class Erasures {
       for (const h of holders) if (h.type === USER_HOLDER && !h.event && !h.gone) await this.users.assertMayErase(actor, h.ids[0]!);
     };
     let receipt = await subjects.destroyKey(subject, actor.id, fieldsOf, mayErase);
-    await keep(kv, receipt);
+    await asActor(actor, () => keep(kv, receipt));
     if (receipt.complete) return receipt;
     const resources: ErasedResource[] = [];
     for (const r of receipt.resources) {
@@ -157,7 +185,7 @@ export class Erasures {
     }
     receipt = { ...receipt, resources, complete: true };
     await subjects.record(receipt);
-    await keep(kv, receipt);
+    await asActor(actor, () => keep(kv, receipt));
     return receipt;
   }
 

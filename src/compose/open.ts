@@ -46,7 +46,7 @@ import { TransparencyLog } from "../tlog/log.js";
 import type { WorkflowSchema } from "../workflow/schema.js";
 import { Background } from "./background.js";
 import { Backups, type StoreExport } from "./backup.js";
-import { Erasures, keepErasures } from "./erasure.js";
+import { Erasures, keepErasures, verifyRegisterOf } from "./erasure.js";
 import type { ErasureReceipt } from "../resources/store.js";
 import { flowstoreIntents } from "./intents.js";
 import { listEpochs, replacedView, tallyRecords, verifyEpochs, type EpochsVerified } from "./epochs.js";
@@ -445,6 +445,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     ...(await identity.verifyRecords(over, (p) => readLedger(over, p))),
     ...(await notifications.verify(over)),
     ...(await rates.verifyRecords(over, (p) => readLedger(over, p))),
+    ...(await verifyRegisterOf(over)), // the register of erasures (not anchored: see docs/security.md)
   ];
 
   let closed: Promise<void> | null = null;
@@ -471,7 +472,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     },
     async verifyAll(onResult, opts = {}) {
       const live = await verifyAll(kv, verifiers, onResult, opts);
-      // Who could do what, who was told what, and the exchange rates: against their record chains.
+      // Who could do what, who was told what, the exchange rates and the erasures: against their record chains.
       const records = tallyRecords(await recordsOver(kv), onResult);
       const epochs = await verifyEpochs(kv, verifiersOver, recordsOver);
       return {

@@ -34,6 +34,7 @@ import {
   openWith,
   registeredErasure,
   registeredErasures,
+  registerVerified,
   sealedIn,
   sealText,
   SubjectKeys,
@@ -367,10 +368,14 @@ export class Identity implements IdentityDirectory {
     return { ...user, ...opened };
   }
 
-  /** True when the user's display name is sealed under a subject whose erasure is registered (the register alone: compose/erasure.ts). */
+  /**
+   * True when the user's display name is sealed under a subject whose erasure is registered (the register
+   * alone: compose/erasure.ts), in a register whose chain verifies (a receipt planted past the store
+   * refuses nothing; `verify` names the register).
+   */
   async #erased(user: UserRecord): Promise<boolean> {
     const subject = subjectOf(user.displayName);
-    return subject !== null && (await registeredErasure(this.#base, subject)) !== null;
+    return subject !== null && (await registeredErasure(this.#base, subject)) !== null && (await registerVerified(this.#base));
   }
 
   /**
@@ -415,8 +420,11 @@ export class Identity implements IdentityDirectory {
    */
   async sealUsers(): Promise<number> {
     const due: string[] = [];
-    // An account is erased when the register of erasures says so (one scan), never on a receipt found only in its subject's partition.
-    const erased = await registeredErasures(this.#base);
+    // An account is erased when the register of erasures says so (one scan), never on a receipt found only in
+    // its subject's partition, and only while the register's chain verifies: a receipt planted in the
+    // register past the store disables nothing (`verify` names the register instead).
+    const trusted = await registerVerified(this.#base);
+    const erased = trusted ? await registeredErasures(this.#base) : new Map<string, unknown>();
     let cursor: string | null = null;
     do {
       const page = await this.#base.scan(PARTITION, { prefix: families.user.prefix, limit: 500, after: cursor });
@@ -431,7 +439,7 @@ export class Identity implements IdentityDirectory {
     // is left as it is for `verify` to name, never taken into the chain by this repair.
     if (!(await verifyRecordChain(this.#base, PARTITION, IDENTITY_CHAIN)).ok) return 0;
     let changed = 0;
-    for (const id of due) if (await this.#sealOne(id)) changed++;
+    for (const id of due) if (await this.#sealOne(id, trusted)) changed++;
     return changed;
   }
 
@@ -444,12 +452,13 @@ export class Identity implements IdentityDirectory {
     return Object.keys(plain).length === 0 && !disable ? null : { plain, disable };
   }
 
-  async #sealOne(id: string): Promise<boolean> {
+  /** `trusted`: whether the register's chain verified (`sealUsers`); when not, no registered erasure counts. */
+  async #sealOne(id: string, trusted: boolean): Promise<boolean> {
     return withRetry(async () => {
       const [entry, tokens] = await this.kv.getMany(PARTITION, [userKey(id), tokenStateKey(id)]);
       if (!entry) return false;
       const user = decodeRecord<UserRecord>(entry);
-      const erased = (await registeredErasure(this.#base, id)) !== null;
+      const erased = trusted && (await registeredErasure(this.#base, id)) !== null;
       const repair = this.#repairOf(user, erased);
       if (!repair) return false;
       const { plain } = repair;

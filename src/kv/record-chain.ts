@@ -225,13 +225,17 @@ export function withRecordChain(kv: KvStore, specs: readonly RecordChainSpec[], 
   return chained;
 }
 
-/** Starts the chain of a partition written before it (no head, covered records present): one event adopting them. Answers whether it wrote. */
-export async function adoptRecords(kv: KvStore, partition: Partition, spec: RecordChainSpec, options: RecordChainOptions = {}): Promise<boolean> {
+/**
+ * Starts the chain of a partition written before it (no head, covered records present): one event adopting
+ * them. Answers whether it wrote. `empty`: start it on an empty partition too (an event adopting nothing),
+ * so that a record put there past the store later is not taken for one written before the chain.
+ */
+export async function adoptRecords(kv: KvStore, partition: Partition, spec: RecordChainSpec, options: RecordChainOptions & { empty?: boolean } = {}): Promise<boolean> {
   const clock = options.clock ?? Date.now;
   for (let attempt = 1; ; attempt++) {
     if (await kv.get(partition, HEAD)) return false;
     const { ops, event } = await appendOps(kv, partition, spec, [], new Date(clock()).toISOString());
-    if (!event.adopted) return false; // nothing to adopt: an empty partition stays unwritten
+    if (!event.adopted && options.empty !== true) return false; // nothing to adopt: an empty partition stays unwritten
     try {
       await commitAnchored(kv, partition, ops, event, options.anchor?.());
       return true;

@@ -15,6 +15,7 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:
 import { type Static, Type } from "@sinclair/typebox";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
 import { allPartitions, scanAll, type Entry, type Key, type KvStore, type Partition } from "../kv/contract.js";
+import { verifyRecordChain, type RecordChainResult, type RecordChainSpec } from "../kv/record-chain.js";
 import { keyFamilies, PartitionKind } from "../kv/subspace.js";
 
 export const SEALED_PREFIX = "psd1.";
@@ -57,6 +58,12 @@ export const subjectLayout = {
  * writes it, and a restore leaves it alone): what identity trusts to keep an erased user's account
  * disabled. A receipt found only in a subject partition (unchained: anyone who can write the store's
  * files can put one there) does not disable an account.
+ *
+ * The register carries a record chain (REGISTER_CHAIN, kv/record-chain.ts, as the exchange rates' partition
+ * does; issue 26): every receipt compose registers appends an event naming it and the SHA-256 of its
+ * bytes, as the eraser (or the system, for the repairs at open and after an import). A receipt planted
+ * past the store, or one edited there, fails `verify` naming the partition, and identity acts on the
+ * register only while its chain verifies (`registerVerified`): such a receipt then disables nothing.
  */
 export const ERASED_REGISTER = new PartitionKind("erased");
 const REGISTERED = keyFamilies(["subject"]);
@@ -66,13 +73,26 @@ export const registerLayout = {
   key: (subject: string): Key => REGISTERED.subject.pack([subject]),
 } as const;
 
-/** The registered receipt of a subject's erasure, or null (one read). */
+/** The register's record chain: it covers every registered receipt. */
+export const REGISTER_CHAIN: RecordChainSpec = { holds: (p) => ERASED_REGISTER.holds(p), covers: (key) => REGISTERED.subject.contains(key) };
+
+/** The register of `kv` (the live store's, or a view's) against its record chain (checked 0: nothing was ever registered). */
+export function verifyRegister(kv: KvStore): Promise<RecordChainResult> {
+  return verifyRecordChain(kv, registerLayout.partition, REGISTER_CHAIN);
+}
+
+/** True when the register's chain verifies: what identity requires before it acts on a registered erasure. */
+export async function registerVerified(kv: KvStore): Promise<boolean> {
+  return (await verifyRegister(kv)).ok;
+}
+
+/** The registered receipt of a subject's erasure, or null (one read; whether the register verifies is the caller's: `registerVerified`). */
 export async function registeredErasure(kv: KvStore, subject: string): Promise<ErasureReceipt | null> {
   const e = await kv.get(registerLayout.partition, registerLayout.key(subject));
   return e ? (JSON.parse(e.value.toString("utf8")) as ErasureReceipt) : null;
 }
 
-/** Every registered receipt, by subject (one scan of the register). */
+/** Every registered receipt, by subject (one scan of the register; whether it verifies is the caller's: `registerVerified`). */
 export async function registeredErasures(kv: KvStore): Promise<Map<string, ErasureReceipt>> {
   const registered = new Map<string, ErasureReceipt>();
   for await (const e of scanAll(kv, registerLayout.partition, { prefix: registerLayout.prefix })) {

@@ -12,6 +12,7 @@ import { describe, expect, it } from "vitest";
 import { SYSTEM } from "../../src/access/actor.js";
 import { scanAll } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
+import { registerLayout } from "../../src/personal/subjects.js";
 import { layout } from "../../src/resources/model/layout.js";
 import { ERASED_TEXT, ResourceStore } from "../../src/resources/store.js";
 import { Workflow } from "../../src/workflow/commands.js";
@@ -77,7 +78,7 @@ describe("flowstore erase-subject", () => {
     kv = LmdbKv.open(other);
     try {
       const registered = [];
-      for await (const e of scanAll(kv, ["erased"])) registered.push(JSON.parse(e.value.toString("utf8")));
+      for await (const e of scanAll(kv, registerLayout.partition, { prefix: registerLayout.prefix })) registered.push(JSON.parse(e.value.toString("utf8")));
       expect(registered).toEqual([receipt]);
       expect(await kv.get(layout.subject("anna"), layout.subjectKey)).toBeUndefined();
       expect((await new ResourceStore(kv, workflowSchema).reads.get(SYSTEM, W)).data.description).toBe(ERASED_TEXT);
@@ -97,7 +98,7 @@ describe("flowstore erase-subject", () => {
       expect(restored.status, JSON.stringify(restored.body)).toBe(200);
       expect(await kv.get(layout.subject("anna"), layout.subjectKey)).toBeUndefined();
       const registered = [];
-      for await (const e of scanAll(kv, ["erased"])) registered.push(JSON.parse(e.value.toString("utf8")));
+      for await (const e of scanAll(kv, registerLayout.partition, { prefix: registerLayout.prefix })) registered.push(JSON.parse(e.value.toString("utf8")));
       expect(registered).toEqual([receipt]);
       expect((await s.app.flowstore.resources.reads.get(SYSTEM, W)).data.description).toBe(ERASED_TEXT);
     } finally {

@@ -17,6 +17,7 @@ import { allPartitions, scanAll } from "../../src/kv/contract.js";
 import { layout } from "../../src/resources/model/layout.js";
 import { ERASED_TEXT, SEALED_PREFIX as SEALED } from "../../src/resources/personal/subjects.js";
 import { ERASED_KIND } from "../../src/compose/erasure.js";
+import { registerLayout } from "../../src/personal/subjects.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { makeTempDirSync, removeTempDirSync } from "../support/temp-dir.js";
 import { raw, ROOT_PASSWORD, startLmdbServer, startServer, type Running } from "./harness.js";
@@ -211,7 +212,7 @@ describe("an erasure a kill interrupted right after its key went", () => {
       expect(after.copies).toBeGreaterThan(0);
       expect(after.keyed).toBe(0);
       const register: unknown[] = [];
-      for await (const e of scanAll(t.app.flowstore.kv, [ERASED_KIND], { limit: 1000 })) register.push(JSON.parse(e.value.toString("utf8")));
+      for await (const e of scanAll(t.app.flowstore.kv, [ERASED_KIND], { prefix: registerLayout.prefix, limit: 1000 })) register.push(JSON.parse(e.value.toString("utf8")));
       expect(register).toEqual([receipt]);
       expect((await as("GET", "/projects/d/subprojects/s/workflowitems/w")).body.data.description).toBe(ERASED_TEXT);
       // Erasing again appends the events the kill left out: the receipt completes.
