@@ -176,8 +176,10 @@ const answerName = (r: Json): string => {
 /**
  * Every answer that two operations or more give alike (a problem of one status, an updated resource, Not
  * Modified…) as a `$ref` to its one declaration in `components.responses`, named by its description
- * (answerName). Two different answers under one name are refused at startup, as two schemas under one
- * name are (components.ts): such a name is to be described apart.
+ * (answerName). Two different answers under one name are refused when the document is built (the first
+ * GET /openapi.json, which @fastify/swagger then caches; test/http/openapi*.test.ts build it in every CI
+ * run), as two schemas under one name are (components.ts): such a name is to be described apart. The names
+ * are public through the client's `components["responses"]`: rewording a description renames one.
  */
 function shareAnswers(doc: Json, paths: Record<string, Record<string, Json>>): void {
   const answers: { status: string; responses: Record<string, Json>; json: string }[] = [];
