@@ -234,8 +234,13 @@ export async function adoptRecords(kv: KvStore, partition: Partition, spec: Reco
   const clock = options.clock ?? Date.now;
   for (let attempt = 1; ; attempt++) {
     if (await kv.get(partition, HEAD)) return false;
-    const { ops, event } = await appendOps(kv, partition, spec, [], new Date(clock()).toISOString());
+    // An adoption of nothing (`empty`: the chain started on an empty partition) records no moment: every
+    // store starts such a chain with the same bytes, so stores that hold the same records hold the same
+    // chain (an import into an empty store reproduces the export's store byte for byte).
+    const at = new Date(0).toISOString();
+    let { ops, event } = await appendOps(kv, partition, spec, [], at);
     if (!event.adopted && options.empty !== true) return false; // nothing to adopt: an empty partition stays unwritten
+    if (event.adopted) ({ ops, event } = await appendOps(kv, partition, spec, [], new Date(clock()).toISOString()));
     try {
       await commitAnchored(kv, partition, ops, event, options.anchor?.());
       return true;
