@@ -2,7 +2,7 @@
 /**
  * An example receiver of flowstore's webhooks (docs/subscriptions.md), with nothing but node: modules.
  *
- *   node receiver.mjs --secret <the secret POST /subscriptions answered> [--port 8787] [--out deliveries.ndjson] [--fail <n>]
+ *   node receiver.mjs --secret=<the secret POST /subscriptions answered> [--port 8787] [--out deliveries.ndjson] [--fail <n>]
  *
  * It listens on 127.0.0.1, checks each delivery's `Flowstore-Signature` (t=<unix seconds>,v1=<hex
  * HMAC-SHA256 of "<t>.<body>">, at most five minutes old), answers 401 to a body it does not sign and

@@ -28,7 +28,7 @@ export interface Receiver {
 
 export async function startReceiver(options: { secret: string; port: number; dir: string; fail?: number; name?: string }): Promise<Receiver> {
   const out = join(options.dir, `${options.name ?? "receiver"}.ndjson`);
-  const child = spawn(process.execPath, [RECEIVER, "--secret", options.secret, "--port", String(options.port), "--out", out, "--fail", String(options.fail ?? 0)], {
+  const child = spawn(process.execPath, [RECEIVER, `--secret=${options.secret}`, "--port", String(options.port), "--out", out, "--fail", String(options.fail ?? 0)], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   const lines: Record<string, unknown>[] = [];
