@@ -69,7 +69,7 @@ export const erasure: Workload = {
       `Each store: ${n.toLocaleString("en")} workflowitems in ${PROJECTS} projects created through the workflow commands (64 in flight) in ${(a.createdMs / 1000).toFixed(1)} s and ${(b.createdMs / 1000).toFixed(1)} s; the second store's ${n.toLocaleString("en")} subjects erased (16 at once: key destroyed, receipt, an erasure event in each item's chain, the register) in ${(b.erasedMs / 1000).toFixed(1)} s.`,
     );
     // Both stores as the sweep finds them: nothing left to repair (a run that writes would not be the sweep at open).
-    if ((await keepErasures(erased)).length !== 0 || (await keepErasures(none)).length !== 0) throw new Error("the sweep found erasures to put back");
+    if ((await keepErasures(erased)).reinstated.length !== 0 || (await keepErasures(none)).reinstated.length !== 0) throw new Error("the sweep found erasures to put back");
     const opened = (kv: KvStore) => async () => {
       const store = await openFlowstore(kv, {});
       await store.close();

@@ -92,12 +92,12 @@ async function keep(kv: KvStore, receipt: ErasureReceipt, known?: { registered: 
  * Answers the subjects whose key it deleted again from their live partition. Run again, it finds nothing
  * more to do.
  */
-export async function keepErasures(kv: KvStore, options: { imported?: boolean } = {}): Promise<string[]> {
+export async function keepErasures(kv: KvStore, options: { imported?: boolean } = {}): Promise<KeptErasures> {
   // A repair: what it registers is the system's, whoever's request started it (a restore's).
   return outsideActor(() => keepAll(kv, options));
 }
 
-async function keepAll(kv: KvStore, options: { imported?: boolean }): Promise<string[]> {
+async function keepAll(kv: KvStore, options: { imported?: boolean }): Promise<KeptErasures> {
   // A register written before its record chain is adopted into it first (one event, once). An empty one
   // starts its chain too (an event adopting nothing): a receipt planted in it later is not adopted as one
   // written before the chain, it fails verify.
@@ -124,7 +124,17 @@ async function keepAll(kv: KvStore, options: { imported?: boolean }): Promise<st
     if (trusted(receipt)) await keep(kv, receipt, { registered: registered.get(receipt.subject)?.entry, copies: copiesOf(layout.subject(receipt.subject)) });
   const again: string[] = [];
   if (verified) for (const { receipt } of registered.values()) if (await subjects.reinstate(receipt)) again.push(receipt.subject);
-  return again;
+  return { reinstated: again, registerVerified: verified };
+}
+
+/**
+ * What a sweep did: the subjects whose key it deleted again, and whether the register's chain verified
+ * (its own commits go through the chain, so it still does after them: the sealing at open that follows
+ * takes this answer instead of verifying the register a second time).
+ */
+export interface KeptErasures {
+  readonly reinstated: string[];
+  readonly registerVerified: boolean;
 }
 
 /** The global intent of erasing a data subject and reading its receipt, declared once here (intents.ts gathers it). */

@@ -427,8 +427,8 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
   // then display names stored plain (a store or an import from before they were sealed) are sealed, and
   // an erased user an import brought back enabled is disabled again (identity.ts `sealUsers`).
   if (!importing) {
-    await keepErasures(kv);
-    if (options.sealUsers !== false) await identity.sealUsers();
+    const kept = await keepErasures(kv);
+    if (options.sealUsers !== false) await identity.sealUsers({ registerVerified: kept.registerVerified });
   }
   const verifiers: readonly ChainedKind[] = chained;
   /** The chained kinds' verifiers over another store (a replaced history read as a store of its own: the same schemas verify it). */

@@ -418,12 +418,13 @@ export class Identity implements IdentityDirectory {
    * chain as the system. A display name whose subject was erased and that is still plain is replaced by
    * `(erased)`. Answers how many users it changed; run again, it changes none.
    */
-  async sealUsers(): Promise<number> {
+  async sealUsers(known: { registerVerified?: boolean } = {}): Promise<number> {
     const due: string[] = [];
     // An account is erased when the register of erasures says so (one scan), never on a receipt found only in
     // its subject's partition, and only while the register's chain verifies: a receipt planted in the
-    // register past the store disables nothing (`verify` names the register instead).
-    const trusted = await registerVerified(this.#base);
+    // register past the store disables nothing (`verify` names the register instead). The caller may know
+    // already (the sweep at open verified it just before).
+    const trusted = known.registerVerified ?? (await registerVerified(this.#base));
     const erased = trusted ? await registeredErasures(this.#base) : new Map<string, unknown>();
     let cursor: string | null = null;
     do {
