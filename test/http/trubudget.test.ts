@@ -20,6 +20,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { backends, type BackendHandle } from "../conformance/backends.js";
 import { raw, startServer, type Running } from "./harness.js";
+import { nextMillisecond } from "../support/eventually.js";
 
 const API = "/api/v1";
 let h: BackendHandle;
@@ -116,7 +117,12 @@ it("closed-first: sequence=closedFirst lists closed items first by close time, t
   for (const id of ["a", "b", "c"]) expect((await call(mary, "POST", `${sp}/workflowitems`, { id, displayName: id, amountType: "N/A" })).status).toBe(201);
   // Ordered mode: close in the effective order, c then b; then put them back last.
   expect((await call(mary, "PUT", `${sp}/workflowitem-ordering`, { ordering: ["c", "b", "a"] })).status).toBe(200);
-  for (const id of ["c", "b"]) expect((await call(mary, "POST", `${sp}/workflowitems/${id}/close`, {})).status).toBe(200);
+  // Close times have millisecond resolution and ties go by creation (b before c), so the two closes are
+  // held in different milliseconds: the order asserted below is the close order, not a race with the clock.
+  for (const id of ["c", "b"]) {
+    expect((await call(mary, "POST", `${sp}/workflowitems/${id}/close`, {})).status).toBe(200);
+    await nextMillisecond();
+  }
   expect((await call(mary, "PUT", `${sp}/workflowitem-ordering`, { ordering: ["a", "b", "c"] })).status).toBe(200);
   const ids = (r: Awaited<ReturnType<typeof call>>): string[] => r.body.items.map((x: { id: string }) => x.id);
   expect(ids(await call(mary, "GET", `${sp}/workflowitems`))).toEqual(["a", "b", "c"]);

@@ -44,3 +44,12 @@ export async function eventually<T>(check: () => T | Promise<T>, options: Eventu
 export function pause(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/**
+ * Resolves once the clock has left the current millisecond: what a test awaits between two writes whose
+ * order it asserts through their timestamps (close times, created times), which have millisecond resolution.
+ */
+export async function nextMillisecond(): Promise<void> {
+  const now = Date.now();
+  while (Date.now() <= now) await pause(1);
+}

@@ -14,7 +14,7 @@
  * | bad input | 400 naming the field, and nothing written |
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually } from "../../support/eventually.js";
+import { eventually, nextMillisecond } from "../../support/eventually.js";
 import { raw } from "../harness.js";
 import { envelopeOf, expectError, expectShape, startTruBudget, TB, tbLogin, type Answer, type TbRunning } from "./harness.js";
 
@@ -494,6 +494,8 @@ describe("TruBudget's workflow routes", () => {
     const closed3 = await J.post("workflowitem.close", item(w3));
     ok200(closed3);
     expectShape(EMPTY, closed3.body);
+    // close times have millisecond resolution and ties go by creation (w1 first): close w1 in a later one
+    await nextMillisecond();
     ok200(await M.post("workflowitem.close", item(w1)));
     // TruBudget's order: the closed ones first by close time, whatever the ordering says, then the ordering
     ok200(await M.post("subproject.reorderWorkflowitems", { ...ids, ordering: [w2, w1, w3] }));
