@@ -349,6 +349,8 @@ export async function serveMetrics(metrics: Metrics, host: string, port: number)
 export class TimedKv implements KvStore {
   /** The synchronous get (the read fast path), where the backend has one; counted as a get. Made once, not per access. */
   readonly getSync?: KvStore["getSync"];
+  /** The scan that hands out views (verify), where the backend has one; counted as a scan. */
+  readonly scanViews?: KvStore["scanViews"];
   /** The staged commit (pipelining), where the backend has one; counted as a commit. */
   readonly commitVisible?: KvStore["commitVisible"];
   /** The commit across partitions, where the backend has one; counted as a commit. */
@@ -369,6 +371,20 @@ export class TimedKv implements KvStore {
           return entry;
         } finally {
           this.#observe("get", start, failed);
+        }
+      };
+    }
+    const scanViews = inner.scanViews;
+    if (scanViews) {
+      this.scanViews = (partition, options, visit) => {
+        const start = performance.now();
+        let failed = true;
+        try {
+          const cursor = scanViews.call(inner, partition, options, visit);
+          failed = false;
+          return cursor;
+        } finally {
+          this.#observe("scan", start, failed);
         }
       };
     }

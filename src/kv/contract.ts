@@ -72,6 +72,15 @@ export interface KvStore {
   getSync?(partition: Partition, key: Key): Entry | undefined;
   getMany(partition: Partition, keys: readonly Key[]): Promise<(Entry | undefined)[]>;
   scan(partition: Partition, options?: ScanOptions): Promise<ScanPage>;
+  /**
+   * Optional (a backend whose reads need no I/O wait: memory, LMDB): `scan`, answered synchronously and
+   * handing each entry to `visit` instead of collecting them: its key bytes (relative to the partition)
+   * and its value, as views that are valid only during that call (the backend may hand out its own read
+   * buffers, overwritten by the next entry: copy what is kept). Returns the page's cursor, as `scan`'s.
+   * For a reader that looks at every value once and keeps nothing of it (verify: a copy of each value of
+   * a partition was most of what its read cost). Use it through `scanEach` below, which falls back to `scan`.
+   */
+  scanViews?(partition: Partition, options: ScanOptions, visit: (keyBytes: Buffer, value: Buffer) => void): string | null;
   /** Applies `ops` atomically: all or nothing. Throws ConflictError when a check fails. */
   commit(partition: Partition, ops: readonly Op[]): Promise<CommitResult>;
   /**
@@ -257,6 +266,33 @@ export async function* scanAll(kv: KvStore, partition: Partition, options: Omit<
     yield* page.entries;
     after = page.cursor;
   } while (after !== null);
+}
+
+/**
+ * Visits every entry of a range in key order, page by page (`options.limit` entries a page), each entry's
+ * key bytes and value as views valid only during the call (`KvStore.scanViews`, where the backend has it;
+ * else `scan`'s pages, whose entries are copies). A visit that returns false ends the scan: the rest of
+ * its page is not visited and no further page is read.
+ */
+export async function scanEach(
+  kv: KvStore,
+  partition: Partition,
+  options: Omit<ScanOptions, "after">,
+  visit: (keyBytes: Buffer, value: Buffer) => boolean | void,
+): Promise<void> {
+  let stopped = false;
+  const each = (keyBytes: Buffer, value: Buffer): void => {
+    if (!stopped && visit(keyBytes, value) === false) stopped = true;
+  };
+  let after: string | null = null;
+  do {
+    if (kv.scanViews) after = await Promise.resolve(kv.scanViews(partition, { ...options, after }, each));
+    else {
+      const page: ScanPage = await kv.scan(partition, { ...options, after });
+      for (const e of page.entries) each(e.keyBytes, e.value);
+      after = page.cursor;
+    }
+  } while (after !== null && !stopped);
 }
 
 /** Iterates every partition of a kind. */

@@ -104,10 +104,17 @@ export function lmdbOpenOptions(dir: string, options: LmdbOptions = {}) {
  * of the uncached list, issue 25). The stored bytes are the same: only the reading side's copies change.
  */
 function copyOut(from: Uint8Array, start: number, end: number): Buffer {
+  if (viewing) return Buffer.from(from.buffer, from.byteOffset + start, end - start);
   const out = Buffer.allocUnsafe(end - start);
   out.set(from.subarray(start, end));
   return out;
 }
+/**
+ * True only while `scanViews` steps its cursor: lmdb-js's reads then hand out views of its own buffers
+ * (the shared read buffer, the key buffer), valid until the next step, instead of copies. Set around
+ * each step alone, so a read made by a visitor gets its copy as any other.
+ */
+let viewing = false;
 const copying = {
   /** Values: written as given (Buffers), read as pooled copies (lmdb-js hands `decode` its shared buffer, whose `length` it set to the value's). */
   encoder: { encode: (value: Buffer) => value, decode: (bytes: Buffer) => copyOut(bytes, 0, bytes.length) },
@@ -209,6 +216,43 @@ export class LmdbKv implements KvStore {
       entries.push(new Entry(key.subarray(plen), value, version!));
     }
     return { entries, cursor: more ? cursorOf(entries[entries.length - 1]!.keyBytes) : null };
+  }
+
+  /** `scan` with no copy of any key or value (`KvStore.scanViews`): each entry a view of lmdb-js's read buffers, valid during its visit. */
+  scanViews(partition: Partition, options: ScanOptions, visit: (keyBytes: Buffer, value: Buffer) => void): string | null {
+    this.#check();
+    const p = encodePartition(partition);
+    const { start, end, limit, reverse } = resolveRange(options, p.length);
+    if (Buffer.compare(start, end) >= 0) return null;
+    const lo = Buffer.concat([p, start]);
+    const hi = Buffer.concat([p, end]);
+    const range = reverse
+      ? this.#db.getRange({ start: hi, end: lo, reverse: true, exclusiveStart: true, inclusiveEnd: true, limit: limit + 1 })
+      : this.#db.getRange({ start: lo, end: hi, limit: limit + 1 });
+    const plen = p.length;
+    const it = range[Symbol.iterator]();
+    let n = 0;
+    let last: Buffer | null = null;
+    try {
+      for (;;) {
+        let step: IteratorResult<{ key: Buffer; value: Buffer }>;
+        viewing = true;
+        try {
+          step = it.next();
+        } finally {
+          viewing = false;
+        }
+        if (step.done) return null;
+        const keyBytes = step.value.key.subarray(plen);
+        if (n === limit) return cursorOf(last!);
+        n++;
+        visit(keyBytes, step.value.value);
+        // the cursor of a full page: the last visited key, copied (its view is overwritten by the next step)
+        if (n === limit) last = Buffer.from(keyBytes);
+      }
+    } finally {
+      it.return?.();
+    }
   }
 
   async commit(partition: Partition, ops: readonly Op[]): Promise<CommitResult> {

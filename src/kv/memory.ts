@@ -127,6 +127,29 @@ export class MemoryKv implements KvStore {
     return { entries, cursor: more ? cursorOf(entries[entries.length - 1]!.keyBytes) : null };
   }
 
+  /** `scan`, synchronous, each entry handed to `visit` (`KvStore.scanViews`; the values are the stored buffers themselves). */
+  scanViews(partition: Partition, options: ScanOptions, visit: (keyBytes: Buffer, value: Buffer) => void): string | null {
+    this.#check();
+    const p = encodePartition(partition);
+    const { start, end, limit, reverse } = resolveRange(options, p.length);
+    const data = this.#partition(p, false);
+    if (!data) return null;
+    const sorted = data.sorted();
+    const lo = lowerBound(sorted, latin1(start));
+    const hi = lowerBound(sorted, latin1(end));
+    const step = reverse ? -1 : 1;
+    let i = reverse ? hi - 1 : lo;
+    let n = 0;
+    let last: Buffer | null = null;
+    while (i >= lo && i < hi && n < limit) {
+      last = Buffer.from(sorted[i]!, "latin1");
+      visit(last, data.records.get(sorted[i]!)!.value);
+      n++;
+      i += step;
+    }
+    return i >= lo && i < hi ? cursorOf(last!) : null;
+  }
+
   async commit(partition: Partition, ops: readonly Op[]): Promise<CommitResult> {
     this.#check();
     // Validate and encode everything before touching state, so a bad key fails the whole batch.

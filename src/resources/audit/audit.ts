@@ -4,12 +4,12 @@
  * ledger, and every stored key against the replay of the log.
  */
 import { ValidationError } from "../../errors.js";
-import { type Entry, scanAll, type Key, type Partition, type ScanPage } from "../../kv/contract.js";
+import { type Entry, scanAll, scanEach, type Key, type Partition, type ScanPage } from "../../kv/contract.js";
 import { decode, encode } from "../../kv/tuple.js";
 import { allows, type Actor, type Permissions } from "../../access/actor.js";
 import { pageLimit, MAX_PAGE, type Core, type Page } from "../core/core.js";
 import { renderChanges } from "../model/diff.js";
-import { checkLink, fold, type ResourceEvent, type VerifyResult } from "../model/events.js";
+import { fold, linkOf, type ResourceEvent, type VerifyResult } from "../model/events.js";
 import { layout } from "../model/layout.js";
 import { RecordView, type Envelope } from "../model/record.js";
 import { indexEntries } from "../indexes/visibility.js";
@@ -267,35 +267,44 @@ export class Audit {
       firstBad: { seq, reason, ...(family ? { family } : {}), ...(key ? { key: JSON.stringify(key) } : {}) },
     });
     const range = incremental ? { start: layout.log(since.seq), end: layout.afterLogs } : { prefix: layout.logs };
-    // Page by page, each page's events checked in one synchronous loop (no await per event).
-    let after: string | null = null;
-    do {
-      const page: ScanPage = await this.core.kv.scan(partition, { ...range, limit: VERIFY_PAGE, after });
-      for (const e of page.entries) {
-        let event: ResourceEvent;
-        try {
-          event = JSON.parse(e.value.toString("utf8")) as ResourceEvent;
-        } catch {
-          return bad(expected, "event is not valid JSON", "l");
-        }
-        // The key is the expected one's (compared as bytes: no key is decoded on the way), or named as it is.
-        const keySeq = e.keyBytes.equals(encode(layout.log(expected))) ? expected : layout.seqOfLog(e.key);
-        if (incremental && expected === since.seq) prev = event.prev; // the checkpoint's own event links to one not re-read
-        const reason = keySeq !== event.seq ? `stored under seq ${String(keySeq)} but says ${event.seq}` : checkLink(event, expected, prev, e.value);
-        if (reason) return bad(expected, reason, "l");
-        if (since && since.seq > 0 && event.seq === since.seq && event.hash !== since.hash)
-          return bad(event.seq, `event ${event.seq} differs from the checkpoint: history was rewritten`, "l");
-        try {
-          replay?.apply(event, e.value);
-        } catch (err) {
-          if (err instanceof ReplayError) return bad(event.seq, err.message, "l");
-          throw err;
-        }
-        prev = event.hash;
-        expected++;
+    // Page by page, each page's events checked in one synchronous loop (no await per event), each read
+    // as a view of the backend's buffer where it has them (nothing of an event's bytes is kept).
+    let failed: VerifyResult | null = null;
+    await scanEach(this.core.kv, partition, { ...range, limit: VERIFY_PAGE }, (keyBytes, value) => {
+      let event: ResourceEvent;
+      try {
+        event = JSON.parse(value.toString("utf8")) as ResourceEvent;
+      } catch {
+        failed = bad(expected, "event is not valid JSON", "l");
+        return false;
       }
-      after = page.cursor;
-    } while (after !== null);
+      // The key is the expected one's (compared as bytes: no key is decoded on the way), or named as it is.
+      const keySeq = keyBytes.equals(encode(layout.log(expected))) ? expected : layout.seqOfLog(decode(keyBytes));
+      if (incremental && expected === since.seq) prev = event.prev; // the checkpoint's own event links to one not re-read
+      const link = keySeq !== event.seq ? { reason: `stored under seq ${String(keySeq)} but says ${event.seq}`, bound: false } : linkOf(event, expected, prev, value);
+      const reason = link.reason;
+      if (reason) {
+        failed = bad(expected, reason, "l");
+        return false;
+      }
+      if (since && since.seq > 0 && event.seq === since.seq && event.hash !== since.hash) {
+        failed = bad(event.seq, `event ${event.seq} differs from the checkpoint: history was rewritten`, "l");
+        return false;
+      }
+      try {
+        replay?.apply(event, value, link.bound);
+      } catch (err) {
+        if (err instanceof ReplayError) {
+          failed = bad(event.seq, err.message, "l");
+          return false;
+        }
+        throw err;
+      }
+      prev = event.hash;
+      expected++;
+      return true;
+    });
+    if (failed) return failed;
     const last = expected - 1;
     if (since && since.seq > last) return bad(last + 1, `the log ends at ${last}, before the checkpoint's seq ${since.seq}: its tail was cut`, "l");
     // A head or anchor record altered so it no longer parses is a divergence to name, not an error to throw.
@@ -410,18 +419,17 @@ export class Audit {
    */
   async #matches(partition: Partition, want: KeyTable<ReplayedValue>): Promise<boolean> {
     let matched = 0;
+    let same = true;
     for (const range of COMPARED_RANGES) {
-      let after: string | null = null;
-      do {
-        const page: ScanPage = await this.core.kv.scan(partition, { ...range, limit: VERIFY_PAGE, after });
-        for (const e of page.entries) {
-          if (e.keyBytes.equals(HEAD_KEY)) continue;
-          const w = want.getBytes(e.keyBytes);
-          if (w === undefined || !sameAsReplayed(e.keyBytes, valueOf(w), e.value)) return false;
-          matched++;
-        }
-        after = page.cursor;
-      } while (after !== null);
+      // Each stored value is looked at once, as it is read, and not kept: a view where the backend gives them.
+      await scanEach(this.core.kv, partition, { ...range, limit: VERIFY_PAGE }, (keyBytes, value) => {
+        if (keyBytes.equals(HEAD_KEY)) return true;
+        const w = want.getBytes(keyBytes);
+        if (w === undefined || !sameAsReplayed(keyBytes, valueOf(w), value)) return (same = false);
+        matched++;
+        return true;
+      });
+      if (!same) return false;
     }
     return matched === want.size;
   }

@@ -19,8 +19,10 @@
  * - `child_added` puts the flat child's index entry `{createdAt: event.at}`; for a `counted` child type
  *   it and the removal of an entry move the parent's count (`n`, absent at 0), as core.ts's countChild.
  * - every event puts its history index entry under the resource its path names, with the event's bytes as
- *   the log holds them. The replay keeps only their SHA-256 (32 bytes per event, not the event: a full
- *   verify of a partition would otherwise hold its whole log in memory) and gives it as the entry's value;
+ *   the log holds them. The replay keeps 33 bytes per event, not the event (a full verify of a partition
+ *   would otherwise hold its whole log in memory), and gives them as the entry's value: a kind byte, then
+ *   the event's own hash when verify found it over the stored bytes (`linkOf`'s `bound`: those bytes are
+ *   the only ones with that hash as their hash member, so no digest of them is needed), else their SHA-256.
  *   `sameAsReplayed` holds a stored entry to it (an entry written before entries carried bytes is empty).
  * - a parent's sums (`g`, sums.ts) are those of its live children whose type declares `sums`.
  * Outside the partition, a root's entries in its listers' index of visible roots follow from the owner
@@ -31,7 +33,7 @@ import type { Key, Partition } from "../../kv/contract.js";
 import { decode, encode, encodeLatin1 } from "../../kv/tuple.js";
 import type { Permissions } from "../../access/actor.js";
 import { accessJson, encodeResource, recordHolders, type RecordHolders } from "../core/core.js";
-import { INDEX_VERBS, type ResourceEvent } from "../model/events.js";
+import { INDEX_VERBS, storedHashMatches, type ResourceEvent } from "../model/events.js";
 import { assigneeOf } from "../indexes/assignments.js";
 import { layout } from "../model/layout.js";
 import type { Envelope } from "../model/record.js";
@@ -79,18 +81,28 @@ export interface ReplayedEntry {
   readonly value: Buffer;
 }
 
-/** The SHA-256 of an event's bytes: what the replay keeps of each, and holds a history entry to. */
+/** The SHA-256 of an event's bytes: what the replay keeps of an event whose hash is not over its stored bytes, and holds a history entry to. */
 export const eventDigest: (bytes: Buffer) => Buffer =
   typeof (crypto as { hash?: unknown }).hash === "function" ? (b) => crypto.hash("sha256", b, "buffer") : (b) => createHash("sha256").update(b).digest();
-const DIGEST = 32;
+/** What the replay keeps of each event for its history entry: a kind (DIGEST_OF or HASH_OF) and 32 bytes. */
+const HISTORY_VALUE = 33;
+/** The 32 bytes are the SHA-256 of the event's stored bytes. */
+const DIGEST_OF = 0;
+/** The 32 bytes are the event's own hash, which verify found over its stored bytes (storedHashMatches). */
+const HASH_OF = 1;
 
 /**
  * Whether a stored value is the replayed one: equal bytes; for a history index entry (whose replayed value
- * is its event's digest), bytes with that digest, or empty (stores written before the entries carried
+ * stands for its event's bytes, `HISTORY_VALUE`), the bytes the event's hash covers as they do in the log
+ * (storedHashMatches), or bytes with the SHA-256 kept, or empty (stores written before the entries carried
  * their event's bytes; history reads that event from the log).
  */
-export const sameAsReplayed = (keyBytes: Buffer, replayed: Buffer, stored: Buffer): boolean =>
-  layout.isHistoryBytes(keyBytes) ? stored.length === 0 || eventDigest(stored).equals(replayed) : replayed.equals(stored);
+export const sameAsReplayed = (keyBytes: Buffer, replayed: Buffer, stored: Buffer): boolean => {
+  if (!layout.isHistoryBytes(keyBytes)) return replayed.equals(stored);
+  if (stored.length === 0) return true;
+  const kept = replayed.subarray(1);
+  return replayed[0] === HASH_OF ? storedHashMatches(stored, kept.toString("hex")) : eventDigest(stored).equals(kept);
+};
 
 /** Thrown when an event cannot be replayed (it names a resource that does not exist, ...). */
 export class ReplayError extends Error {}
@@ -123,9 +135,9 @@ export class PartitionReplay {
   readonly #orderings = new Map<string, { key: Key; value: Buffer }>();
   readonly #flat = new Map<string, { key: Key; value: Buffer }>();
   readonly #counts = new Map<string, { key: Key; n: number }>();
-  /** The history index entries, as their encoded keys (latin1); entry i's event digest is `#digests` at i × 32. */
+  /** The history index entries, as their encoded keys (latin1); entry i's value (`HISTORY_VALUE`) is `#digests` at i × 33. */
   readonly #history: string[] = [];
-  #digests = Buffer.allocUnsafe(DIGEST * 1024);
+  #digests = Buffer.allocUnsafe(HISTORY_VALUE * 1024);
   #parentLink: Ref | null = null;
 
   constructor(
@@ -133,8 +145,11 @@ export class PartitionReplay {
     readonly partition: Partition,
   ) {}
 
-  /** Applies one event (oldest first), parsed from `bytes` (as the log holds it). */
-  apply(e: ResourceEvent, bytes: Buffer): void {
+  /**
+   * Applies one event (oldest first), parsed from `bytes` (as the log holds it). `bound`: its hash was
+   * checked over `bytes` (`linkOf`), so the hash stands for them (no digest of them is made).
+   */
+  apply(e: ResourceEvent, bytes: Buffer, bound = false): void {
     const dot = e.type.indexOf(".");
     const verb = e.type.slice(dot + 1);
     const type = e.type.slice(0, dot);
@@ -149,7 +164,7 @@ export class PartitionReplay {
       throw new ReplayError(`event ${e.seq}: ${(err as Error).message}`);
     }
     if (l.partition[0] !== this.partition[0] || l.partition[1] !== this.partition[1]) throw new ReplayError(`event ${e.seq} names a resource of another partition`);
-    this.#addHistory(encodeLatin1(layout.historyEntry(l, e.seq)), bytes);
+    this.#addHistory(encodeLatin1(layout.historyEntry(l, e.seq)), bytes, bound ? e.hash : null);
     const p = e.payload;
 
     if (verb === "created") {
@@ -209,15 +224,22 @@ export class PartitionReplay {
     }
   }
 
-  /** Keeps a history entry's key and its event's digest (in one growing buffer: no object per event). */
-  #addHistory(key: string, bytes: Buffer): void {
-    const at = this.#history.length * DIGEST;
-    if (at + DIGEST > this.#digests.length) {
+  /**
+   * Keeps a history entry's key and what stands for its event's bytes (in one growing buffer: no object
+   * per event): `hash`, the event's hash found over them, or else their digest.
+   */
+  #addHistory(key: string, bytes: Buffer, hash: string | null): void {
+    const at = this.#history.length * HISTORY_VALUE;
+    if (at + HISTORY_VALUE > this.#digests.length) {
       const grown = Buffer.allocUnsafe(this.#digests.length * 2);
       this.#digests.copy(grown, 0, 0, at);
       this.#digests = grown;
     }
-    eventDigest(bytes).copy(this.#digests, at);
+    if (hash !== null && this.#digests.write(hash, at + 1, "hex") === 32) this.#digests[at] = HASH_OF;
+    else {
+      this.#digests[at] = DIGEST_OF;
+      eventDigest(bytes).copy(this.#digests, at + 1);
+    }
     this.#history.push(key);
   }
 
@@ -351,7 +373,7 @@ export class PartitionReplay {
     for (const c of this.#counts.values()) if (c.n > 0) add(c.key, Buffer.from(JSON.stringify(c.n)));
     this.#sums(add);
     const digests = this.#digests;
-    for (let i = 0; i < this.#history.length; i++) add(this.#history[i]!, digests.subarray(i * DIGEST, (i + 1) * DIGEST));
+    for (let i = 0; i < this.#history.length; i++) add(this.#history[i]!, digests.subarray(i * HISTORY_VALUE, (i + 1) * HISTORY_VALUE));
     if (this.#parentLink) add(layout.parentLink, Buffer.from(JSON.stringify(this.#parentLink)));
   }
 }

@@ -135,12 +135,24 @@ export type VerifyResult = Static<typeof VerifyResultSchema>;
  * in another form, the canonical JSON of the parsed event is hashed.
  */
 export function checkLink(e: ResourceEvent, expectedSeq: number, prevHash: string | null, raw?: Buffer): string | null {
-  if (e.seq !== expectedSeq) return `expected seq ${expectedSeq}, found ${e.seq}`;
-  if (e.prev !== prevHash) return `prev does not match the hash of event ${expectedSeq - 1}`;
-  if (typeof e.hash === "string" && raw !== undefined && storedHashMatches(raw, e.hash)) return null;
-  if (hashEvent(e) !== e.hash) return "hash does not match the event's content";
-  return null;
+  return linkOf(e, expectedSeq, prevHash, raw).reason;
 }
+
+/**
+ * `checkLink`'s answer (`reason`, null when the link holds), with `bound`: true when the hash was checked
+ * on `raw`, the stored bytes (storedHashMatches), so the hash binds those bytes themselves: other bytes
+ * are the same as `raw` when `storedHashMatches` holds them to the same hash (a history entry, replay.ts),
+ * with no digest of `raw` of their own.
+ */
+export function linkOf(e: ResourceEvent, expectedSeq: number, prevHash: string | null, raw?: Buffer): { reason: string | null; bound: boolean } {
+  if (e.seq !== expectedSeq) return { reason: `expected seq ${expectedSeq}, found ${e.seq}`, bound: false };
+  if (e.prev !== prevHash) return { reason: `prev does not match the hash of event ${expectedSeq - 1}`, bound: false };
+  if (typeof e.hash === "string" && raw !== undefined && storedHashMatches(raw, e.hash)) return BOUND;
+  if (hashEvent(e) !== e.hash) return { reason: "hash does not match the event's content", bound: false };
+  return UNBOUND;
+}
+const BOUND = { reason: null, bound: true } as const;
+const UNBOUND = { reason: null, bound: false } as const;
 
 export interface Folded {
   data: Record<string, unknown>;

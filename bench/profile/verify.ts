@@ -1,0 +1,102 @@
+/**
+ * A profiling driver (not a benchmark) of the verify workload: a project of 20,000 workflowitems (the
+ * bench's tree) in an LMDB directory kept between runs (made on the first), then rounds of the full
+ * verify and of its floor (every key read, each event parsed and its stored hash checked), alternating,
+ * each round's process CPU time (user + system) and wall time printed as events per CPU-second and per
+ * second. `--root DIR` runs the verify of another checkout's src (a worktree of main: base and head in
+ * one process, alternating). `--profile FILE` writes a CPU profile (node:inspector) of extra verify rounds.
+ *   npx tsx bench/profile/verify.ts [--dir DIR] [--rounds N] [--root DIR]... [--profile FILE]
+ */
+import { Session } from "node:inspector/promises";
+import { existsSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { scanAll } from "../../src/kv/contract.js";
+import { LmdbKv } from "../../src/kv/lmdb.js";
+import { storedHashMatches } from "../../src/resources/model/events.js";
+import { FlowstorePeer } from "../peers/flowstore.js";
+import { subproject } from "../tree.js";
+
+const { values } = parseArgs({
+  options: {
+    dir: { type: "string", default: "/tmp/v25b/store" },
+    rounds: { type: "string", default: "5" },
+    root: { type: "string", multiple: true },
+    profile: { type: "string" },
+    items: { type: "string", default: "20000" },
+  },
+});
+const partition = ["project", "p1"];
+const fresh = !existsSync(join(values.dir, "data.mdb"));
+const kv = LmdbKv.open(values.dir, { durable: false });
+if (fresh) {
+  const t0 = performance.now();
+  await new FlowstorePeer(kv).load({ projects: [{ id: "p1", subprojects: [subproject("s1", Number(values.items))] }], updates: [] });
+  process.stdout.write(`loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+}
+
+type Verify = () => Promise<{ ok: boolean; checked: number }>;
+/** A verify over the src of `root` (this checkout's when undefined), on the same LMDB store. */
+async function verifierOf(root: string | undefined): Promise<Verify> {
+  const src = root ? resolve(root, "src") : resolve(import.meta.dirname, "../../src");
+  const { ResourceStore } = (await import(join(src, "resources/store.ts"))) as typeof import("../../src/resources/store.js");
+  const { workflowSchema } = (await import(join(src, "workflow/schema.ts"))) as typeof import("../../src/workflow/schema.js");
+  const store = new ResourceStore(kv, workflowSchema);
+  return () => store.audit.verify(partition);
+}
+
+const floor: Verify = async () => {
+  let n = 0;
+  for (const range of [{ prefix: ["l"] }, { end: ["l"] }, { start: ["l\u0000"] }]) {
+    for await (const e of scanAll(kv, partition, { ...range, limit: 1024 })) {
+      if (range.prefix === undefined) continue;
+      const event = JSON.parse(e.value.toString("utf8")) as { hash: string };
+      if (!storedHashMatches(e.value, event.hash)) throw new Error("the store's log does not verify");
+      n++;
+    }
+  }
+  return { ok: true, checked: n };
+};
+
+const sides: { name: string; run: Verify }[] = [{ name: "floor", run: floor }];
+for (const root of values.root ?? []) sides.push({ name: `verify ${root}`, run: await verifierOf(root) });
+sides.push({ name: "verify head", run: await verifierOf(undefined) });
+
+const first = await sides.at(-1)!.run();
+if (!first.ok) throw new Error(`the store does not verify: ${JSON.stringify(first)}`);
+const events = first.checked;
+process.stdout.write(`${events} events\n`);
+for (const s of sides) await s.run(); // warm-up
+
+const rounds = Number(values.rounds);
+const cpu: Record<string, number[]> = {};
+const wall: Record<string, number[]> = {};
+for (let r = 0; r < rounds; r++) {
+  const order = r % 2 === 0 ? sides : [...sides].reverse();
+  for (const s of order) {
+    const c = process.cpuUsage();
+    const t = performance.now();
+    const res = await s.run();
+    const w = (performance.now() - t) / 1000;
+    const u = process.cpuUsage(c);
+    if (!res.ok || res.checked !== events) throw new Error(`${s.name}: ${JSON.stringify(res)}`);
+    (cpu[s.name] ??= []).push(events / ((u.user + u.system) / 1e6));
+    (wall[s.name] ??= []).push(events / w);
+  }
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+for (const s of sides)
+  process.stdout.write(
+    `${s.name.padEnd(40)} ${Math.round(median(cpu[s.name]!)).toLocaleString("en").padStart(9)} events/CPU-s  ${Math.round(median(wall[s.name]!)).toLocaleString("en").padStart(9)} events/s   (cpu rounds ${cpu[s.name]!.map((x) => Math.round(x / 1000)).join(" ")} k)\n`,
+  );
+if (values.profile) {
+  const session = new Session();
+  session.connect();
+  await session.post("Profiler.enable");
+  await session.post("Profiler.setSamplingInterval", { interval: 200 });
+  await session.post("Profiler.start");
+  for (let i = 0; i < 5; i++) await sides.at(-1)!.run();
+  const { profile } = await session.post("Profiler.stop");
+  writeFileSync(values.profile, JSON.stringify(profile));
+}
+await kv.close();
