@@ -3,7 +3,7 @@
  */
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { ConflictError, ValidationError } from "../../src/errors.js";
-import { allPartitions, getNow, MAX_KEY_BYTES, scanAll, type Entry, type Key, type KvStore, type Op, type Partition, type ScanOptions } from "../../src/kv/contract.js";
+import { allPartitions, getNow, MAX_KEY_BYTES, scanAll, scanEach, type Entry, type Key, type KvStore, type Op, type Partition, type ScanOptions } from "../../src/kv/contract.js";
 import { compareTuples } from "../../src/kv/tuple.js";
 import { forEachBackend, type BackendHandle } from "./backends.js";
 
@@ -287,6 +287,50 @@ forEachBackend((backend) => {
     expect(thrown(() => kv.getSync!(P, "a" as unknown as Key))).toBeInstanceOf(ValidationError);
     await kv.close();
     expect(thrown(() => kv.getSync!(P, ["a"]))).toMatchObject({ status: 503 });
+  });
+
+  it("scanViews, where the backend has it, visits what scan's pages hold; scanEach reads a whole range on every backend", async () => {
+    const sizes = [0, 1, 700, 4097, 70_000, 300_000];
+    await kv.commit(P, [
+      ...Array.from({ length: 25 }, (_, i) => put(["v", i], `value ${i}`)),
+      ...sizes.map((n) => put(["w", n], Buffer.alloc(n, n & 0xff))),
+      put(["z"], "after"),
+    ]);
+    const copies = (visited: [Buffer, Buffer][]) => visited.map(([k, v]) => [k.toString("hex"), v.toString("hex")]);
+    for (const options of [{ prefix: ["v"] }, { prefix: ["w"] }, { start: ["v", 3], end: ["w", 1] }, { prefix: ["v"], reverse: true }, {}] as ScanOptions[]) {
+      for (const limit of [1, 7, 1000]) {
+        const want: [Buffer, Buffer][] = [];
+        for await (const e of scanAll(kv, P, { ...options, limit })) want.push([e.keyBytes, e.value]);
+        const each: [Buffer, Buffer][] = [];
+        // the visit copies what it keeps: the views may be the backend's read buffers
+        await scanEach(kv, P, { ...options, limit }, (k, v) => void each.push([Buffer.from(k), Buffer.from(v)]));
+        expect(copies(each)).toEqual(copies(want));
+        if (!kv.scanViews) continue;
+        // page by page: the cursors scan gives
+        let after: string | null = null;
+        do {
+          const page = await kv.scan(P, { ...options, limit, after });
+          const visited: [Buffer, Buffer][] = [];
+          const cursor = kv.scanViews(P, { ...options, limit, after }, (k, v) => void visited.push([Buffer.from(k), Buffer.from(v)]));
+          expect(copies(visited)).toEqual(copies(page.entries.map((e) => [e.keyBytes, e.value])));
+          expect(cursor).toBe(page.cursor);
+          after = cursor;
+        } while (after !== null);
+      }
+    }
+    // a visit that returns false ends scanEach
+    let n = 0;
+    await scanEach(kv, P, { prefix: ["v"], limit: 4 }, () => ++n < 6);
+    expect(n).toBe(6);
+    // a read inside a visit gets its own copy, whatever the scan hands out
+    const inside: Buffer[] = [];
+    await scanEach(kv, P, { prefix: ["v"], limit: 10 }, () => void inside.push(kv.getSync ? kv.getSync(P, ["z"])!.value : Buffer.from("after")));
+    expect(inside.every((v) => v.toString() === "after")).toBe(true);
+    if (!kv.scanViews) return;
+    expect(kv.scanViews(["project", "none"], { prefix: ["v"] }, () => {})).toBeNull();
+    expect(() => kv.scanViews!(P, { limit: 0 }, () => {})).toThrow(ValidationError);
+    await kv.close();
+    expect(() => kv.scanViews!(P, {}, () => {})).toThrow(expect.objectContaining({ status: 503 }));
   });
 
   it("stores 1 MiB values byte for byte", async () => {

@@ -14,6 +14,7 @@ import { ResourceStore } from "../../src/resources/store.js";
 import { projectRef, subprojectRef, Workflow } from "../../src/workflow/commands.js";
 import { workflowSchema } from "../../src/workflow/schema.js";
 import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
+import { rewriteFrom } from "../support/rechain.js";
 
 const P = ["project", "demo-1"];
 const wi = subprojectRef("demo-1", "sp-1");
@@ -80,6 +81,22 @@ forEachBackend((backend) => {
       expect(r.firstBad!.reason).toContain("history index entry");
     }
     await h.kv.commit(P, [{ type: "put", key: first!.key, value: first!.value }]);
+    expect(await wf.store.audit.verify(P)).toMatchObject({ ok: true });
+  });
+
+  it("entries holding events hashed over their canonical JSON (an older store's) are held to their bytes too", async () => {
+    // The whole log sealed again as stores before stored-bytes hashes did, each entry carrying its event's bytes:
+    // verify holds those entries to a digest of the event (the hash is not over the stored bytes).
+    await rewriteFrom(h.kv, P, 1, () => {});
+    expect(await wf.store.audit.verify(P)).toMatchObject({ ok: true });
+    const l = locate(workflowSchema, wi);
+    const [first, second] = (await h.kv.scan(P, { prefix: layout.history(l), limit: 2 })).entries;
+    for (const value of [second!.value, Buffer.from(first!.value.toString("utf8").replace('"actor":"', '"actor":"x'))]) {
+      await h.kv.commit(P, [{ type: "put", key: first!.key, value }]);
+      const r = await wf.store.audit.verify(P);
+      expect(r).toMatchObject({ ok: false, firstBad: { family: "h", key: JSON.stringify(first!.key) } });
+    }
+    await h.kv.commit(P, [{ type: "put", key: first!.key, value: Buffer.alloc(0) }]);
     expect(await wf.store.audit.verify(P)).toMatchObject({ ok: true });
   });
 
