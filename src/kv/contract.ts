@@ -274,12 +274,7 @@ export async function* scanAll(kv: KvStore, partition: Partition, options: Omit<
  * else `scan`'s pages, whose entries are copies). A visit that returns false ends the scan: the rest of
  * its page is not visited and no further page is read.
  */
-export async function scanEach(
-  kv: KvStore,
-  partition: Partition,
-  options: Omit<ScanOptions, "after">,
-  visit: (keyBytes: Buffer, value: Buffer) => boolean | void,
-): Promise<void> {
+export async function scanEach(kv: KvStore, partition: Partition, options: Omit<ScanOptions, "after">, visit: (keyBytes: Buffer, value: Buffer) => unknown): Promise<void> {
   let stopped = false;
   const each = (keyBytes: Buffer, value: Buffer): void => {
     if (!stopped && visit(keyBytes, value) === false) stopped = true;

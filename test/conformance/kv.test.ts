@@ -291,11 +291,7 @@ forEachBackend((backend) => {
 
   it("scanViews, where the backend has it, visits what scan's pages hold; scanEach reads a whole range on every backend", async () => {
     const sizes = [0, 1, 700, 4097, 70_000, 300_000];
-    await kv.commit(P, [
-      ...Array.from({ length: 25 }, (_, i) => put(["v", i], `value ${i}`)),
-      ...sizes.map((n) => put(["w", n], Buffer.alloc(n, n & 0xff))),
-      put(["z"], "after"),
-    ]);
+    await kv.commit(P, [...Array.from({ length: 25 }, (_, i) => put(["v", i], `value ${i}`)), ...sizes.map((n) => put(["w", n], Buffer.alloc(n, n & 0xff))), put(["z"], "after")]);
     const copies = (visited: [Buffer, Buffer][]) => visited.map(([k, v]) => [k.toString("hex"), v.toString("hex")]);
     for (const options of [{ prefix: ["v"] }, { prefix: ["w"] }, { start: ["v", 3], end: ["w", 1] }, { prefix: ["v"], reverse: true }, {}] as ScanOptions[]) {
       for (const limit of [1, 7, 1000]) {

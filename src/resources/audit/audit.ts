@@ -4,7 +4,7 @@
  * ledger, and every stored key against the replay of the log.
  */
 import { ValidationError } from "../../errors.js";
-import { type Entry, scanAll, scanEach, type Key, type Partition, type ScanPage } from "../../kv/contract.js";
+import { type Entry, scanAll, scanEach, type Key, type Partition } from "../../kv/contract.js";
 import { decode, encode } from "../../kv/tuple.js";
 import { allows, type Actor, type Permissions } from "../../access/actor.js";
 import { pageLimit, MAX_PAGE, type Core, type Page } from "../core/core.js";
