@@ -76,7 +76,8 @@ export interface KvStore {
    * Optional (a backend whose reads need no I/O wait: memory, LMDB): `scan`, answered synchronously and
    * handing each entry to `visit` instead of collecting them: its key bytes (relative to the partition)
    * and its value, as views that are valid only during that call (the backend may hand out its own read
-   * buffers, overwritten by the next entry: copy what is kept). Returns the page's cursor, as `scan`'s.
+   * buffers, overwritten by the next entry, and by any read of the store the visit makes: copy what is
+   * kept, and read the store only after what the visit needs of them). Returns the page's cursor, as `scan`'s.
    * For a reader that looks at every value once and keeps nothing of it (verify: a copy of each value of
    * a partition was most of what its read cost). Use it through `scanEach` below, which falls back to `scan`.
    */
