@@ -9,6 +9,7 @@
  */
 import { Session } from "node:inspector/promises";
 import { existsSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { scanAll, scanEach } from "../../src/kv/contract.js";
@@ -19,7 +20,7 @@ import { subproject } from "../tree.js";
 
 const { values } = parseArgs({
   options: {
-    dir: { type: "string", default: "/tmp/v25b/store" },
+    dir: { type: "string", default: join(tmpdir(), "flowstore-verify-profile") },
     rounds: { type: "string", default: "5" },
     root: { type: "string", multiple: true },
     profile: { type: "string" },

@@ -246,9 +246,10 @@ export class LmdbKv implements KvStore {
         const keyBytes = step.value.key.subarray(plen);
         if (n === limit) return cursorOf(last!);
         n++;
-        visit(keyBytes, step.value.value);
-        // the cursor of a full page: the last visited key, copied (its view is overwritten by the next step)
+        // the cursor of a full page: the last visited key, copied before the visit (its view is overwritten
+        // by the next step, and by any read the visit makes)
         if (n === limit) last = Buffer.from(keyBytes);
+        visit(keyBytes, step.value.value);
       }
     } finally {
       it.return?.();
