@@ -27,7 +27,7 @@
  * Several processes may open the same directory: LMDB serializes writers with its lock file and every
  * reader sees committed data. They must run the same lmdb-js options (this module fixes them).
  */
-import { existsSync } from "node:fs";
+import { existsSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import { open, type RootDatabase } from "lmdb";
 import { ConfigurationError, ConflictError, UnavailableError, ValidationError } from "../errors.js";
@@ -152,7 +152,7 @@ export class LmdbKv implements KvStore {
       // LMDB creates its files 0644 (mdb_env_open's mode in lmdb-js); they hold every record, so the
       // directory is 0700 and the files 0600.
       makePrivateDirSync(dir);
-      db = open<Buffer, Buffer>({ ...lmdbOpenOptions(dir, options), ...copying }) as Db;
+      db = openShared(realpathSync(dir), () => open<Buffer, Buffer>({ ...lmdbOpenOptions(dir, options), ...copying }) as Db);
       guardLmdbCommitRejections();
       makePrivateFilesSync([join(dir, DATA_FILE), join(dir, LOCK_FILE)]);
     } catch (e) {
@@ -379,8 +379,37 @@ export class LmdbKv implements KvStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.#db.close();
+    await closeShared(this.#db);
   }
+}
+
+/**
+ * One lmdb-js environment per store directory per process, shared by every LmdbKv opened on it and closed
+ * with the last of them. LMDB's rule (an environment is opened once per process), and a deadlock otherwise:
+ * lmdb-js opens a database in a synchronous write transaction, which waits on LMDB's write lock on the
+ * JS thread; while a second environment's write thread holds that lock it waits for its transaction
+ * callbacks to run on the same JS thread, so neither moves again (seen in CI: a test reopening a store
+ * while a server on it committed hung with no timeout able to fire).
+ */
+const environments = new Map<string, { db: Db; users: number }>();
+function openShared(path: string, openDb: () => Db): Db {
+  const open = environments.get(path);
+  if (open) {
+    open.users++;
+    return open.db;
+  }
+  const db = openDb();
+  environments.set(path, { db, users: 1 });
+  return db;
+}
+async function closeShared(db: Db): Promise<void> {
+  for (const [path, open] of environments) {
+    if (open.db !== db) continue;
+    if (--open.users > 0) return;
+    environments.delete(path);
+    break;
+  }
+  await db.close();
 }
 
 /** errno EIO, as lmdb-js reports it in `code`. */

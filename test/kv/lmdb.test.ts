@@ -80,6 +80,21 @@ describe("lmdb across processes", () => {
   });
 });
 
+describe("lmdb in one process", () => {
+  it("opens a directory already open in this process while its write thread holds the lock: one environment, shared, closed with the last handle", async () => {
+    // In a child process, bounded: the deadlock this guards against blocks the JS thread for good.
+    const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "lmdb-reopen.ts"), dir], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (err += d));
+    const bound = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
+    clearTimeout(bound);
+    expect({ code, out: out.trim(), err }).toEqual({ code: 0, out: "ok", err: "" });
+  });
+});
+
 describe("lmdb options and errors", () => {
   it("durable: false still commits and reads back after reopen", async () => {
     const kv = LmdbKv.open(dir, { durable: false });
