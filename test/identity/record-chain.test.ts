@@ -166,7 +166,7 @@ it("work started outside an actor's scope from inside one (a timer, a background
 it("an actor's scope names its commits while it runs, beside another scope ending; once no scope runs, what one left behind commits as the system", async () => {
   const kv = new MemoryKv();
   const identity = new Identity(kv);
-  const lastActor = async (): Promise<string> => {
+  const lastActor = async (): Promise<string | undefined> => {
     const head = JSON.parse((await kv.get(PARTITION, CHAIN.pack(["head"])))!.value.toString("utf8")) as { seq: number };
     return (await recordEvents(kv, PARTITION, head.seq, head.seq))[0]!.actor;
   };
