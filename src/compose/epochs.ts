@@ -158,6 +158,7 @@ export function replacedView(kv: KvStore, n: number): KvStore {
     close: async () => {},
   };
   if (kv.getSync) view.getSync = (partition, key) => kv.getSync!(at(partition), key);
+  if (kv.partitionVersionSync) view.partitionVersionSync = (partition) => kv.partitionVersionSync!(at(partition));
   return view;
 }
 

@@ -215,6 +215,7 @@ export class StoreFence {
       close: () => kv.close(),
     };
     if (kv.getSync) fenced.getSync = (partition, key) => kv.getSync!(partition, key);
+    if (kv.partitionVersionSync) fenced.partitionVersionSync = (partition) => kv.partitionVersionSync!(partition);
     if (kv.commitVisible) fenced.commitVisible = (partition, ops) => this.guarded(partition, () => kv.commitVisible!(partition, ops));
     if (kv.commitAcross) fenced.commitAcross = (build) => this.guardedAcross(kv, build);
     return fenced;

@@ -349,6 +349,8 @@ export async function serveMetrics(metrics: Metrics, host: string, port: number)
 export class TimedKv implements KvStore {
   /** The synchronous get (the read fast path), where the backend has one; counted as a get. Made once, not per access. */
   readonly getSync?: KvStore["getSync"];
+  /** The partition's commit sequence, where the backend reads it synchronously; counted as a get. */
+  readonly partitionVersionSync?: KvStore["partitionVersionSync"];
   /** The staged commit (pipelining), where the backend has one; counted as a commit. */
   readonly commitVisible?: KvStore["commitVisible"];
   /** The commit across partitions, where the backend has one; counted as a commit. */
@@ -367,6 +369,20 @@ export class TimedKv implements KvStore {
           const entry = getSync.call(inner, partition, key);
           failed = false;
           return entry;
+        } finally {
+          this.#observe("get", start, failed);
+        }
+      };
+    }
+    const partitionVersionSync = inner.partitionVersionSync;
+    if (partitionVersionSync) {
+      this.partitionVersionSync = (partition) => {
+        const start = performance.now();
+        let failed = true;
+        try {
+          const version = partitionVersionSync.call(inner, partition);
+          failed = false;
+          return version;
         } finally {
           this.#observe("get", start, failed);
         }

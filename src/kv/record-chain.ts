@@ -241,6 +241,7 @@ export function withRecordChain(kv: KvStore, specs: readonly RecordChainSpec[], 
     close: () => kv.close(),
   };
   if (kv.getSync) chained.getSync = (p, k) => kv.getSync!(p, k);
+  if (kv.partitionVersionSync) chained.partitionVersionSync = (p) => kv.partitionVersionSync!(p);
   if (kv.commitVisible) {
     chained.commitVisible = async (p, ops) => {
       const spec = specOf(p);
