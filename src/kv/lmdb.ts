@@ -178,8 +178,25 @@ export class LmdbKv implements KvStore {
   partitionVersionSync(partition: Partition): number {
     this.#check();
     // lmdb-js's shared read buffer, read at once: no copy of the 8 bytes.
-    const seq = this.#db.getBinaryFast(seqKeyOf(encodePartition(partition)));
+    const seq = this.#db.getBinaryFast(this.#seqKey(partition));
     return seq ? seq.readDoubleBE(0) : 0;
+  }
+
+  /** The last partition whose sequence was read (its items as they were then) and its sequence's key. */
+  #lastSeq: { readonly items: readonly unknown[]; readonly key: Buffer } | undefined;
+
+  /**
+   * The key of a partition's sequence, encoded again unless the partition holds the same strings and
+   * numbers as the one asked last (a request asks for the identity partition's every time): items are
+   * compared, not the array, so a partition array changed in place is encoded anew.
+   */
+  #seqKey(partition: Partition): Buffer {
+    const last = this.#lastSeq;
+    if (last && last.items.length === partition.length && partition.every((item, i) => (typeof item === "string" || typeof item === "number") && Object.is(item, last.items[i])))
+      return last.key;
+    const key = seqKeyOf(encodePartition(partition));
+    this.#lastSeq = { items: [...partition], key };
+    return key;
   }
 
   async getMany(partition: Partition, keys: readonly Key[]): Promise<(Entry | undefined)[]> {

@@ -312,6 +312,12 @@ forEachBackend((backend) => {
     expect(seq()).toBe(third.version);
     expect(third.version).toBeGreaterThan(dropped);
     expect(kv.partitionVersionSync(["project", "never"])).toBe(0);
+    expect(seq()).toBe(third.version);
+    // a partition array changed in place names the other partition
+    const changing: string[] = ["project", "p1"];
+    expect(kv.partitionVersionSync(changing)).toBe(third.version);
+    changing[1] = "never";
+    expect(kv.partitionVersionSync(changing)).toBe(0);
     expect(() => kv.partitionVersionSync!([] as unknown as Partition)).toThrow(expect.objectContaining({ field: "partition" }));
   });
 
