@@ -7,7 +7,8 @@
  * - 405 with `Allow` for a path the server knows asked with a method it does not serve there;
  * - CORS (@fastify/cors) for the configured origins only, off by default;
  * - compression (@fastify/compress) of JSON answers;
- * - security headers (@fastify/helmet's, computed once: `securityHeaders`; server.ts sets them);
+ * - security headers (`securityHeaders`; server.ts sets them): @fastify/helmet's, computed once, on pages
+ *   and everything outside the API; a JSON answer of the API gets the few a JSON answer needs;
  * - back pressure (@fastify/under-pressure), when configured: 503 with Retry-After while the event loop lags;
  * - on the native API (apiConventions): 406 when Accept admits none of the media types a route answers,
  *   and, when required, 428 for a write to an existing resource sent without If-Match.
@@ -65,13 +66,65 @@ const HELMET_OPTIONS = { global: true, hsts: false, contentSecurityPolicy: { dir
 let helmetHeaders: Promise<Readonly<Record<string, string>>> | undefined;
 
 /**
- * The security headers of every answer: those @fastify/helmet sets with HELMET_OPTIONS, which depend on
- * nothing in the request. The plugin builds its middleware anew on every request (a CPU profile of a
- * GET put it among the server's heaviest frames); here it runs once per process, on a request to a
- * throwaway instance, and the server sets what it set (server.ts). Null when they are turned off.
+ * The security headers of a JSON answer of the API (OWASP's REST Security Cheat Sheet, "Security
+ * headers"). Such an answer is data for a script, never a page, so only what guards it when a browser
+ * meets it anyway is kept:
+ * - `X-Content-Type-Options: nosniff`: the browser takes it as the JSON it declares, never sniffs a body
+ *   holding text a user wrote (a description) as HTML or script; and cross-origin no-cors reads of it are
+ *   blocked (CORB/ORB).
+ * - `Cross-Origin-Resource-Policy: same-origin`: another site's page cannot load it as a subresource
+ *   (`<script>`, `<img>`: no-cors) into its own process, where a side channel (Spectre) could read it.
+ *   The CORS origins a server is configured with still call the API (CORP does not apply to CORS requests).
+ * - `Content-Security-Policy: default-src 'none'; frame-ancestors 'none'` and `X-Frame-Options: DENY`:
+ *   opened as a document (a link to the API), it loads and runs nothing and no page may frame it
+ *   (X-Frame-Options for browsers without frame-ancestors). Stricter than helmet's page policy, which
+ *   allows the page's own scripts and frames: an answer of the API has neither.
+ * Dropped, as they only act on documents (pages, their links and subresources, their browsing context):
+ * Cross-Origin-Opener-Policy, Origin-Agent-Cluster, Referrer-Policy (the referrer of the requests a
+ * page makes), X-DNS-Prefetch-Control (prefetching a page's links), X-Download-Options (IE 8 opening a
+ * download in the site's context), X-Permitted-Cross-Domain-Policies (Flash and Acrobat policy files),
+ * X-XSS-Protection (a legacy HTML filter helmet turns off). 4 headers, ~150 bytes, against helmet's
+ * 12, ~800 bytes: every answer of the API carries them, and a GET's answer is ~700 bytes of JSON.
+ * Strict-Transport-Security is left to the TLS terminator, as with helmet (HELMET_OPTIONS: hsts off).
  */
-export function securityHeaders(options: HttpConventionOptions = {}): Promise<Readonly<Record<string, string>> | null> {
-  if (options.securityHeaders === false) return Promise.resolve(null);
+export const API_SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  "content-security-policy": "default-src 'none'; frame-ancestors 'none'",
+  "cross-origin-resource-policy": "same-origin",
+  "x-content-type-options": "nosniff",
+  "x-frame-options": "DENY",
+});
+
+/** The media types that get API_SECURITY_HEADERS (JSON and its `+json` kinds, as problem+json). */
+const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json\b/;
+
+/** The security headers an answer gets (server.ts): a JSON answer of the API gets `api`, any other answer `page`. */
+export interface SecurityHeaders {
+  readonly page: Readonly<Record<string, string>>;
+  readonly api: Readonly<Record<string, string>>;
+}
+
+/**
+ * The header set of an answer (undefined: none), by its content type and whether its path is one of
+ * the API's: a JSON answer of the API gets `api`; pages, scripts, downloads and every answer outside the
+ * API (the explorer, /docs, /health) get helmet's.
+ */
+export function securityHeadersOf(headers: SecurityHeaders, api: boolean, contentType: unknown): Readonly<Record<string, string>> {
+  return api && typeof contentType === "string" && JSON_TYPE.test(contentType) ? headers.api : headers.page;
+}
+
+/**
+ * The security headers: on pages (and outside the API) those @fastify/helmet sets with HELMET_OPTIONS,
+ * which depend on nothing in the request; on the API's JSON answers API_SECURITY_HEADERS. The plugin
+ * builds its middleware anew on every request (a CPU profile of a GET put it among the server's
+ * heaviest frames); here it runs once per process, on a request to a throwaway instance, and the server
+ * sets what it set (server.ts). Null when they are turned off.
+ */
+export async function securityHeaders(options: HttpConventionOptions = {}): Promise<SecurityHeaders | null> {
+  if (options.securityHeaders === false) return null;
+  return { page: await helmetPageHeaders(), api: API_SECURITY_HEADERS };
+}
+
+function helmetPageHeaders(): Promise<Readonly<Record<string, string>>> {
   helmetHeaders ??= (async () => {
     const probe = fastify({ logger: false });
     try {
@@ -158,7 +211,7 @@ export async function useConventions(app: FastifyInstance, options: HttpConventi
     await app.register(cors, { origin: [...options.cors.origins], exposedHeaders: EXPOSED, allowedHeaders: ALLOWED, maxAge: 600 });
   }
   if (options.compress !== false) {
-    await app.register(compress, { global: true, threshold: options.compressThreshold ?? DEFAULT_COMPRESS_THRESHOLD, customTypes: /^application\/(?:[\w.-]+\+)?json\b/ });
+    await app.register(compress, { global: true, threshold: options.compressThreshold ?? DEFAULT_COMPRESS_THRESHOLD, customTypes: JSON_TYPE });
   }
   if (options.pressure) {
     const p = { ...DEFAULT_PRESSURE, ...options.pressure };

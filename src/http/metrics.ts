@@ -351,6 +351,8 @@ export class TimedKv implements KvStore {
   readonly getSync?: KvStore["getSync"];
   /** The scan that hands out views (verify), where the backend has one; counted as a scan. */
   readonly scanViews?: KvStore["scanViews"];
+  /** The partition's commit sequence, where the backend reads it synchronously; counted as a get. */
+  readonly partitionVersionSync?: KvStore["partitionVersionSync"];
   /** The staged commit (pipelining), where the backend has one; counted as a commit. */
   readonly commitVisible?: KvStore["commitVisible"];
   /** The commit across partitions, where the backend has one; counted as a commit. */
@@ -385,6 +387,20 @@ export class TimedKv implements KvStore {
           return cursor;
         } finally {
           this.#observe("scan", start, failed);
+        }
+      };
+    }
+    const partitionVersionSync = inner.partitionVersionSync;
+    if (partitionVersionSync) {
+      this.partitionVersionSync = (partition) => {
+        const start = performance.now();
+        let failed = true;
+        try {
+          const version = partitionVersionSync.call(inner, partition);
+          failed = false;
+          return version;
+        } finally {
+          this.#observe("get", start, failed);
         }
       };
     }

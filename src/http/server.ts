@@ -29,7 +29,7 @@ import { workflowRoutes } from "./routes/workflow.js";
 import { tenancyRoutes } from "./routes/tenancy.js";
 
 import { namedComponents, registerComponents, useComponents } from "./components.js";
-import { apiConventions, securityHeaders, useConventions, type HttpConventionOptions } from "./conventions.js";
+import { apiConventions, securityHeaders, securityHeadersOf, useConventions, type HttpConventionOptions } from "./conventions.js";
 import { documentRoute, finishDocument } from "./openapi.js";
 import { processDataRoutes } from "./routes/process-data.js";
 import { archiveRoutes } from "./routes/archive.js";
@@ -224,13 +224,11 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
   });
 
   // The one onRequest hook of the whole server (each domain scope adds only its own: authentication,
-  // content negotiation), callback-style: no promise per request on the hot path. It sets the request id
-  // and the security headers (computed once, conventions.ts), refuses a Host-less HTTP/1.1 request, and
-  // while a restore replaces the store answers 503 with Retry-After (gate.ts).
-  const secure = await securityHeaders(options.http);
+  // content negotiation), callback-style: no promise per request on the hot path. It sets the request id,
+  // refuses a Host-less HTTP/1.1 request, and while a restore replaces the store answers 503 with
+  // Retry-After (gate.ts).
   app.addHook("onRequest", (request, reply, done) => {
     reply.header("x-request-id", request.id);
-    if (secure) reply.headers(secure);
     if (request.raw.httpVersion === "1.1" && request.headers.host === undefined) {
       done(new ValidationError("an HTTP/1.1 request needs a Host header", "headers.host"));
       return;
@@ -244,8 +242,20 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
     closing = true;
   });
   if (options.closeStore) app.addHook("onClose", async () => flowstore.close());
-  app.addHook("onSend", (_request, reply, payload, done) => {
+  // The security headers (conventions.ts), once the answer's type is known: the few of a JSON answer on
+  // the API's paths, helmet's on anything else; a header the route set itself (the explorer's policy) stays.
+  const secure = await securityHeaders(options.http);
+  const apiPaths = [`${API_PREFIX}/`, `${TRUBUDGET_PREFIX}/`];
+  app.addHook("onSend", (request, reply, payload, done) => {
     if (closing) reply.header("connection", "close");
+    if (secure) {
+      const set = securityHeadersOf(
+        secure,
+        apiPaths.some((p) => request.url.startsWith(p)),
+        reply.getHeader("content-type"),
+      );
+      for (const name in set) if (!reply.hasHeader(name)) reply.header(name, set[name]);
+    }
     done(null, payload);
   });
   metricsHooks(app, metrics, `${API_PREFIX}/events`);

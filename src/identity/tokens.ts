@@ -11,7 +11,9 @@
  *   parsed once per version it is read at (a per-process cache keyed by the record's kv version, so a
  *   write by any process, which gives the record a new version, is seen by the next request). On a store
  *   that reads synchronously (LMDB, memory) with the token epoch known, a request is verified with no
- *   promise at all (`verifyNow`).
+ *   promise at all (`verifyNow`), and the three records are read again only once the identity partition's
+ *   commit sequence moved (`partitionVersionSync`, read first on every request): every write to a user,
+ *   a token version or a session, by any process, moves it, so the next request sees it as before.
  * - A refresh token is opaque: `<base64url user id>.<sid>.<secret>`; the session keeps the SHA-256 of
  *   its secret. Each use rotates it (a new secret, committed on the session's version, so two uses of one
  *   token cannot both win); showing the one it replaced again revokes the session (reuse detection, RFC
@@ -123,6 +125,14 @@ export class Tokens {
    * expiry, the epoch and the user's records are still checked on every request.
    */
   readonly #claims = new Map<string, Claims>();
+  /**
+   * Per checked token (its Claims, kept as long as #claims keeps them), what its stored records decided
+   * last: the Verified, and the identity partition's commit sequence read before those records were. A
+   * request whose read of the sequence answers the same reuses it (no key of the partition changed, by
+   * any process: `partitionVersionSync`); any write to users, token versions or sessions moves the
+   * sequence on, so a revoked token or a disabled user is refused at the next request as before.
+   */
+  readonly #decided = new WeakMap<Claims, { readonly version: number; readonly verified: Verified }>();
   readonly #ttl: number;
   readonly #refreshTtl: number;
   readonly #now: () => Date;
@@ -353,17 +363,31 @@ export class Tokens {
     return claims;
   }
 
-  /** The epoch, then the user record, its token version and the session, read in one snapshot (synchronously where the store can). */
+  /**
+   * The epoch, then the user record, its token version and the session, read in one snapshot
+   * (synchronously where the store can); where the store reads the identity partition's commit sequence
+   * synchronously, not read again while it stands where it stood when they were last read (#decided).
+   */
   #checkStored(claims: Claims, epoch: number): Verified | Promise<Verified> {
     if (claims.ep !== epoch) throw new UnauthorizedError("the token was issued before the store was restored: log in again");
     const { kv } = this.identity;
     const keys = [userKey(claims.sub), tokenStateKey(claims.sub), sessionKey(claims.sub, claims.sid)];
-    // Synchronous reads in one event turn share one read transaction (as getMany's do).
-    if (kv.getSync)
-      return this.#decide(
+    if (kv.getSync) {
+      // The sequence first: records read after it are at least as new, so an equal sequence later means
+      // they are still what was read (a newer record read meanwhile only makes the next read come sooner).
+      const version = kv.partitionVersionSync?.(PARTITION);
+      if (version !== undefined) {
+        const known = this.#decided.get(claims);
+        if (known?.version === version) return known.verified;
+      }
+      // Synchronous reads in one event turn share one read transaction (as getMany's do).
+      const verified = this.#decide(
         claims,
         keys.map((k) => kv.getSync!(PARTITION, k)),
       );
+      if (version !== undefined) this.#decided.set(claims, { version, verified });
+      return verified;
+    }
     return kv.getMany(PARTITION, keys).then((entries) => this.#decide(claims, entries));
   }
 

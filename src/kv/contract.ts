@@ -70,6 +70,15 @@ export interface KvStore {
    * of one resource with no promise in between); use it through `getNow` below, which falls back to `get`.
    */
   getSync?(partition: Partition, key: Key): Entry | undefined;
+  /**
+   * Optional (memory, LMDB: where `getSync` is): the partition's commit sequence now, 0 before its first
+   * commit, synchronously. Every commit that writes the partition, by any process on the store, and every
+   * drop of it move it on, and it never goes back: an unchanged answer means no key of the partition
+   * changed in between, so what was decided from the partition's keys read after a first answer still
+   * holds at an equal later one (read the sequence first, then the keys). The version a commit answers is
+   * the sequence it moved the partition to.
+   */
+  partitionVersionSync?(partition: Partition): number;
   getMany(partition: Partition, keys: readonly Key[]): Promise<(Entry | undefined)[]>;
   scan(partition: Partition, options?: ScanOptions): Promise<ScanPage>;
   /**

@@ -182,6 +182,30 @@ export class LmdbKv implements KvStore {
     return e ? new Entry(full.subarray(partitionLength), e.value, e.version!) : undefined;
   }
 
+  partitionVersionSync(partition: Partition): number {
+    this.#check();
+    // lmdb-js's shared read buffer, read at once: no copy of the 8 bytes.
+    const seq = this.#db.getBinaryFast(this.#seqKey(partition));
+    return seq ? seq.readDoubleBE(0) : 0;
+  }
+
+  /** The last partition whose sequence was read (its items as they were then) and its sequence's key. */
+  #lastSeq: { readonly items: readonly unknown[]; readonly key: Buffer } | undefined;
+
+  /**
+   * The key of a partition's sequence, encoded again unless the partition holds the same strings and
+   * numbers as the one asked last (a request asks for the identity partition's every time): items are
+   * compared, not the array, so a partition array changed in place is encoded anew.
+   */
+  #seqKey(partition: Partition): Buffer {
+    const last = this.#lastSeq;
+    if (last && last.items.length === partition.length && partition.every((item, i) => (typeof item === "string" || typeof item === "number") && Object.is(item, last.items[i])))
+      return last.key;
+    const key = seqKeyOf(encodePartition(partition));
+    this.#lastSeq = { items: [...partition], key };
+    return key;
+  }
+
   async getMany(partition: Partition, keys: readonly Key[]): Promise<(Entry | undefined)[]> {
     this.#check();
     if (!Array.isArray(keys)) throw new ValidationError("keys must be an array", "keys");
@@ -367,7 +391,11 @@ export class LmdbKv implements KvStore {
     const p = encodePartition(partition);
     const db = this.#db;
     const done = db.childTransaction(() => {
-      // The commit sequence (SEQ) stays: versions of a partition name never repeat after a drop.
+      // The commit sequence (SEQ) stays, moved on: versions of a partition name never repeat after a
+      // drop, and partitionVersionSync tells the partition changed.
+      const seqKey = seqKeyOf(p);
+      const seq = seqOf(db, seqKey);
+      if (seq > 0) db.putSync(seqKey, seqBytes(seq + 1));
       deleteRange(db, p, Buffer.concat([p, TOP]));
       db.removeSync(Buffer.concat([Buffer.from([INDEX]), p]));
     });
@@ -497,16 +525,28 @@ function checkBatch(db: Db, batch: PreparedBatch): void {
   }
 }
 
+/** The key of an (encoded) partition's commit sequence. */
+const seqKeyOf = (p: Buffer): Buffer => Buffer.concat([Buffer.from([SEQ]), p]);
+
+/** A partition's commit sequence (0: never committed). */
+function seqOf(db: Db, seqKey: Buffer): number {
+  const stored = db.get(seqKey);
+  return stored ? stored.readDoubleBE(0) : 0;
+}
+
+function seqBytes(seq: number): Buffer {
+  const bytes = Buffer.allocUnsafe(8);
+  bytes.writeDoubleBE(seq, 0);
+  return bytes;
+}
+
 /** Writes the batch under the partition's next commit sequence number (inside a write transaction); returns it. */
 function writeBatch(db: Db, batch: PreparedBatch): number {
   const p = batch.partition;
   const full = (k: Buffer) => Buffer.concat([p, k]);
-  const seqKey = Buffer.concat([Buffer.from([SEQ]), p]);
-  const prev = db.get(seqKey);
-  const version = (prev ? prev.readDoubleBE(0) : 0) + 1;
-  const seq = Buffer.allocUnsafe(8);
-  seq.writeDoubleBE(version, 0);
-  db.putSync(seqKey, seq);
+  const seqKey = seqKeyOf(p);
+  const version = seqOf(db, seqKey) + 1;
+  db.putSync(seqKey, seqBytes(version));
   for (const w of batch.writes) {
     if (w.type === "put") db.putSync(full(w.key), w.value, version);
     else if (w.type === "delete") db.removeSync(full(w.key));

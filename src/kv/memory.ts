@@ -94,6 +94,11 @@ export class MemoryKv implements KvStore {
     return rec ? new Entry(kb, rec.value, rec.version) : undefined;
   }
 
+  partitionVersionSync(partition: Partition): number {
+    this.#check();
+    return this.#partition(partition, false)?.seq ?? 0;
+  }
+
   async getMany(partition: Partition, keys: readonly Key[]): Promise<(Entry | undefined)[]> {
     this.#check();
     const p = encodePartition(partition);
@@ -241,8 +246,13 @@ export class MemoryKv implements KvStore {
     this.#check();
     const id = latin1(encodePartition(partition));
     // The commit sequence survives the drop: versions of a partition name never repeat, so caches keyed
-    // by a version (chain heads, list pages) cannot mistake a re-created partition for the old one.
-    this.#partitions.get(id)?.clear();
+    // by a version (chain heads, list pages) cannot mistake a re-created partition for the old one. The
+    // drop moves it on (partitionVersionSync: the partition changed).
+    const data = this.#partitions.get(id);
+    if (data) {
+      data.clear();
+      data.seq++;
+    }
     this.#index.get(kindOf(partition))?.delete(id);
   }
 

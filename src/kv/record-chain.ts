@@ -97,9 +97,35 @@ const ACTOR = new AsyncLocalStorage<string>();
 /** The actor of a commit outside any actor's scope. */
 export const SYSTEM_ACTOR = "system";
 
-/** Runs `fn` as `actor`: every record-chain event its commits append names it. */
+/** How many `asActor` scopes are running (their `fn` not yet settled). */
+let scopes = 0;
+
+/**
+ * Runs `fn` as `actor`: every record-chain event its commits append names it.
+ *
+ * The store is turned off again once no scope runs: while an AsyncLocalStorage is on, Node (20) runs a
+ * hook at every promise and async resource the process makes, on every request (a CPU profile of a GET
+ * put the hooks at a few per cent of the server's work), though only these scopes' commits read it. An
+ * actor is read while its `fn` runs (the scope counts until its promise settles), so no commit of a
+ * scope loses it; what a scope leaves running after it settled commits as the system actor, as
+ * `outsideActor` makes it.
+ */
 export function asActor<T>(actor: { readonly id: string }, fn: () => T): T {
-  return ACTOR.run(actor.id, fn);
+  scopes++;
+  let result: T;
+  try {
+    result = ACTOR.run(actor.id, fn);
+  } catch (e) {
+    leave();
+    throw e;
+  }
+  if (result instanceof Promise) return result.finally(leave) as T;
+  leave();
+  return result;
+}
+
+function leave(): void {
+  if (--scopes === 0) ACTOR.disable();
 }
 
 /**
@@ -215,6 +241,7 @@ export function withRecordChain(kv: KvStore, specs: readonly RecordChainSpec[], 
     close: () => kv.close(),
   };
   if (kv.getSync) chained.getSync = (p, k) => kv.getSync!(p, k);
+  if (kv.partitionVersionSync) chained.partitionVersionSync = (p) => kv.partitionVersionSync!(p);
   if (kv.commitVisible) {
     chained.commitVisible = async (p, ops) => {
       const spec = specOf(p);

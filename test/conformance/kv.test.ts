@@ -340,6 +340,38 @@ forEachBackend((backend) => {
     expect(() => kv.scanViews!(P, {}, () => {})).toThrow(expect.objectContaining({ status: 503 }));
   });
 
+  it("partitionVersionSync, where the backend has it, is the partition's commit sequence: moved on by each commit to it and by a drop, by no read and no other partition", async () => {
+    if (!kv.partitionVersionSync) return;
+    const seq = () => kv.partitionVersionSync!(P);
+    expect(seq()).toBe(0);
+    const first = await kv.commit(P, [put(["a"], "A")]);
+    expect(seq()).toBe(first.version);
+    await kv.get(P, ["a"]);
+    await kv.scan(P);
+    await kv.commit(["project", "other"], [put(["a"], "X")]);
+    await kv.commit(P.concat("sub") as Partition, [put(["a"], "Y")]);
+    expect(seq()).toBe(first.version);
+    const second = await kv.commit(P, [{ type: "delete", key: ["a"] }]);
+    expect(second.version).toBeGreaterThan(first.version);
+    expect(seq()).toBe(second.version);
+    await expect(kv.commit(P, [{ type: "check", key: ["a"], version: 1 }, put(["b"], "B")])).rejects.toBeInstanceOf(ConflictError);
+    expect(seq()).toBe(second.version); // a refused commit changes nothing
+    await kv.dropPartition(P);
+    const dropped = seq();
+    expect(dropped).toBeGreaterThan(second.version);
+    const third = await kv.commit(P, [put(["a"], "again")]);
+    expect(seq()).toBe(third.version);
+    expect(third.version).toBeGreaterThan(dropped);
+    expect(kv.partitionVersionSync(["project", "never"])).toBe(0);
+    expect(seq()).toBe(third.version);
+    // a partition array changed in place names the other partition
+    const changing: string[] = ["project", "p1"];
+    expect(kv.partitionVersionSync(changing)).toBe(third.version);
+    changing[1] = "never";
+    expect(kv.partitionVersionSync(changing)).toBe(0);
+    expect(() => kv.partitionVersionSync!([] as unknown as Partition)).toThrow(expect.objectContaining({ field: "partition" }));
+  });
+
   it("stores 1 MiB values byte for byte", async () => {
     const big = Buffer.alloc(1024 * 1024);
     for (let i = 0; i < big.length; i++) big[i] = (i * 7919) & 0xff;

@@ -81,6 +81,41 @@ describe("HTTP conventions", () => {
     expect((await raw(s.base, "GET", "/")).headers.get("content-security-policy")).toContain("connect-src 'self'");
   });
 
+  it("sends a JSON answer of the API the security headers of a JSON answer, not a page's", async () => {
+    const page = await head(s.base, "GET", "/health", {});
+    for (const [path, headers] of [
+      ["/api/v1/projects/p1", auth],
+      ["/api/v1/projects/p1/subprojects/s1/workflowitems", auth],
+      ["/api/v1/projects/p1", {}], // a 401 problem
+      ["/api/v1/no-such-route", auth], // a 404 problem
+    ] as const) {
+      const answer = await head(s.base, "GET", path, headers);
+      expect(answer.headers["content-type"], path).toMatch(/^application\/(problem\+)?json/);
+      expect(answer.headers["x-content-type-options"], path).toBe("nosniff");
+      expect(answer.headers["cross-origin-resource-policy"], path).toBe("same-origin");
+      expect(answer.headers["content-security-policy"], path).toBe("default-src 'none'; frame-ancestors 'none'");
+      expect(answer.headers["x-frame-options"], path).toBe("DENY");
+      // what only a page (a document) acts on is left out
+      for (const name of [
+        "cross-origin-opener-policy",
+        "origin-agent-cluster",
+        "referrer-policy",
+        "x-dns-prefetch-control",
+        "x-download-options",
+        "x-permitted-cross-domain-policies",
+        "x-xss-protection",
+      ]) {
+        expect(page.headers[name], name).toBeDefined();
+        expect(answer.headers[name], `${path} ${name}`).toBeUndefined();
+      }
+    }
+    // the explorer's page keeps helmet's headers beside its own policy
+    const explorer = await head(s.base, "GET", "/", {});
+    expect(explorer.headers["content-security-policy"]).toContain("connect-src 'self'");
+    expect(explorer.headers["cross-origin-opener-policy"]).toBe("same-origin");
+    expect(explorer.headers["x-frame-options"]).toBe("SAMEORIGIN");
+  });
+
   it("compresses JSON answers for a client that accepts it", async () => {
     const gz = await head(s.base, "GET", "/openapi.json", { "accept-encoding": "gzip" });
     const plain = await head(s.base, "GET", "/openapi.json", {});

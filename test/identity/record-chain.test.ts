@@ -162,3 +162,37 @@ it("work started outside an actor's scope from inside one (a timer, a background
   // Started through outsideActor (as Background.start and the feed's watcher start theirs): the system.
   expect(await actorOfTimerCommit((fn) => outsideActor(() => setTimeout(fn, 0)), "bob")).toBe("system");
 });
+
+it("an actor's scope names its commits while it runs, beside another scope ending; once no scope runs, what one left behind commits as the system", async () => {
+  const kv = new MemoryKv();
+  const identity = new Identity(kv);
+  const lastActor = async (): Promise<string | undefined> => {
+    const head = JSON.parse((await kv.get(PARTITION, CHAIN.pack(["head"])))!.value.toString("utf8")) as { seq: number };
+    return (await recordEvents(kv, PARTITION, head.seq, head.seq))[0]!.actor;
+  };
+  const put = (id: string) => identity.kv.commit(PARTITION, [{ type: "put", key: userKey(id), value: Buffer.from("{}") }]);
+  // bob's scope runs on after alice's ended: its commit still names bob
+  let endAlice = () => {};
+  let bobMayCommit = () => {};
+  const alice = asActor({ id: "alice" }, () => new Promise<void>((resolve) => (endAlice = resolve)));
+  const bob = asActor({ id: "bob" }, async () => {
+    await new Promise<void>((resolve) => (bobMayCommit = resolve));
+    await put("b1");
+  });
+  endAlice();
+  await alice;
+  bobMayCommit();
+  await bob;
+  expect(await lastActor()).toBe("bob");
+  // A timer carol's scope started and did not wait for fires after every scope ended: the actor is read
+  // only while a scope runs (the store is off in between), so its commit names the system.
+  let fired!: Promise<unknown>;
+  await asActor({ id: "carol" }, async () => {
+    fired = new Promise((resolve, reject) => setTimeout(() => put("c1").then(resolve, reject), 0));
+  });
+  await fired;
+  expect(await lastActor()).toBe("system");
+  // and a scope after that names its actor again
+  await asActor({ id: "dave" }, () => put("d1"));
+  expect(await lastActor()).toBe("dave");
+});

@@ -91,6 +91,48 @@ forEachBackend((backend) => {
     expect((await tokens.verify((await tokens.login("alice", pw)).token)).id).toBe("alice");
   });
 
+  it("reads a verified token's records again only once the identity partition changed, where the store reads its sequence synchronously; every change is seen at once", async () => {
+    // Identity and Tokens over the same store, counting the reads of records (a sequence read is not one)
+    let reads = 0;
+    const counted = new Proxy(h.kv, {
+      get(target, name) {
+        const v = Reflect.get(target, name, target);
+        if (typeof v !== "function") return v;
+        if (name === "getSync" || name === "getMany" || name === "get") return (...args: unknown[]) => (reads++, v.apply(target, args));
+        return v.bind(target);
+      },
+    });
+    const cached = new Tokens(new Identity(counted), { secret, ttlSeconds: 600, now: () => clock });
+    const { token } = await tokens.login("alice", pw);
+    const second = await tokens.login("alice", pw);
+    const verifyReads = async (t: string) => {
+      const before = reads;
+      await cached.verify(t);
+      return reads - before;
+    };
+    expect(await verifyReads(token)).toBeGreaterThan(0);
+    const again = [await verifyReads(token), await verifyReads(token)];
+    // memory and LMDB read synchronously (partitionVersionSync); Redis and PostgreSQL read the records each time
+    if (backend.name === "memory" || backend.name === "lmdb") expect(again).toEqual([0, 0]);
+    else expect(again.every((n) => n > 0)).toBe(true);
+    // a write to the partition by another writer (another Identity on the store): the records are read again
+    await id.createUser(SYSTEM, { id: "bob", displayName: "Bob", password: pw });
+    expect(await verifyReads(token)).toBeGreaterThan(0);
+    // each change through the other writer refuses (or re-groups) at the next verify
+    await id.createGroup(SYSTEM, { id: "crew", displayName: "Crew", members: ["alice"] });
+    expect((await cached.verify(token)).groups).toEqual(["team", "crew"]);
+    await tokens.logout(await tokens.verifySession(second.token));
+    await expect(cached.verify(second.token)).rejects.toThrow(/revoked/);
+    expect((await cached.verify(token)).id).toBe("alice");
+    await id.disableUser(SYSTEM, "alice");
+    await expect(cached.verify(token)).rejects.toThrow(/disabled/);
+    await id.enableUser(SYSTEM, "alice");
+    const third = await tokens.login("alice", pw);
+    expect((await cached.verify(third.token)).id).toBe("alice");
+    await id.setPassword(SYSTEM, "alice", "a new password 1");
+    await expect(cached.verify(third.token)).rejects.toThrow(/revoked/);
+  });
+
   it("refreshes an expired access token once: the spent refresh token is refused and revokes the session", async () => {
     const first = await tokens.login("alice", pw);
     clock = new Date(clock.getTime() + 61_000);

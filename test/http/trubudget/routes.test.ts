@@ -28,6 +28,9 @@ describe("GET /api/documentation", () => {
     const page = await raw(s.base, "GET", `${TB}/documentation`);
     expect(page.status).toBe(200);
     expect(page.type).toContain("text/html");
+    // a page under the API's paths: helmet's page headers (its scripts may run), not a JSON answer's
+    expect(page.headers.get("content-security-policy")).toContain("script-src 'self'");
+    expect(page.headers.get("x-frame-options")).toBe("SAMEORIGIN");
     // the page's assets and its start script are served here too
     const scripts = [...(page.body as string).matchAll(/<script src="([^"]+)"/g)].map((m) => m[1]!);
     const styles = [...(page.body as string).matchAll(/<link rel="stylesheet" href="([^"]+)"/g)].map((m) => m[1]!);
