@@ -363,47 +363,11 @@ export class TimedKv implements KvStore {
     private readonly metrics: Metrics,
   ) {
     const getSync = inner.getSync;
-    if (getSync) {
-      this.getSync = (partition, key) => {
-        const start = performance.now();
-        let failed = true;
-        try {
-          const entry = getSync.call(inner, partition, key);
-          failed = false;
-          return entry;
-        } finally {
-          this.#observe("get", start, failed);
-        }
-      };
-    }
+    if (getSync) this.getSync = (partition, key) => this.#timeSync("get", () => getSync.call(inner, partition, key));
     const scanViews = inner.scanViews;
-    if (scanViews) {
-      this.scanViews = (partition, options, visit) => {
-        const start = performance.now();
-        let failed = true;
-        try {
-          const cursor = scanViews.call(inner, partition, options, visit);
-          failed = false;
-          return cursor;
-        } finally {
-          this.#observe("scan", start, failed);
-        }
-      };
-    }
+    if (scanViews) this.scanViews = (partition, options, visit) => this.#timeSync("scan", () => scanViews.call(inner, partition, options, visit));
     const partitionVersionSync = inner.partitionVersionSync;
-    if (partitionVersionSync) {
-      this.partitionVersionSync = (partition) => {
-        const start = performance.now();
-        let failed = true;
-        try {
-          const version = partitionVersionSync.call(inner, partition);
-          failed = false;
-          return version;
-        } finally {
-          this.#observe("get", start, failed);
-        }
-      };
-    }
+    if (partitionVersionSync) this.partitionVersionSync = (partition) => this.#timeSync("get", () => partitionVersionSync.call(inner, partition));
     const commitVisible = inner.commitVisible;
     if (commitVisible) this.commitVisible = (partition, ops) => this.#time("commit", () => commitVisible.call(inner, partition, ops));
     const commitAcross = inner.commitAcross;
@@ -412,6 +376,19 @@ export class TimedKv implements KvStore {
 
   get backend(): string {
     return this.inner.backend;
+  }
+
+  /** `#time` for the synchronous calls (getSync, scanViews, partitionVersionSync). */
+  #timeSync<T>(op: string, run: () => T): T {
+    const start = performance.now();
+    let failed = true;
+    try {
+      const result = run();
+      failed = false;
+      return result;
+    } finally {
+      this.#observe(op, start, failed);
+    }
   }
 
   async #time<T>(op: string, run: () => Promise<T>): Promise<T> {
