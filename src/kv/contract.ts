@@ -71,12 +71,14 @@ export interface KvStore {
    */
   getSync?(partition: Partition, key: Key): Entry | undefined;
   /**
-   * Optional (memory, LMDB: where `getSync` is): the partition's commit sequence now, 0 before its first
-   * commit, synchronously. Every commit that writes the partition, by any process on the store, and every
-   * drop of it move it on, and it never goes back: an unchanged answer means no key of the partition
-   * changed in between, so what was decided from the partition's keys read after a first answer still
-   * holds at an equal later one (read the sequence first, then the keys). The version a commit answers is
-   * the sequence it moved the partition to.
+   * Optional (memory, LMDB: where `getSync` is): the partition's commit sequence now, synchronously: 0
+   * before its first commit, the sequence while the partition is listed (`listPartitions`: written since
+   * its last drop), its negative once dropped. Every commit that writes the partition, by any process on
+   * the store, and every drop of it change the answer, and no answer comes back (the sequence only grows):
+   * an unchanged answer means no key of the partition changed in between, so what was decided from the
+   * partition's keys read after a first answer still holds at an equal later one (read the sequence first,
+   * then the keys). A drop does not move the sequence itself: the version a commit answers is the
+   * sequence it moved the partition to, on every backend alike.
    */
   partitionVersionSync?(partition: Partition): number;
   getMany(partition: Partition, keys: readonly Key[]): Promise<(Entry | undefined)[]>;

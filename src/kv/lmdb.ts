@@ -185,25 +185,30 @@ export class LmdbKv implements KvStore {
   partitionVersionSync(partition: Partition): number {
     this.#check();
     // lmdb-js's shared read buffer, read at once: no copy of the 8 bytes.
-    const seq = this.#db.getBinaryFast(this.#seqKey(partition));
-    return seq ? seq.readDoubleBE(0) : 0;
+    const keys = this.#seqKeys(partition);
+    const stored = this.#db.getBinaryFast(keys.seq);
+    const seq = stored ? stored.readDoubleBE(0) : 0;
+    // listed (written since its last drop): the sequence; dropped or never written: its negative
+    if (seq === 0) return 0;
+    return this.#db.doesExist(keys.index) ? seq : -seq;
   }
 
-  /** The last partition whose sequence was read (its items as they were then) and its sequence's key. */
-  #lastSeq: { readonly items: readonly unknown[]; readonly key: Buffer } | undefined;
+  /** The last partition whose sequence was read (its items as they were then) and the keys of its sequence and index entry. */
+  #lastSeq: { readonly items: readonly unknown[]; readonly keys: { readonly seq: Buffer; readonly index: Buffer } } | undefined;
 
   /**
-   * The key of a partition's sequence, encoded again unless the partition holds the same strings and
+   * The keys of a partition's sequence and index entry, encoded again unless the partition holds the same strings and
    * numbers as the one asked last (a request asks for the identity partition's every time): items are
    * compared, not the array, so a partition array changed in place is encoded anew.
    */
-  #seqKey(partition: Partition): Buffer {
+  #seqKeys(partition: Partition): { readonly seq: Buffer; readonly index: Buffer } {
     const last = this.#lastSeq;
     if (last && last.items.length === partition.length && partition.every((item, i) => (typeof item === "string" || typeof item === "number") && Object.is(item, last.items[i])))
-      return last.key;
-    const key = seqKeyOf(encodePartition(partition));
-    this.#lastSeq = { items: [...partition], key };
-    return key;
+      return last.keys;
+    const p = encodePartition(partition);
+    const keys = { seq: seqKeyOf(p), index: Buffer.concat([Buffer.from([INDEX]), p]) };
+    this.#lastSeq = { items: [...partition], keys };
+    return keys;
   }
 
   async getMany(partition: Partition, keys: readonly Key[]): Promise<(Entry | undefined)[]> {
@@ -391,11 +396,7 @@ export class LmdbKv implements KvStore {
     const p = encodePartition(partition);
     const db = this.#db;
     const done = db.childTransaction(() => {
-      // The commit sequence (SEQ) stays, moved on: versions of a partition name never repeat after a
-      // drop, and partitionVersionSync tells the partition changed.
-      const seqKey = seqKeyOf(p);
-      const seq = seqOf(db, seqKey);
-      if (seq > 0) db.putSync(seqKey, seqBytes(seq + 1));
+      // The commit sequence (SEQ) stays: versions of a partition name never repeat after a drop.
       deleteRange(db, p, Buffer.concat([p, TOP]));
       db.removeSync(Buffer.concat([Buffer.from([INDEX]), p]));
     });

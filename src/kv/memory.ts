@@ -96,7 +96,10 @@ export class MemoryKv implements KvStore {
 
   partitionVersionSync(partition: Partition): number {
     this.#check();
-    return this.#partition(partition, false)?.seq ?? 0;
+    const seq = this.#partition(partition, false)?.seq ?? 0;
+    // listed (written since its last drop): the sequence; dropped or never written: its negative
+    if (seq === 0) return 0;
+    return this.#index.get(kindOf(partition))?.has(latin1(encodePartition(partition))) ? seq : -seq;
   }
 
   async getMany(partition: Partition, keys: readonly Key[]): Promise<(Entry | undefined)[]> {
@@ -246,13 +249,8 @@ export class MemoryKv implements KvStore {
     this.#check();
     const id = latin1(encodePartition(partition));
     // The commit sequence survives the drop: versions of a partition name never repeat, so caches keyed
-    // by a version (chain heads, list pages) cannot mistake a re-created partition for the old one. The
-    // drop moves it on (partitionVersionSync: the partition changed).
-    const data = this.#partitions.get(id);
-    if (data) {
-      data.clear();
-      data.seq++;
-    }
+    // by a version (chain heads, list pages) cannot mistake a re-created partition for the old one.
+    this.#partitions.get(id)?.clear();
     this.#index.get(kindOf(partition))?.delete(id);
   }
 
