@@ -107,8 +107,10 @@ let scopes = 0;
  * hook at every promise and async resource the process makes, on every request (a CPU profile of a GET
  * put the hooks at a few per cent of the server's work), though only these scopes' commits read it. An
  * actor is read while its `fn` runs (the scope counts until its promise settles), so no commit of a
- * scope loses it; what a scope leaves running after it settled commits as the system actor, as
- * `outsideActor` makes it.
+ * scope loses it. What a scope leaves running after it settled commits as the system actor on Node 20
+ * and 22 (the store is off), as the scope's actor on Node 24 (its AsyncLocalStorage keeps the context a
+ * timer or promise was made in, whatever `disable` did since); never as another actor. No caller leaves
+ * work behind: each returns the promise of its work.
  */
 export function asActor<T>(actor: { readonly id: string }, fn: () => T): T {
   scopes++;

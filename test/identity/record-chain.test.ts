@@ -163,7 +163,7 @@ it("work started outside an actor's scope from inside one (a timer, a background
   expect(await actorOfTimerCommit((fn) => outsideActor(() => setTimeout(fn, 0)), "bob")).toBe("system");
 });
 
-it("an actor's scope names its commits while it runs, beside another scope ending; once no scope runs, what one left behind commits as the system", async () => {
+it("an actor's scope names its commits while it runs, beside another scope ending; what one left behind names its actor or the system, never another", async () => {
   const kv = new MemoryKv();
   const identity = new Identity(kv);
   const lastActor = async (): Promise<string | undefined> => {
@@ -184,14 +184,15 @@ it("an actor's scope names its commits while it runs, beside another scope endin
   bobMayCommit();
   await bob;
   expect(await lastActor()).toBe("bob");
-  // A timer carol's scope started and did not wait for fires after every scope ended: the actor is read
-  // only while a scope runs (the store is off in between), so its commit names the system.
+  // A timer carol's scope started and did not wait for fires after every scope ended: it names carol or
+  // the system, never another actor (Node 20 and 22 read no actor once the store is off; Node 24's
+  // AsyncLocalStorage keeps the one the timer was made in), and no scope's commit names it.
   let fired!: Promise<unknown>;
   await asActor({ id: "carol" }, async () => {
     fired = new Promise((resolve, reject) => setTimeout(() => put("c1").then(resolve, reject), 0));
   });
   await fired;
-  expect(await lastActor()).toBe("system");
+  expect(["carol", "system"]).toContain(await lastActor());
   // and a scope after that names its actor again
   await asActor({ id: "dave" }, () => put("d1"));
   expect(await lastActor()).toBe("dave");
