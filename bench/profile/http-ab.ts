@@ -5,8 +5,11 @@
  * base commit: its own bench/http/flowstore-server.ts and src), sent the same bounded loads from this
  * process over loopback (keep-alive, 20 in flight), the servers alternating round by round (the order
  * turned each round). Each server's CPU time (user + system, over IPC) is read around each load: a figure
- * far less sensitive to the other processes on the machine than req/s. Prints the medians per operation.
+ * far less sensitive to the other processes on the machine than req/s, though contention still inflates
+ * it (the least of the rounds is printed beside the median). Prints both per operation and server.
  *   npx tsx bench/profile/http-ab.ts [--ops create,update,get] [--count 3000] [--rounds 5] --root DIR...
+ * A root `DIR?NAME=VALUE&…` starts that checkout's server with those environment variables set (an
+ * ablation its server script reads).
  * create: POST a workflowitem to the empty subproject; update: PATCH the description of one of s1k's
  * 1,000 (a new value each time); get: GET one of them.
  */
@@ -126,7 +129,7 @@ try {
     const base = median(per[0]!);
     for (const [i, s] of servers.entries())
       process.stdout.write(
-        `== ${op} ${s.root}: ${(1000 * median(per[i]!)).toFixed(0)} µs CPU/request (median of ${rounds}; rounds ${per[i]!.map((x) => (1000 * x).toFixed(0)).join(" ")})${i > 0 ? `, ${(median(per[i]!) / base).toFixed(2)}× this checkout's` : ""}\n`,
+        `== ${op} ${s.root}: ${(1000 * median(per[i]!)).toFixed(0)} µs CPU/request (median of ${rounds}, least ${(1000 * Math.min(...per[i]!)).toFixed(0)}; rounds ${per[i]!.map((x) => (1000 * x).toFixed(0)).join(" ")})${i > 0 ? `, ${(median(per[i]!) / base).toFixed(2)}× this checkout's` : ""}\n`,
       );
   }
 } finally {
