@@ -270,6 +270,9 @@ export function servedTypes<S extends SchemaDecl>(schema: Schema<S>, options: Pi
   const out: ServedType[] = [];
   const visit = (t: CompiledType): void => {
     const parent = t.decl.parent === null ? null : schema.type(t.decl.parent);
+    // the parameter names of its chain and its parent's, named once here, not on every request
+    const names = t.chain.map(param);
+    const parentNames = parent?.chain.map(param) ?? [];
     out.push({
       type: t,
       collection: `${parent ? addressOf(parent) : ""}/${seg(t.name)}`,
@@ -278,8 +281,8 @@ export function servedTypes<S extends SchemaDecl>(schema: Schema<S>, options: Pi
       parentParams: paramsOf(parent?.chain ?? []),
       tags: [seg(t.name)],
       schemas: typeSchemas(schema as Schema, t.name),
-      refOf: (p) => ({ type: t.name, ids: t.chain.map((c) => p[param(c)]!) }),
-      parentOf: (p) => (parent ? { type: parent.name, ids: parent.chain.map((c) => p[param(c)]!) } : null),
+      refOf: (p) => ({ type: t.name, ids: names.map((n) => p[n]!) }),
+      parentOf: (p) => (parent ? { type: parent.name, ids: parentNames.map((n) => p[n]!) } : null),
     });
     for (const c of t.children) visit(schema.type(c));
   };
@@ -302,6 +305,10 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
       /** The type's name in operationIds (`getWorkflowitem`, `listWorkflowitems`). */
       const C = cap(T);
       const orderedUnder = t.decl.parent !== null && store.schema.type(t.decl.parent).decl.orderedChildren === T;
+      /** A created resource's Location: its address with its ids (URI-encoded) in place of the parameters. */
+      const between = item.split(/:[^/]+/);
+      const locationOf = (ids: readonly string[]): string =>
+        between.reduce((at, literal, i) => (i === 0 ? `${at}${literal}` : `${at}${encodeURIComponent(ids[i - 1]!)}${literal}`), app.prefix);
 
       app.post(
         s.collection,
@@ -325,9 +332,8 @@ export function declaredRoutes<S extends SchemaDecl>(options: DeclaredRoutesOpti
             return generic.writes.create(request.actor, T, parent, fields, { id: typeof id === "string" ? id : undefined });
           });
           const ids = t.decl.idStyle === "nested" && parent ? [...parent.ids, created.id] : [created.id];
-          const ref: Ref = { type: T, ids: [...ids] };
-          const at = item.replace(/:[^/]+/g, () => encodeURIComponent(ids.shift()!));
-          reply.header("location", `${app.prefix}${at}`);
+          const ref: Ref = { type: T, ids };
+          reply.header("location", locationOf(ids));
           return sendCreated(reply, store, request.actor, ref, created);
         },
       );

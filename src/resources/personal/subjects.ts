@@ -47,40 +47,62 @@ export function refOfEvent(event: { path?: readonly { type: string; id: string }
   return last ? { type: last.type, ids: event.path!.map((p) => p.id) } : null;
 }
 
+/** The personal `fields` of a resource's data with `at`'s replacements, in a copy; `data` itself when `at` replaces none. */
+function inData(data: unknown, fields: readonly string[], at: (s: string) => string | undefined): unknown {
+  if (data === null || typeof data !== "object" || Array.isArray(data)) return data;
+  let out: Record<string, unknown> | null = null;
+  for (const f of fields) {
+    const s = (data as Record<string, unknown>)[f];
+    const r = typeof s === "string" ? at(s) : undefined;
+    if (r !== undefined && r !== s) (out ??= { ...(data as Record<string, unknown>) })[f] = r;
+  }
+  return out ?? data;
+}
+
+/** An event's changes with the `old`/`new` of each change at `/<field>` replaced by `at`, in a copy; `changes` itself when `at` replaces none. */
+function inChanges(changes: unknown, fields: readonly string[], at: (s: string) => string | undefined): unknown {
+  if (!Array.isArray(changes)) return changes;
+  let out: unknown[] | null = null;
+  changes.forEach((c: { path?: unknown; old?: unknown; new?: unknown }, i) => {
+    if (c === null || typeof c !== "object" || typeof c.path !== "string" || !fields.includes(c.path.slice(1)) || c.path.indexOf("/", 1) >= 0) return;
+    const old = typeof c.old === "string" ? at(c.old) : undefined;
+    const now = typeof c.new === "string" ? at(c.new) : undefined;
+    if (old !== undefined || now !== undefined) (out ??= [...changes])[i] = { ...c, ...(old === undefined ? {} : { old }), ...(now === undefined ? {} : { new: now }) };
+  });
+  return out ?? changes;
+}
+
+/** Adds the subject a sealed string is sealed under (none for a plain one) to `subjects`; replaces nothing. */
+function collectSubject(subjects: Set<string>, s: string): undefined {
+  const subject = subjectOf(s);
+  if (subject !== null) subjects.add(subject);
+  return undefined;
+}
+
 /**
  * Where a served value of a resource holds its personal fields: `data.<field>` of an envelope or a
  * listed item, and of an event `payload.data.<field>` and the `old`/`new` of a change at `/<field>`.
- * `at` is called with each such string and its replacement is put in a copy (the value is not changed).
+ * `at` is called with each such string and its replacement is put in a copy (the value is not changed);
+ * the value itself is answered when `at` replaces nothing (no copy for a value with no personal data).
  */
 function personalStrings(value: unknown, fields: readonly string[], at: (s: string) => string | undefined): unknown {
   if (value === null || typeof value !== "object" || Array.isArray(value)) return value;
   const v = value as { data?: unknown; payload?: { data?: unknown; changes?: unknown } };
-  const inData = (data: unknown): unknown => {
-    if (data === null || typeof data !== "object" || Array.isArray(data)) return data;
-    let out: Record<string, unknown> | null = null;
-    for (const f of fields) {
-      const s = (data as Record<string, unknown>)[f];
-      const r = typeof s === "string" ? at(s) : undefined;
-      if (r !== undefined && r !== s) (out ??= { ...(data as Record<string, unknown>) })[f] = r;
-    }
-    return out ?? data;
-  };
-  const inChanges = (changes: unknown): unknown => {
-    if (!Array.isArray(changes)) return changes;
-    return changes.map((c: { path?: unknown; old?: unknown; new?: unknown }) => {
-      if (c === null || typeof c !== "object" || typeof c.path !== "string" || !fields.includes(c.path.slice(1)) || c.path.indexOf("/", 1) >= 0) return c;
-      const old = typeof c.old === "string" ? at(c.old) : undefined;
-      const now = typeof c.new === "string" ? at(c.new) : undefined;
-      return old === undefined && now === undefined ? c : { ...c, ...(old === undefined ? {} : { old }), ...(now === undefined ? {} : { new: now }) };
-    });
-  };
   let out: Record<string, unknown> = value as Record<string, unknown>;
-  if ("data" in v) out = { ...out, data: inData(v.data) };
-  if (v.payload !== null && typeof v.payload === "object")
-    out = {
-      ...out,
-      payload: { ...v.payload, ...("data" in v.payload ? { data: inData(v.payload.data) } : {}), ...("changes" in v.payload ? { changes: inChanges(v.payload.changes) } : {}) },
-    };
+  if ("data" in v) {
+    const data = inData(v.data, fields, at);
+    if (data !== v.data) out = { ...out, data };
+  }
+  const payload = v.payload;
+  if (payload !== null && typeof payload === "object") {
+    const data = "data" in payload ? inData(payload.data, fields, at) : undefined;
+    const changes = "changes" in payload ? inChanges(payload.changes, fields, at) : undefined;
+    if (data !== payload.data || changes !== payload.changes)
+      out = {
+        ...out,
+        payload: { ...payload, ...("data" in payload ? { data } : {}), ...("changes" in payload ? { changes } : {}) },
+      };
+  }
   return out;
 }
 
@@ -161,13 +183,9 @@ export class Subjects extends SubjectKeys {
     const found = values.map(([ref, value]) => {
       const fields = ref === null ? undefined : this.personalOf(ref.type)?.fields;
       const subjects = new Set<string>();
-      if (ref && fields && fields.length > 0)
-        personalStrings(value, fields, (s) => {
-          const subject = subjectOf(s);
-          if (subject !== null) subjects.add(subject);
-          return undefined;
-        });
-      return { ref, fields, subjects, held: ref && JSON.stringify([ref.type, ...ref.ids]) };
+      if (ref && fields && fields.length > 0) personalStrings(value, fields, (s) => collectSubject(subjects, s));
+      // the resource's name in `asked` and `recorded`, for a value holding sealed data only
+      return { ref, fields, subjects, held: ref && subjects.size > 0 ? JSON.stringify([ref.type, ...ref.ids]) : null };
     });
     // Per subject, the resources asked about; then per subject, its key (or erasure) and which of them it records.
     const asked = new Map<string, Map<string, Ref>>();
