@@ -16,7 +16,7 @@ import { indexEntries } from "../indexes/visibility.js";
 import { locate, type Ref } from "../model/ref.js";
 import type { CompiledType } from "../model/schema.js";
 import { KeyTable } from "./key-table.js";
-import { matchesReplayed, PartitionReplay, ReplayError, sameAsReplayed, type ReplayedEntry, type ReplayedValue } from "./replay.js";
+import { PartitionReplay, ReplayError, sameAsReplayed, valueOf, type ReplayedEntry, type ReplayedValue } from "./replay.js";
 
 export interface HistoryOptions {
   cursor?: string | null;
@@ -456,7 +456,7 @@ export class Audit {
       await scanEach(this.core.kv, partition, { ...range, limit: VERIFY_PAGE }, (keyBytes, value) => {
         if (keyBytes.equals(HEAD_KEY)) return true;
         const w = want.getBytes(keyBytes);
-        if (w === undefined || !matchesReplayed(keyBytes, w, value)) return (same = false);
+        if (w === undefined || !sameAsReplayed(keyBytes, valueOf(w), value)) return (same = false);
         matched++;
         return true;
       });

@@ -32,7 +32,7 @@ import crypto, { createHash } from "node:crypto";
 import type { Key, Partition } from "../../kv/contract.js";
 import { decode, encode, encodeLatin1 } from "../../kv/tuple.js";
 import type { Permissions } from "../../access/actor.js";
-import { accessJson, encodeResource, isResource, recordHolders, type RecordHolders } from "../core/core.js";
+import { accessJson, encodeResource, recordHolders, type RecordHolders } from "../core/core.js";
 import { INDEX_VERBS, storedHashMatches, type ResourceEvent } from "../model/events.js";
 import { assigneeOf } from "../indexes/assignments.js";
 import { layout } from "../model/layout.js";
@@ -65,37 +65,8 @@ interface Access {
   readonly holders: Map<CompiledType, RecordHolders>;
 }
 
-/**
- * A value the replay gives a key: its bytes, or a resource's state record (`ReplayedState`), made only for
- * a caller that keeps it: verify holds the stored record to it with no record made.
- */
-export type ReplayedValue = Buffer | ReplayedState;
-
-/** A live resource's state record as the replay leaves it. */
-export class ReplayedState {
-  readonly #r: Live;
-  constructor(r: Live) {
-    this.#r = r;
-  }
-
-  #holders(): RecordHolders {
-    const { type } = this.#r.l;
-    const { permissions, holders } = this.#r.access;
-    let h = holders.get(type);
-    if (!h) holders.set(type, (h = recordHolders(type, permissions)));
-    return h;
-  }
-
-  /** The record's bytes. */
-  bytes(): Buffer {
-    return encodeResource(this.#r.l.type, this.#r.envelope, this.#r.access.permissions, this.#holders());
-  }
-
-  /** Whether `stored` is the record (`bytes()`'s bytes, compared without making them). */
-  is(stored: Buffer): boolean {
-    return isResource(stored, this.#r.l.type, this.#r.envelope, this.#r.access.permissions, this.#holders());
-  }
-}
+/** A value the replay gives a key: its bytes, or how to make them (verify makes it only when it reads the stored key). */
+export type ReplayedValue = Buffer | (() => Buffer);
 
 /** A replayed key (a tuple, or its encoding as a latin1 string) and value as an entry. */
 function entryOf(key: Key | string, value: ReplayedValue): ReplayedEntry {
@@ -104,12 +75,8 @@ function entryOf(key: Key | string, value: ReplayedValue): ReplayedEntry {
   return { keyBytes, key: decode(keyBytes), value: valueOf(value) };
 }
 
-/** A replayed value's bytes (made when it is a state record). */
-export const valueOf = (v: ReplayedValue): Buffer => (v instanceof ReplayedState ? v.bytes() : v);
-
-/** Whether a stored value is the replayed one (`sameAsReplayed`; a state record compared with none made). */
-export const matchesReplayed = (keyBytes: Buffer, replayed: ReplayedValue, stored: Buffer): boolean =>
-  replayed instanceof ReplayedState ? replayed.is(stored) : sameAsReplayed(keyBytes, replayed, stored);
+/** A replayed value's bytes (made when it is a maker). */
+export const valueOf = (v: ReplayedValue): Buffer => (typeof v === "function" ? v() : v);
 
 /** One key the replay produces: its bytes (relative to the partition), tuple and value (for a history entry, its event's digest). */
 export interface ReplayedEntry {
@@ -386,9 +353,8 @@ export class PartitionReplay {
   }
 
   /**
-   * The same keys by their encoded bytes (latin1), a state record as a `ReplayedState` (`ReplayedValue`):
-   * what verify's pass over the stored keys checks them against (`matchesReplayed`), holding each stored
-   * record to its state as it reads it, with no record made.
+   * The same keys by their encoded bytes (latin1), each value made only when asked for (`ReplayedValue`):
+   * what verify's pass over the stored keys checks them against, making each value once, as it reads it.
    */
   expected(): KeyTable<ReplayedValue> {
     const out = new KeyTable<ReplayedValue>();
@@ -399,7 +365,13 @@ export class PartitionReplay {
   /** Gives each key (a tuple, or already encoded: a latin1 string) with its value. */
   #each(add: (key: Key | string, value: ReplayedValue) => void): void {
     for (const r of this.#live.values()) {
-      add(layout.stateAt(r.address), new ReplayedState(r));
+      add(layout.stateAt(r.address), () => {
+        const { type } = r.l;
+        const { permissions, holders } = r.access;
+        let h = holders.get(type);
+        if (!h) holders.set(type, (h = recordHolders(type, permissions)));
+        return encodeResource(type, r.envelope, permissions, h);
+      });
       add(layout.accessAt(r.address), r.access.bytes);
     }
     for (const o of this.#orderings.values()) add(o.key, o.value);

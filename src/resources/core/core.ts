@@ -11,7 +11,7 @@ import { INDEX_VERBS } from "../model/events.js";
 import { PAGE_LIMIT, type ListSequence } from "../model/wire.js";
 import { layout } from "../model/layout.js";
 import { closingBrace } from "../model/page-json.js";
-import { encodeRecord, isRecord, RecordView, type Envelope, type Private } from "../model/record.js";
+import { encodeRecord, RecordView, type Envelope, type Private } from "../model/record.js";
 import { locate, parentRef, pathOf, type Located, type Ref } from "../model/ref.js";
 import type { CompiledType, Schema } from "../model/schema.js";
 import { listersOf, statusOf } from "../indexes/visibility.js";
@@ -134,11 +134,6 @@ export function pageLimit(limit: number | undefined, dflt: number = PAGE_LIMIT.d
 /** The record of a resource: its envelope behind a header with its status and the holders of list and view. */
 export function encodeResource(t: CompiledType, envelope: Envelope, permissions: Permissions, holders: RecordHolders = recordHolders(t, permissions)): Buffer {
   return encodeRecord(envelope, statusOf(t, envelope.data), holders.listers, holders.viewers);
-}
-
-/** Whether `stored` is `encodeResource`'s record for these (compared with no record made: verify's check of a state). */
-export function isResource(stored: Buffer, t: CompiledType, envelope: Envelope, permissions: Permissions, holders: RecordHolders = recordHolders(t, permissions)): boolean {
-  return isRecord(stored, envelope, statusOf(t, envelope.data), holders.listers, holders.viewers);
 }
 
 /** The identities a record's header names: those that may list it, and those that may view it. */

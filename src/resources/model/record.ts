@@ -58,28 +58,16 @@ function needlesOf(actor: Actor): Buffer[] {
 
 const identities = (ids: readonly string[]): string => (ids.length ? `\n${ids.join("\n")}\n` : "");
 
-/**
- * Where a record is written, each part in one pass (its length is written before it once it is known):
- * sized for the most bytes the parts can take (3 per UTF-16 unit).
- */
-let scratch = Buffer.allocUnsafe(4096);
-
-/** Writes `text` (utf8) at `o` after its length (`width` bytes); returns the offset after it. */
-function writeText(out: Buffer, o: number, text: string, width: 2 | 4): number {
-  const n = text.length === 0 ? 0 : out.write(text, o + width, "utf8");
-  if (width === 2) out.writeUInt16BE(n, o);
-  else out.writeUInt32BE(n, o);
-  return o + width + n;
-}
-
-/** Writes the record of the parts into `scratch` (grown when it may not hold them); returns its length. */
-function writeRecord(envelope: Envelope, status: string, listers: readonly string[], viewers: readonly string[]): number {
+/** One allocation: every part is measured, then written in place. */
+export function encodeRecord(envelope: Envelope, status: string, listers: readonly string[], viewers: readonly string[]): Buffer {
   const listersText = identities(listers);
   const viewersText = identities(viewers);
   const json = JSON.stringify(envelope);
-  const most = 1 + 8 + 4 + 2 + 2 + 4 + 4 + 3 * (envelope.id.length + status.length + listersText.length + viewersText.length + json.length);
-  if (scratch.length < most) scratch = Buffer.allocUnsafe(Math.max(most, scratch.length * 2));
-  const out = scratch;
+  const idLen = Buffer.byteLength(envelope.id, "utf8");
+  const statusLen = Buffer.byteLength(status, "utf8");
+  const listersLen = Buffer.byteLength(listersText, "utf8");
+  const viewersLen = Buffer.byteLength(viewersText, "utf8");
+  const out = Buffer.allocUnsafe(1 + 8 + 4 + 2 + idLen + 2 + statusLen + 4 + listersLen + 4 + viewersLen + Buffer.byteLength(json, "utf8"));
   let o = 0;
   out.writeUInt8(FORMAT, o);
   o += 1;
@@ -87,33 +75,20 @@ function writeRecord(envelope: Envelope, status: string, listers: readonly strin
   o += 8;
   out.writeUInt32BE(envelope.meta.version, o);
   o += 4;
-  o = writeText(out, o, envelope.id, 2);
-  o = writeText(out, o, status, 2);
-  o = writeText(out, o, listersText, 4);
-  o = writeText(out, o, viewersText, 4);
-  return o + out.write(json, o, "utf8");
-}
-
-/** Drops a scratch grown past 1 MiB (a huge record's), so that it is not kept alive. */
-const shrink = (): void => {
-  if (scratch.length > 1 << 20) scratch = Buffer.allocUnsafe(4096);
-};
-
-/** The record of a resource (the header, then its public JSON). */
-export function encodeRecord(envelope: Envelope, status: string, listers: readonly string[], viewers: readonly string[]): Buffer {
-  const n = writeRecord(envelope, status, listers, viewers);
-  const out = Buffer.allocUnsafe(n);
-  scratch.copy(out, 0, 0, n);
-  shrink();
+  out.writeUInt16BE(idLen, o);
+  o += 2;
+  o += out.write(envelope.id, o, "utf8");
+  out.writeUInt16BE(statusLen, o);
+  o += 2;
+  o += out.write(status, o, "utf8");
+  out.writeUInt32BE(listersLen, o);
+  o += 4;
+  o += out.write(listersText, o, "utf8");
+  out.writeUInt32BE(viewersLen, o);
+  o += 4;
+  o += out.write(viewersText, o, "utf8");
+  out.write(json, o, "utf8");
   return out;
-}
-
-/** Whether `stored` is the record `encodeRecord` gives for these parts (its bytes, compared with no record made). */
-export function isRecord(stored: Buffer, envelope: Envelope, status: string, listers: readonly string[], viewers: readonly string[]): boolean {
-  const n = writeRecord(envelope, status, listers, viewers);
-  const same = n === stored.length && scratch.compare(stored, 0, n, 0, n) === 0;
-  shrink();
-  return same;
 }
 
 /** A read-only view of a stored record; each part is decoded only when asked for. */
