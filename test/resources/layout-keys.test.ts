@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { Tuple } from "../../src/kv/tuple.js";
-import { encode } from "../../src/kv/tuple.js";
+import { encode, encodeLatin1 } from "../../src/kv/tuple.js";
 import { RESOURCE_KINDS } from "../../src/resources/model/kinds.js";
 import { layout } from "../../src/resources/model/layout.js";
 import type { Located } from "../../src/resources/model/ref.js";
@@ -91,5 +91,25 @@ describe("resource layout keys equal the literal tuples they replaced", () => {
     same(layout.sumsBuilt, ["sums"]);
     same(layout.sumsBuiltEntry("project"), ["built", "project"]);
     expect(RESOURCE_KINDS).toEqual(["global", "sweeps", "ledger", "feed", "visible", "assigned", "subject", "sums"]);
+  });
+});
+
+describe("keys named from an encoded address (what a replay of a partition names its keys by)", () => {
+  it("are the latin1 encodings of the keys the builders give", () => {
+    for (const l of [owner, nested, { ...nested, pairs: ["subproject", "s\u00e9\u0000x"], depth: 1 } as unknown as Located]) {
+      const at = layout.address(l);
+      expect(layout.stateAt(at)).toBe(encodeLatin1(layout.state(l)));
+      expect(layout.accessAt(at)).toBe(encodeLatin1(layout.access(l)));
+      for (const seq of [1, 255, 256, 70_000, 2 ** 40]) expect(layout.historyEntryAt(at, seq)).toBe(encodeLatin1(layout.historyEntry(l, seq)));
+      const sortKey = [1_795_852_214_081, Buffer.from([0, 0x77, 0, 0])];
+      expect(layout.orderIndexRestEntryAt(at, "workflowitem", sortKey)).toBe(encodeLatin1(layout.orderIndexRestEntry(l, "workflowitem", sortKey)));
+    }
+  });
+
+  it("tell a history entry's encoded key by its family, whatever follows", () => {
+    expect(layout.isHistoryBytes(encode(layout.historyEntry(nested, 3)))).toBe(true);
+    expect(layout.isHistoryBytes(encode(layout.state(nested)))).toBe(false);
+    expect(layout.isHistoryBytes(encode(["h"]).subarray(0, 1))).toBe(false);
+    expect(layout.isHistoryBytes(Buffer.alloc(0))).toBe(false);
   });
 });

@@ -5,7 +5,7 @@
  */
 import { ValidationError } from "../../errors.js";
 import { type Entry, scanAll, scanEach, type Key, type Partition } from "../../kv/contract.js";
-import { decode, encode } from "../../kv/tuple.js";
+import { decode, encode, encodeLatin1 } from "../../kv/tuple.js";
 import { allows, type Actor, type Permissions } from "../../access/actor.js";
 import { pageLimit, MAX_PAGE, type Core, type Page } from "../core/core.js";
 import { renderChanges } from "../model/diff.js";
@@ -15,7 +15,7 @@ import { RecordView, type Envelope } from "../model/record.js";
 import { indexEntries } from "../indexes/visibility.js";
 import { locate, type Ref } from "../model/ref.js";
 import type { CompiledType } from "../model/schema.js";
-import type { KeyTable } from "./key-table.js";
+import { KeyTable } from "./key-table.js";
 import { PartitionReplay, ReplayError, sameAsReplayed, valueOf, type ReplayedEntry, type ReplayedValue } from "./replay.js";
 
 export interface HistoryOptions {
@@ -360,7 +360,8 @@ export class Audit {
    * a read filters out, so only what the log says must be there is checked.)
    */
   async #compareAssignments(replay: PartitionReplay): Promise<{ seq: number; reason: string; family: string; key: Key } | null> {
-    // One batched read per identity and page of keys (in the order the replay gives them).
+    if (await this.#assignmentsMatch(replay)) return null;
+    // Naming the first divergence: one batched read per identity and page of keys (in the order the replay gives them).
     const byIdentity = new Map<string, Key[]>();
     for (const { identity, key } of replay.assignments()) {
       const keys = byIdentity.get(identity);
@@ -388,6 +389,36 @@ export class Audit {
       }
     }
     return null;
+  }
+
+  /**
+   * True when every entry the replay expects in the assignments index is there with its empty value:
+   * per identity, resource type and partition owner, one scan of the identity's entries under that
+   * prefix (their views, no copies), each looked up in the expected ones (entries it holds beyond them,
+   * hints of deleted resources, are skipped). Cheaper than a read of each key (the profile of a full
+   * verify of 20,000 items found those reads ~5%); `#compareAssignments` names a divergence when not.
+   */
+  async #assignmentsMatch(replay: PartitionReplay): Promise<boolean> {
+    const groups = new Map<string, { identity: string; prefix: Key; want: KeyTable<true> }>();
+    for (const { identity, key } of replay.assignments()) {
+      const { type, ids } = layout.refOfAssigned(key);
+      const at = JSON.stringify([identity, type, ids[0]]);
+      let g = groups.get(at);
+      if (!g) groups.set(at, (g = { identity, prefix: layout.assignedEntry(type, ids.slice(0, 1)), want: new KeyTable<true>() }));
+      g.want.set(encodeLatin1(key), true);
+    }
+    for (const { identity, prefix, want } of groups.values()) {
+      let matched = 0;
+      let same = true;
+      await scanEach(this.core.kv, layout.assigned(identity), { prefix, limit: VERIFY_PAGE }, (keyBytes, value) => {
+        if (want.getBytes(keyBytes) === undefined) return true;
+        if (value.length !== 0) return (same = false);
+        matched++;
+        return true;
+      });
+      if (!same || matched !== want.size) return false;
+    }
+    return true;
   }
 
   /**

@@ -45,6 +45,10 @@ import { KeyTable } from "./key-table.js";
 
 interface Live {
   l: Located;
+  /** Its key in `#live`: its ids joined by NUL. */
+  id: string;
+  /** `layout.address(l)`: what its keys are named from. */
+  address: string;
   envelope: Envelope;
   access: Access;
 }
@@ -157,14 +161,16 @@ export class PartitionReplay {
     if (!Array.isArray(path) || path.length === 0 || path.at(-1)!.type !== type) throw new ReplayError(`event ${e.seq} names no ${type} in its path`);
     const ids = path.map((p) => p.id);
     const id = ids.join("\u0000");
+    const known = this.#live.get(id);
     let l: Located;
     try {
-      l = this.#live.get(id)?.l ?? locate(this.schema, { type, ids });
+      l = known?.l ?? locate(this.schema, { type, ids });
     } catch (err) {
       throw new ReplayError(`event ${e.seq}: ${(err as Error).message}`);
     }
     if (l.partition[0] !== this.partition[0] || l.partition[1] !== this.partition[1]) throw new ReplayError(`event ${e.seq} names a resource of another partition`);
-    this.#addHistory(encodeLatin1(layout.historyEntry(l, e.seq)), bytes, bound ? e.hash : null);
+    const address = known?.address ?? layout.address(l);
+    this.#addHistory(layout.historyEntryAt(address, e.seq), bytes, bound ? e.hash : null);
     const p = e.payload;
 
     if (verb === "created") {
@@ -177,7 +183,7 @@ export class PartitionReplay {
         data: p.data ?? {},
         meta: { createdAt: p.origin?.createdAt ?? e.at, createdBy: p.origin?.createdBy ?? e.actor, updatedAt: e.at, version: 1 },
       };
-      this.#live.set(id, { l, envelope, access: this.#access(permissions, parent) });
+      this.#live.set(id, { l, id, address, envelope, access: this.#access(permissions, parent) });
       if (parent) this.#parentLink = parent;
       return;
     }
@@ -274,22 +280,23 @@ export class PartitionReplay {
   }
 
   /** The order index of every live collection of ordered children (ordering.ts): from its ordering and its live children. */
-  #orderIndex(add: (key: Key, value: Buffer) => void): void {
-    const collections = new Map<string, { parent: Located; childType: string; children: { id: string; createdAtMs: number }[] }>();
+  #orderIndex(add: (key: Key | string, value: Buffer) => void): void {
+    // Keyed by the resource's ids (`Live.id`): a nested child's parent is its ids but the last, in the same partition.
+    const collections = new Map<string, { parent: Live; childType: string; children: { id: string; createdAtMs: number }[] }>();
     for (const r of this.#live.values()) {
       const childType = r.l.type.decl.orderedChildren;
-      if (childType) collections.set(r.l.pairs.join("\u0000"), { parent: r.l, childType, children: [] });
+      if (childType) collections.set(r.id, { parent: r, childType, children: [] });
     }
     for (const r of this.#live.values()) {
       if (r.l.depth === 0) continue;
-      const c = collections.get(r.l.pairs.slice(0, -2).join("\u0000"));
+      const c = collections.get(r.id.slice(0, r.id.lastIndexOf("\u0000")));
       if (c && c.childType === r.l.type.name) c.children.push({ id: r.envelope.id, createdAtMs: Date.parse(r.envelope.meta.createdAt) });
     }
     for (const { parent, childType, children } of collections.values()) {
-      const stored = this.#orderings.get(latin1(encode(layout.ordering(parent, childType))));
+      const stored = this.#orderings.get(latin1(encode(layout.ordering(parent.l, childType))));
       const ordering = stored ? (JSON.parse(stored.value.toString("utf8")) as string[]) : [];
       for (const { listedAt, child } of orderIndexOf(ordering, children)) {
-        const key = listedAt === null ? layout.orderIndexRestEntry(parent, childType, restSortKey(child)) : layout.orderIndexListedEntry(parent, childType, listedAt);
+        const key = listedAt === null ? layout.orderIndexRestEntryAt(parent.address, childType, restSortKey(child)) : layout.orderIndexListedEntry(parent.l, childType, listedAt);
         add(key, Buffer.from(child.id, "utf8"));
       }
     }
@@ -358,14 +365,14 @@ export class PartitionReplay {
   /** Gives each key (a tuple, or already encoded: a latin1 string) with its value. */
   #each(add: (key: Key | string, value: ReplayedValue) => void): void {
     for (const r of this.#live.values()) {
-      add(layout.state(r.l), () => {
+      add(layout.stateAt(r.address), () => {
         const { type } = r.l;
         const { permissions, holders } = r.access;
         let h = holders.get(type);
         if (!h) holders.set(type, (h = recordHolders(type, permissions)));
         return encodeResource(type, r.envelope, permissions, h);
       });
-      add(layout.access(r.l), r.access.bytes);
+      add(layout.accessAt(r.address), r.access.bytes);
     }
     for (const o of this.#orderings.values()) add(o.key, o.value);
     this.#orderIndex(add);

@@ -38,7 +38,7 @@
  */
 import type { Key, Partition } from "../../kv/contract.js";
 import { keyFamilies, PartitionKind, Subspace } from "../../kv/subspace.js";
-import { decode, encode, type TupleItem } from "../../kv/tuple.js";
+import { decode, encode, encodeLatin1, type TupleItem } from "../../kv/tuple.js";
 import { SUBJECT_KIND, subjectLayout } from "../../personal/subjects.js";
 import type { Located } from "./ref.js";
 
@@ -58,6 +58,11 @@ export const kinds = {
 export const families = keyFamilies(["s", "a", "c", "o", "n", "x", "g", "h", "l", "m"]);
 const { s: S, a: A, c: C, o: O, n: N, x: X, g: G, h: H, l: L, m: M } = families;
 const H_BYTES = H.bytes();
+/** Each family's encoded prefix as latin1 (a key's encoding is its prefix's followed by its items'). */
+const S_LATIN1 = S.bytes().toString("latin1");
+const A_LATIN1 = A.bytes().toString("latin1");
+const H_LATIN1 = H_BYTES.toString("latin1");
+const X_LATIN1 = X.bytes().toString("latin1");
 /** The feed partition's families: its entries and (past them) the end of a scan. */
 const FEED_ENTRY = new Subspace(["e"]);
 const FEED_END = new Subspace(["f"]);
@@ -170,8 +175,24 @@ export const layout = {
   /** The sweep job of a resource's flat descendants, in the sweeps partition. */
   sweep: (l: Located): Key => BARE.pack([...l.partition, l.depth, ...l.pairs]),
 
+  /**
+   * A resource's address ([depth, ...pairs], the items its keys share after their family) encoded once as
+   * latin1: with it, `stateAt`, `accessAt`, `historyEntryAt` and `orderIndexRestEntryAt` give the encodings
+   * (latin1) of `state(l)`, `access(l)`, `historyEntry(l, seq)` and `orderIndexRestEntry(l, …)` by joining
+   * strings, with no tuple encoded per key (a replay of a whole partition names ~5 keys per event).
+   */
+  address: (l: Located): string => encodeLatin1([l.depth, ...l.pairs]),
+  stateAt: (address: string): string => S_LATIN1 + address,
+  accessAt: (address: string): string => A_LATIN1 + address,
+  historyEntryAt: (address: string, seq: number): string => H_LATIN1 + address + encodeLatin1([seq]),
+  orderIndexRestEntryAt: (address: string, childType: string, sortKey: readonly TupleItem[]): string => X_LATIN1 + address + encodeLatin1([childType, 1, ...sortKey]),
+
   /** True when an encoded key (a scan's `keyBytes`) is a history index entry's. */
-  isHistoryBytes: (keyBytes: Buffer): boolean => keyBytes.subarray(0, H_BYTES.length).equals(H_BYTES),
+  isHistoryBytes: (keyBytes: Buffer): boolean => {
+    if (keyBytes.length < H_BYTES.length) return false;
+    for (let i = 0; i < H_BYTES.length; i++) if (keyBytes[i] !== H_BYTES[i]) return false;
+    return true;
+  },
   /** The seq a history index entry points at. */
   seqOfHistory: (key: Key): number => key.at(-1) as number,
   /**

@@ -81,6 +81,7 @@ export function restSortKey(child: OrderedChild): TupleItem[] {
 
 /** The order index of a collection, as `[listed place or null, child]` pairs in effective order (a replay builds it from this). */
 export function orderIndexOf<C extends OrderedChild>(ordering: readonly string[], children: readonly C[]): { listedAt: number | null; child: C }[] {
+  if (ordering.length === 0) return children.map((child) => ({ listedAt: null, child })); // none listed: no lookup of each child
   const byId = new Map(children.map((c) => [c.id, c] as const));
   const out: { listedAt: number | null; child: C }[] = [];
   const listed = new Set<string>();
