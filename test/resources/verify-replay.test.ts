@@ -3,19 +3,32 @@
  * ledger: an edited state or access record, a removed or stray key, and a cut tail each fail it, naming
  * the key. Edits go through the kv API of the same store, as an attacker with the data files would.
  */
+import { Type } from "@sinclair/typebox";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SYSTEM } from "../../src/access/actor.js";
 import { layout } from "../../src/resources/model/layout.js";
 import { locate } from "../../src/resources/model/ref.js";
 import { RecordView } from "../../src/resources/model/record.js";
+import { defineSchema } from "../../src/resources/model/schema.js";
 import { ResourceStore } from "../../src/resources/store.js";
 import { Workflow } from "../../src/workflow/commands.js";
 import { generateDemo } from "../../src/workflow/demo.js";
 import { workflowSchema } from "../../src/workflow/schema.js";
 import { backends, type BackendHandle } from "../conformance/backends.js";
+import { alice, storeWithRoot } from "./fixture.js";
 
 const P = ["project", "demo-1"];
 const wi = { type: "workflowitem", ids: ["demo-1", "sp-1", "wi-0002"] };
+
+/** Two sibling types under one parent, each with ordered children of its own type: a parent with several child types. */
+const title = Type.Object({ title: Type.String() }, { additionalProperties: false });
+const shelves = defineSchema({
+  room: { parent: null, idStyle: "flat", fields: title },
+  list: { parent: "room", idStyle: "nested", orderedChildren: "item", fields: title },
+  shelf: { parent: "room", idStyle: "nested", orderedChildren: "book", fields: title },
+  item: { parent: "list", idStyle: "nested", fields: title },
+  book: { parent: "shelf", idStyle: "nested", fields: title },
+});
 
 for (const backend of backends.filter((b) => b.name === "lmdb" || b.name === "redis")) {
   describe(backend.name, () => {
@@ -118,6 +131,59 @@ for (const backend of backends.filter((b) => b.name === "lmdb" || b.name === "re
       ]);
       const r = await wf.store.audit.verify(P);
       expect(r).toMatchObject({ ok: false, firstBad: { family: "ledger", seq: head.seq } });
+    });
+
+    // The replay tells resources apart by type and ids: sibling types may share an id under one parent.
+    describe("sibling resources of different types with the same id", () => {
+      const F = ["folder", "f1"];
+      const list = { type: "list", ids: ["f1", "x"] };
+      const guarded = { type: "guarded", ids: ["f1", "x"] };
+
+      it("a clean store verifies, through changes, grants and deletes of either", async () => {
+        const { store } = await storeWithRoot(h.kv);
+        await store.writes.create(alice, "list", { type: "folder", ids: ["f1"] }, { title: "L" }, { id: "x" });
+        await store.writes.create(alice, "guarded", { type: "folder", ids: ["f1"] }, {}, { id: "x" });
+        // Their children share an id too (an ordered item of the list, a leaf of the guarded).
+        await store.writes.create(alice, "item", list, { title: "i", status: "open" }, { id: "y" });
+        await store.writes.create(alice, "item", list, { title: "j", status: "open" }, { id: "z" });
+        await store.writes.create(alice, "leaf", guarded, {}, { id: "y" });
+        await store.writes.update(alice, list, { title: "L2" });
+        await store.writes.grant(alice, guarded, "guarded.viewDetails", "bob");
+        await store.writes.setOrdering(alice, list, ["z"]);
+        expect(await store.audit.verify(F)).toMatchObject({ ok: true });
+        await store.lifecycle.delete(alice, { type: "leaf", ids: ["f1", "x", "y"] });
+        await store.lifecycle.delete(alice, guarded);
+        expect(await store.audit.verify(F)).toMatchObject({ ok: true });
+        expect((await store.reads.get(alice, { type: "item", ids: ["f1", "x", "y"] })).data.title).toBe("i");
+        await store.lifecycle.delete(alice, list);
+        expect(await store.audit.verify(F)).toMatchObject({ ok: true });
+      });
+
+      it("each of two ordered sibling types keeps its own order index", async () => {
+        const store = new ResourceStore(h.kv, shelves);
+        const room = { type: "room", ids: ["r"] };
+        const R = ["room", "r"];
+        await store.writes.create(SYSTEM, "room", null, { title: "r" }, { id: "r" });
+        const kinds = [
+          ["list", "item"],
+          ["shelf", "book"],
+        ] as const;
+        for (const [type, child] of kinds) {
+          await store.writes.create(SYSTEM, type, room, { title: type }, { id: "x" });
+          for (const id of ["a", "b", "c"]) await store.writes.create(SYSTEM, child, { type, ids: ["r", "x"] }, { title: id }, { id });
+        }
+        await store.writes.setOrdering(SYSTEM, { type: "list", ids: ["r", "x"] }, ["c", "a"]);
+        await store.writes.setOrdering(SYSTEM, { type: "shelf", ids: ["r", "x"] }, ["b"]);
+        expect(await store.audit.verify(R)).toMatchObject({ ok: true });
+        // Not vacuous: the shelf's order index is checked (swap two of its entries).
+        const shelf = locate(shelves, { type: "shelf", ids: ["r", "x"] });
+        const [a, b] = (await h.kv.scan(R, { prefix: layout.orderIndex(shelf, "book"), limit: 2 })).entries;
+        await h.kv.commit(R, [
+          { type: "put", key: a!.key, value: b!.value },
+          { type: "put", key: b!.key, value: a!.value },
+        ]);
+        expect(await store.audit.verify(R)).toMatchObject({ ok: false, firstBad: { family: "x", key: JSON.stringify(a!.key) } });
+      });
     });
   });
 }

@@ -3,8 +3,9 @@
  * bytes without making a string of them. A full verify looks up every stored key of a partition once
  * (100,000 of them for 20,000 workflowitems); a Map keyed by strings made a string of each stored key and
  * hashed it, and its sets and gets were ~10% of the verify's profile. Here keys are placed by a 32-bit
- * FNV-1a hash of their bytes (seeded per process, so ids cannot be chosen to collide) and a hit compares
- * the bytes: a lookup is exact, the hash only picks where to look.
+ * FNV-1a hash of their bytes and a hit compares the bytes: a lookup is exact, the hash only picks where to
+ * look. The hash is seeded at random per process, so which keys collide is unpredictable to whoever picks
+ * ids (it is no keyed hash: collisions are not made impossible, and one costs probes, never a wrong answer).
  */
 
 const FNV_PRIME = 0x01000193;

@@ -45,8 +45,11 @@ import { KeyTable } from "./key-table.js";
 
 interface Live {
   l: Located;
-  /** Its key in `#live`: its ids joined by NUL. */
-  id: string;
+  /**
+   * Its key in `#live`: its type and ids joined by NUL (`liveKey`). Ids alone do not name a resource:
+   * sibling types under one parent may each hold the same id (a `list x` and a `guarded x`).
+   */
+  key: string;
   /** `layout.address(l)`: what its keys are named from. */
   address: string;
   envelope: Envelope;
@@ -113,6 +116,15 @@ export class ReplayError extends Error {}
 
 const latin1 = (b: Buffer): string => b.toString("latin1");
 
+/** A resource's key in the replay's `#live`: its type, then its ids, joined by NUL (no type name or id holds a control character). */
+const liveKey = (type: string, ids: readonly string[]): string => `${type}\u0000${ids.join("\u0000")}`;
+
+/** The `liveKey` of a nested resource's parent (same partition): the parent's type, its own ids but the last. */
+const parentKey = (r: Live): string => {
+  const { key } = r;
+  return r.l.type.decl.parent + key.slice(r.l.type.name.length, key.lastIndexOf("\u0000"));
+};
+
 /** Whether two permission maps serialize to the same JSON: the same intents in the same order, each with the same holders in the same order. */
 function sameJson(a: Permissions, b: Permissions): boolean {
   if (a === b) return true;
@@ -160,8 +172,8 @@ export class PartitionReplay {
     const path = e.path;
     if (!Array.isArray(path) || path.length === 0 || path.at(-1)!.type !== type) throw new ReplayError(`event ${e.seq} names no ${type} in its path`);
     const ids = path.map((p) => p.id);
-    const id = ids.join("\u0000");
-    const known = this.#live.get(id);
+    const key = liveKey(type, ids);
+    const known = this.#live.get(key);
     let l: Located;
     try {
       l = known?.l ?? locate(this.schema, { type, ids });
@@ -183,17 +195,17 @@ export class PartitionReplay {
         data: p.data ?? {},
         meta: { createdAt: p.origin?.createdAt ?? e.at, createdBy: p.origin?.createdBy ?? e.actor, updatedAt: e.at, version: 1 },
       };
-      this.#live.set(id, { l, id, address, envelope, access: this.#access(permissions, parent) });
+      this.#live.set(key, { l, key, address, envelope, access: this.#access(permissions, parent) });
       if (parent) this.#parentLink = parent;
       return;
     }
     if (verb === INDEX_VERBS.added || verb === INDEX_VERBS.removed || verb === INDEX_VERBS.swept) {
       const childType = p.childType as string;
       const childId = p.id as string;
-      const key = layout.flatChild(l, childType, childId);
-      const k = latin1(encode(key));
+      const entry = layout.flatChild(l, childType, childId);
+      const k = latin1(encode(entry));
       const had = this.#flat.has(k);
-      if (verb === INDEX_VERBS.added) this.#flat.set(k, { key, value: Buffer.from(JSON.stringify({ createdAt: e.at })) });
+      if (verb === INDEX_VERBS.added) this.#flat.set(k, { key: entry, value: Buffer.from(JSON.stringify({ createdAt: e.at })) });
       else this.#flat.delete(k);
       if (l.type.countedChildren.includes(childType) && had !== this.#flat.has(k)) {
         const countKey = layout.childCount(l, childType);
@@ -202,7 +214,7 @@ export class PartitionReplay {
       }
       return;
     }
-    const r = this.#live.get(id);
+    const r = this.#live.get(key);
     if (!r) throw new ReplayError(`event ${e.seq} (${e.type}) changes ${type} ${ids.join("/")}, which does not exist`);
     if (verb === "deleted") {
       this.#deleteSubtree(l);
@@ -225,8 +237,8 @@ export class PartitionReplay {
     }
     if (permissions) r.access = this.#access(permissions, r.access.parent);
     if (verb === "ordering_set" && typeof p.childType === "string") {
-      const key = layout.ordering(l, p.childType);
-      this.#orderings.set(latin1(encode(key)), { key, value: Buffer.from(JSON.stringify(p.ordering ?? [])) });
+      const ordering = layout.ordering(l, p.childType);
+      this.#orderings.set(latin1(encode(ordering)), { key: ordering, value: Buffer.from(JSON.stringify(p.ordering ?? [])) });
     }
   }
 
@@ -281,15 +293,16 @@ export class PartitionReplay {
 
   /** The order index of every live collection of ordered children (ordering.ts): from its ordering and its live children. */
   #orderIndex(add: (key: Key | string, value: Buffer) => void): void {
-    // Keyed by the resource's ids (`Live.id`): a nested child's parent is its ids but the last, in the same partition.
+    // Keyed by the parent's `Live.key` (type and ids): a nested child names its parent's (`parentKey`), so a
+    // parent's collection holds only its own children, whatever other types share its ids.
     const collections = new Map<string, { parent: Live; childType: string; children: { id: string; createdAtMs: number }[] }>();
     for (const r of this.#live.values()) {
       const childType = r.l.type.decl.orderedChildren;
-      if (childType) collections.set(r.id, { parent: r, childType, children: [] });
+      if (childType) collections.set(r.key, { parent: r, childType, children: [] });
     }
     for (const r of this.#live.values()) {
       if (r.l.depth === 0) continue;
-      const c = collections.get(r.id.slice(0, r.id.lastIndexOf("\u0000")));
+      const c = collections.get(parentKey(r));
       if (c && c.childType === r.l.type.name) c.children.push({ id: r.envelope.id, createdAtMs: Date.parse(r.envelope.meta.createdAt) });
     }
     for (const { parent, childType, children } of collections.values()) {
