@@ -569,7 +569,8 @@ class GroupTx implements Tx {
     if (v !== undefined) return v ?? undefined;
     const known = this.reads.get(k);
     if (known !== undefined) return known ?? undefined;
-    const value = (await this.kv.get(this.partition, key))?.value;
+    const kv = this.kv;
+    const value = (kv.getSync ? kv.getSync(this.partition, key) : await kv.get(this.partition, key))?.value;
     this.reads.set(k, value ?? null);
     return value;
   }
@@ -597,7 +598,16 @@ class GroupTx implements Tx {
     const en = latin1(end);
     // Walked in place: a group of creates asks this once per command, over every key the group wrote.
     if (this.group.touches(s, en) || this.layer.touches(s, en)) return (await this.scanPrefix(prefix)).length > 0;
-    return (await this.kv.scan(this.partition, { prefix, limit: 1 })).entries.length > 0;
+    const kv = this.kv;
+    if (kv.scanViews) {
+      // where the backend visits its entries in place (LMDB, memory): no copy of the entry found
+      let found = false;
+      await kv.scanViews(this.partition, { prefix, limit: 1 }, () => {
+        found = true;
+      });
+      return found;
+    }
+    return (await kv.scan(this.partition, { prefix, limit: 1 })).entries.length > 0;
   }
 
   put(key: Key, value: Uint8Array): void {
