@@ -7,7 +7,7 @@ import { ConflictError, StaleVersionError, ForbiddenError, ValidationError } fro
 import type { Actor, Permissions } from "../../access/actor.js";
 import { assertIdentityExists } from "../../access/global.js";
 import type { Intent } from "../../access/intents.js";
-import { creationContext, readContext, type MutateContext, type ReadContext } from "../read/context.js";
+import { creationContext, mutateContext, type MutateContext, type ReadContext } from "../read/context.js";
 import { countChild, decodeAccess, encodeAccess, encodeResource, type Core } from "../core/core.js";
 import { diffData } from "../model/diff.js";
 import { INDEX_VERBS, type EventPayload } from "../model/events.js";
@@ -229,7 +229,7 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
       if (spec.ifVersion !== undefined && spec.ifVersion !== current.meta.version) {
         throw new StaleVersionError(`${ref.type} ${ref.ids.join("/")} is at version ${current.meta.version}, not ${spec.ifVersion}`);
       }
-      const decided = await spec.change(current, { ...readContext(this.core.kv, this.core.schema, tx, l), permissions: priv.permissions });
+      const decided = await spec.change(current, mutateContext(this.core.kv, this.core.schema, tx, l, priv.permissions));
       if (decided.unchanged) {
         return written(current, priv.permissions);
       }
