@@ -173,10 +173,29 @@ export class Workflow {
       decide: ({ data, defaults, parent }) => {
         assertOpen(parent!.envelope);
         const type = workflowitemTypeFor(parent!.envelope, fields.workflowitemType);
-        const inherited = inheritPermissions(defaults, "subproject", "workflowitem", parent!.permissions, intents, CREATE_INTENTS);
+        const inherited = this.#inherited(actor, parent!.permissions, () =>
+          inheritPermissions(defaults, "subproject", "workflowitem", parent!.permissions, intents, CREATE_INTENTS),
+        );
         return { data: { ...data, workflowitemType: type }, permissions: assignedPermissions(inherited, type, actor, assignee, intents) };
       },
     });
+  }
+
+  /**
+   * The permissions a workflowitem inherits from its subproject's, per creator: computed once per group of
+   * creates under one subproject (the store hands every create of a group the same frozen permissions
+   * object, writes.ts). Each caller copies what it is given (assignedPermissions does), so it is shared.
+   */
+  readonly #inheritedOf = new WeakMap<Permissions, Map<string, Permissions>>();
+
+  #inherited(actor: Actor, parent: Permissions, compute: () => Permissions): Permissions {
+    if (!Object.isFrozen(parent)) return compute();
+    let byActor = this.#inheritedOf.get(parent);
+    if (!byActor) this.#inheritedOf.set(parent, (byActor = new Map()));
+    const who = actor.system ? "" : `u${actor.id}`;
+    let inherited = byActor.get(who);
+    if (!inherited) byActor.set(who, (inherited = compute()));
+    return inherited;
   }
 
   /** The status and meta of a new resource: open and now, or, for a migration by the system actor, as it was. */

@@ -17,12 +17,28 @@ import { PartitionReplay } from "./replay.js";
  * Rewrites a partition's order index, and its parents' sums (`g`, model/sums.ts: derived the same way,
  * and absent from partitions written before they existed), from its log. A log the replay refuses is
  * left alone (verify reports it).
+ *
+ * The log replayed is the one this command's group sees: the committed log (streamed from the store), then
+ * the events the commands before it in its group appended, not committed yet (read through the Tx, from
+ * the seq after the store's last on). Replaying the store's log alone would rewrite the index and sums
+ * without what those commands contributed. The log is append-only (a group only adds keys past the head),
+ * so the two parts are the whole of it.
  */
 export async function rebuildOrderIndex(c: Core, partition: Partition): Promise<void> {
   await c.writer.run(partition, SYSTEM, async (tx) => {
     const replay = new PartitionReplay(c.schema, partition);
     try {
-      for await (const e of scanAll(c.kv, partition, { prefix: layout.logs, limit: 2000 })) replay.apply(JSON.parse(e.value.toString("utf8")) as ResourceEvent, e.value);
+      let seq = 0;
+      for await (const e of scanAll(c.kv, partition, { prefix: layout.logs, limit: 2000 })) {
+        const event = JSON.parse(e.value.toString("utf8")) as ResourceEvent;
+        replay.apply(event, e.value);
+        seq = event.seq;
+      }
+      for (;;) {
+        const bytes = await tx.get(layout.log(++seq));
+        if (bytes === undefined) break;
+        replay.apply(JSON.parse(bytes.toString("utf8")) as ResourceEvent, bytes);
+      }
     } catch {
       return;
     }

@@ -148,7 +148,7 @@ export const recordHolders = (t: CompiledType, permissions: Permissions): Record
 /** An access record's JSON (`encodeAccess` is its bytes). */
 export const accessJson = (priv: Private): string => JSON.stringify(priv);
 export const encodeAccess = (priv: Private): Buffer => Buffer.from(accessJson(priv), "utf8");
-const decodeAccess = (raw: Buffer | undefined): Private => (raw ? (JSON.parse(raw.toString("utf8")) as Private) : { permissions: {} });
+export const decodeAccess = (raw: Buffer | undefined): Private => (raw ? (JSON.parse(raw.toString("utf8")) as Private) : { permissions: {} });
 
 const notFound = (ref: Ref): NotFoundError => new NotFoundError(`${ref.type} ${ref.ids.join("/")} not found`);
 
@@ -197,18 +197,25 @@ export class Core {
    * The one permission/not-found check: the resource's record, or NotFoundError; the actor's `intent` on
    * it, or a refusal. The view intent's holders are in the record's header, so the common read needs
    * no access read and no JSON parse; `withAccess` reads the access entry anyway (a write needs it).
-   * `state` is the record when the caller has read it already; a null `intent` checks existence alone.
+   * `state` is the record when the caller has read it already, and `access` the access entry decoded (a
+   * write's check of a parent it has decoded before, writes.ts); a null `intent` checks existence alone.
    *
    * Existence is no oracle (docs/security.md, "Existence"): a refused caller that does not know of the
    * resource gets the same NotFoundError as for one that does not exist; one that knows of it gets
    * ForbiddenError (see `#knowsOf`).
    */
-  async authorize(read: ReadKey, l: Located, actor: Actor, intent: string | null, options: { withAccess?: boolean; state?: Buffer | undefined } = {}): Promise<Authorized> {
+  async authorize(
+    read: ReadKey,
+    l: Located,
+    actor: Actor,
+    intent: string | null,
+    options: { withAccess?: boolean; state?: Buffer | undefined; access?: Private } = {},
+  ): Promise<Authorized> {
     const raw = "state" in options ? options.state : await read(layout.state(l));
     if (!raw) throw notFound(l.ref);
     const view = new RecordView(raw);
     const headerOnly = (intent === null || intent === l.type.intents.view) && !options.withAccess;
-    const access = headerOnly ? null : decodeAccess(await read(layout.access(l)));
+    const access = headerOnly ? null : (options.access ?? decodeAccess(await read(layout.access(l))));
     // A null intent: the caller decides who may (a domain rule, e.g. TruBudget's close); the resource need only exist.
     if (intent === null || (access ? allows(access.permissions, actor, intent) : view.viewableBy(actor))) return { view, access };
     throw (await this.#knowsOf(read, l, actor, view, access)) ? new ForbiddenError(`${actor.id} lacks the intent ${intent}`) : notFound(l.ref);

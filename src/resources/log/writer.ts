@@ -79,6 +79,8 @@ const latin1 = (b: Buffer): string => b.toString("latin1");
 /** Writes of one command (or of a whole group), readable before they are committed. */
 class Overlay {
   readonly ops: Op[] = [];
+  /** The encoded key (latin1) of each op of `ops` that writes one key (put, delete); undefined for the others. */
+  readonly opKeys: (string | undefined)[] = [];
   readonly values = new Map<string, Buffer | null>();
   readonly deletedRanges: { start: string; end: string }[] = [];
   readonly events: ResourceEvent[] = [];
@@ -103,6 +105,7 @@ class Overlay {
 
   merge(child: Overlay): void {
     this.ops.push(...child.ops);
+    this.opKeys.push(...child.opKeys);
     for (const r of child.deletedRanges) {
       for (const k of [...this.values.keys()]) if (k >= r.start && k < r.end) this.values.delete(k);
       this.deletedRanges.push(r);
@@ -111,6 +114,35 @@ class Overlay {
     this.events.push(...child.events);
     this.side.push(...child.side);
     this.before.push(...child.before);
+  }
+
+  /**
+   * `ops` without the writes a later op of the group overwrites (a group of creates puts its parent's sum
+   * entries once per command): the state the commit leaves is the same, since a later put or delete of a
+   * key decides its value whatever came before it. A put is dropped only for a later put of its key (not
+   * a delete), so whether the batch puts anything (the partition index, kv/batch.ts's hasPut) is unchanged.
+   */
+  finalOps(): Op[] {
+    const { ops, opKeys } = this;
+    const put = new Set<string>();
+    const written = new Set<string>();
+    const kept: Op[] = [];
+    let dropped = 0;
+    for (let i = ops.length - 1; i >= 0; i--) {
+      const k = opKeys[i];
+      const op = ops[i]!;
+      if (k !== undefined) {
+        if (op.type === "put" ? put.has(k) : written.has(k)) {
+          dropped++;
+          continue;
+        }
+        if (op.type === "put") put.add(k);
+        written.add(k);
+      }
+      kept.push(op);
+    }
+    if (dropped === 0) return ops;
+    return kept.reverse();
   }
 }
 
@@ -306,12 +338,15 @@ export class PartitionWriter {
       }
       const startHead = head;
       const overlay = new Overlay();
+      // What the group's commands read from the store (the state every command of the group starts from,
+      // under the overlay): read once per group, e.g. the parent each create of a group checks.
+      const reads = new Map<string, Buffer | null>();
       const results: { p: Pending<unknown>; value: unknown }[] = [];
       const failed: { p: Pending<unknown>; error: unknown }[] = [];
       let chain = { seq: head.seq, hash: head.hash };
       for (const p of live) {
         const layer = new Overlay();
-        const tx = this.#tx(partition, p.actor, overlay, layer, chain);
+        const tx = this.#tx(partition, p.actor, overlay, layer, chain, reads);
         try {
           const value = await p.command(tx);
           overlay.merge(layer);
@@ -335,7 +370,7 @@ export class PartitionWriter {
         );
         return;
       }
-      const ops: Op[] = [{ type: "check", key: layout.head, version: startHead.version }, ...overlay.ops];
+      const ops: Op[] = [{ type: "check", key: layout.head, version: startHead.version }, ...overlay.finalOps()];
       if (overlay.events.length > 0) {
         ops.push({ type: "put", key: layout.head, value: Buffer.from(JSON.stringify({ seq: chain.seq, hash: chain.hash })) });
       }
@@ -485,94 +520,148 @@ export class PartitionWriter {
     });
   }
 
-  #tx(partition: Partition, actor: Actor, group: Overlay, layer: Overlay, chain: { seq: number; hash: string | null }): Tx {
+  #tx(partition: Partition, actor: Actor, group: Overlay, layer: Overlay, chain: { seq: number; hash: string | null }, reads: Map<string, Buffer | null>): Tx {
+    return new GroupTx(this.kv, partition, actor, new Date(this.clock()).toISOString(), group, layer, chain, reads);
+  }
+}
+
+/**
+ * A command's transaction in its group (`PartitionWriter.#tx`): reads see the command's own writes
+ * (`layer`), then the group's before it (`group`), then the store (read once per group, `reads`); writes go
+ * to `layer`. A class, not an object of closures: one is made per command.
+ */
+class GroupTx implements Tx {
+  readonly #partitionLength: number;
+  #seq: number;
+  #prev: string | null;
+
+  constructor(
+    private readonly kv: KvStore,
+    readonly partition: Partition,
+    readonly actor: Actor,
+    readonly now: string,
+    private readonly group: Overlay,
+    private readonly layer: Overlay,
+    chain: { seq: number; hash: string | null },
+    private readonly reads: Map<string, Buffer | null>,
+  ) {
+    this.#partitionLength = encodeNested(partition).length;
+    this.#seq = chain.seq;
+    this.#prev = chain.hash;
+  }
+
+  /**
+   * Keys are checked against the backend's size limit here, inside the command, so that a key too long
+   * fails this command alone rather than the whole group's commit.
+   */
+  #keyOf(key: Key): string {
+    return latin1(encodeKey(this.#partitionLength, key));
+  }
+
+  #read(k: string): Buffer | null | undefined {
+    const v = this.layer.read(k);
+    return v !== undefined ? v : this.group.read(k);
+  }
+
+  async get(key: Key): Promise<Buffer | undefined> {
+    const k = latin1(encode(key));
+    const v = this.#read(k);
+    if (v !== undefined) return v ?? undefined;
+    const known = this.reads.get(k);
+    if (known !== undefined) return known ?? undefined;
     const kv = this.kv;
-    const now = new Date(this.clock()).toISOString();
-    const partitionLength = encodeNested(partition).length;
-    // Keys are checked against the backend's size limit here, inside the command, so that a key too long
-    // fails this command alone rather than the whole group's commit.
-    const keyOf = (key: Key): string => latin1(encodeKey(partitionLength, key));
-    let seq = chain.seq;
-    let prev = chain.hash;
-    const read = (k: string): Buffer | null | undefined => {
-      const v = layer.read(k);
-      return v !== undefined ? v : group.read(k);
-    };
-    const scanPrefix = async (prefix: Key): Promise<{ keyBytes: Buffer; value: Buffer }[]> => {
-      const out = new Map<string, Buffer>();
-      for await (const e of scanAll(kv, partition, { prefix, limit: 5000 })) out.set(latin1(e.keyBytes), e.value);
-      const { start, end } = prefixRange(prefix);
-      const s = latin1(start);
-      const en = latin1(end);
-      for (const ov of [group, layer]) {
-        for (const r of ov.deletedRanges) for (const k of [...out.keys()]) if (k >= r.start && k < r.end) out.delete(k);
-        for (const [k, v] of ov.values) {
-          if (k < s || k >= en) continue;
-          if (v === null) out.delete(k);
-          else out.set(k, v);
-        }
+    const value = (kv.getSync ? kv.getSync(this.partition, key) : await kv.get(this.partition, key))?.value;
+    this.reads.set(k, value ?? null);
+    return value;
+  }
+
+  async scanPrefix(prefix: Key): Promise<{ keyBytes: Buffer; value: Buffer }[]> {
+    const out = new Map<string, Buffer>();
+    for await (const e of scanAll(this.kv, this.partition, { prefix, limit: 5000 })) out.set(latin1(e.keyBytes), e.value);
+    const { start, end } = prefixRange(prefix);
+    const s = latin1(start);
+    const en = latin1(end);
+    for (const ov of [this.group, this.layer]) {
+      for (const r of ov.deletedRanges) for (const k of [...out.keys()]) if (k >= r.start && k < r.end) out.delete(k);
+      for (const [k, v] of ov.values) {
+        if (k < s || k >= en) continue;
+        if (v === null) out.delete(k);
+        else out.set(k, v);
       }
-      return [...out.keys()].sort().map((k) => ({ keyBytes: Buffer.from(k, "latin1"), value: out.get(k)! }));
-    };
-    return {
-      actor,
-      partition,
-      now,
-      async get(key) {
-        const k = latin1(encode(key));
-        const v = read(k);
-        if (v !== undefined) return v ?? undefined;
-        return (await kv.get(partition, key))?.value;
-      },
-      scanPrefix,
-      async anyUnder(prefix) {
-        const { start, end } = prefixRange(prefix);
-        const s = latin1(start);
-        const en = latin1(end);
-        // Walked in place: a group of creates asks this once per command, over every key the group wrote.
-        if (group.touches(s, en) || layer.touches(s, en)) return (await scanPrefix(prefix)).length > 0;
-        return (await kv.scan(partition, { prefix, limit: 1 })).entries.length > 0;
-      },
-      put(key, value) {
-        const buf = Buffer.from(value);
-        const k = keyOf(key);
-        layer.ops.push({ type: "put", key, value: buf });
-        layer.values.set(k, buf);
-      },
-      delete(key) {
-        const k = keyOf(key);
-        layer.ops.push({ type: "delete", key });
-        layer.values.set(k, null);
-      },
-      alsoCommit(other, op) {
-        layer.side.push({ partition: other, op });
-      },
-      widenFirst(other, op) {
-        layer.before.push({ partition: other, op });
-      },
-      deletePrefix(prefix) {
-        layer.ops.push({ type: "deletePrefix", prefix });
-        const { start, end } = prefixRange(prefix);
-        const r = { start: latin1(start), end: latin1(end) };
-        for (const k of [...layer.values.keys()]) if (k >= r.start && k < r.end) layer.values.delete(k);
-        layer.deletedRanges.push(r);
-      },
-      append(type, path, payload, historyKey) {
-        const hk = historyKey(seq + 1);
-        const hkey = keyOf(hk);
-        seq++;
-        // The reason the actor gave for this write goes with each of its events.
-        const recorded = actor.reason === undefined ? payload : { ...payload, reason: actor.reason };
-        const { event, bytes } = sealEventBytes({ seq, at: now, actor: actor.id, type, path, payload: recorded, prev });
-        prev = event.hash;
-        layer.ops.push({ type: "put", key: layout.log(seq), value: bytes });
-        layer.values.set(latin1(encode(layout.log(seq))), bytes);
-        // The history index entry carries the event's bytes too, so a history page is one range read (audit.ts).
-        layer.ops.push({ type: "put", key: hk, value: bytes });
-        layer.values.set(hkey, bytes);
-        layer.events.push(event);
-        return event;
-      },
-    };
+    }
+    return [...out.keys()].sort().map((k) => ({ keyBytes: Buffer.from(k, "latin1"), value: out.get(k)! }));
+  }
+
+  async anyUnder(prefix: Key): Promise<boolean> {
+    const { start, end } = prefixRange(prefix);
+    const s = latin1(start);
+    const en = latin1(end);
+    // Walked in place: a group of creates asks this once per command, over every key the group wrote.
+    if (this.group.touches(s, en) || this.layer.touches(s, en)) return (await this.scanPrefix(prefix)).length > 0;
+    const kv = this.kv;
+    if (kv.scanViews) {
+      // where the backend visits its entries in place (LMDB, memory): no copy of the entry found
+      let found = false;
+      await kv.scanViews(this.partition, { prefix, limit: 1 }, () => {
+        found = true;
+      });
+      return found;
+    }
+    return (await kv.scan(this.partition, { prefix, limit: 1 })).entries.length > 0;
+  }
+
+  put(key: Key, value: Uint8Array): void {
+    const buf = Buffer.from(value);
+    const k = this.#keyOf(key);
+    this.layer.ops.push({ type: "put", key, value: buf });
+    this.layer.opKeys.push(k);
+    this.layer.values.set(k, buf);
+  }
+
+  delete(key: Key): void {
+    const k = this.#keyOf(key);
+    this.layer.ops.push({ type: "delete", key });
+    this.layer.opKeys.push(k);
+    this.layer.values.set(k, null);
+  }
+
+  alsoCommit(other: Partition, op: Op): void {
+    this.layer.side.push({ partition: other, op });
+  }
+
+  widenFirst(other: Partition, op: Op): void {
+    this.layer.before.push({ partition: other, op });
+  }
+
+  deletePrefix(prefix: Key): void {
+    const layer = this.layer;
+    layer.ops.push({ type: "deletePrefix", prefix });
+    layer.opKeys.push(undefined);
+    const { start, end } = prefixRange(prefix);
+    const r = { start: latin1(start), end: latin1(end) };
+    for (const k of [...layer.values.keys()]) if (k >= r.start && k < r.end) layer.values.delete(k);
+    layer.deletedRanges.push(r);
+  }
+
+  append(type: string, path: PathItem[], payload: EventPayload, historyKey: (seq: number) => Key): ResourceEvent {
+    const layer = this.layer;
+    const hk = historyKey(this.#seq + 1);
+    const hkey = this.#keyOf(hk);
+    const seq = ++this.#seq;
+    // The reason the actor gave for this write goes with each of its events.
+    const recorded = this.actor.reason === undefined ? payload : { ...payload, reason: this.actor.reason };
+    const { event, bytes } = sealEventBytes({ seq, at: this.now, actor: this.actor.id, type, path, payload: recorded, prev: this.#prev });
+    this.#prev = event.hash;
+    const lk = layout.log(seq);
+    const lkey = latin1(encode(lk));
+    layer.ops.push({ type: "put", key: lk, value: bytes });
+    layer.opKeys.push(lkey);
+    layer.values.set(lkey, bytes);
+    // The history index entry carries the event's bytes too, so a history page is one range read (audit.ts).
+    layer.ops.push({ type: "put", key: hk, value: bytes });
+    layer.opKeys.push(hkey);
+    layer.values.set(hkey, bytes);
+    layer.events.push(event);
+    return event;
   }
 }

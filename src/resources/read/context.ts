@@ -129,27 +129,71 @@ class ResourceReads {
   }
 }
 
-function contextOf(actor: Actor, now: string, type: string, parent: () => Promise<ResourceReads | null>, self: ResourceReads | null): ReadContext {
-  return {
-    actor,
-    now,
-    parent: async () => (await (await parent())?.envelope()) ?? null,
-    children: async (childType) => (self ? self.children(childType) : []),
-    ordering: async (childType) => (self ? self.ordering(childType) : []),
-    orderIndexListed: async (childType) => (self ? self.orderIndexListed(childType) : []),
-    childCreatedAt: async (childType, id) => (self ? self.childCreatedAt(childType, id) : undefined),
-    siblings: async () => (await (await parent())?.children(type)) ?? [],
-    siblingOrdering: async () => (await (await parent())?.ordering(type)) ?? [],
-  };
+/**
+ * The reads of a context, as methods of one object (a command makes one per write): `self` reads about the
+ * resource (null: one about to be created), `parent` about its parent, asked for at most once.
+ */
+class Context implements ReadContext {
+  #parent: Promise<ResourceReads | null> | undefined;
+
+  constructor(
+    readonly actor: Actor,
+    readonly now: string,
+    private readonly type: string,
+    private readonly parentReads: () => Promise<ResourceReads | null>,
+    private readonly self: ResourceReads | null,
+  ) {}
+
+  #parentOnce(): Promise<ResourceReads | null> {
+    return (this.#parent ??= this.parentReads());
+  }
+
+  async parent(): Promise<Envelope | null> {
+    return (await (await this.#parentOnce())?.envelope()) ?? null;
+  }
+
+  async children(childType: string): Promise<ChildRow[]> {
+    return this.self ? this.self.children(childType) : [];
+  }
+
+  async ordering(childType: string): Promise<string[]> {
+    return this.self ? this.self.ordering(childType) : [];
+  }
+
+  async orderIndexListed(childType: string): Promise<string[]> {
+    return this.self ? this.self.orderIndexListed(childType) : [];
+  }
+
+  async childCreatedAt(childType: string, id: string): Promise<number | undefined> {
+    return this.self ? this.self.childCreatedAt(childType, id) : undefined;
+  }
+
+  async siblings(): Promise<ChildRow[]> {
+    return (await (await this.#parentOnce())?.children(this.type)) ?? [];
+  }
+
+  async siblingOrdering(): Promise<string[]> {
+    return (await (await this.#parentOnce())?.ordering(this.type)) ?? [];
+  }
 }
 
-/**
- * The read context of an existing resource `l` inside `tx` (a write of `l`'s partition). A nested
- * resource's parent is in the same partition; a flat one's is named by the link beside its log.
- */
-export function readContext(kv: KvStore, schema: Schema, tx: Tx, l: Located): ReadContext {
-  let parent: Promise<ResourceReads | null> | undefined;
-  const parentReads = async (): Promise<ResourceReads | null> => {
+/** A mutate's context: a read context with the resource's permissions. */
+class MutateReads extends Context implements MutateContext {
+  constructor(
+    actor: Actor,
+    now: string,
+    type: string,
+    parentReads: () => Promise<ResourceReads | null>,
+    self: ResourceReads | null,
+    readonly permissions: Permissions,
+  ) {
+    super(actor, now, type, parentReads, self);
+  }
+}
+
+/** How the reads of a resource's parent are made: in the same partition for a nested resource; a flat one's is named by the link beside its log. */
+function parentReadsOf(kv: KvStore, schema: Schema, tx: Tx, l: Located): () => Promise<ResourceReads | null> {
+  return async () => {
     if (l.type.decl.parent === null) return null;
     const p = parentRef(schema, l.ref);
     if (p) return new ResourceReads(kv, schema, tx, locate(schema, p));
@@ -158,11 +202,23 @@ export function readContext(kv: KvStore, schema: Schema, tx: Tx, l: Located): Re
     const pl = locate(schema, JSON.parse(link.toString("utf8")) as Ref);
     return new ResourceReads(kv, schema, kvReader(kv, pl.partition), pl);
   };
-  return contextOf(tx.actor, tx.now, l.type.name, () => (parent ??= parentReads()), new ResourceReads(kv, schema, tx, l));
+}
+
+/**
+ * The read context of an existing resource `l` inside `tx` (a write of `l`'s partition). A nested
+ * resource's parent is in the same partition; a flat one's is named by the link beside its log.
+ */
+export function readContext(kv: KvStore, schema: Schema, tx: Tx, l: Located): ReadContext {
+  return new Context(tx.actor, tx.now, l.type.name, parentReadsOf(kv, schema, tx, l), new ResourceReads(kv, schema, tx, l));
+}
+
+/** `readContext` with the resource's current permissions (a mutate's). */
+export function mutateContext(kv: KvStore, schema: Schema, tx: Tx, l: Located, permissions: Permissions): MutateContext {
+  return new MutateReads(tx.actor, tx.now, l.type.name, parentReadsOf(kv, schema, tx, l), new ResourceReads(kv, schema, tx, l), permissions);
 }
 
 /** The read context of a resource of `type` about to be created under `parent` (null: a root), inside `tx` (a write of the parent's partition). */
 export function creationContext(kv: KvStore, schema: Schema, tx: Tx, type: string, parent: Located | null): ReadContext {
   const reads = parent ? new ResourceReads(kv, schema, tx, parent) : null;
-  return contextOf(tx.actor, tx.now, type, async () => reads, null);
+  return new Context(tx.actor, tx.now, type, async () => reads, null);
 }

@@ -7,13 +7,13 @@ import { ConflictError, StaleVersionError, ForbiddenError, ValidationError } fro
 import type { Actor, Permissions } from "../../access/actor.js";
 import { assertIdentityExists } from "../../access/global.js";
 import type { Intent } from "../../access/intents.js";
-import { creationContext, readContext, type MutateContext, type ReadContext } from "../read/context.js";
-import { countChild, encodeAccess, encodeResource, type Core } from "../core/core.js";
+import { creationContext, mutateContext, type MutateContext, type ReadContext } from "../read/context.js";
+import { countChild, decodeAccess, encodeAccess, encodeResource, type Core } from "../core/core.js";
 import { diffData } from "../model/diff.js";
 import { INDEX_VERBS, type EventPayload } from "../model/events.js";
 import { layout } from "../model/layout.js";
 import { restSortKey, validateOrdering } from "../model/ordering.js";
-import { written, type Envelope, type Written } from "../model/record.js";
+import { written, type Envelope, type Private, type Written } from "../model/record.js";
 import { childRef, locate, pathOf, type Located, type Ref } from "../model/ref.js";
 import { assertId, GOVERNANCE_FLAG, type DataOf, type SchemaDecl } from "../model/schema.js";
 import { refuseSealed } from "../personal/subjects.js";
@@ -78,6 +78,15 @@ function applyPatch(data: Record<string, unknown>, patch: Record<string, unknown
   return next;
 }
 
+/** `value` and everything it holds, frozen. */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}
+
 /** Refuses to reuse an address: a deleted resource's history stays under it. */
 function existed(type: string, id: string): ConflictError {
   return new ConflictError(`${type} ${id} already exists (or existed)`, "id");
@@ -85,6 +94,13 @@ function existed(type: string, id: string): ConflictError {
 
 /** The writes of a store whose schema declares `S` (ResourceStore.writes): every one checks the actor's intent inside the write. */
 export class Writes<S extends SchemaDecl = SchemaDecl> {
+  /**
+   * A parent's decoded state and access entry, per the bytes of its record: the creates of one group under
+   * one parent read the same bytes (the writer reads a key once per group), so the parent's JSON and access
+   * entry are parsed once per group, not per create. Frozen, as every command of the group shares them.
+   */
+  readonly #parents = new WeakMap<Buffer, { accessRaw: Buffer | undefined; priv: Private; state: ParentState }>();
+
   constructor(private readonly core: Core) {}
 
   /** Creates a resource of a declared type under `parent` (null for a root), typed by its declared type. */
@@ -163,9 +179,18 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
     }
   }
 
+  /** The parent's state, once the actor's `intent` on it is checked (every command checks it: the decoding alone is shared, see #parents). */
   async #requireParent(tx: Tx, pl: Located, actor: Actor, intent: string): Promise<ParentState> {
-    const { view, access } = await this.core.authorize((key) => tx.get(key), pl, actor, intent, { withAccess: true });
-    return { envelope: view.envelope(), permissions: access!.permissions };
+    const state = await tx.get(layout.state(pl));
+    const accessRaw = state ? await tx.get(layout.access(pl)) : undefined;
+    let known = state ? this.#parents.get(state) : undefined;
+    if (known && known.accessRaw !== accessRaw) known = undefined;
+    const priv = known?.priv ?? (state ? decodeAccess(accessRaw) : undefined);
+    const { view, access } = await this.core.authorize((key) => tx.get(key), pl, actor, intent, { withAccess: true, state, access: priv });
+    if (known) return known.state;
+    const parent = deepFreeze({ envelope: view.envelope(), permissions: access!.permissions });
+    this.#parents.set(state!, { accessRaw, priv: access!, state: parent });
+    return parent;
   }
 
   #put(tx: Tx, l: Located, data: Record<string, unknown>, permissions: Permissions, parent: Ref | null, origin?: { createdAt: string; createdBy: string }): Written {
@@ -204,7 +229,7 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
       if (spec.ifVersion !== undefined && spec.ifVersion !== current.meta.version) {
         throw new StaleVersionError(`${ref.type} ${ref.ids.join("/")} is at version ${current.meta.version}, not ${spec.ifVersion}`);
       }
-      const decided = await spec.change(current, { ...readContext(this.core.kv, this.core.schema, tx, l), permissions: priv.permissions });
+      const decided = await spec.change(current, mutateContext(this.core.kv, this.core.schema, tx, l, priv.permissions));
       if (decided.unchanged) {
         return written(current, priv.permissions);
       }
