@@ -11,6 +11,7 @@ export interface Loaded<T> {
   error: ProblemError | null;
   loading: boolean;
   reload: () => Promise<void>;
+  /** Puts data the page knows to be newer (its own write's answer): a load still in flight, begun before, is dropped. */
   set: (d: T) => void;
 }
 
@@ -40,7 +41,15 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
     setData(null);
     void reload();
   }, [reload]);
-  return { data, error, loading, reload, set: setData };
+  // A load begun before the page's own write may answer after it with what was there before (a reorder's
+  // old ETag, say), which would make the page's next write refused as stale: it is dropped.
+  const set = useCallback((d: T) => {
+    gen.current++;
+    setData(d);
+    setError(null);
+    setLoading(false);
+  }, []);
+  return { data, error, loading, reload, set };
 }
 
 /** Calls `refresh` (debounced) when a feed event matches. */
