@@ -5,6 +5,7 @@
  * time; every process started here is stopped here (a server exits when its parent disconnects).
  */
 import { fork, spawn, type ChildProcess } from "node:child_process";
+import { Agent, request } from "node:http";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { DriverResult, DriverSpec } from "./driver.js";
@@ -60,6 +61,48 @@ export async function withCpu<T>(server: Server, load: () => Promise<T>): Promis
   const before = await usageOf(server.child);
   const r = await load();
   return { ...r, serverCpuMs: (await usageOf(server.child)).cpuMs - before.cpuMs };
+}
+
+/**
+ * A bounded load for the profiling drivers (bench/profile/cpu.ts, http-ab.ts): `count` requests over
+ * keep-alive loopback, `inFlight` at a time, the i-th being `next(i)` ([method, path, body?]) sent with the
+ * bearer `token`; every answer must be 2xx. Returns the server's CPU time over the load and its seconds.
+ */
+export async function boundedLoad(
+  server: Server,
+  token: string,
+  next: (i: number) => [string, string, string?],
+  count: number,
+  inFlight: number,
+): Promise<{ cpuMs: number; seconds: number }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: inFlight });
+  const url = new URL(server.base);
+  const send = (method: string, path: string, body?: string) =>
+    new Promise<void>((resolve, reject) => {
+      const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+      if (body) headers["content-type"] = "application/json";
+      const req = request({ host: url.hostname, port: url.port, method, path, agent, headers }, (res) => {
+        res.resume();
+        res.on("end", () => (res.statusCode! < 300 ? resolve() : reject(new Error(`${method} ${path}: ${res.statusCode}`))));
+      });
+      req.on("error", reject);
+      req.end(body);
+    });
+  const before = await usageOf(server.child);
+  const t0 = performance.now();
+  let i = 0;
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (i < count) {
+        const [m, p, b] = next(i++);
+        await send(m, p, b);
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  const after = await usageOf(server.child);
+  agent.destroy();
+  return { cpuMs: after.cpuMs - before.cpuMs, seconds };
 }
 
 /** Disconnects (the child then closes and exits); SIGKILL after 10 s. */

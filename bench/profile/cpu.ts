@@ -10,13 +10,12 @@
  * (flowstore: DIR/<op>.cpuprofile, the peer: DIR/<op>-peer.cpuprofile); bench/profile/top.ts prints its
  * top frames. The last round's CPU figures then include the profiler's own cost.
  */
-import { Agent, request } from "node:http";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { ChildProcess } from "node:child_process";
-import { start, stop, usageOf, type Server } from "../http/processes.js";
+import { boundedLoad, start, stop, type Server } from "../http/processes.js";
 import { CREATE_BODY, createPath, itemPath, ROOT_PASSWORD, S1K, SNEW } from "../http/shared.js";
 import { itemId } from "../tree.js";
 
@@ -40,37 +39,8 @@ try {
   });
   const { token } = (await login.json()) as { token: string };
 
-  const load = async (server: Server, op: string): Promise<{ cpuMs: number; seconds: number }> => {
-    const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
-    const url = new URL(server.base);
-    const send = (method: string, path: string, body?: string) =>
-      new Promise<void>((resolve, reject) => {
-        const headers: Record<string, string> = { authorization: `Bearer ${token}` };
-        if (body) headers["content-type"] = "application/json";
-        const req = request({ host: url.hostname, port: url.port, method, path, agent, headers }, (res) => {
-          res.resume();
-          res.on("end", () => (res.statusCode! < 300 ? resolve() : reject(new Error(`${method} ${path}: ${res.statusCode}`))));
-        });
-        req.on("error", reject);
-        req.end(body);
-      });
-    const next = (i: number): [string, string, string?] => (op === "create" ? ["POST", createPath(SNEW), CREATE_BODY] : ["GET", itemPath(S1K, itemId(i % 1000))]);
-    const before = await usageOf(server.child);
-    const t0 = performance.now();
-    let i = 0;
-    await Promise.all(
-      Array.from({ length: IN_FLIGHT }, async () => {
-        while (i < count) {
-          const [m, p, b] = next(i++);
-          await send(m, p, b);
-        }
-      }),
-    );
-    const seconds = (performance.now() - t0) / 1000;
-    const after = await usageOf(server.child);
-    agent.destroy();
-    return { cpuMs: after.cpuMs - before.cpuMs, seconds };
-  };
+  const load = (server: Server, op: string): Promise<{ cpuMs: number; seconds: number }> =>
+    boundedLoad(server, token, (i) => (op === "create" ? ["POST", createPath(SNEW), CREATE_BODY] : ["GET", itemPath(S1K, itemId(i % 1000))]), count, IN_FLIGHT);
   const ask = (child: ChildProcess, message: object, answer: string) =>
     new Promise<void>((resolve) => {
       const on = (m: { type?: string }) => {

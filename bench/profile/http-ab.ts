@@ -13,13 +13,12 @@
  * create: POST a workflowitem to the empty subproject; update: PATCH the description of one of s1k's
  * 1,000 (a new value each time); get: GET one of them.
  */
-import { Agent, request } from "node:http";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { fork } from "node:child_process";
-import { stop, usageOf, type Ready, type Server } from "../http/processes.js";
+import { boundedLoad, stop, type Ready, type Server } from "../http/processes.js";
 import { CREATE_BODY, createPath, itemPath, ROOT_PASSWORD, S1K, SNEW } from "../http/shared.js";
 import { itemId } from "../tree.js";
 
@@ -82,36 +81,8 @@ try {
         throw new Error(`unknown op ${op}`);
     }
   };
-  const load = async ({ server, token }: (typeof servers)[number], op: string): Promise<{ cpuMs: number; seconds: number }> => {
-    const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
-    const url = new URL(server.base);
-    const send = (method: string, path: string, body?: string) =>
-      new Promise<void>((ok, fail) => {
-        const headers: Record<string, string> = { authorization: `Bearer ${token}` };
-        if (body) headers["content-type"] = "application/json";
-        const req = request({ host: url.hostname, port: url.port, method, path, agent, headers }, (res) => {
-          res.resume();
-          res.on("end", () => (res.statusCode! < 300 ? ok() : fail(new Error(`${method} ${path}: ${res.statusCode}`))));
-        });
-        req.on("error", fail);
-        req.end(body);
-      });
-    const before = await usageOf(server.child);
-    const t0 = performance.now();
-    let i = 0;
-    await Promise.all(
-      Array.from({ length: IN_FLIGHT }, async () => {
-        while (i < count) {
-          const [m, p, b] = next(op, i++);
-          await send(m, p, b);
-        }
-      }),
-    );
-    const seconds = (performance.now() - t0) / 1000;
-    const after = await usageOf(server.child);
-    agent.destroy();
-    return { cpuMs: after.cpuMs - before.cpuMs, seconds };
-  };
+  const load = ({ server, token }: (typeof servers)[number], op: string): Promise<{ cpuMs: number; seconds: number }> =>
+    boundedLoad(server, token, (i) => next(op, i), count, IN_FLIGHT);
 
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
   for (const op of ops) {
