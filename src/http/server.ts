@@ -272,9 +272,6 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
     const p = toProblem(error, request);
     if (error instanceof TooManyRequestsError) reply.header("retry-after", String(error.retryAfterSeconds));
     if (p.status >= 500) request.log.error({ err: error }, "request failed");
-    // A request refused before its body was read (a 413 past a limit, say): the connection is closed after
-    // the answer (RFC 9110 15.5.14), so neither side waits on the rest of a body nobody will read.
-    if (!request.raw.complete) reply.header("connection", "close");
     return sendProblem(reply, p);
   });
   const notFound = await useConventions(app, options.http);
