@@ -8,9 +8,8 @@
  */
 import { afterEach, expect, it } from "vitest";
 import { SYSTEM, userActor } from "../../src/access/actor.js";
-import { ResourceStore } from "../../src/resources/store.js";
-import { subprojectRef, Workflow, workflowitemRef } from "../../src/workflow/commands.js";
-import { workflowSchema } from "../../src/workflow/schema.js";
+import { subprojectRef, workflowitemRef } from "../../src/workflow/commands.js";
+import { workflowWithSubproject } from "../support/workflow.js";
 import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
 
 const mary = userActor("mary", ["finance"]);
@@ -26,11 +25,7 @@ forEachBackend((backend) => {
   it("a rebuild of the order index and sums sharing a group with other commands keeps what the earlier ones wrote, and the partition verifies", async () => {
     const h = await backend.create();
     handles.push(h);
-    let t = Date.parse("2026-03-01T00:00:00Z");
-    const wf = new Workflow(new ResourceStore(h.kv, workflowSchema, { clock: () => (t += 1000) }));
-    await wf.store.global.grant(SYSTEM, "global.createProject", "mary");
-    await wf.createProject(mary, { id: "p", displayName: "P", projectedBudgets: [] });
-    await wf.createSubproject(mary, "p", { id: "s", displayName: "S", currency: "EUR" });
+    const wf = await workflowWithSubproject(h.kv, mary);
     await wf.createWorkflowitem(mary, "p", "s", item("w0", "1"));
     const part = wf.store.partitionOf(subprojectRef("p", "s"));
     const groups: number[] = [];

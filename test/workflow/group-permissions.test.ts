@@ -16,6 +16,7 @@ import type { Partition } from "../../src/kv/contract.js";
 import { ResourceStore } from "../../src/resources/store.js";
 import { subprojectRef, Workflow, workflowitemRef } from "../../src/workflow/commands.js";
 import { workflowSchema } from "../../src/workflow/schema.js";
+import { workflowWithSubproject } from "../support/workflow.js";
 import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
 
 const mary = userActor("mary", ["finance"]);
@@ -76,11 +77,7 @@ forEachBackend((backend) => {
   async function open(): Promise<{ wf: Workflow; h: BackendHandle }> {
     const h = await backend.create();
     handles.push(h);
-    let t = Date.parse("2026-03-01T00:00:00Z");
-    const wf = new Workflow(new ResourceStore(h.kv, workflowSchema, { clock: () => (t += 1000) }));
-    await wf.store.global.grant(SYSTEM, "global.createProject", "mary");
-    await wf.createProject(mary, { id: "p", displayName: "P", projectedBudgets: [] });
-    await wf.createSubproject(mary, "p", { id: "s", displayName: "S", currency: "EUR" });
+    const wf = await workflowWithSubproject(h.kv, mary);
     await wf.grant(mary, subprojectRef("p", "s"), "subproject.createWorkflowitem", "jane");
     return { wf, h };
   }
