@@ -1,12 +1,14 @@
 /**
  * A profiling driver (not a benchmark) of the verify workload: a project of 20,000 workflowitems (the
  * bench's tree) in an LMDB directory kept between runs (made on the first), then rounds of the full
- * verify and of its floor (every key read, each event parsed and its stored hash checked), alternating,
+ * verify, of its floor (every key read, each event parsed and its stored hash checked) and of the verify the
+ * issue's digest design would leave (`digestDesign` below), alternating,
  * each round's process CPU time (user + system) and wall time printed as events per CPU-second and per
  * second. `--root DIR` runs the verify of another checkout's src (a worktree of main: base and head in
  * one process, alternating). `--profile FILE` writes a CPU profile (node:inspector) of extra verify rounds.
  *   npx tsx bench/profile/verify.ts [--dir DIR] [--rounds N] [--root DIR]... [--profile FILE]
  */
+import { createHash } from "node:crypto";
 import { Session } from "node:inspector/promises";
 import { existsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -74,9 +76,39 @@ const floor: Verify = async () => {
   return { ok: true, checked: n };
 };
 
+/**
+ * The verify the issue's digest design would leave (issue 25: the writers keep a digest of each partition's
+ * derived keys in the same commits, bound to the chain): the log's chain checked from its bytes (each event's
+ * hash read from its stored tail, no parse, no replay) and every derived key folded into an incremental
+ * multiset hash to compare with the digest. Such a digest must resist a writer who picks keys to collide: a sum
+ * of SHA-256 values (AdHash over 256 bits) does not (Wagner's k-tree algorithm finds a colliding multiset), so
+ * this is LtHash16 (Lewi et al., 2019: 1,024 lanes of 16 bits, each key's vector a 2 KiB SHAKE128 output). Its
+ * best case: the writer's side (each put's old and new value hashed, in the commit) is not counted.
+ */
+const lanes = new Uint16Array(1024);
+const digestDesign: Verify = async () => {
+  let n = 0;
+  lanes.fill(0);
+  for (const range of [{ prefix: ["l"] }, { end: ["l"] }, { start: ["l\u0000"] }]) {
+    await scanEach(kv, partition, { ...range, limit: 1024 }, (key, value) => {
+      if (range.prefix !== undefined) {
+        const hash = value.toString("latin1", value.length - 66, value.length - 2);
+        if (!storedHashMatches(value, hash)) throw new Error("the store's log does not verify");
+        n++;
+        return;
+      }
+      const v = createHash("shake128", { outputLength: 2048 }).update(key).update(value).digest();
+      const add = new Uint16Array(v.buffer, v.byteOffset, 1024);
+      for (let i = 0; i < 1024; i++) lanes[i] = lanes[i]! + add[i]!;
+    });
+  }
+  return { ok: true, checked: n };
+};
+
 const sides: { name: string; run: Verify }[] = [
   { name: "floor (copies, scanAll)", run: floorCopied },
   { name: "floor (views, scanEach)", run: floor },
+  { name: "digest design (LtHash16, no replay)", run: digestDesign },
 ];
 for (const root of values.root ?? []) sides.push({ name: `verify ${root}`, run: await verifierOf(root) });
 sides.push({ name: "verify head", run: await verifierOf(undefined) });
