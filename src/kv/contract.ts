@@ -15,9 +15,16 @@ import { decode, encode, encodeNested, encodeNestedThen, encodeWithPrefix, Tuple
 export type Partition = Tuple;
 export type Key = Tuple;
 
+/**
+ * The ops of a commit. A put, delete or check may carry `keyBytes`, its key already encoded (tuple.ts
+ * `encode(key)`, relative to the partition), when the caller has it: the resource writer encodes each key
+ * its commands write to read it back before the commit (log/writer.ts), and the backend then takes those
+ * bytes instead of encoding the key a second time (batch.ts). They must be `encode(key)`: the size limit
+ * is enforced on them, their agreement with `key` is the caller's.
+ */
 export type Op =
-  | { readonly type: "put"; readonly key: Key; readonly value: Uint8Array }
-  | { readonly type: "delete"; readonly key: Key }
+  | { readonly type: "put"; readonly key: Key; readonly value: Uint8Array; readonly keyBytes?: Buffer }
+  | { readonly type: "delete"; readonly key: Key; readonly keyBytes?: Buffer }
   /** Deletes every key that extends `prefix` (and `prefix` itself). */
   | { readonly type: "deletePrefix"; readonly prefix: Key }
   /** Deletes every key in [start, end). */
@@ -27,7 +34,7 @@ export type Op =
    * exactly this version". Checks are evaluated before any write of the batch; one failing check
    * fails the whole batch with a ConflictError and nothing is applied.
    */
-  | { readonly type: "check"; readonly key: Key; readonly version: number | null };
+  | { readonly type: "check"; readonly key: Key; readonly version: number | null; readonly keyBytes?: Buffer };
 
 export interface CommitResult {
   /** The version given to every key this commit put (the partition's new commit sequence). */

@@ -4,7 +4,7 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { ConflictError, ValidationError } from "../../src/errors.js";
 import { allPartitions, getNow, MAX_KEY_BYTES, scanAll, scanEach, type Entry, type Key, type KvStore, type Op, type Partition, type ScanOptions } from "../../src/kv/contract.js";
-import { compareTuples } from "../../src/kv/tuple.js";
+import { compareTuples, encode } from "../../src/kv/tuple.js";
 import { forEachBackend, type BackendHandle } from "./backends.js";
 
 const b = (s: string) => Buffer.from(s);
@@ -195,6 +195,33 @@ forEachBackend((backend) => {
     const longPartition: Partition = ["project", "p".repeat(MAX_KEY_BYTES - 60)];
     const err = await rejection(kv.commit(longPartition, [put(fits, "no")]));
     expect((err as ValidationError).field).toBe("key");
+  });
+
+  it("an op's keyBytes are the key the backend writes and checks (not encoded again), held to MAX_KEY_BYTES and to being bytes", async () => {
+    // Bytes that are not encode(key) break the contract; they show here which of the two the backend used.
+    const { version } = await kv.commit(P, [
+      { type: "put", key: ["named"], value: b("1"), keyBytes: encode(["carried"]) },
+      { type: "put", key: ["gone"], value: b("2"), keyBytes: encode(["other"]) },
+    ]);
+    await kv.commit(P, [
+      { type: "check", key: ["carried"], version: null, keyBytes: encode(["absent"]) },
+      { type: "check", key: ["absent"], version, keyBytes: encode(["carried"]) },
+      { type: "delete", key: ["carried"], keyBytes: encode(["other"]) },
+    ]);
+    expect(keysOf((await kv.scan(P)).entries)).toEqual([["carried"]]);
+    const conflict = await rejection(kv.commit(P, [{ type: "check", key: ["carried"], version, keyBytes: encode(["named"]) }]));
+    expect(conflict).toBeInstanceOf(ConflictError);
+    const before = await kv.scan(P);
+    const bad: Op[] = [
+      { type: "put", key: ["k"], value: b("x"), keyBytes: Buffer.alloc(MAX_KEY_BYTES, 0x02) },
+      { type: "delete", key: ["k"], keyBytes: "\x02k\x00\x00" as unknown as Buffer },
+    ];
+    for (const op of bad) {
+      const err = await rejection(kv.commit(P, [put(["y"], "1"), op]));
+      expect(err).toBeInstanceOf(ValidationError);
+      expect((err as ValidationError).field).toBe("key");
+    }
+    expect(await kv.scan(P)).toEqual(before);
   });
 
   it("prefix delete removes exactly the prefix; siblings sharing a string prefix survive", async () => {

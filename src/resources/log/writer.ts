@@ -554,8 +554,8 @@ class GroupTx implements Tx {
    * Keys are checked against the backend's size limit here, inside the command, so that a key too long
    * fails this command alone rather than the whole group's commit.
    */
-  #keyOf(key: Key): string {
-    return latin1(encodeKey(this.#partitionLength, key));
+  #keyOf(key: Key): Buffer {
+    return encodeKey(this.#partitionLength, key);
   }
 
   #read(k: string): Buffer | null | undefined {
@@ -610,17 +610,20 @@ class GroupTx implements Tx {
     return (await kv.scan(this.partition, { prefix, limit: 1 })).entries.length > 0;
   }
 
+  // Each op carries the bytes its key was encoded to here, so the commit does not encode it again (kv/contract.ts Op).
   put(key: Key, value: Uint8Array): void {
     const buf = Buffer.from(value);
-    const k = this.#keyOf(key);
-    this.layer.ops.push({ type: "put", key, value: buf });
+    const keyBytes = this.#keyOf(key);
+    const k = latin1(keyBytes);
+    this.layer.ops.push({ type: "put", key, value: buf, keyBytes });
     this.layer.opKeys.push(k);
     this.layer.values.set(k, buf);
   }
 
   delete(key: Key): void {
-    const k = this.#keyOf(key);
-    this.layer.ops.push({ type: "delete", key });
+    const keyBytes = this.#keyOf(key);
+    const k = latin1(keyBytes);
+    this.layer.ops.push({ type: "delete", key, keyBytes });
     this.layer.opKeys.push(k);
     this.layer.values.set(k, null);
   }
@@ -646,19 +649,21 @@ class GroupTx implements Tx {
   append(type: string, path: PathItem[], payload: EventPayload, historyKey: (seq: number) => Key): ResourceEvent {
     const layer = this.layer;
     const hk = historyKey(this.#seq + 1);
-    const hkey = this.#keyOf(hk);
+    const hkeyBytes = this.#keyOf(hk);
+    const hkey = latin1(hkeyBytes);
     const seq = ++this.#seq;
     // The reason the actor gave for this write goes with each of its events.
     const recorded = this.actor.reason === undefined ? payload : { ...payload, reason: this.actor.reason };
     const { event, bytes } = sealEventBytes({ seq, at: this.now, actor: this.actor.id, type, path, payload: recorded, prev: this.#prev });
     this.#prev = event.hash;
     const lk = layout.log(seq);
-    const lkey = latin1(encode(lk));
-    layer.ops.push({ type: "put", key: lk, value: bytes });
+    const lkeyBytes = encode(lk);
+    const lkey = latin1(lkeyBytes);
+    layer.ops.push({ type: "put", key: lk, value: bytes, keyBytes: lkeyBytes });
     layer.opKeys.push(lkey);
     layer.values.set(lkey, bytes);
     // The history index entry carries the event's bytes too, so a history page is one range read (audit.ts).
-    layer.ops.push({ type: "put", key: hk, value: bytes });
+    layer.ops.push({ type: "put", key: hk, value: bytes, keyBytes: hkeyBytes });
     layer.opKeys.push(hkey);
     layer.values.set(hkey, bytes);
     layer.events.push(event);
