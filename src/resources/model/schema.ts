@@ -2,7 +2,7 @@
  * Entity types declared as data. A schema is a record of type name → declaration; everything else
  * (intents, key layout, partitions, typed data) is derived from it, with no per-type code.
  */
-import type { Static, TObject } from "@sinclair/typebox";
+import { OptionalKind, type Static, type TObject, type TSchema } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import { ValidationError } from "../../errors.js";
 import { assertJsonDepth } from "../../depth.js";
@@ -300,16 +300,54 @@ export class Schema<S extends SchemaDecl = SchemaDecl> {
   /** Validates domain fields against the type's schema and rules; names the first offending field. */
   validate(type: CompiledType, data: unknown): Record<string, unknown> {
     assertJsonDepth(data, "data");
-    if (!type.check.Check(data)) {
-      const first = type.check.Errors(data).First();
-      const path = first?.path ? first.path.replace(/^\//, "").replace(/\//g, ".") : "";
-      const field = path ? `data.${path}` : "data";
-      const what = first?.schema && "additionalProperties" in first.schema && first.message.includes("Unexpected") ? "is not a known field" : (first?.message ?? "is invalid");
-      throw new ValidationError(`${field} ${what}`, field);
-    }
+    if (!type.check.Check(data)) refuse(type.check, data, "data");
     type.decl.rules?.(data as Record<string, unknown>);
     return data as Record<string, unknown>;
   }
+
+  /**
+   * `data` (which `validate` passed) with the fields of `set` set, validated as `validate` would the
+   * result: each field of `set` against its declaration, then the type's rules on the whole. The fields
+   * `data` already had are not checked again (a create's decided defaults, writes.ts CreateDecision).
+   */
+  validateSet(type: CompiledType, data: Record<string, unknown>, set: Record<string, unknown>): Record<string, unknown> {
+    assertJsonDepth(set, "data");
+    for (const [name, value] of Object.entries(set)) {
+      const field = `data.${name}`;
+      const decl = Object.hasOwn(type.decl.fields.properties, name) ? type.decl.fields.properties[name]! : undefined;
+      if (decl === undefined) throw new ValidationError(`${field} is not a known field`, field);
+      if (value === undefined) {
+        // as the object's check: an optional field may be undefined (it is then left out of the JSON)
+        if ((decl as unknown as Record<symbol, unknown>)[OptionalKind] !== "Optional") throw new ValidationError(`${field} is required`, field);
+        continue;
+      }
+      const check = this.#fieldCheck(type, name, decl);
+      if (!check.Check(value)) refuse(check, value, field);
+    }
+    const next = { ...data, ...set };
+    type.decl.rules?.(next);
+    return next;
+  }
+
+  /** The compiled check of one field's declaration, made on first use. */
+  readonly #fieldChecks = new WeakMap<CompiledType, Map<string, TypeCheck<TSchema>>>();
+
+  #fieldCheck(type: CompiledType, name: string, decl: TSchema): TypeCheck<TSchema> {
+    let checks = this.#fieldChecks.get(type);
+    if (!checks) this.#fieldChecks.set(type, (checks = new Map()));
+    let check = checks.get(name);
+    if (!check) checks.set(name, (check = TypeCompiler.Compile(decl)));
+    return check;
+  }
+}
+
+/** Throws the ValidationError naming the first place `value` (at `field`) fails `check`. */
+function refuse(check: TypeCheck<TSchema>, value: unknown, field: string): never {
+  const first = check.Errors(value).First();
+  const path = first?.path ? first.path.replace(/^\//, "").replace(/\//g, ".") : "";
+  const at = path ? `${field}.${path}` : field;
+  const what = first?.schema && "additionalProperties" in first.schema && first.message.includes("Unexpected") ? "is not a known field" : (first?.message ?? "is invalid");
+  throw new ValidationError(`${at} ${what}`, at);
 }
 
 export function defineSchema<const S extends SchemaDecl>(decl: S): Schema<S> {
