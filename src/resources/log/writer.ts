@@ -346,7 +346,8 @@ export class PartitionWriter {
       let chain = { seq: head.seq, hash: head.hash };
       for (const p of live) {
         const layer = new Overlay();
-        const tx = this.#tx(partition, p.actor, overlay, layer, chain, reads);
+        // id is the partition's encoding in latin1, a character a byte: its length is the encoding's.
+        const tx = this.#tx(partition, id.length, p.actor, overlay, layer, chain, reads);
         try {
           const value = await p.command(tx);
           overlay.merge(layer);
@@ -520,8 +521,16 @@ export class PartitionWriter {
     });
   }
 
-  #tx(partition: Partition, actor: Actor, group: Overlay, layer: Overlay, chain: { seq: number; hash: string | null }, reads: Map<string, Buffer | null>): Tx {
-    return new GroupTx(this.kv, partition, actor, new Date(this.clock()).toISOString(), group, layer, chain, reads);
+  #tx(
+    partition: Partition,
+    partitionLength: number,
+    actor: Actor,
+    group: Overlay,
+    layer: Overlay,
+    chain: { seq: number; hash: string | null },
+    reads: Map<string, Buffer | null>,
+  ): Tx {
+    return new GroupTx(this.kv, partition, partitionLength, actor, new Date(this.clock()).toISOString(), group, layer, chain, reads);
   }
 }
 
@@ -531,13 +540,14 @@ export class PartitionWriter {
  * to `layer`. A class, not an object of closures: one is made per command.
  */
 class GroupTx implements Tx {
-  readonly #partitionLength: number;
   #seq: number;
   #prev: string | null;
 
   constructor(
     private readonly kv: KvStore,
     readonly partition: Partition,
+    /** The length of the partition's encoding (the key size limit counts it). */
+    private readonly partitionLength: number,
     readonly actor: Actor,
     readonly now: string,
     private readonly group: Overlay,
@@ -545,7 +555,6 @@ class GroupTx implements Tx {
     chain: { seq: number; hash: string | null },
     private readonly reads: Map<string, Buffer | null>,
   ) {
-    this.#partitionLength = encodeNested(partition).length;
     this.#seq = chain.seq;
     this.#prev = chain.hash;
   }
@@ -555,7 +564,7 @@ class GroupTx implements Tx {
    * fails this command alone rather than the whole group's commit.
    */
   #keyOf(key: Key): Buffer {
-    return encodeKey(this.#partitionLength, key);
+    return encodeKey(this.partitionLength, key);
   }
 
   #read(k: string): Buffer | null | undefined {
