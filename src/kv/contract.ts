@@ -16,15 +16,15 @@ export type Partition = Tuple;
 export type Key = Tuple;
 
 /**
- * The ops of a commit. A put, delete or check may carry `keyBytes`, its key already encoded (tuple.ts
- * `encode(key)`, relative to the partition), when the caller has it: the resource writer encodes each key
- * its commands write to read it back before the commit (log/writer.ts), and the backend then takes those
- * bytes instead of encoding the key a second time (batch.ts). They must be `encode(key)`: the size limit
- * is enforced on them, their agreement with `key` is the caller's.
+ * The ops of a commit. A put, delete or check made by `KeyedPut`, `KeyedDelete` or `KeyedCheck` below
+ * carries its key's encoding, made from the key when the op is made: the resource writer encodes each
+ * key its commands write to read it back before the commit (log/writer.ts), and the backend then takes
+ * those bytes instead of encoding the key a second time (batch.ts, `carriedKey`). No caller can hand a
+ * backend bytes of its own for a key: an op carries bytes only in a private field of those classes.
  */
 export type Op =
-  | { readonly type: "put"; readonly key: Key; readonly value: Uint8Array; readonly keyBytes?: Buffer }
-  | { readonly type: "delete"; readonly key: Key; readonly keyBytes?: Buffer }
+  | { readonly type: "put"; readonly key: Key; readonly value: Uint8Array }
+  | { readonly type: "delete"; readonly key: Key }
   /** Deletes every key that extends `prefix` (and `prefix` itself). */
   | { readonly type: "deletePrefix"; readonly prefix: Key }
   /** Deletes every key in [start, end). */
@@ -34,7 +34,7 @@ export type Op =
    * exactly this version". Checks are evaluated before any write of the batch; one failing check
    * fails the whole batch with a ConflictError and nothing is applied.
    */
-  | { readonly type: "check"; readonly key: Key; readonly version: number | null; readonly keyBytes?: Buffer };
+  | { readonly type: "check"; readonly key: Key; readonly version: number | null };
 
 export interface CommitResult {
   /** The version given to every key this commit put (the partition's new commit sequence). */
@@ -199,6 +199,70 @@ export function encodeKey(partitionLength: number, key: Key, field = "key"): Buf
   }
   assertKeySize(partitionLength, bytes.length, field);
   return bytes;
+}
+
+/**
+ * An op that carries its key's encoding (`Op`), `encodeKey(partitionLength, key)` made when the op is
+ * made, so the two agree. The bytes and the key they encode are private fields: no code outside these
+ * classes can set them, and a JavaScript object of the op's shape carries none (a private field's
+ * presence is a brand no plain object has). Checking it costs a few nanoseconds, where a registry of
+ * encoded buffers (a WeakMap) cost about as much as the encoding it saves.
+ */
+abstract class KeyedOp {
+  readonly #key: Key;
+  readonly #bytes: Buffer;
+  /** The key, as an own field like a plain op's (a copy of the op keeps it, and is a plain op). */
+  readonly key: Key;
+
+  constructor(partitionLength: number, key: Key) {
+    this.#bytes = encodeKey(partitionLength, key);
+    this.#key = key;
+    this.key = key;
+  }
+
+  /** The key's encoding, relative to the partition (held to MAX_KEY_BYTES with `partitionLength` when made). */
+  get keyBytes(): Buffer {
+    return this.#bytes;
+  }
+
+  /** `op`'s key bytes when it is a keyed op whose key is still the one they encode, else undefined. */
+  static carried(op: object): Buffer | undefined {
+    return #bytes in op && op.key === op.#key ? op.#bytes : undefined;
+  }
+}
+
+export class KeyedPut extends KeyedOp {
+  readonly type = "put";
+  constructor(
+    partitionLength: number,
+    key: Key,
+    readonly value: Uint8Array,
+  ) {
+    super(partitionLength, key);
+  }
+}
+
+export class KeyedDelete extends KeyedOp {
+  readonly type = "delete";
+}
+
+export class KeyedCheck extends KeyedOp {
+  readonly type = "check";
+  constructor(
+    partitionLength: number,
+    key: Key,
+    readonly version: number | null,
+  ) {
+    super(partitionLength, key);
+  }
+}
+
+/**
+ * The key bytes an op carries (a `KeyedPut`, `KeyedDelete` or `KeyedCheck` whose key was not replaced
+ * since), else undefined: the caller then encodes the op's key.
+ */
+export function carriedKey(op: Op): Buffer | undefined {
+  return KeyedOp.carried(op);
 }
 
 /**

@@ -8,7 +8,7 @@
  */
 import { afterEach, expect, it } from "vitest";
 import { SYSTEM, userActor } from "../../src/access/actor.js";
-import type { KvStore, Op, Partition } from "../../src/kv/contract.js";
+import { carriedKey, type KvStore, type Op, type Partition } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { MemoryKv } from "../../src/kv/memory.js";
 import { encode } from "../../src/kv/tuple.js";
@@ -101,9 +101,10 @@ forEachBackend((backend) => {
       const wrong: string[] = [];
       const seen = (ops: readonly Op[]) => {
         for (const op of ops) {
-          if (!("keyBytes" in op) || op.keyBytes === undefined) continue;
+          const keyBytes = carriedKey(op);
+          if (keyBytes === undefined || !("key" in op)) continue;
           carried++;
-          if (!op.keyBytes.equals(encode(op.key))) wrong.push(`${JSON.stringify(op.key)}: ${op.keyBytes.toString("hex")}`);
+          if (!keyBytes.equals(encode(op.key))) wrong.push(`${JSON.stringify(op.key)}: ${keyBytes.toString("hex")}`);
         }
       };
       // every commit of the store the workflow sees, whichever of the three calls makes it

@@ -29,7 +29,7 @@
  * keeps another process from committing in between.
  */
 import { ConflictError } from "../../errors.js";
-import { commitStaged, encodeKey, scanAll, type Key, type KvStore, type Op, type Partition, type PartitionOps } from "../../kv/contract.js";
+import { commitStaged, KeyedDelete, KeyedPut, scanAll, type Key, type KvStore, type Op, type Partition, type PartitionOps } from "../../kv/contract.js";
 import type { RecordAnchor } from "../../kv/record-chain.js";
 import { encode, encodeNested, prefixRange } from "../../kv/tuple.js";
 import type { Actor } from "../../access/actor.js";
@@ -559,14 +559,6 @@ class GroupTx implements Tx {
     this.#prev = chain.hash;
   }
 
-  /**
-   * Keys are checked against the backend's size limit here, inside the command, so that a key too long
-   * fails this command alone rather than the whole group's commit.
-   */
-  #keyOf(key: Key): Buffer {
-    return encodeKey(this.partitionLength, key);
-  }
-
   #read(k: string): Buffer | null | undefined {
     const v = this.layer.read(k);
     return v !== undefined ? v : this.group.read(k);
@@ -619,20 +611,22 @@ class GroupTx implements Tx {
     return (await kv.scan(this.partition, { prefix, limit: 1 })).entries.length > 0;
   }
 
-  // Each op carries the bytes its key was encoded to here, so the commit does not encode it again (kv/contract.ts Op).
+  // Each op carries the bytes its key was encoded to here, so the commit does not encode it again (kv/contract.ts
+  // KeyedPut). Keys are held to the backend's size limit here, inside the command, so that a key too long
+  // fails this command alone rather than the whole group's commit.
   put(key: Key, value: Uint8Array): void {
     const buf = Buffer.from(value);
-    const keyBytes = this.#keyOf(key);
-    const k = latin1(keyBytes);
-    this.layer.ops.push({ type: "put", key, value: buf, keyBytes });
+    const op = new KeyedPut(this.partitionLength, key, buf);
+    const k = latin1(op.keyBytes);
+    this.layer.ops.push(op);
     this.layer.opKeys.push(k);
     this.layer.values.set(k, buf);
   }
 
   delete(key: Key): void {
-    const keyBytes = this.#keyOf(key);
-    const k = latin1(keyBytes);
-    this.layer.ops.push({ type: "delete", key, keyBytes });
+    const op = new KeyedDelete(this.partitionLength, key);
+    const k = latin1(op.keyBytes);
+    this.layer.ops.push(op);
     this.layer.opKeys.push(k);
     this.layer.values.set(k, null);
   }
@@ -657,22 +651,22 @@ class GroupTx implements Tx {
 
   append(type: string, path: PathItem[], payload: EventPayload, historyKey: (seq: number) => Key): ResourceEvent {
     const layer = this.layer;
-    const hk = historyKey(this.#seq + 1);
-    const hkeyBytes = this.#keyOf(hk);
-    const hkey = latin1(hkeyBytes);
-    const seq = ++this.#seq;
+    const seq = this.#seq + 1;
     // The reason the actor gave for this write goes with each of its events.
     const recorded = this.actor.reason === undefined ? payload : { ...payload, reason: this.actor.reason };
     const { event, bytes } = sealEventBytes({ seq, at: this.now, actor: this.actor.id, type, path, payload: recorded, prev: this.#prev });
+    // The history key is held to the size limit (a throw) before the chain moves on.
+    const history = new KeyedPut(this.partitionLength, historyKey(seq), bytes);
+    const log = new KeyedPut(this.partitionLength, layout.log(seq), bytes);
+    this.#seq = seq;
     this.#prev = event.hash;
-    const lk = layout.log(seq);
-    const lkeyBytes = encode(lk);
-    const lkey = latin1(lkeyBytes);
-    layer.ops.push({ type: "put", key: lk, value: bytes, keyBytes: lkeyBytes });
+    const lkey = latin1(log.keyBytes);
+    layer.ops.push(log);
     layer.opKeys.push(lkey);
     layer.values.set(lkey, bytes);
     // The history index entry carries the event's bytes too, so a history page is one range read (audit.ts).
-    layer.ops.push({ type: "put", key: hk, value: bytes, keyBytes: hkeyBytes });
+    const hkey = latin1(history.keyBytes);
+    layer.ops.push(history);
     layer.opKeys.push(hkey);
     layer.values.set(hkey, bytes);
     layer.events.push(event);
