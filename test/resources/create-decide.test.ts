@@ -4,10 +4,12 @@
  * decided field is held to its declaration and the whole to the type's rules, so what is stored is as
  * validated as before, and a bad decision refuses the create, naming the field, with nothing written.
  */
+import { Type } from "@sinclair/typebox";
 import { afterEach, beforeEach, expect, it, vi } from "vitest";
 import { SYSTEM, userActor } from "../../src/access/actor.js";
 import { ValidationError } from "../../src/errors.js";
 import { MemoryKv } from "../../src/kv/memory.js";
+import { defineSchema } from "../../src/resources/model/schema.js";
 import { ResourceStore } from "../../src/resources/store.js";
 import { Workflow, workflowitemRef } from "../../src/workflow/commands.js";
 import { workflowSchema } from "../../src/workflow/schema.js";
@@ -79,4 +81,49 @@ it("a workflowitem create checks its data against the schema once and stores the
   } finally {
     await mem.close();
   }
+});
+
+it("validateSet agrees with validate on the set result, for fields judged whole or one by one", () => {
+  const Opt = Type.Optional(Type.String());
+  const scratch = defineSchema({
+    capped: { parent: null, idStyle: "flat", fields: Type.Object({ a: Opt, b: Opt }, { additionalProperties: false, maxProperties: 1 }) },
+    open: { parent: null, idStyle: "flat", fields: Type.Object({ a: Opt }) },
+    numbered: { parent: null, idStyle: "flat", fields: Type.Object({ a: Opt }, { additionalProperties: Type.Number() }) },
+    patterned: { parent: null, idStyle: "flat", fields: Type.Object({ a: Opt }, { additionalProperties: false, patternProperties: { "^x_": Type.Number() } }) },
+    closed: { parent: null, idStyle: "flat", fields: Type.Object({ u: Type.Unknown(), t: Type.String({ minLength: 1 }), o: Opt }, { additionalProperties: false }) },
+  });
+  const cases: [string, Record<string, unknown>, Record<string, unknown>][] = [
+    ["capped", { a: "x" }, { b: "y" }],
+    ["capped", {}, { b: "y" }],
+    ["open", {}, { extra: "anything" }],
+    ["numbered", {}, { extra: 1 }],
+    ["numbered", {}, { extra: "one" }],
+    ["patterned", {}, { x_n: 1 }],
+    ["patterned", {}, { x_n: "one" }],
+    ["patterned", {}, { y_n: 1 }],
+    ["closed", { u: 1, t: "T" }, { u: undefined }],
+    ["closed", { u: 1, t: "T" }, { t: undefined }],
+    ["closed", { u: 1, t: "T" }, { o: undefined }],
+    ["closed", { u: 1, t: "T" }, { t: "" }],
+    ["closed", { u: 1, t: "T" }, { bogus: 1 }],
+  ];
+  const outcome = (f: () => Record<string, unknown>) => {
+    try {
+      return { ok: JSON.stringify(f()) };
+    } catch (e) {
+      if (!(e instanceof ValidationError)) throw e;
+      return { field: e.field };
+    }
+  };
+  for (const [name, data, set] of cases) {
+    const t = scratch.type(name);
+    expect(scratch.validate(t, data)).toBe(data);
+    const full = outcome(() => scratch.validate(t, { ...data, ...set }));
+    expect(
+      outcome(() => scratch.validateSet(t, data, set)),
+      `${name} ${JSON.stringify(set)}`,
+    ).toEqual(full);
+  }
+  // the cases do both: accept and refuse
+  expect(cases.filter(([n, d, s]) => "ok" in outcome(() => scratch.validateSet(scratch.type(n), d, s))).length).toBe(5);
 });
