@@ -127,3 +127,12 @@ it("validateSet agrees with validate on the set result, for fields judged whole 
   // the cases do both: accept and refuse
   expect(cases.filter(([n, d, s]) => "ok" in outcome(() => scratch.validateSet(scratch.type(n), d, s))).length).toBe(5);
 });
+
+it("a decide that returns `data` (CreateDecision's former field, now `set`) fails the create with a TypeError naming the change, with nothing written", async () => {
+  const before = await kv.scan(["folder", "f1"], { limit: 10_000 });
+  const decide = () => ({ data: { title: "T", status: "open", note: "decided" } }) as never;
+  const err = await store.writes.create(alice, "item", list, { title: "T", status: "open" }, { id: "i", decide }).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(TypeError);
+  expect((err as Error).message).toMatch(/`set`/);
+  expect(await kv.scan(["folder", "f1"], { limit: 10_000 })).toEqual(before);
+});

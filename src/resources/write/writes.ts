@@ -127,6 +127,8 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
     const decide = async (tx: Tx, pl: Located | null, parentState: ParentState | null): Promise<Permissions> => {
       await options.guard?.(parentState?.envelope ?? null, creationContext(this.core.kv, schema, tx, type, pl));
       const decided = options.decide?.({ data: clean, defaults, parent: parentState });
+      // A decide written for the former `data` (the whole data to store) would otherwise be ignored silently.
+      if (decided != null && "data" in decided) throw new TypeError("CreateDecision has no `data`: return the fields to set on the given data as `set`");
       if (decided?.set) clean = schema.validateSet(t, clean, decided.set);
       return decided?.permissions ?? defaults;
     };
