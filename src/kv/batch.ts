@@ -4,7 +4,7 @@
  * before a backend touches its data, so a bad batch changes nothing.
  */
 import { ValidationError } from "../errors.js";
-import { encodeKey, encodePartition, type Op, type Partition } from "./contract.js";
+import { assertKeySize, carriedKey, encodeKey, encodePartition, type Key, type Op, type Partition } from "./contract.js";
 
 /** An op with its keys encoded relative to the partition; both prefix and range deletes are "range". */
 export type PreparedOp =
@@ -27,6 +27,17 @@ export interface PreparedBatch {
 
 const TOP = Buffer.from([0xff]);
 
+/**
+ * An op's key bytes: the ones it carries (a keyed op's, contract.ts `carriedKey`), held to the size limit
+ * with this partition, else its key encoded.
+ */
+function keyOf(partitionLength: number, op: Extract<Op, { key: Key }>): Buffer {
+  const carried = carriedKey(op);
+  if (carried === undefined) return encodeKey(partitionLength, op.key);
+  assertKeySize(partitionLength, carried.length);
+  return carried;
+}
+
 export function prepareBatch(partition: Partition, ops: readonly Op[]): PreparedBatch {
   const p = encodePartition(partition);
   if (!Array.isArray(ops)) throw new ValidationError("ops must be an array", "ops");
@@ -39,12 +50,12 @@ export function prepareBatch(partition: Partition, ops: readonly Op[]): Prepared
       case "put": {
         if (!(op.value instanceof Uint8Array)) throw new ValidationError("a put's value must be bytes", "value");
         const value = Buffer.isBuffer(op.value) ? op.value : Buffer.from(op.value.buffer, op.value.byteOffset, op.value.byteLength);
-        writes.push({ type: "put", key: encodeKey(p.length, op.key), value });
+        writes.push({ type: "put", key: keyOf(p.length, op), value });
         hasPut = true;
         break;
       }
       case "delete":
-        writes.push({ type: "delete", key: encodeKey(p.length, op.key) });
+        writes.push({ type: "delete", key: keyOf(p.length, op) });
         break;
       case "deletePrefix": {
         const start = encodeKey(p.length, op.prefix);
@@ -59,7 +70,7 @@ export function prepareBatch(partition: Partition, ops: readonly Op[]): Prepared
         if (v !== null && !(Number.isSafeInteger(v) && v > 0)) {
           throw new ValidationError("a check's version is null (absent) or a positive integer", "version");
         }
-        checks.push({ type: "check", key: encodeKey(p.length, op.key), version: v });
+        checks.push({ type: "check", key: keyOf(p.length, op), version: v });
         break;
       }
       default:

@@ -15,6 +15,13 @@ import { decode, encode, encodeNested, encodeNestedThen, encodeWithPrefix, Tuple
 export type Partition = Tuple;
 export type Key = Tuple;
 
+/**
+ * The ops of a commit. A put, delete or check made by `KeyedPut`, `KeyedDelete` or `KeyedCheck` below
+ * carries its key's encoding, made from the key when the op is made: the resource writer encodes each
+ * key its commands write to read it back before the commit (log/writer.ts), and the backend then takes
+ * those bytes instead of encoding the key a second time (batch.ts, `carriedKey`). No caller can hand a
+ * backend bytes of its own for a key: an op carries bytes only in a private field of those classes.
+ */
 export type Op =
   | { readonly type: "put"; readonly key: Key; readonly value: Uint8Array }
   | { readonly type: "delete"; readonly key: Key }
@@ -192,6 +199,70 @@ export function encodeKey(partitionLength: number, key: Key, field = "key"): Buf
   }
   assertKeySize(partitionLength, bytes.length, field);
   return bytes;
+}
+
+/**
+ * An op that carries its key's encoding (`Op`), `encodeKey(partitionLength, key)` made when the op is
+ * made, so the two agree. The bytes and the key they encode are private fields: no code outside these
+ * classes can set them, and a JavaScript object of the op's shape carries none (a private field's
+ * presence is a brand no plain object has). Checking it costs a few nanoseconds, where a registry of
+ * encoded buffers (a WeakMap) cost about as much as the encoding it saves.
+ */
+abstract class KeyedOp {
+  readonly #key: Key;
+  readonly #bytes: Buffer;
+  /** The key, as an own field like a plain op's (a copy of the op keeps it, and is a plain op). */
+  readonly key: Key;
+
+  constructor(partitionLength: number, key: Key) {
+    this.#bytes = encodeKey(partitionLength, key);
+    this.#key = key;
+    this.key = key;
+  }
+
+  /** The key's encoding, relative to the partition (held to MAX_KEY_BYTES with `partitionLength` when made). */
+  get keyBytes(): Buffer {
+    return this.#bytes;
+  }
+
+  /** `op`'s key bytes when it is a keyed op whose key is still the one they encode, else undefined. */
+  static carried(op: object): Buffer | undefined {
+    return #bytes in op && op.key === op.#key ? op.#bytes : undefined;
+  }
+}
+
+export class KeyedPut extends KeyedOp {
+  readonly type = "put";
+  constructor(
+    partitionLength: number,
+    key: Key,
+    readonly value: Uint8Array,
+  ) {
+    super(partitionLength, key);
+  }
+}
+
+export class KeyedDelete extends KeyedOp {
+  readonly type = "delete";
+}
+
+export class KeyedCheck extends KeyedOp {
+  readonly type = "check";
+  constructor(
+    partitionLength: number,
+    key: Key,
+    readonly version: number | null,
+  ) {
+    super(partitionLength, key);
+  }
+}
+
+/**
+ * The key bytes an op carries (a `KeyedPut`, `KeyedDelete` or `KeyedCheck` whose key was not replaced
+ * since), else undefined: the caller then encodes the op's key.
+ */
+export function carriedKey(op: Op): Buffer | undefined {
+  return KeyedOp.carried(op);
 }
 
 /**

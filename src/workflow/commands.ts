@@ -170,13 +170,13 @@ export class Workflow {
       meta: o.meta,
       // The item's type follows its subproject's (as it is inside the write), and so do the permissions it starts with.
       // The open check is here too, not in a `guard` (see createSubproject).
-      decide: ({ data, defaults, parent }) => {
+      decide: ({ defaults, parent }) => {
         assertOpen(parent!.envelope);
         const type = workflowitemTypeFor(parent!.envelope, fields.workflowitemType);
         const inherited = this.#inherited(actor, parent!.permissions, () =>
           inheritPermissions(defaults, "subproject", "workflowitem", parent!.permissions, intents, CREATE_INTENTS),
         );
-        return { data: { ...data, workflowitemType: type }, permissions: assignedPermissions(inherited, type, actor, assignee, intents) };
+        return { set: { workflowitemType: type }, permissions: assignedPermissions(inherited, type, actor, assignee, intents) };
       },
     });
   }

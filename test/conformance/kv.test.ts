@@ -3,8 +3,24 @@
  */
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { ConflictError, ValidationError } from "../../src/errors.js";
-import { allPartitions, getNow, MAX_KEY_BYTES, scanAll, scanEach, type Entry, type Key, type KvStore, type Op, type Partition, type ScanOptions } from "../../src/kv/contract.js";
-import { compareTuples } from "../../src/kv/tuple.js";
+import {
+  allPartitions,
+  encodePartition,
+  getNow,
+  KeyedCheck,
+  KeyedDelete,
+  KeyedPut,
+  MAX_KEY_BYTES,
+  scanAll,
+  scanEach,
+  type Entry,
+  type Key,
+  type KvStore,
+  type Op,
+  type Partition,
+  type ScanOptions,
+} from "../../src/kv/contract.js";
+import { compareTuples, encode } from "../../src/kv/tuple.js";
 import { forEachBackend, type BackendHandle } from "./backends.js";
 
 const b = (s: string) => Buffer.from(s);
@@ -195,6 +211,45 @@ forEachBackend((backend) => {
     const longPartition: Partition = ["project", "p".repeat(MAX_KEY_BYTES - 60)];
     const err = await rejection(kv.commit(longPartition, [put(fits, "no")]));
     expect((err as ValidationError).field).toBe("key");
+  });
+
+  it("keyed ops (KeyedPut, KeyedDelete, KeyedCheck: ops carrying their key's encoding) write, check and delete their key", async () => {
+    const pl = encodePartition(P).length;
+    const k1: Key = ["carried", 1];
+    const k2: Key = ["carried", 2];
+    const { version } = await kv.commit(P, [new KeyedCheck(pl, k1, null), new KeyedPut(pl, k1, b("1")), new KeyedPut(pl, k2, b("2"))]);
+    expect((await kv.get(P, k1))?.value).toEqual(b("1"));
+    const conflict = await rejection(kv.commit(P, [new KeyedCheck(pl, k1, version + 1)]));
+    expect(conflict).toBeInstanceOf(ConflictError);
+    await kv.commit(P, [new KeyedCheck(pl, k1, version), new KeyedDelete(pl, k2)]);
+    expect(keysOf((await kv.scan(P)).entries)).toEqual([k1]);
+    // The bytes are held to the limit with the partition they are committed to, not the one they were made for.
+    const long: Key = ["x".repeat(MAX_KEY_BYTES - 10)];
+    const before = await kv.scan(P);
+    const err = await rejection(kv.commit(P, [put(["y"], "1"), new KeyedPut(0, long, b("x"))]));
+    expect(err).toBeInstanceOf(ValidationError);
+    expect((err as ValidationError).field).toBe("key");
+    expect(await kv.scan(P)).toEqual(before);
+  });
+
+  it("key bytes an op was not made with do not change which key is written, checked or deleted", async () => {
+    const pl = encodePartition(P).length;
+    // a JavaScript caller's own bytes on a plain op, as Op had them
+    const forged = (op: Op, key: Key): Op => ({ ...op, keyBytes: encode(key) }) as unknown as Op;
+    // a keyed op whose key was replaced after it was made
+    const moved = <T extends Op>(op: T, key: Key): T => Object.assign(op, { key });
+    const { version } = await kv.commit(P, [
+      forged(put(["a"], "1"), ["other"]),
+      moved(new KeyedPut(pl, ["other"], b("2")), ["b"]),
+      { ...new KeyedPut(pl, ["c"], b("3")) }, // a copy is a plain op
+    ]);
+    expect(keysOf((await kv.scan(P)).entries)).toEqual([["a"], ["b"], ["c"]]);
+    await kv.commit(P, [forged({ type: "check", key: ["absent"], version: null }, ["a"])]);
+    const present = await rejection(kv.commit(P, [forged({ type: "check", key: ["a"], version: null }, ["absent"])]));
+    expect(present).toBeInstanceOf(ConflictError);
+    await kv.commit(P, [moved(new KeyedCheck(pl, ["a"], null), ["absent"]), forged({ type: "check", key: ["b"], version }, ["absent"])]);
+    await kv.commit(P, [forged({ type: "delete", key: ["a"] }, ["b"]), moved(new KeyedDelete(pl, ["b"]), ["c"])]);
+    expect(keysOf((await kv.scan(P)).entries)).toEqual([["b"]]);
   });
 
   it("prefix delete removes exactly the prefix; siblings sharing a string prefix survive", async () => {

@@ -7,7 +7,7 @@
  */
 import { afterEach, expect, it } from "vitest";
 import { SYSTEM } from "../../src/access/actor.js";
-import { scanAll, type Key, type KvStore, type Partition } from "../../src/kv/contract.js";
+import { MAX_KEY_BYTES, scanAll, type Key, type KvStore, type Partition } from "../../src/kv/contract.js";
 import { encode } from "../../src/kv/tuple.js";
 import { PartitionWriter, type Tx } from "../../src/resources/log/writer.js";
 import { forEachBackend, type BackendHandle } from "../conformance/backends.js";
@@ -209,5 +209,25 @@ forEachBackend((backend) => {
     expect(await kv.get(P, ["x1"])).toBeUndefined();
     expect(await kv.get(P, ["x2"])).toBeUndefined();
     expect((await a.readHead(P)).seq).toBe(2);
+  });
+
+  it("a key too long only with its partition's encoding fails its command alone, not the group's commit", async () => {
+    const { kv, w } = await open();
+    const P: Partition = ["probe", "p".repeat(1000)];
+    // the key alone fits the limit by far; with the partition's ~1,010 bytes it does not
+    const long: Key = ["k", "y".repeat(MAX_KEY_BYTES - 1000)];
+    expect(encode(long).length).toBeLessThan(MAX_KEY_BYTES - 900);
+    const results = await oneGroup(w, P, [
+      async (tx) => tx.put(["k", "a"], b("1")),
+      async (tx) => tx.put(long, b("2")),
+      async (tx) => {
+        tx.put(["n"], b("3"));
+        event(tx);
+      },
+    ]);
+    expect(results[0]).toBe("ok");
+    expect(results[1]).toMatch(/key too long/);
+    expect(results[2]).toBe("ok");
+    expect(await state(kv, P)).toEqual(entries([["k", "a"], "1"], [["n"], "3"]));
   });
 });

@@ -8,9 +8,10 @@
  */
 import { afterEach, expect, it } from "vitest";
 import { SYSTEM, userActor } from "../../src/access/actor.js";
-import type { KvStore, Partition } from "../../src/kv/contract.js";
+import { carriedKey, type KvStore, type Op, type Partition } from "../../src/kv/contract.js";
 import { LmdbKv } from "../../src/kv/lmdb.js";
 import { MemoryKv } from "../../src/kv/memory.js";
+import { encode } from "../../src/kv/tuple.js";
 import { layout } from "../../src/resources/model/layout.js";
 import { ResourceStore } from "../../src/resources/store.js";
 import { projectRef, Workflow, workflowitemRef } from "../../src/workflow/commands.js";
@@ -58,12 +59,12 @@ afterEach(async () => {
 
 forEachBackend((backend) => {
   /** A workflow over a fresh store, on one path or the other, with a clock that runs alike on both. */
-  async function open(oneCommit: boolean): Promise<{ wf: Workflow; kv: KvStore }> {
+  async function open(oneCommit: boolean, wrap: (kv: KvStore) => KvStore = (kv) => kv): Promise<{ wf: Workflow; kv: KvStore }> {
     const h = await backend.create();
     handles.push(h);
     expect(h.kv.commitAcross).toBeTypeOf("function");
     let t = Date.parse("2026-03-01T00:00:00Z");
-    const kv = oneCommit ? h.kv : perPartition(h.kv);
+    const kv = wrap(oneCommit ? h.kv : perPartition(h.kv));
     return { wf: new Workflow(new ResourceStore(kv, workflowSchema, { clock: () => (t += 1000) })), kv: h.kv };
   }
 
@@ -92,6 +93,44 @@ forEachBackend((backend) => {
     // the store-wide partitions the one commit now writes are there: ledger, feed, assignments, visibility
     for (const kind of ["ledger", "feed", "assigned", "visible"]) expect((await one.kv.listPartitions(kind)).partitions.length, kind).toBeGreaterThan(0);
     expect(a).toEqual(dump(per.kv));
+  });
+
+  it("the writer's ops carry their keys' encoding (the commit takes it instead of encoding again), on both paths", async () => {
+    for (const oneCommit of [true, false]) {
+      let carried = 0;
+      const wrong: string[] = [];
+      const seen = (ops: readonly Op[]) => {
+        for (const op of ops) {
+          const keyBytes = carriedKey(op);
+          if (keyBytes === undefined || !("key" in op)) continue;
+          carried++;
+          if (!keyBytes.equals(encode(op.key))) wrong.push(`${JSON.stringify(op.key)}: ${keyBytes.toString("hex")}`);
+        }
+      };
+      // every commit of the store the workflow sees, whichever of the three calls makes it
+      const watched = (kv: KvStore): KvStore =>
+        new Proxy(kv, {
+          get(target, prop) {
+            const v = Reflect.get(target, prop, target) as unknown;
+            if (typeof v !== "function") return v;
+            if (prop === "commit" || prop === "commitVisible") return (p: Partition, ops: readonly Op[]) => (seen(ops), (v as KvStore["commit"]).call(target, p, ops));
+            if (prop === "commitAcross")
+              return (build: Parameters<NonNullable<KvStore["commitAcross"]>>[0]) =>
+                target.commitAcross!((tx) => {
+                  const batches = build(tx);
+                  for (const b of batches) seen(b.ops);
+                  return batches;
+                });
+            return (v as (...a: unknown[]) => unknown).bind(target);
+          },
+        });
+      const { wf } = await open(oneCommit, watched);
+      await script(wf);
+      await Promise.all(Array.from({ length: 20 }, (_, i) => wf.createWorkflowitem(mary, "p", "s", { id: `c${i}`, displayName: `c ${i}`, amountType: "N/A" })));
+      await wf.store.writes.setOrdering(mary, { type: "subproject", ids: ["p", "s"] }, ["c3", "w2"]);
+      expect(wrong).toEqual([]);
+      expect(carried).toBeGreaterThan(100);
+    }
   });
 
   it("concurrent writes on the one-commit path: the ledger at every head, the feed gapless and in commit order, the audit verifying", async () => {

@@ -29,7 +29,7 @@
  * keeps another process from committing in between.
  */
 import { ConflictError } from "../../errors.js";
-import { commitStaged, encodeKey, scanAll, type Key, type KvStore, type Op, type Partition, type PartitionOps } from "../../kv/contract.js";
+import { commitStaged, KeyedDelete, KeyedPut, scanAll, type Key, type KvStore, type Op, type Partition, type PartitionOps } from "../../kv/contract.js";
 import type { RecordAnchor } from "../../kv/record-chain.js";
 import { encode, encodeNested, prefixRange } from "../../kv/tuple.js";
 import type { Actor } from "../../access/actor.js";
@@ -346,7 +346,8 @@ export class PartitionWriter {
       let chain = { seq: head.seq, hash: head.hash };
       for (const p of live) {
         const layer = new Overlay();
-        const tx = this.#tx(partition, p.actor, overlay, layer, chain, reads);
+        // id is the partition's encoding in latin1, a character a byte: its length is the encoding's.
+        const tx = this.#tx(partition, id.length, p.actor, overlay, layer, chain, reads);
         try {
           const value = await p.command(tx);
           overlay.merge(layer);
@@ -520,8 +521,16 @@ export class PartitionWriter {
     });
   }
 
-  #tx(partition: Partition, actor: Actor, group: Overlay, layer: Overlay, chain: { seq: number; hash: string | null }, reads: Map<string, Buffer | null>): Tx {
-    return new GroupTx(this.kv, partition, actor, new Date(this.clock()).toISOString(), group, layer, chain, reads);
+  #tx(
+    partition: Partition,
+    partitionLength: number,
+    actor: Actor,
+    group: Overlay,
+    layer: Overlay,
+    chain: { seq: number; hash: string | null },
+    reads: Map<string, Buffer | null>,
+  ): Tx {
+    return new GroupTx(this.kv, partition, partitionLength, actor, new Date(this.clock()).toISOString(), group, layer, chain, reads);
   }
 }
 
@@ -531,13 +540,14 @@ export class PartitionWriter {
  * to `layer`. A class, not an object of closures: one is made per command.
  */
 class GroupTx implements Tx {
-  readonly #partitionLength: number;
   #seq: number;
   #prev: string | null;
 
   constructor(
     private readonly kv: KvStore,
     readonly partition: Partition,
+    /** The length of the partition's encoding (the key size limit counts it). */
+    private readonly partitionLength: number,
     readonly actor: Actor,
     readonly now: string,
     private readonly group: Overlay,
@@ -545,17 +555,8 @@ class GroupTx implements Tx {
     chain: { seq: number; hash: string | null },
     private readonly reads: Map<string, Buffer | null>,
   ) {
-    this.#partitionLength = encodeNested(partition).length;
     this.#seq = chain.seq;
     this.#prev = chain.hash;
-  }
-
-  /**
-   * Keys are checked against the backend's size limit here, inside the command, so that a key too long
-   * fails this command alone rather than the whole group's commit.
-   */
-  #keyOf(key: Key): string {
-    return latin1(encodeKey(this.#partitionLength, key));
   }
 
   #read(k: string): Buffer | null | undefined {
@@ -610,17 +611,22 @@ class GroupTx implements Tx {
     return (await kv.scan(this.partition, { prefix, limit: 1 })).entries.length > 0;
   }
 
+  // Each op carries the bytes its key was encoded to here, so the commit does not encode it again (kv/contract.ts
+  // KeyedPut). Keys are held to the backend's size limit here, inside the command, so that a key too long
+  // fails this command alone rather than the whole group's commit.
   put(key: Key, value: Uint8Array): void {
     const buf = Buffer.from(value);
-    const k = this.#keyOf(key);
-    this.layer.ops.push({ type: "put", key, value: buf });
+    const op = new KeyedPut(this.partitionLength, key, buf);
+    const k = latin1(op.keyBytes);
+    this.layer.ops.push(op);
     this.layer.opKeys.push(k);
     this.layer.values.set(k, buf);
   }
 
   delete(key: Key): void {
-    const k = this.#keyOf(key);
-    this.layer.ops.push({ type: "delete", key });
+    const op = new KeyedDelete(this.partitionLength, key);
+    const k = latin1(op.keyBytes);
+    this.layer.ops.push(op);
     this.layer.opKeys.push(k);
     this.layer.values.set(k, null);
   }
@@ -645,20 +651,22 @@ class GroupTx implements Tx {
 
   append(type: string, path: PathItem[], payload: EventPayload, historyKey: (seq: number) => Key): ResourceEvent {
     const layer = this.layer;
-    const hk = historyKey(this.#seq + 1);
-    const hkey = this.#keyOf(hk);
-    const seq = ++this.#seq;
+    const seq = this.#seq + 1;
     // The reason the actor gave for this write goes with each of its events.
     const recorded = this.actor.reason === undefined ? payload : { ...payload, reason: this.actor.reason };
     const { event, bytes } = sealEventBytes({ seq, at: this.now, actor: this.actor.id, type, path, payload: recorded, prev: this.#prev });
+    // The history key is held to the size limit (a throw) before the chain moves on.
+    const history = new KeyedPut(this.partitionLength, historyKey(seq), bytes);
+    const log = new KeyedPut(this.partitionLength, layout.log(seq), bytes);
+    this.#seq = seq;
     this.#prev = event.hash;
-    const lk = layout.log(seq);
-    const lkey = latin1(encode(lk));
-    layer.ops.push({ type: "put", key: lk, value: bytes });
+    const lkey = latin1(log.keyBytes);
+    layer.ops.push(log);
     layer.opKeys.push(lkey);
     layer.values.set(lkey, bytes);
     // The history index entry carries the event's bytes too, so a history page is one range read (audit.ts).
-    layer.ops.push({ type: "put", key: hk, value: bytes });
+    const hkey = latin1(history.keyBytes);
+    layer.ops.push(history);
     layer.opKeys.push(hkey);
     layer.values.set(hkey, bytes);
     layer.events.push(event);

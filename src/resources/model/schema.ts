@@ -2,7 +2,7 @@
  * Entity types declared as data. A schema is a record of type name → declaration; everything else
  * (intents, key layout, partitions, typed data) is derived from it, with no per-type code.
  */
-import type { Static, TObject } from "@sinclair/typebox";
+import type { Static, TObject, TSchema } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import { ValidationError } from "../../errors.js";
 import { assertJsonDepth } from "../../depth.js";
@@ -180,6 +180,33 @@ export interface CompiledType {
   /** Its flat child types whose count it keeps (`parentDelete: "counted"`). */
   readonly countedChildren: readonly string[];
   readonly check: TypeCheck<TObject>;
+  /**
+   * True when `fields` holds no rule over the object as a whole (no count or pattern of its properties,
+   * no combinator, additionalProperties false): then a valid object with some declared properties set
+   * is valid when each set value passes its own declaration (`Schema.validateSet`).
+   */
+  readonly fieldwise: boolean;
+}
+
+/** JSON Schema keywords of an object that judge it as a whole, beyond each declared property on its own. */
+const WHOLE_OBJECT_KEYWORDS = [
+  "minProperties",
+  "maxProperties",
+  "patternProperties",
+  "propertyNames",
+  "dependencies",
+  "dependentRequired",
+  "dependentSchemas",
+  "unevaluatedProperties",
+  "allOf",
+  "anyOf",
+  "oneOf",
+  "not",
+  "if",
+] as const;
+
+function isFieldwise(fields: TObject): boolean {
+  return fields.additionalProperties === false && !WHOLE_OBJECT_KEYWORDS.some((k) => k in fields);
 }
 
 export class Schema<S extends SchemaDecl = SchemaDecl> {
@@ -283,6 +310,7 @@ export class Schema<S extends SchemaDecl = SchemaDecl> {
         children,
         countedChildren: children.filter((c) => decl[c]!.parentDelete === "counted"),
         check: TypeCompiler.Compile(d.fields),
+        fieldwise: isFieldwise(d.fields),
       });
       maxDepth = Math.max(maxDepth, chain.length - 1);
     }
@@ -300,16 +328,56 @@ export class Schema<S extends SchemaDecl = SchemaDecl> {
   /** Validates domain fields against the type's schema and rules; names the first offending field. */
   validate(type: CompiledType, data: unknown): Record<string, unknown> {
     assertJsonDepth(data, "data");
-    if (!type.check.Check(data)) {
-      const first = type.check.Errors(data).First();
-      const path = first?.path ? first.path.replace(/^\//, "").replace(/\//g, ".") : "";
-      const field = path ? `data.${path}` : "data";
-      const what = first?.schema && "additionalProperties" in first.schema && first.message.includes("Unexpected") ? "is not a known field" : (first?.message ?? "is invalid");
-      throw new ValidationError(`${field} ${what}`, field);
-    }
+    if (!type.check.Check(data)) refuse(type.check, data, "data");
     type.decl.rules?.(data as Record<string, unknown>);
     return data as Record<string, unknown>;
   }
+
+  /**
+   * `data` (which `validate` passed) with the fields of `set` set, validated to agree with `validate` on
+   * the result: where the type's fields are judged one by one (`CompiledType.fieldwise`), each field of
+   * `set` against its declaration and then the type's rules on the whole, so the fields `data` already
+   * had are not checked again (a create's decided defaults, writes.ts CreateDecision); otherwise the
+   * result is validated whole.
+   */
+  validateSet(type: CompiledType, data: Record<string, unknown>, set: Record<string, unknown>): Record<string, unknown> {
+    if (!type.fieldwise) return this.validate(type, { ...data, ...set });
+    assertJsonDepth(set, "data");
+    const { properties, required } = type.decl.fields;
+    for (const [name, value] of Object.entries(set)) {
+      const field = `data.${name}`;
+      const decl = Object.hasOwn(properties, name) ? properties[name]! : undefined;
+      if (decl === undefined) throw new ValidationError(`${field} is not a known field`, field);
+      // As the object's check: a field left undefined is skipped unless required (it is then left out of
+      // the JSON), and a required one is held to its declaration, which may accept undefined (Type.Unknown()).
+      if (value === undefined && !required?.includes(name)) continue;
+      const check = this.#fieldCheck(type, name, decl);
+      if (!check.Check(value)) refuse(check, value, field);
+    }
+    const next = { ...data, ...set };
+    type.decl.rules?.(next);
+    return next;
+  }
+
+  /** The compiled check of one field's declaration, made on first use. */
+  readonly #fieldChecks = new WeakMap<CompiledType, Map<string, TypeCheck<TSchema>>>();
+
+  #fieldCheck(type: CompiledType, name: string, decl: TSchema): TypeCheck<TSchema> {
+    let checks = this.#fieldChecks.get(type);
+    if (!checks) this.#fieldChecks.set(type, (checks = new Map()));
+    let check = checks.get(name);
+    if (!check) checks.set(name, (check = TypeCompiler.Compile(decl)));
+    return check;
+  }
+}
+
+/** Throws the ValidationError naming the first place `value` (at `field`) fails `check`. */
+function refuse(check: TypeCheck<TSchema>, value: unknown, field: string): never {
+  const first = check.Errors(value).First();
+  const path = first?.path ? first.path.replace(/^\//, "").replace(/\//g, ".") : "";
+  const at = path ? `${field}.${path}` : field;
+  const what = first?.schema && "additionalProperties" in first.schema && first.message.includes("Unexpected") ? "is not a known field" : (first?.message ?? "is invalid");
+  throw new ValidationError(`${at} ${what}`, at);
 }
 
 export function defineSchema<const S extends SchemaDecl>(decl: S): Schema<S> {

@@ -31,8 +31,9 @@ export interface CreateOptions {
   guard?: (parent: Envelope | null, ctx: ReadContext) => void | Promise<void>;
   /**
    * What the new resource starts as, decided inside the write after `guard` from the parent's state
-   * (null for a root): the data to store (e.g. a default taken from the parent; validated again) and its
-   * permissions (from the creator's defaults, every intent). Either may be left out; throw to refuse.
+   * (null for a root): fields to set on the given data (e.g. a default taken from the parent; each
+   * validated, then the type's rules on the whole) and its permissions (from the creator's defaults,
+   * every intent). Either may be left out; throw to refuse.
    */
   decide?: (given: { data: Record<string, unknown>; defaults: Permissions; parent: ParentState | null }) => CreateDecision;
   /**
@@ -42,9 +43,12 @@ export interface CreateOptions {
   meta?: { createdAt: string; createdBy: string };
 }
 
-/** What `CreateOptions.decide` decided: the data to store instead of the given data, and the permissions instead of the defaults. */
+/**
+ * What `CreateOptions.decide` decided: fields to set on the given data (the given data, validated
+ * before the write, is not validated again), and the permissions instead of the defaults.
+ */
 export interface CreateDecision {
-  data?: Record<string, unknown>;
+  set?: Record<string, unknown>;
   permissions?: Permissions;
 }
 
@@ -123,7 +127,9 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
     const decide = async (tx: Tx, pl: Located | null, parentState: ParentState | null): Promise<Permissions> => {
       await options.guard?.(parentState?.envelope ?? null, creationContext(this.core.kv, schema, tx, type, pl));
       const decided = options.decide?.({ data: clean, defaults, parent: parentState });
-      if (decided?.data) clean = schema.validate(t, decided.data);
+      // A decide written for the former `data` (the whole data to store) would otherwise be ignored silently.
+      if (decided != null && "data" in decided) throw new TypeError("CreateDecision has no `data`: return the fields to set on the given data as `set`");
+      if (decided?.set) clean = schema.validateSet(t, clean, decided.set);
       return decided?.permissions ?? defaults;
     };
     const fresh = async (tx: Tx): Promise<void> => {
