@@ -379,7 +379,7 @@ export class Notifications {
       throw e;
     }
     // The assignee when the event happened (the follower may run behind later assignments).
-    const assignee = await this.#assigneeAt(ref, event);
+    const assignee = await this.#assigneeAt(ref, event, data.assignee);
     if (!assignee) return [];
     const recipients = await this.#expand(assignee);
     const out: [string, Notification][] = [];
@@ -394,27 +394,38 @@ export class Notifications {
     return out;
   }
 
-  /** The assignee as of `event`: the last create or assign of the resource at or before its seq (its history, newest first). */
-  async #assigneeAt(ref: Ref, event: ResourceEvent): Promise<string | undefined> {
-    let cursor: string | null = null;
-    do {
-      const page = await this.store.audit.history(SYSTEM, ref, { reverse: true, limit: 100, cursor });
+  /**
+   * The assignee as of `event`: the last create or assign of the resource at or before its seq (its
+   * history, newest first). `current` is the assignee of its record, read before this: when the newest
+   * event of its history is `event` itself, nothing was written to it since, so that is the one (a
+   * record without one leaves it to the history, which an assignee set and later removed would name).
+   * Most events are the newest of their resource when the follower takes them in, and an update names
+   * no assignee: so they are answered without reading the history before them.
+   */
+  async #assigneeAt(ref: Ref, event: ResourceEvent, current: unknown): Promise<string | undefined> {
+    // A create or an assign names the assignee it sets.
+    const own = event.payload.data?.assignee;
+    if (typeof own === "string") return own;
+    let page = await this.store.audit.history(SYSTEM, ref, { reverse: true, limit: 1 });
+    if (typeof current === "string" && page.items[0]?.seq === event.seq) return current;
+    for (;;) {
       for (const e of page.items) {
         if (e.seq > event.seq) continue;
         const assignee = (e.payload as { data?: Record<string, unknown> }).data?.assignee;
         if (typeof assignee === "string") return assignee;
       }
-      cursor = page.nextCursor;
-    } while (cursor !== null);
-    return undefined;
+      if (page.nextCursor === null) return undefined;
+      page = await this.store.audit.history(SYSTEM, ref, { reverse: true, limit: 100, cursor: page.nextCursor });
+    }
   }
 
+  /** The members of a group, or the user `identity` (no group by that id: the common case, so no error thrown and caught). */
   async #expand(identity: string): Promise<string[]> {
     try {
-      const group = await this.identity.getGroup(identity);
-      return [...new Set(group.members)];
+      const group = await this.identity.findGroup(identity);
+      return group ? [...new Set(group.members)] : [identity];
     } catch (e) {
-      if (e instanceof NotFoundError || e instanceof ValidationError) return [identity];
+      if (e instanceof ValidationError) return [identity];
       throw e;
     }
   }
