@@ -371,20 +371,26 @@ export class Notifications {
     const type = event.type.slice(0, dot);
     if (!TYPES.has(type) || !NOTIFYING.has(event.type.slice(dot + 1))) return [];
     const ref: Ref = { type, ids: event.path.map((p) => p.id) };
-    let data: Record<string, unknown>;
-    try {
-      data = (await this.store.reads.get(SYSTEM, ref as Ref & { type: "project" })).data as Record<string, unknown>;
-    } catch (e) {
-      if (e instanceof NotFoundError) return []; // deleted since
-      throw e;
-    }
-    // The assignee when the event happened (the follower may run behind later assignments).
-    const assignee = await this.#assigneeAt(ref, event, data.assignee);
+    // The record as it is now (its display name, and whether it was deleted since), or null.
+    const read = async (): Promise<Record<string, unknown> | null> => {
+      try {
+        return (await this.store.reads.get(SYSTEM, ref as Ref & { type: "project" })).data as Record<string, unknown>;
+      } catch (e) {
+        if (e instanceof NotFoundError) return null; // deleted since
+        throw e;
+      }
+    };
+    // The assignee when the event happened (the follower may run behind later assignments): a create or
+    // an assign names the one it sets, so the record is read only when someone is to be told.
+    const named = event.payload.data?.assignee;
+    let data: Record<string, unknown> | null = null;
+    if (typeof named !== "string" && (data = await read()) === null) return [];
+    const assignee = typeof named === "string" ? named : await this.#assigneeAt(ref, event, data!.assignee);
     if (!assignee) return [];
-    const recipients = await this.#expand(assignee);
+    const recipients = (await this.#expand(assignee)).filter((user) => user !== event.actor);
+    if (recipients.length === 0 || (data ??= await read()) === null) return [];
     const out: [string, Notification][] = [];
     for (const user of recipients) {
-      if (user === event.actor) continue;
       const id = createHash("sha256")
         .update(JSON.stringify([partition, event.seq, user]))
         .digest("base64url")
@@ -399,13 +405,10 @@ export class Notifications {
    * history, newest first). `current` is the assignee of its record, read before this: when the newest
    * event of its history is `event` itself, nothing was written to it since, so that is the one (a
    * record without one leaves it to the history, which an assignee set and later removed would name).
-   * Most events are the newest of their resource when the follower takes them in, and an update names
-   * no assignee: so they are answered without reading the history before them.
+   * Most events are the newest of their resource when the follower takes them in: so they are answered
+   * without reading the history before them. (A create or an assign names its assignee: not asked here.)
    */
   async #assigneeAt(ref: Ref, event: ResourceEvent, current: unknown): Promise<string | undefined> {
-    // A create or an assign names the assignee it sets.
-    const own = event.payload.data?.assignee;
-    if (typeof own === "string") return own;
     let page = await this.store.audit.history(SYSTEM, ref, { reverse: true, limit: 1 });
     if (typeof current === "string" && page.items[0]?.seq === event.seq) return current;
     for (;;) {
