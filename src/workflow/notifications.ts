@@ -403,23 +403,24 @@ export class Notifications {
   /**
    * The assignee as of `event`: the last create or assign of the resource at or before its seq (its
    * history, newest first). `current` is the assignee of its record, read before this: when the newest
-   * event of its history is `event` itself, nothing was written to it since, so that is the one (a
+   * event of its history (`newestSeq`) is `event` itself, nothing was written to it since, so that is the one (a
    * record without one leaves it to the history, which an assignee set and later removed would name).
    * Most events are the newest of their resource when the follower takes them in: so they are answered
    * without reading the history before them. (A create or an assign names its assignee: not asked here.)
    */
   async #assigneeAt(ref: Ref, event: ResourceEvent, current: unknown): Promise<string | undefined> {
-    let page = await this.store.audit.history(SYSTEM, ref, { reverse: true, limit: 1 });
-    if (typeof current === "string" && page.items[0]?.seq === event.seq) return current;
-    for (;;) {
+    if (typeof current === "string" && (await this.store.audit.newestSeq(ref)) === event.seq) return current;
+    let cursor: string | null = null;
+    do {
+      const page = await this.store.audit.history(SYSTEM, ref, { reverse: true, limit: 100, cursor });
       for (const e of page.items) {
         if (e.seq > event.seq) continue;
         const assignee = (e.payload as { data?: Record<string, unknown> }).data?.assignee;
         if (typeof assignee === "string") return assignee;
       }
-      if (page.nextCursor === null) return undefined;
-      page = await this.store.audit.history(SYSTEM, ref, { reverse: true, limit: 100, cursor: page.nextCursor });
-    }
+      cursor = page.nextCursor;
+    } while (cursor !== null);
+    return undefined;
   }
 
   /** The members of a group, or the user `identity` (no group by that id: the common case, so no error thrown and caught). */

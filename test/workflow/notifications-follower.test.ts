@@ -3,7 +3,8 @@
  * writes (workflow/notifications.ts `#assigneeAt`): a create or an assign names the assignee it sets,
  * an update is told to the assignee the resource had then, whether it is still its newest event (the
  * record's assignee answers) or later assigns followed it in the same pass (its history answers). A
- * group assignee is told through its members; a user is no group. Each pass is run here by hand.
+ * group assignee is told through its members; a user is no group. Each pass is run here by hand. The
+ * newest event of a resource is read from its history index alone (`audit.newestSeq`).
  */
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { SYSTEM, userActor } from "../../src/access/actor.js";
@@ -64,4 +65,16 @@ it("an update that is its resource's newest event goes to the current assignee, 
     jane: ["workflowitem.created", "workflowitem.updated"],
     ann: ["workflowitem.created", "workflowitem.updated"],
   });
+});
+
+it("audit.newestSeq names the seq of the resource's newest event, not of its partition's", async () => {
+  await fs.workflow.createWorkflowitem(mary, "p", "s", { id: "w", displayName: "W", amountType: "N/A" });
+  await fs.workflow.update(mary, item, { description: "one" });
+  const [newest] = (await fs.resources.audit.history(SYSTEM, item, { reverse: true, limit: 1 })).items;
+  expect(await fs.resources.audit.newestSeq(item)).toBe(newest!.seq);
+  await fs.workflow.createWorkflowitem(mary, "p", "s", { id: "v", displayName: "V", amountType: "N/A" });
+  await fs.workflow.update(mary, workflowitemRef("p", "s", "v"), { description: "two" });
+  expect(await fs.resources.audit.newestSeq(item)).toBe(newest!.seq);
+  expect(await fs.resources.audit.newestSeq(workflowitemRef("p", "s", "v"))).toBeGreaterThan(newest!.seq);
+  expect(await fs.resources.audit.newestSeq(workflowitemRef("p", "s", "none"))).toBeNull();
 });
