@@ -53,10 +53,10 @@ export const userOf = (request: object): string => (request as { user: string })
 
 /**
  * Listens on 127.0.0.1 (a free port), answers the parent's {usage} requests (RSS and the CPU time the
- * process has used) and {profile-start}/{profile-stop, file} (a CPU profile of a load, bench/profile/cpu.ts), closes (then `close`) and exits when the parent disconnects, and tells the parent
+ * process has used, once `settle` has resolved: the server's background work on what came before) and {profile-start}/{profile-stop, file} (a CPU profile of a load, bench/profile/cpu.ts), closes (then `close`) and exits when the parent disconnects, and tells the parent
  * {ready, port, rss, ...extra}.
  */
-export async function serveParent(app: FastifyInstance, close: () => unknown, extra: object = {}): Promise<void> {
+export async function serveParent(app: FastifyInstance, close: () => unknown, extra: object = {}, settle: () => Promise<unknown> = async () => {}): Promise<void> {
   await app.listen({ host: "127.0.0.1", port: 0 });
   let session: Session | undefined;
   process.on("message", (m: { type: string; file?: string }) => {
@@ -70,16 +70,21 @@ export async function serveParent(app: FastifyInstance, close: () => unknown, ex
     if (m.type === "profile-stop" && session) {
       const s = session;
       session = undefined;
-      void s.post("Profiler.stop").then(({ profile }) => {
-        writeFileSync(m.file!, JSON.stringify(profile));
-        s.disconnect();
-        process.send!({ type: "profiled", file: m.file });
-      });
+      // The background's work on the load's requests is the load's.
+      void settle()
+        .then(() => s.post("Profiler.stop"))
+        .then(({ profile }) => {
+          writeFileSync(m.file!, JSON.stringify(profile));
+          s.disconnect();
+          process.send!({ type: "profiled", file: m.file });
+        });
       return;
     }
     if (m.type !== "usage") return;
-    const cpu = process.cpuUsage();
-    process.send!({ type: "usage", rss: process.memoryUsage().rss, cpuMs: (cpu.user + cpu.system) / 1000 });
+    void settle().then(() => {
+      const cpu = process.cpuUsage();
+      process.send!({ type: "usage", rss: process.memoryUsage().rss, cpuMs: (cpu.user + cpu.system) / 1000 });
+    });
   });
   process.on(
     "disconnect",

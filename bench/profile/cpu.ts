@@ -28,7 +28,7 @@ const IN_FLIGHT = 20;
 const dir = mkdtempSync(join(tmpdir(), "fs-cpu-"));
 const servers: Server[] = [];
 try {
-  const flow = await start("flowstore-server.ts", `lmdb:${join(dir, "flowstore")}`);
+  const flow = await start("flowstore-server.ts", `lmdb:${join(dir, "flowstore")}`, join(dir, "flowstore"));
   servers.push(flow);
   const peer = await start("sqlite-server.ts", mkdtempSync(join(dir, "peer-")));
   servers.push(peer);

@@ -42,7 +42,7 @@ const roots = [resolve(import.meta.dirname, "../.."), ...(values.root ?? [])].ma
 
 /** Forks `root`'s bench/http/flowstore-server.ts on a fresh LMDB directory (its cwd: the checkout, for its tsx). */
 function startAt(root: (typeof roots)[number], dir: string): Promise<Server> {
-  const child = fork(join(root.path, "bench/http/flowstore-server.ts"), [`lmdb:${dir}`], {
+  const child = fork(join(root.path, "bench/http/flowstore-server.ts"), [`lmdb:${dir}`, dir], {
     cwd: root.path,
     env: { ...process.env, ...root.env },
     execArgv: ["--import", "tsx"],

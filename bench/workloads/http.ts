@@ -1,5 +1,7 @@
 /**
- * http: a real flowstore server (on LMDB, or on the --store given: `--store postgres` for PostgreSQL) and a
+ * http: a real flowstore server (on LMDB, or on the --store given: `--store postgres` for PostgreSQL), its store
+ * opened as `flowstore serve` opens it (bench/http/flowstore-server.ts: the notification follower, the feed
+ * repair, webhook delivery and the transparency log's appender run beside the requests), and a
  * straightforward Fastify + better-sqlite3 server (WAL, synchronous=FULL: durable like flowstore), each in
  * its own process on 127.0.0.1, the same data; the load in a third process (autocannon, or the load driver
  * bench/http/driver.ts where requests differ or a writer keeps a pace). Every run is bounded in time
@@ -71,11 +73,14 @@ function reorderOp(sp: string): DriverOp {
 export const http: Workload = {
   name: "http",
   description:
-    "HTTP under load (own processes, loopback): flowstore server vs Fastify + SQLite (synchronous=FULL) and the limit prototype; mixed load, paging under reorders, server memory",
+    "HTTP under load (own processes, loopback): flowstore server (with serve's background work) vs Fastify + SQLite (synchronous=FULL) and the limit prototype; mixed load, paging under reorders, server memory",
   describe: (storeUrl) => (storeUrl ? http.description.replace("flowstore server", `flowstore server on ${storeKind(storeUrl)}`) : http.description),
   async run(ctx) {
     const seconds = Math.max(3, Math.round(10 * Math.min(ctx.scale, 3)));
-    const fsStore = ctx.storeUrl ?? `lmdb:${ctx.tmpDir()}`;
+    const lmdbDir = ctx.storeUrl ? null : ctx.tmpDir();
+    const fsStore = ctx.storeUrl ?? `lmdb:${lmdbDir}`;
+    // serve's data directory (its key files), shared by both server processes over the store.
+    const fsData = lmdbDir ?? ctx.tmpDir();
     const kind = storeKind(ctx.storeUrl);
     const FS = `flowstore server on ${kind}`;
     const servers: Server[] = [];
@@ -85,7 +90,7 @@ export const http: Workload = {
       return s;
     };
     try {
-      const flow = await started("flowstore-server.ts", fsStore);
+      const flow = await started("flowstore-server.ts", fsStore, fsData);
       const peer = await started("sqlite-server.ts", ctx.tmpDir());
       const limit = await started("limit-server.ts", ctx.tmpDir());
       const res = await fetch(`${flow.base}/api/v1/auth/token`, {
@@ -172,7 +177,7 @@ export const http: Workload = {
         rounds: [lim.rps],
         note: loadNote(lim),
       });
-      const cold = await started("flowstore-server.ts", fsStore, "nocache");
+      const cold = await started("flowstore-server.ts", fsStore, fsData, "nocache");
       const c = await load(cold, listPath(S1K));
       await stop(cold.child);
       const sqList = listRow.costRatio! * listRow.opsPerSec;
@@ -296,8 +301,10 @@ function loadText(seconds: number, kind: string): string {
     "flowstore also loads the user record (disabled users are refused) and checks permissions per item; the peer filters with an EXISTS on its permission table " +
     "and pages with a keyset cursor over (position, created_at, id). The mixed load: 50% get one, 30% pages of 100 walked through the 1,000 (nextCursor), " +
     "15% updates of a description, 5% creates; its per-operation rows show each operation's share of the throughput and its own latencies. " +
-    "Server CPU per request is the server process's CPU time (user + system, read over IPC before and after the run) over the requests it answered in the run: " +
-    "less sensitive to other processes than req/s. " +
+    "The flowstore server opens its store as `flowstore serve` does: beside the requests it projects the feed into the inboxes (the notification follower), " +
+    "appends it to the transparency log (the Merkle tree and its leaves), looks for webhooks to deliver and repairs the feed, as a server users run does. " +
+    "Server CPU per request is the server process's CPU time (user + system, read over IPC before and after the run, the second once that background work has taken in " +
+    "the run's writes) over the requests it answered in the run: less sensitive to other processes than req/s. " +
     "The machine has 2 cores shared by the servers and the load generator. In these rows the cost ratio is the peer's req/s over flowstore's: below 1 flowstore serves more."
   );
 }

@@ -9,11 +9,12 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { readFile, rm } from "node:fs/promises";
 import type { Server } from "node:http";
 import { join, resolve } from "node:path";
-import { Option, type Command } from "commander";
+import { Command, Option } from "commander";
 import { CONFIG, readEnv, readFlag, type ConfigName, type Variable } from "../config.js";
 import type { FastifyInstance } from "fastify";
+import type { Logger } from "pino";
 import { ConfigurationError, ValidationError } from "../errors.js";
-import type { Flowstore } from "../compose/index.js";
+import type { Flowstore, FlowstoreOptions } from "../compose/index.js";
 import { loadTokenSecret, ORGANIZATION_MAX } from "../identity/index.js";
 import { createLogger } from "../http/logging.js";
 import { buildServer } from "../http/server.js";
@@ -26,7 +27,7 @@ import { configOption, parsePort, storeOptions, type StoreOptions } from "./opti
 import { archiveSealOf, defaultStoreUrl, isPersistent } from "./store.js";
 import { importSource, pendingRestore, UNFINISHED_IMPORT, unfinishedImport } from "./transfer.js";
 
-interface ServeOptions extends StoreOptions {
+export interface ServeOptions extends StoreOptions {
   host: string;
   port: string;
   logLevel: string;
@@ -138,6 +139,60 @@ function createdSince(dirs: readonly string[]): () => Promise<void> {
 /** The directory of an LMDB store URL (`lmdb:<dir>` or a plain path), else null. */
 const lmdbDir = (url: string): string | null => (url.startsWith("lmdb:") ? url.slice("lmdb:".length) : /^[a-z][a-z0-9+.-]+:/i.test(url) ? null : url);
 
+/**
+ * The store `flowstore serve` opens, from its options: the keys and directories it keeps in the data
+ * directory, the document limit, and the work it runs beside the requests (the notification follower,
+ * the feed repair, webhook delivery, the transparency log's appender). The http benchmark's server
+ * (bench/http/flowstore-server.ts) opens its store with these too, so that it measures the server users run.
+ */
+export function serveStoreOptions(options: ServeOptions, logger: Logger): FlowstoreOptions {
+  const pdKey = readEnv("FLOWSTORE_PROCESS_DATA_KEY");
+  return {
+    processData: pdKey ? { encryptionKey: pdKey } : { dataDir: options.data },
+    archiveSeal: archiveSealOf(options),
+    checkpointKey: { pem: readEnv("FLOWSTORE_CHECKPOINT_KEY"), dataDir: options.data },
+    onBackgroundError: (err, task) => logger.error({ err }, `${task} failed`),
+    documents: { maxBytes: count(options.maxDocumentBytes, "--max-document-bytes", 1) },
+    notifications: { follow: true, keepNewest: count(options.keepNotifications, "--keep-notifications", 1) },
+    feedRepair: { settleMs: count(options.feedRepairSettleMs, "--feed-repair-settle-ms") },
+    // Every server delivers webhooks; each subscription's lease lets one at a time deliver it.
+    subscriptions: {
+      deliver: true,
+      leaseMs: count(options.webhookLeaseMs, "--webhook-lease-ms", 1),
+      retryBaseMs: count(options.webhookRetryMs, "--webhook-retry-ms", 1),
+      maxAttempts: count(options.webhookAttempts, "--webhook-attempts", 1),
+      allow: (options.webhookAllow ?? "").split(/[,\s]+/),
+      secretKey: { key: readEnv("FLOWSTORE_WEBHOOK_KEY"), dataDir: options.data },
+      // The address a refused name resolves to is the operator's to read, not the user's (whose 400 names its kind).
+      resolve: {
+        ...lookupBounds(options),
+        onRefused: (host, address, why) => logger.warn({ host, address }, `webhook target refused: ${why}`),
+      },
+      // Once per pass per owner: deliveries waiting for a name lookup place (flowstore_webhook_deliveries_deferred_total).
+      onDeferred: (owner, deliveries, reason) => logger.warn({ owner, deliveries }, `webhook deliveries deferred to the next pass: ${reason}`),
+    },
+    // Every server appends the feed to the transparency log (appends are conditional: no fork).
+    log: { append: true, origin: options.logOrigin },
+    // A restore (TruBudget's system.restoreBackup) keeps the export it reads here until it is done.
+    restoreDir: options.data,
+  };
+}
+
+/**
+ * The options `flowstore serve <args>` runs with (the defaults its options declare, the FLOWSTORE_*
+ * variables of the environment, then `args`), without running it: for the http benchmark's server.
+ */
+export async function serveOptionsOf(args: readonly string[]): Promise<ServeOptions> {
+  const program = new Command().exitOverride();
+  serveCommand(program);
+  let parsed: ServeOptions | undefined;
+  program.commands[0]!.action((options: ServeOptions) => {
+    parsed = options;
+  });
+  await program.parseAsync(["serve", ...args], { from: "user" });
+  return parsed!;
+}
+
 /** Longest wait for in-flight requests on shutdown before the process exits anyway (seconds). */
 export const DEFAULT_SHUTDOWN_GRACE_SECONDS = 10;
 
@@ -200,7 +255,6 @@ export function serveCommand(program: Command): void {
       const port = parsePort(options.port);
       const metricsPort = options.metricsPort === undefined ? undefined : parsePort(options.metricsPort);
       const graceMs = count(options.shutdownGrace, "--shutdown-grace") * 1000;
-      const lookups = lookupBounds(options);
       const bodyLimit = Number(options.bodyLimit);
       if (!Number.isInteger(bodyLimit) || bodyLimit < 1024) throw new UsageError("--body-limit must be an integer of at least 1024");
       const metricsToken = options.metricsTokenFile === undefined ? undefined : readMetricsToken(options.metricsTokenFile);
@@ -242,6 +296,7 @@ export function serveCommand(program: Command): void {
         },
       };
       const logger = createLogger({ level: options.logLevel });
+      const opening = serveStoreOptions(options, logger);
 
       // The signal handlers come first: a SIGTERM or SIGINT while the store opens stops the start
       // (instead of killing the process half-way), one after it stops the server gracefully.
@@ -260,7 +315,6 @@ export function serveCommand(program: Command): void {
 
       const url = options.store || defaultStoreUrl(options.data);
       const undo = createdSince([options.data, ...[lmdbDir(url)].filter((d) => d !== null)]);
-      const pdKey = readEnv("FLOWSTORE_PROCESS_DATA_KEY");
       const metrics = new Metrics();
       let flowstore: Flowstore | undefined;
       let app: FastifyInstance | undefined;
@@ -271,36 +325,7 @@ export function serveCommand(program: Command): void {
         await flowstore?.close();
       };
       try {
-        flowstore = await openFlowstore(url, {
-          instrument: (kv) => metrics.wrap(kv),
-          processData: pdKey ? { encryptionKey: pdKey } : { dataDir: options.data },
-          archiveSeal: archiveSealOf(options),
-          checkpointKey: { pem: readEnv("FLOWSTORE_CHECKPOINT_KEY"), dataDir: options.data },
-          onBackgroundError: (err, task) => logger.error({ err }, `${task} failed`),
-          documents: { maxBytes: count(options.maxDocumentBytes, "--max-document-bytes", 1) },
-          notifications: { follow: true, keepNewest: count(options.keepNotifications, "--keep-notifications", 1) },
-          feedRepair: { settleMs: count(options.feedRepairSettleMs, "--feed-repair-settle-ms") },
-          // Every server delivers webhooks; each subscription's lease lets one at a time deliver it.
-          subscriptions: {
-            deliver: true,
-            leaseMs: count(options.webhookLeaseMs, "--webhook-lease-ms", 1),
-            retryBaseMs: count(options.webhookRetryMs, "--webhook-retry-ms", 1),
-            maxAttempts: count(options.webhookAttempts, "--webhook-attempts", 1),
-            allow: (options.webhookAllow ?? "").split(/[,\s]+/),
-            secretKey: { key: readEnv("FLOWSTORE_WEBHOOK_KEY"), dataDir: options.data },
-            // The address a refused name resolves to is the operator's to read, not the user's (whose 400 names its kind).
-            resolve: {
-              ...lookups,
-              onRefused: (host, address, why) => logger.warn({ host, address }, `webhook target refused: ${why}`),
-            },
-            // Once per pass per owner: deliveries waiting for a name lookup place (flowstore_webhook_deliveries_deferred_total).
-            onDeferred: (owner, deliveries, reason) => logger.warn({ owner, deliveries }, `webhook deliveries deferred to the next pass: ${reason}`),
-          },
-          // Every server appends the feed to the transparency log (appends are conditional: no fork).
-          log: { append: true, origin: options.logOrigin },
-          // A restore (TruBudget's system.restoreBackup) keeps the export it reads here until it is done.
-          restoreDir: options.data,
-        });
+        flowstore = await openFlowstore(url, { instrument: (kv) => metrics.wrap(kv), ...opening });
         if ((await unfinishedImport(flowstore.kv)) || (await pendingRestore(flowstore.kv)) !== null) {
           const source = await importSource(flowstore.kv);
           throw new ConfigurationError(`refusing to serve: ${UNFINISHED_IMPORT}${source ? ` (a restore was reading ${source})` : ""}`);

@@ -122,6 +122,16 @@ export class Background {
     while (this.#appending) await this.#appending;
   }
 
+  /**
+   * Starts a pass of the follower, the appender and the deliverer now (after the one in progress, if
+   * any) and resolves once none is in progress: the feed as it stood at the call is then taken in,
+   * unless paused. For a reader of what the background makes, or of what it costs.
+   */
+  async settle(): Promise<void> {
+    outsideActor(() => this.kick());
+    while (this.#following || this.#appending || this.#delivering) await Promise.all([this.#following, this.#appending, this.#delivering]);
+  }
+
   /** Stops starting work and resolves once none is in progress. */
   async pause(): Promise<void> {
     this.#paused = true;

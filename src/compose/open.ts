@@ -270,6 +270,11 @@ export interface Flowstore {
   eraseSubject(actor: Actor, subject: string): Promise<ErasureReceipt>;
   /** The receipt of a subject's erasure (`global.eraseSubject`); NotFoundError when it was not erased. */
   erasureReceipt(actor: Actor, subject: string): Promise<ErasureReceipt>;
+  /**
+   * Runs the background work's passes now (the notification follower, the log's appender, the webhook
+   * deliverer, those this process runs) and resolves once they are done: the feed as it stood is taken in.
+   */
+  settle(): Promise<void>;
   /** Stops the root's timers, waits for background work, and closes the backend if it was opened here. */
   close(): Promise<void>;
 }
@@ -511,6 +516,7 @@ async function assemble(base: KvStore, ownsKv: boolean, options: FlowstoreOption
     stageRestore: (actor, input) => backups.stageRestore(actor, input),
     eraseSubject: (actor, subject) => erasures.erase(actor, subject),
     erasureReceipt: (actor, subject) => erasures.receipt(actor, subject),
+    settle: () => background.settle(),
     close() {
       closed ??= (async () => {
         await background.stop();

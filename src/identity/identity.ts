@@ -697,9 +697,15 @@ export class Identity implements IdentityDirectory {
   }
 
   async getGroup(id: string): Promise<GroupRecord> {
+    const group = await this.findGroup(id);
+    if (!group) throw new NotFoundError(`no group ${id}`);
+    return group;
+  }
+
+  /** The group `id`, or null when there is none (for a caller to whom that is no error: an identity that may be a user). */
+  async findGroup(id: string): Promise<GroupRecord | null> {
     const entry = await this.kv.get(PARTITION, groupKey(checkId(id, "id")));
-    if (!entry) throw new NotFoundError(`no group ${id}`);
-    return decodeRecord<GroupRecord>(entry);
+    return entry ? decodeRecord<GroupRecord>(entry) : null;
   }
 
   /**

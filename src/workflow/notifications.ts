@@ -371,20 +371,26 @@ export class Notifications {
     const type = event.type.slice(0, dot);
     if (!TYPES.has(type) || !NOTIFYING.has(event.type.slice(dot + 1))) return [];
     const ref: Ref = { type, ids: event.path.map((p) => p.id) };
-    let data: Record<string, unknown>;
-    try {
-      data = (await this.store.reads.get(SYSTEM, ref as Ref & { type: "project" })).data as Record<string, unknown>;
-    } catch (e) {
-      if (e instanceof NotFoundError) return []; // deleted since
-      throw e;
-    }
-    // The assignee when the event happened (the follower may run behind later assignments).
-    const assignee = await this.#assigneeAt(ref, event);
+    // The record as it is now (its display name, and whether it was deleted since), or null.
+    const read = async (): Promise<Record<string, unknown> | null> => {
+      try {
+        return (await this.store.reads.get(SYSTEM, ref as Ref & { type: "project" })).data as Record<string, unknown>;
+      } catch (e) {
+        if (e instanceof NotFoundError) return null; // deleted since
+        throw e;
+      }
+    };
+    // The assignee when the event happened (the follower may run behind later assignments): a create or
+    // an assign names the one it sets, so the record is read only when someone is to be told.
+    const named = event.payload.data?.assignee;
+    let data: Record<string, unknown> | null = null;
+    if (typeof named !== "string" && (data = await read()) === null) return [];
+    const assignee = typeof named === "string" ? named : await this.#assigneeAt(ref, event, data!.assignee);
     if (!assignee) return [];
-    const recipients = await this.#expand(assignee);
+    const recipients = (await this.#expand(assignee)).filter((user) => user !== event.actor);
+    if (recipients.length === 0 || (data ??= await read()) === null) return [];
     const out: [string, Notification][] = [];
     for (const user of recipients) {
-      if (user === event.actor) continue;
       const id = createHash("sha256")
         .update(JSON.stringify([partition, event.seq, user]))
         .digest("base64url")
@@ -394,8 +400,16 @@ export class Notifications {
     return out;
   }
 
-  /** The assignee as of `event`: the last create or assign of the resource at or before its seq (its history, newest first). */
-  async #assigneeAt(ref: Ref, event: ResourceEvent): Promise<string | undefined> {
+  /**
+   * The assignee as of `event`: the last create or assign of the resource at or before its seq (its
+   * history, newest first). `current` is the assignee of its record, read before this: when the newest
+   * event of its history (`newestSeq`) is `event` itself, nothing was written to it since, so that is the one (a
+   * record without one leaves it to the history, which an assignee set and later removed would name).
+   * Most events are the newest of their resource when the follower takes them in: so they are answered
+   * without reading the history before them. (A create or an assign names its assignee: not asked here.)
+   */
+  async #assigneeAt(ref: Ref, event: ResourceEvent, current: unknown): Promise<string | undefined> {
+    if (typeof current === "string" && (await this.store.audit.newestSeq(ref)) === event.seq) return current;
     let cursor: string | null = null;
     do {
       const page = await this.store.audit.history(SYSTEM, ref, { reverse: true, limit: 100, cursor });
@@ -409,12 +423,13 @@ export class Notifications {
     return undefined;
   }
 
+  /** The members of a group, or the user `identity` (no group by that id: the common case, so no error thrown and caught). */
   async #expand(identity: string): Promise<string[]> {
     try {
-      const group = await this.identity.getGroup(identity);
-      return [...new Set(group.members)];
+      const group = await this.identity.findGroup(identity);
+      return group ? [...new Set(group.members)] : [identity];
     } catch (e) {
-      if (e instanceof NotFoundError || e instanceof ValidationError) return [identity];
+      if (e instanceof ValidationError) return [identity];
       throw e;
     }
   }

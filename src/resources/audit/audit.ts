@@ -96,6 +96,17 @@ export class Audit {
   constructor(private readonly core: Core) {}
 
   /**
+   * The seq of the resource's newest event (its history index's last entry), or null when it has none:
+   * one entry read, no event parsed and no permission asked (a follower of the system's own, telling
+   * whether anything was written to the resource since an event it takes in).
+   */
+  async newestSeq(ref: Ref): Promise<number | null> {
+    const l = locate(this.core.schema, ref);
+    const { entries } = await this.core.kv.scan(l.partition, { prefix: layout.history(l), limit: 1, reverse: true });
+    return entries[0] ? layout.seqOfHistoryBytes(l)(entries[0].keyBytes) : null;
+  }
+
+  /**
    * One range read of the history index, whose entries carry their events (an entry written before they
    * did is read from the log, in one batched read per page). The system actor also reads a deleted resource's.
    */
