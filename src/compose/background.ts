@@ -192,7 +192,8 @@ export class Background {
 
   #pump(): void {
     const follower = this.parts.follower;
-    if (!follower || this.#paused) return;
+    // Stopped too (a closed store): the appender and the deliverer check it; a settle() after close must not start a pass.
+    if (!follower || this.#paused || this.#stopped) return;
     if (this.#following) {
       this.#followAgain = true;
       return;

@@ -62,3 +62,13 @@ it("settle() answers at once where no background work runs", async () => {
   await store.settle();
   expect(await store.log.tree.lag()).toBeGreaterThan(0);
 });
+
+it("settle() after close starts no pass over the closed store", async () => {
+  const errors: string[] = [];
+  const served = serveStoreOptions(await serveOptionsOf(["--data", dir()]), createLogger({ level: "silent" }));
+  const closed = await openFlowstore(`lmdb:${dir()}`, { ...served, onBackgroundError: (_err, task) => errors.push(task) });
+  await closed.settle();
+  await closed.close();
+  await closed.settle();
+  expect(errors).toEqual([]);
+});
