@@ -208,7 +208,10 @@ export class Subscriptions {
    */
   async requireKey(): Promise<void> {
     const { kv } = this.parts;
-    // The key (a key file is made on first use) is loaded only for a store that holds secrets.
+    // A key given (FLOWSTORE_WEBHOOK_KEY) is checked now, so a malformed one refuses the start instead of the
+    // first subscription; a key file is made on first use, so it is loaded only for a store that holds secrets.
+    const given = this.#secretKey.key;
+    if (given !== undefined && given !== "") await this.#secrets();
     if ((await recordedKeyOf(kv, WEBHOOK_KEY_RECORD)) !== null) await assertRecordedKey(kv, WEBHOOK_KEY_RECORD, (await this.#secrets()).keyId);
     for await (const p of allPartitions(kv, L.kind.kind)) {
       const r = await kv.get(p, L.record);

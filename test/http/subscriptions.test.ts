@@ -620,6 +620,16 @@ describe("a server whose webhook key is not the store's", () => {
     expect((await call(c, c.root, "GET", "/subscriptions")).body.items).toHaveLength(1);
   });
 
+  it("refuses to start with a malformed key, naming FLOWSTORE_WEBHOOK_KEY, on a store that holds no secret yet", async () => {
+    const handle = await lmdb.create();
+    cleanup.push(() => handle.destroy());
+    const started = startServer(handle.kv, { subscriptions: { allow: LOOPBACK, secretKey: { key: "bad" } } }).then((s) => {
+      cleanup.push(() => s.close());
+      return "started";
+    });
+    await expect(started).rejects.toThrow(/FLOWSTORE_WEBHOOK_KEY must be 32 bytes/);
+  });
+
   it("gives the lease up when a secret does not open, so a server with the right key delivers", async () => {
     const handle = await lmdb.create();
     cleanup.push(() => handle.destroy());
