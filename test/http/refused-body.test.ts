@@ -94,41 +94,37 @@ async function send(socket: Socket, bytes: number): Promise<void> {
 }
 
 const BOUNDARY = "b0undary";
-/** The head of a multipart archive upload announcing `length` bytes, and its parts up to the file's first bytes. */
-function upload(server: Running, length: number, token = server.root.token): { head: string; start: Buffer } {
-  const head =
-    `POST /api/v1/archive/snapshots HTTP/1.1\r\nHost: ${new URL(server.base).host}\r\nAuthorization: Bearer ${token}\r\n` +
-    `Content-Type: multipart/form-data; boundary=${BOUNDARY}\r\nContent-Length: ${length}\r\n\r\n`;
-  const start = Buffer.from(
+/**
+ * Opens a connection and sends the start of an archive upload announcing `length` bytes, 200 KiB of its file
+ * (past the archive's limit); answers the connection once the server's whole answer came back, a 413 saying
+ * `Connection: close`.
+ */
+async function refusedUpload(server: Running, length: number) {
+  const c = open(server);
+  c.socket.write(
+    `POST /api/v1/archive/snapshots HTTP/1.1\r\nHost: ${new URL(server.base).host}\r\nAuthorization: Bearer ${server.root.token}\r\n` +
+      `Content-Type: multipart/form-data; boundary=${BOUNDARY}\r\nContent-Length: ${length}\r\n\r\n`,
+  );
+  c.socket.write(
     `--${BOUNDARY}\r\nContent-Disposition: form-data; name="uniqueId"\r\n\r\nbig\r\n--${BOUNDARY}\r\nContent-Disposition: form-data; name="document"\r\n\r\n{}\r\n` +
       `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="f.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
   );
-  return { head, start };
-}
-
-it("a client that stops sending half-way through a refused upload: the answer, then the close within the bound", async () => {
-  const server = await start({ lingerSeconds: 0.2 });
-  const c = open(server);
-  const { head, start: parts } = upload(server, 2 * 1024 * KiB);
-  c.socket.write(head);
-  c.socket.write(Buffer.concat([parts, Buffer.alloc(200 * KiB, 7)]));
+  c.socket.write(Buffer.alloc(200 * KiB, 7));
   const answer = await c.answered;
   expect(answer).toMatch(/^HTTP\/1\.1 413 /);
   expect(answer.toLowerCase()).toContain("connection: close");
   expect(answer).toContain(`"limit":${ARCHIVE_LIMIT}`);
+  return c;
+}
+
+it("a client that stops sending half-way through a refused upload: the answer, then the close within the bound", async () => {
+  const c = await refusedUpload(await start({ lingerSeconds: 0.2 }), 2 * 1024 * KiB);
   await c.serverClosed(); // nothing more is sent and the client's side stays open: only the bound ends it
   expect(c.error()).toBeNull();
 });
 
 it("a client that keeps sending a refused body after the answer: no reset, the connection closes when the client's side does", async () => {
-  const server = await start({ lingerSeconds: 600 });
-  const c = open(server);
-  const { head, start: parts } = upload(server, 4 * 1024 * KiB);
-  c.socket.write(head);
-  c.socket.write(Buffer.concat([parts, Buffer.alloc(100 * KiB, 7)]));
-  const answer = await c.answered;
-  expect(answer).toMatch(/^HTTP\/1\.1 413 /);
-  expect(answer.toLowerCase()).toContain("connection: close");
+  const c = await refusedUpload(await start({ lingerSeconds: 600 }), 4 * 1024 * KiB);
   await c.ended; // the server's FIN follows the answer
   // A server that closed here would reset what comes next (EPIPE, ECONNRESET): it lingers, reading it.
   await send(c.socket, 1024 * KiB);
@@ -139,23 +135,14 @@ it("a client that keeps sending a refused body after the answer: no reset, the c
 });
 
 it("a client that keeps sending past the byte bound, never closing its side, is cut", async () => {
-  const server = await start({ lingerSeconds: 600 });
-  const c = open(server);
-  const { head, start: parts } = upload(server, 4 * LINGER_BYTES);
-  c.socket.write(head);
-  c.socket.write(Buffer.concat([parts, Buffer.alloc(100 * KiB, 7)]));
-  expect(await c.answered).toMatch(/^HTTP\/1\.1 413 /);
+  const c = await refusedUpload(await start({ lingerSeconds: 600 }), 4 * LINGER_BYTES);
   await send(c.socket, 2 * LINGER_BYTES);
   await c.serverClosed();
 });
 
 it("closing the server does not wait for a lingering connection", async () => {
   const server = await start({ lingerSeconds: 600 });
-  const c = open(server);
-  const { head, start: parts } = upload(server, 2 * 1024 * KiB);
-  c.socket.write(head);
-  c.socket.write(Buffer.concat([parts, Buffer.alloc(200 * KiB, 7)]));
-  expect(await c.answered).toMatch(/^HTTP\/1\.1 413 /);
+  const c = await refusedUpload(server, 2 * 1024 * KiB);
   await server.close();
   s = undefined;
   await c.serverClosed();
