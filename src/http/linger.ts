@@ -39,6 +39,11 @@ export class LingeringClose {
   readonly #sockets = new Map<Socket, Linger>();
   #closing = false;
 
+  /** How many connections linger now (the tests see that none is left behind). */
+  get size(): number {
+    return this.#sockets.size;
+  }
+
   /** `seconds`: how long a connection may linger once its answer is written. */
   constructor(seconds: number) {
     this.#ms = seconds * 1000;
@@ -53,12 +58,17 @@ export class LingeringClose {
     // complete: the parser has seen the body's end (bodiless requests included, but they may be answered
     // before it is set, hence the framing headers).
     if (req.complete || this.#closing || !hasBody(req)) return;
-    const socket = req.socket;
+    // A connection already gone (the client aborted the upload; its answer comes after the close) has
+    // nothing to linger on, and kept here it would wait for a 'close' that has fired: a leak anyone could
+    // grow. Node sets req.socket to null once the request is destroyed (a pipeline that failed on it); the
+    // answer's socket is the same connection.
+    const socket = req.socket ?? reply.raw.socket;
+    if (socket === null || socket === undefined || socket.destroyed) return;
     reply.header("connection", "close");
     if (this.#sockets.has(socket)) return;
     const linger: Linger = { read: 0, timer: null };
     this.#sockets.set(socket, linger);
-    this.#drop(req, linger);
+    this.#drop(req, socket, linger);
     // Node ends a connection whose answer said close by socket.destroySoon() once the answer is written (its
     // server's resOnFinish): end, and destroy once the end is sent, which resets a body still arriving. This
     // socket's own destroySoon half-closes and lingers instead; Node's stays the close of a connection whose
@@ -83,7 +93,7 @@ export class LingeringClose {
   admits(request: FastifyRequest): boolean {
     const linger = this.#sockets.get(request.raw.socket);
     if (linger === undefined) return true;
-    this.#drop(request.raw, linger);
+    this.#drop(request.raw, request.raw.socket, linger);
     return false;
   }
 
@@ -93,12 +103,12 @@ export class LingeringClose {
     for (const socket of this.#sockets.keys()) socket.destroy();
   }
 
-  /** Reads `req` to its end (or the bound), dropping what it reads. */
-  #drop(req: IncomingMessage, linger: Linger): void {
+  /** Reads `req` to its end (or the bound, which cuts `socket`, its connection), dropping what it reads. */
+  #drop(req: IncomingMessage, socket: Socket, linger: Linger): void {
     req.unpipe();
     req.on("data", (chunk: Buffer) => {
       linger.read += chunk.length;
-      if (linger.read > LINGER_BYTES) req.socket.destroy();
+      if (linger.read > LINGER_BYTES) socket.destroy();
     });
     req.resume();
   }

@@ -237,6 +237,7 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
   // connection that is closing after a refused body (linger.ts), sets the request id, refuses a Host-less
   // HTTP/1.1 request, and while a restore replaces the store answers 503 with Retry-After (gate.ts).
   const linger = new LingeringClose(timeouts.lingerSeconds);
+  app.decorate("lingering", linger);
   app.addHook("onRequest", (request, reply, done) => {
     if (!linger.admits(request)) return;
     reply.header("x-request-id", request.id);

@@ -6,6 +6,7 @@
  * server's close (a CI run hung 60 s in archive.test.ts's over-limit upload); closed at once, the body still
  * arriving was reset and fetch failed with EPIPE instead of reading the answer (documents.test.ts on Node 24).
  */
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { connect, type Socket } from "node:net";
 import type { FastifyPluginAsync } from "fastify";
 import { afterEach, expect, it } from "vitest";
@@ -226,4 +227,24 @@ it("an answer after the whole body keeps its connection: the next request goes o
   expect(c.text().match(/HTTP\/1\.1 \d{3}/g)).toEqual(["HTTP/1.1 201", "HTTP/1.1 200"]);
   c.socket.end();
   await c.closed;
+});
+
+it("an upload the client aborts half-way leaves no lingering connection behind", async () => {
+  const server = await start({ lingerSeconds: 600 });
+  const host = new URL(server.base).host;
+  // Anyone can do this: an unknown path, no credentials. The answer is sent after the connection closed.
+  for (let i = 0; i < 3; i++) {
+    let answer: ServerResponse | undefined;
+    server.app.server.once("request", (_req: IncomingMessage, res: ServerResponse) => (answer = res));
+    const c = open(server);
+    c.answered.catch(() => {}); // the client goes before its answer
+    c.socket.write(`POST /api/v1/nowhere HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n`);
+    c.socket.write(Buffer.alloc(20 * KiB, 32));
+    const theirs = await c.theirs();
+    await eventually(() => theirs.bytesRead === c.socket.bytesWritten, { what: "the server to read all that was sent" });
+    c.socket.destroy();
+    await c.serverClosed();
+    await eventually(() => answer?.writableEnded === true, { what: "the server to answer the aborted request" });
+  }
+  expect(server.app.lingering.size).toBe(0);
 });
