@@ -100,7 +100,9 @@ export class LingeringClose {
   /** From preClose: lingering connections are cut; answers sent from now on close their connection at once. */
   close(): void {
     this.#closing = true;
-    for (const socket of this.#sockets.keys()) socket.destroy();
+    // answering() keeps no socket that is gone; were one here (null, destroyed), cutting it must not throw and
+    // reject the server's close.
+    for (const socket of this.#sockets.keys()) if (socket && !socket.destroyed) socket.destroy();
   }
 
   /** Reads `req` to its end (or the bound, which cuts `socket`, its connection), dropping what it reads. */

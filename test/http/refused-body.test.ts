@@ -14,6 +14,7 @@ import { MemoryKv } from "../../src/kv/memory.js";
 import { LINGER_BYTES } from "../../src/http/linger.js";
 import type { ServerTimeouts } from "../../src/http/server.js";
 import { eventually } from "../support/eventually.js";
+import { makeTempDir, removeTempDir } from "../support/temp-dir.js";
 import { startServer, type Running } from "./harness.js";
 
 const ARCHIVE_LIMIT = 64 * 1024;
@@ -247,4 +248,26 @@ it("an upload the client aborts half-way leaves no lingering connection behind",
     await eventually(() => answer?.writableEnded === true, { what: "the server to answer the aborted request" });
   }
   expect(server.app.lingering.size).toBe(0);
+});
+
+it("a restore whose body is not gzip is answered 400 problem+json, and the server then closes", async () => {
+  // The gunzip's failure destroys the request half-way through its body (Node sets req.socket to null),
+  // before the answer: it crashed the lingering close, so the answer was a bare 400, and app.close() rejected.
+  const dir = await makeTempDir("refused-restore");
+  try {
+    const server = await startServer(new MemoryKv(), { restoreDir: dir });
+    s = server;
+    const res = await fetch(`${server.base}/api/v1/store/restore`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.root.token}`, "content-type": "application/gzip" },
+      body: new Uint8Array(6 * 1024 * KiB).fill(7),
+    });
+    expect(res.status).toBe(400);
+    expect(res.headers.get("content-type")).toBe("application/problem+json; charset=utf-8");
+    expect(((await res.json()) as { status: number }).status).toBe(400);
+    s = undefined;
+    await server.close();
+  } finally {
+    await removeTempDir(dir);
+  }
 });
