@@ -50,14 +50,18 @@ export class LingeringClose {
   }
 
   /**
-   * From onSend: an answer to a request whose body has not arrived in full closes its connection, lingering.
+   * From onSend: a refusal (4xx, 5xx) of a request whose body has not arrived in full closes its connection,
+   * lingering.
    * Whoever read the body (a multipart parser, a JSON reader) is cut off; the rest is read and dropped.
    */
   answering(request: FastifyRequest, reply: FastifyReply): void {
     const req = request.raw;
     // complete: the parser has seen the body's end (bodiless requests included, but they may be answered
     // before it is set, hence the framing headers).
-    if (req.complete || this.#closing || !hasBody(req)) return;
+    // Only a refusal lingers: a success answered before the body's last bytes were parsed (a document upload
+    // answers once its file is stored, before the form's closing boundary) read all it wanted, and the rest
+    // is on its way; Node reads it and keeps the connection, as for any answer.
+    if (reply.statusCode < 400 || req.complete || this.#closing || !hasBody(req)) return;
     // A connection already gone (the client aborted the upload; its answer comes after the close) has
     // nothing to linger on, and kept here it would wait for a 'close' that has fired: a leak anyone could
     // grow. Node sets req.socket to null once the request is destroyed (a pipeline that failed on it); the
