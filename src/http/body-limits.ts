@@ -63,13 +63,13 @@ export function largeBodySlots(bodyLimit: number): preParsingAsyncHookHandler {
     const length = Number(request.headers["content-length"]);
     if (Number.isFinite(length) && length <= bodyLimit) return payload;
     const user = request.actor?.id ?? `address:${request.ip}`;
-    // Refused unread: the connection closes after the answer rather than draining the body (RFC 9112 §9.6).
+    // Refused unread: the connection closes after the answer, lingering (linger.ts).
     if ((byUser.get(user) ?? 0) >= LARGE_BODIES.perUser) {
-      reply.header("retry-after", String(RETRY_AFTER_SECONDS)).header("connection", "close");
+      reply.header("retry-after", String(RETRY_AFTER_SECONDS));
       throw new TooManyRequestsError(`at most ${LARGE_BODIES.perUser} upload larger than ${bodyLimit} bytes per user at a time`, RETRY_AFTER_SECONDS);
     }
     if (inFlight >= LARGE_BODIES.perServer) {
-      reply.header("retry-after", String(RETRY_AFTER_SECONDS)).header("connection", "close");
+      reply.header("retry-after", String(RETRY_AFTER_SECONDS));
       throw new UnavailableError(`the server reads at most ${LARGE_BODIES.perServer} uploads larger than ${bodyLimit} bytes at a time; try again`);
     }
     inFlight++;

@@ -19,6 +19,7 @@ import type { Flowstore } from "../compose/index.js";
 import type { Tokens } from "../identity/index.js";
 import type { Actor } from "../access/actor.js";
 import type { Gate } from "./gate.js";
+import type { LingeringClose } from "./linger.js";
 import type { Metrics } from "./metrics.js";
 
 export interface ServerContext extends Flowstore {
@@ -61,6 +62,8 @@ declare module "fastify" {
   }
   interface FastifyInstance {
     flowstore: ServerContext;
+    /** The server's lingering close (linger.ts), seen by the tests. */
+    lingering: LingeringClose;
   }
   interface FastifyRequest {
     /** The authenticated caller; set by the auth hook on every route under the authenticated scope. */

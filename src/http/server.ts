@@ -14,6 +14,7 @@ import { Tokens } from "../identity/index.js";
 import { requireAuthentication } from "./auth.js";
 import type { ServerContext } from "./context.js";
 import { Gate } from "./gate.js";
+import { LingeringClose } from "./linger.js";
 import { createLogger, requestId } from "./logging.js";
 import { Metrics, metricsHooks } from "./metrics.js";
 import { clientErrorHandler, Problem, sendProblem, toProblem } from "./problem.js";
@@ -56,7 +57,9 @@ export { DEFAULT_BODY_LIMIT } from "./body-limits.js";
  * How long a client may take (Node's http.Server timeouts; 0 disables one). A request whose headers or
  * whole body do not arrive in time answers 408 and its connection is closed (a slow client cannot hold
  * a connection open: Slowloris); an idle keep-alive connection is closed after `keepAliveSeconds`. A
- * streamed answer (the change feed) is not cut: these bound receiving the request only.
+ * streamed answer (the change feed) is not cut: these bound receiving the request only. A connection whose
+ * request was answered before its body arrived in full lingers at most `lingerSeconds` after the answer
+ * (linger.ts).
  */
 export interface ServerTimeouts {
   readonly headersSeconds?: number;
@@ -64,9 +67,15 @@ export interface ServerTimeouts {
   readonly keepAliveSeconds?: number;
   /** How often Node checks the header and request timeouts (default 1 s, Node's own is 30 s). */
   readonly checkIntervalMs?: number;
+  /** How long a connection may read and drop a refused body after the answer before it is closed (linger.ts). */
+  readonly lingerSeconds?: number;
 }
 
-export const DEFAULT_TIMEOUTS = { headersSeconds: 20, requestSeconds: 300, keepAliveSeconds: 72, checkIntervalMs: 1000 } as const;
+/**
+ * lingerSeconds: long enough for a client on a slow link to see the answer and stop sending (nginx waits
+ * 5 s for more of it, lingering_timeout), short enough that refused uploads cannot pile up connections.
+ */
+export const DEFAULT_TIMEOUTS = { headersSeconds: 20, requestSeconds: 300, keepAliveSeconds: 72, checkIntervalMs: 1000, lingerSeconds: 5 } as const;
 
 /** How the server is served; what it serves is the opened store (`openFlowstore`). */
 export interface ServerOptions {
@@ -224,10 +233,13 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
   });
 
   // The one onRequest hook of the whole server (each domain scope adds only its own: authentication,
-  // content negotiation), callback-style: no promise per request on the hot path. It sets the request id,
-  // refuses a Host-less HTTP/1.1 request, and while a restore replaces the store answers 503 with
-  // Retry-After (gate.ts).
+  // content negotiation), callback-style: no promise per request on the hot path. It serves nothing on a
+  // connection that is closing after a refused body (linger.ts), sets the request id, refuses a Host-less
+  // HTTP/1.1 request, and while a restore replaces the store answers 503 with Retry-After (gate.ts).
+  const linger = new LingeringClose(timeouts.lingerSeconds);
+  app.decorate("lingering", linger);
   app.addHook("onRequest", (request, reply, done) => {
+    if (!linger.admits(request)) return;
     reply.header("x-request-id", request.id);
     if (request.raw.httpVersion === "1.1" && request.headers.host === undefined) {
       done(new ValidationError("an HTTP/1.1 request needs a Host header", "headers.host"));
@@ -240,6 +252,7 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
   let closing = false;
   app.addHook("preClose", async () => {
     closing = true;
+    linger.close();
   });
   if (options.closeStore) app.addHook("onClose", async () => flowstore.close());
   // The security headers (conventions.ts), once the answer's type is known: the few of a JSON answer on
@@ -248,6 +261,7 @@ export async function buildServer(flowstore: Flowstore, options: ServerOptions):
   const apiPaths = [`${API_PREFIX}/`, `${TRUBUDGET_PREFIX}/`];
   app.addHook("onSend", (request, reply, payload, done) => {
     if (closing) reply.header("connection", "close");
+    linger.answering(request, reply);
     if (secure) {
       const set = securityHeadersOf(
         secure,

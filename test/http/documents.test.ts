@@ -84,6 +84,21 @@ describe("documents", () => {
     expect(await problemOf(item(s.root, "w2").documents.delete(twin.id))).toMatchObject({ status: 404 });
   });
 
+  it("a successful upload keeps its connection (no Connection: close)", async () => {
+    // The route answers once it has stored the file part, before the form's closing boundary is read: the
+    // lingering close is for refusals, not for this.
+    await s.root.project("p").subproject("s").workflowitems.create({ id: "kept", displayName: "kept", amountType: "N/A" });
+    for (const size of [10, MiB + MiB / 2]) {
+      const form = new FormData();
+      form.append("file", new Blob([bytes(size, 3)]), "kept.bin");
+      const res = await fetch(`${s.base}${docsPath("kept")}`, { method: "POST", headers: { authorization: `Bearer ${s.root.token}` }, body: form });
+      expect([size, res.status]).toEqual([size, 201]);
+      expect([size, res.headers.get("connection")]).not.toEqual([size, "close"]);
+      await item(s.root, "kept").documents.delete(((await res.json()) as { id: string }).id);
+    }
+    expect(await stored()).toEqual([]);
+  });
+
   it("records an external link without content; refuses bad input naming the field", async () => {
     const link = await item(s.root, "w3").documents.addLink({ fileName: "spec", link: "https://example.org/spec.pdf", comment: "external" });
     expect(link).toMatchObject({ fileName: "spec", link: "https://example.org/spec.pdf", comment: "external" });

@@ -87,15 +87,9 @@ export const archiveRoutes: RoutePlugin = async (app) => {
         const written = await archive.write(request.actor, body.uniqueId, body.document, undefined, { modified });
         return reply.code(written.created ? 201 : 200).send(written);
       }
-      try {
-        const written = await writeMultipart(request);
-        return reply.code(written.created ? 201 : 200).send(written);
-      } catch (e) {
-        // Read the rest of the body away, so the client gets this answer rather than a reset connection.
-        request.raw.unpipe();
-        request.raw.resume();
-        throw e;
-      }
+      // Refused half-way, the rest of the body is read away by the server's lingering close (linger.ts).
+      const written = await writeMultipart(request);
+      return reply.code(written.created ? 201 : 200).send(written);
     },
   );
 

@@ -93,17 +93,6 @@ export const documentRoutes: RoutePlugin = async (app) => {
     throw new ValidationError("the part file is required", "body.file");
   }
 
-  /** Runs a handler that reads a multipart body; on failure the rest of the body is read away, so the client gets the answer. */
-  async function drainOnError<T>(request: FastifyRequest, run: () => Promise<T>): Promise<T> {
-    try {
-      return await run();
-    } catch (e) {
-      request.raw.unpipe();
-      request.raw.resume();
-      throw e;
-    }
-  }
-
   app.post(
     base,
     {
@@ -125,13 +114,11 @@ export const documentRoutes: RoutePlugin = async (app) => {
         }
         return reply.code(201).send(await documents.addLink(request.actor, p, s, w, body));
       }
-      const doc = await drainOnError(request, async () => {
-        const { fields, file } = await filePart(request);
-        const fileName = fields.fileName ?? file.filename;
-        if (!fileName) throw new ValidationError("the file part needs a filename (or give the field fileName)", "body.fileName");
-        return documents.upload(request.actor, p, s, w, { fileName, comment: fields.comment }, file.file);
-      });
-      return reply.code(201).send(doc);
+      // Refused half-way, the rest of the body is read away by the server's lingering close (linger.ts).
+      const { fields, file } = await filePart(request);
+      const fileName = fields.fileName ?? file.filename;
+      if (!fileName) throw new ValidationError("the file part needs a filename (or give the field fileName)", "body.fileName");
+      return reply.code(201).send(await documents.upload(request.actor, p, s, w, { fileName, comment: fields.comment }, file.file));
     },
   );
 
@@ -194,10 +181,8 @@ export const documentRoutes: RoutePlugin = async (app) => {
     async (request) => {
       const { projectId: p, subprojectId: s, workflowitemId: w, documentId: d } = request.params;
       if (!request.isMultipart()) throw new ValidationError("send multipart/form-data with a part file", "body");
-      return drainOnError(request, async () => {
-        const { file } = await filePart(request);
-        return documents.validate(request.actor, p, s, w, d, file.file);
-      });
+      const { file } = await filePart(request);
+      return documents.validate(request.actor, p, s, w, d, file.file);
     },
   );
 };

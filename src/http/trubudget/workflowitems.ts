@@ -28,7 +28,7 @@
 import { createHash } from "node:crypto";
 import multipart from "@fastify/multipart";
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
-import type { FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyRequest } from "fastify";
 import type { Readable } from "node:stream";
 import { TooLargeError, ValidationError } from "../../errors.js";
 import type { Actor } from "../../access/actor.js";
@@ -259,17 +259,13 @@ export const workflowitemRoutes: RoutePlugin = async (app) => {
    * arrives (checked, then streamed into the file store), never read whole; the text parts together are
    * bounded by the server's body limit. On failure the files staged so far are undone.
    */
-  async function multipartData(request: FastifyRequest, reply: FastifyReply, stage: Stage): Promise<{ data: Record<string, unknown>; pending: Pending[] }> {
+  async function multipartData(request: FastifyRequest, stage: Stage): Promise<{ data: Record<string, unknown>; pending: Pending[] }> {
     if (!request.isMultipart()) throw new ValidationError("send multipart/form-data", "body");
     const data: Record<string, unknown> = {};
     const pending: Pending[] = [];
     let text = 0;
-    // Refused before the body is read to its end (no permission for a file, a part over a limit): the rest is
-    // not read, and the connection closes after the answer (RFC 9112 §9.6) instead of draining it.
-    const closeIfUnread = (e: unknown) => {
-      if (!request.raw.complete) reply.header("connection", "close");
-      throw e;
-    };
+    // Refused before the body is read to its end (no permission for a file, a part over a limit), the
+    // connection closes after the answer, lingering (linger.ts).
     return undoingStaged(pending, async () => {
       for await (const part of request.parts()) {
         if (part.type === "file") {
@@ -288,7 +284,7 @@ export const workflowitemRoutes: RoutePlugin = async (app) => {
           throw new ValidationError(`the comment of document ${i} is too long`, `body.comment_${i}`);
       }
       return { data, pending };
-    }).catch(closeIfUnread);
+    });
   }
 
   /** One text part of TruBudget's multipart form, into the fields or the documents. */
@@ -329,13 +325,13 @@ export const workflowitemRoutes: RoutePlugin = async (app) => {
     return ok(await create(request.actor, data, pendingOf(data.documents)));
   });
 
-  app.post("/v2/subproject.createWorkflowitem", { preParsing }, async (request, reply) => {
+  app.post("/v2/subproject.createWorkflowitem", { preParsing }, async (request) => {
     const actor = request.actor;
     notRoot(actor, "workflowitem");
     // The id the new item will have, so that its files can be held under it before it exists (a kill before
     // the create leaves holds that `recover` undoes: no such item holds them).
     let id: string | undefined;
-    const { data, pending } = await multipartData(request, reply, async (fields, file) => {
+    const { data, pending } = await multipartData(request, async (fields, file) => {
       const [p, s] = idsBefore(fields, ["projectId", "subprojectId"]) as [string, string];
       if (id === undefined) {
         await assertCreatorMayAddDocuments(actor, p, s, fields);
@@ -396,9 +392,9 @@ export const workflowitemRoutes: RoutePlugin = async (app) => {
     return ok({});
   });
 
-  app.post("/v2/workflowitem.update", { preParsing }, async (request, reply) => {
+  app.post("/v2/workflowitem.update", { preParsing }, async (request) => {
     const actor = request.actor;
-    const { data, pending } = await multipartData(request, reply, (fields, file) => {
+    const { data, pending } = await multipartData(request, (fields, file) => {
       const [p, s, w] = idsBefore(fields, ["projectId", "subprojectId", "workflowitemId"]) as [string, string, string];
       return documents.stage(actor, p, s, w, file);
     });
