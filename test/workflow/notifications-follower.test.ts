@@ -23,6 +23,10 @@ async function inboxes(): Promise<Record<string, string[]>> {
   }
   return out;
 }
+/** One pass of the follower over the feed (the background's, run by hand). */
+const follow = () => fs.notifications.followAll(fs.resources.writer.feed);
+/** Workflowitem w of p/s, created by mary with this assignee. */
+const createW = (assignee?: string) => fs.workflow.createWorkflowitem(mary, "p", "s", { id: "w", displayName: "W", amountType: "N/A", assignee });
 
 beforeEach(async () => {
   fs = await openFlowstore("memory:", {});
@@ -31,17 +35,17 @@ beforeEach(async () => {
   await fs.global.grant(SYSTEM, "global.createProject", "mary");
   await fs.workflow.createProject(mary, { id: "p", displayName: "P" });
   await fs.workflow.createSubproject(mary, "p", { id: "s", displayName: "S", currency: "EUR" });
-  await fs.notifications.followAll(fs.resources.writer.feed); // the follower starts at the feed's head
+  await follow(); // the follower starts at the feed's head
 });
 afterEach(() => fs.close());
 
 it("an update is told to the assignee it had then, though later assigns came before the pass", async () => {
-  await fs.workflow.createWorkflowitem(mary, "p", "s", { id: "w", displayName: "W", amountType: "N/A", assignee: "tom" });
+  await createW("tom");
   await fs.workflow.update(mary, item, { description: "one" });
   await fs.workflow.assign(mary, item, "crew");
   await fs.workflow.update(mary, item, { description: "two" });
   await fs.workflow.assign(mary, item, "mary");
-  await fs.notifications.followAll(fs.resources.writer.feed);
+  await follow();
   expect(await inboxes()).toEqual({
     mary: [],
     tom: ["workflowitem.created", "workflowitem.updated"],
@@ -51,14 +55,14 @@ it("an update is told to the assignee it had then, though later assigns came bef
 });
 
 it("an update that is its resource's newest event goes to the current assignee, pass after pass", async () => {
-  await fs.workflow.createWorkflowitem(mary, "p", "s", { id: "w", displayName: "W", amountType: "N/A", assignee: "crew" });
-  await fs.notifications.followAll(fs.resources.writer.feed);
+  await createW("crew");
+  await follow();
   await fs.workflow.update(mary, item, { description: "one" });
-  await fs.notifications.followAll(fs.resources.writer.feed);
+  await follow();
   await fs.workflow.assign(mary, item, "tom");
-  await fs.notifications.followAll(fs.resources.writer.feed);
+  await follow();
   await fs.workflow.update(mary, item, { description: "two" });
-  await fs.notifications.followAll(fs.resources.writer.feed);
+  await follow();
   expect(await inboxes()).toEqual({
     mary: [],
     tom: ["workflowitem.assigned", "workflowitem.updated"],
@@ -68,7 +72,7 @@ it("an update that is its resource's newest event goes to the current assignee, 
 });
 
 it("audit.newestSeq names the seq of the resource's newest event, not of its partition's", async () => {
-  await fs.workflow.createWorkflowitem(mary, "p", "s", { id: "w", displayName: "W", amountType: "N/A" });
+  await createW();
   await fs.workflow.update(mary, item, { description: "one" });
   const [newest] = (await fs.resources.audit.history(SYSTEM, item, { reverse: true, limit: 1 })).items;
   expect(await fs.resources.audit.newestSeq(item)).toBe(newest!.seq);
