@@ -191,10 +191,32 @@ const decodeKey = (e: Entry): Buffer => Buffer.from((JSON.parse(e.value.toString
  * input is a copy of another's (from an archive file, an export) and is stored nowhere.
  */
 export function refuseSealed(value: unknown, field = "data"): void {
-  if (typeof value === "string") {
-    if (value.startsWith(SEALED_PREFIX)) throw new ValidationError(`${field} is a sealed value (${SEALED_PREFIX}…): sealed values are made by the store, never written`, field);
-  } else if (Array.isArray(value)) value.forEach((x, i) => refuseSealed(x, `${field}.${i}`));
-  else if (value !== null && typeof value === "object") for (const [k, x] of Object.entries(value)) refuseSealed(x, `${field}.${k}`);
+  const at = sealedAt(value);
+  if (at === null) return;
+  const path = [field, ...at.reverse()].join(".");
+  throw new ValidationError(`${path} is a sealed value (${SEALED_PREFIX}…): sealed values are made by the store, never written`, path);
+}
+
+/**
+ * The path (innermost key first) to the first sealed string in `value`, or null. The path is put together
+ * only when one is found: every create walks its data here, and most data holds none.
+ */
+function sealedAt(value: unknown): string[] | null {
+  if (typeof value === "string") return value.startsWith(SEALED_PREFIX) ? [] : null;
+  if (value === null || typeof value !== "object") return null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const at = sealedAt(value[i]);
+      if (at !== null) return (at.push(String(i)), at);
+    }
+    return null;
+  }
+  for (const k in value) {
+    if (!Object.hasOwn(value, k)) continue;
+    const at = sealedAt((value as Record<string, unknown>)[k]);
+    if (at !== null) return (at.push(k), at);
+  }
+  return null;
 }
 
 /** A subject's key as opening finds it: the key, "erased" once destroyed, or undefined (no key, or `holder` not recorded as holding its data). */

@@ -170,11 +170,13 @@ export class Workflow {
       meta: o.meta,
       // The item's type follows its subproject's (as it is inside the write), and so do the permissions it starts with.
       // The open check is here too, not in a `guard` (see createSubproject).
-      decide: ({ defaults, parent }) => {
+      // `given.defaults` is read only when the inherited permissions are computed (once per group): the store makes them when asked.
+      decide: (given) => {
+        const parent = given.parent;
         assertOpen(parent!.envelope);
         const type = workflowitemTypeFor(parent!.envelope, fields.workflowitemType);
         const inherited = this.#inherited(actor, parent!.permissions, () =>
-          inheritPermissions(defaults, "subproject", "workflowitem", parent!.permissions, intents, CREATE_INTENTS),
+          inheritPermissions(given.defaults, "subproject", "workflowitem", parent!.permissions, intents, CREATE_INTENTS),
         );
         return { set: { workflowitemType: type }, permissions: assignedPermissions(inherited, type, actor, assignee, intents) };
       },

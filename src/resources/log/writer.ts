@@ -530,7 +530,20 @@ export class PartitionWriter {
     chain: { seq: number; hash: string | null },
     reads: Map<string, Buffer | null>,
   ): Tx {
-    return new GroupTx(this.kv, partition, partitionLength, actor, new Date(this.clock()).toISOString(), group, layer, chain, reads);
+    return new GroupTx(this.kv, partition, partitionLength, actor, this.#isoNow(), group, layer, chain, reads);
+  }
+
+  #lastMs = Number.NaN;
+  #lastIso = "";
+
+  /** The clock's time as ISO 8601, formatted once per millisecond (the commands of a group mostly share it). */
+  #isoNow(): string {
+    const ms = this.clock();
+    if (ms !== this.#lastMs) {
+      this.#lastIso = new Date(ms).toISOString();
+      this.#lastMs = ms;
+    }
+    return this.#lastIso;
   }
 }
 

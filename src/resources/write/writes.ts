@@ -33,9 +33,10 @@ export interface CreateOptions {
    * What the new resource starts as, decided inside the write after `guard` from the parent's state
    * (null for a root): fields to set on the given data (e.g. a default taken from the parent; each
    * validated, then the type's rules on the whole) and its permissions (from the creator's defaults,
-   * every intent). Either may be left out; throw to refuse.
+   * every intent; made when `defaults` is first read, so a decide that does not need them pays nothing).
+   * Either may be left out; throw to refuse.
    */
-  decide?: (given: { data: Record<string, unknown>; defaults: Permissions; parent: ParentState | null }) => CreateDecision;
+  decide?: (given: { data: Record<string, unknown>; readonly defaults: Permissions; parent: ParentState | null }) => CreateDecision;
   /**
    * The original creation of a resource brought over from another system (a migration): the system
    * actor only. The meta carries it; the `created` event records it beside its own time and actor.
@@ -122,15 +123,24 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
     refuseSealed(clean);
     if (options.meta !== undefined && !actor.system) throw new ForbiddenError("only the system actor may set a resource's original creation");
     const meta = options.meta;
-    const defaults: Permissions = Object.fromEntries(t.intents.all.map((i) => [i, actor.system ? [] : [actor.id]]));
+    // The creator's defaults, made when asked: a decide that derives the permissions from the parent's
+    // (a workflowitem's, once per group of creates: commands.ts #inherited) never reads them.
+    const defaultsOf = (): Permissions => Object.fromEntries(t.intents.all.map((i) => [i, actor.system ? [] : [actor.id]]));
     const requireParent = (tx: Tx, pl: Located): Promise<ParentState> => this.#requireParent(tx, pl, actor, t.intents.create);
     const decide = async (tx: Tx, pl: Located | null, parentState: ParentState | null): Promise<Permissions> => {
       await options.guard?.(parentState?.envelope ?? null, creationContext(this.core.kv, schema, tx, type, pl));
-      const decided = options.decide?.({ data: clean, defaults, parent: parentState });
+      let defaults: Permissions | undefined;
+      const decided = options.decide?.({
+        data: clean,
+        get defaults() {
+          return (defaults ??= defaultsOf());
+        },
+        parent: parentState,
+      });
       // A decide written for the former `data` (the whole data to store) would otherwise be ignored silently.
       if (decided != null && "data" in decided) throw new TypeError("CreateDecision has no `data`: return the fields to set on the given data as `set`");
       if (decided?.set) clean = schema.validateSet(t, clean, decided.set);
-      return decided?.permissions ?? defaults;
+      return decided?.permissions ?? defaults ?? defaultsOf();
     };
     const fresh = async (tx: Tx): Promise<void> => {
       if ((await tx.get(layout.head)) || (await tx.get(layout.state(l)))) throw existed(type, id);
@@ -166,7 +176,7 @@ export class Writes<S extends SchemaDecl = SchemaDecl> {
     // Flat child: index entry in the parent's partition first (so a crash never leaves a child the
     // parent's cascade cannot find), then the child's own partition.
     if (await this.core.kv.get(l.partition, layout.head)) throw existed(type, id);
-    let permissions: Permissions = defaults;
+    let permissions: Permissions = defaultsOf();
     await writer.run(pl.partition, actor, async (tx) => {
       permissions = await decide(tx, pl, await requireParent(tx, pl));
       if (await tx.get(layout.flatChild(pl, type, id))) throw new ConflictError(`${type} ${id} already exists`, "id");
