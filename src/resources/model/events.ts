@@ -95,7 +95,9 @@ export function sealEventBytes(e: Omit<ResourceEvent, "hash">): { event: Resourc
 const HASH_MEMBER = ',"hash":"';
 const HASH_MEMBER_BYTES = Buffer.from(HASH_MEMBER, "latin1");
 /** `,"hash":"` + 64 hex digits + `"}`: the tail of a stored event. */
-const HASH_TAIL = HASH_MEMBER.length + 64 + 2;
+export const HASH_TAIL = HASH_MEMBER.length + 64 + 2;
+/** The 64 hex digits a stored event's tail (`HASH_TAIL`) holds as its hash, read without a parse: what storedHashMatches checks. */
+export const tailHash = (raw: Buffer): string => raw.toString("latin1", raw.length - HASH_TAIL + HASH_MEMBER.length, raw.length - 2);
 const CLOSE = Buffer.from("}", "latin1");
 
 /**
