@@ -182,7 +182,8 @@ export class RecordView {
 
   /**
    * The public JSON bytes in a buffer of their own (pooled when small): what a reader keeps of a record it
-   * visits in the backend's read buffer (`KvStore.scanViews`), which the next read overwrites.
+   * visits where the backend holds it (`KvStore.scanViews`: LMDB's read buffer, which the next read
+   * overwrites; memory's stored value).
    */
   publicCopy(): Buffer {
     const out = Buffer.allocUnsafe(this.bytes.length - this.#publicStart);
