@@ -7,11 +7,13 @@
  * turned each round). Each server's CPU time (user + system, over IPC) is read around each load: a figure
  * far less sensitive to the other processes on the machine than req/s, though contention still inflates
  * it (the least of the rounds is printed beside the median). Prints both per operation and server.
- *   npx tsx bench/profile/http-ab.ts [--ops create,update,get] [--count 3000] [--rounds 5] --root DIR...
+ *   npx tsx bench/profile/http-ab.ts [--ops create,update,get,list] [--count 3000] [--rounds 5] --root DIR...
  * A root `DIR?NAME=VALUE&…` starts that checkout's server with those environment variables set (an
  * ablation its server script reads).
  * create: POST a workflowitem to the empty subproject; update: PATCH the description of one of s1k's
- * 1,000 (a new value each time); get: GET one of them.
+ * 1,000 (a new value each time); get: GET one of them; list: GET s1k's 1,000 with the page cache off, as
+ * the http workload's "page cache off" row does (a second server of the same checkout on the same store,
+ * started with `nocache`: what every list costs after a write to the subproject).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,7 +21,7 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { fork } from "node:child_process";
 import { boundedLoad, stop, type Ready, type Server } from "../http/processes.js";
-import { CREATE_BODY, createPath, itemPath, ROOT_PASSWORD, S1K, SNEW } from "../http/shared.js";
+import { CREATE_BODY, createPath, itemPath, listPath, ROOT_PASSWORD, S1K, SNEW } from "../http/shared.js";
 import { itemId } from "../tree.js";
 
 const { values } = parseArgs({
@@ -32,6 +34,9 @@ const { values } = parseArgs({
 });
 const ops = values.ops!.split(",");
 const count = Number(values.count);
+/** A list answers 1,000 items (about 700 KiB): a tenth of the count (at least 100) per load. */
+const listCount = Math.max(100, Math.round(count / 10));
+const countOf = (op: string) => (op === "list" ? listCount : count);
 const rounds = Number(values.rounds);
 const IN_FLIGHT = 20;
 /** `DIR?NAME=VALUE&…`: that checkout's server with these environment variables set (an ablation). */
@@ -41,8 +46,8 @@ const roots = [resolve(import.meta.dirname, "../.."), ...(values.root ?? [])].ma
 });
 
 /** Forks `root`'s bench/http/flowstore-server.ts on a fresh LMDB directory (its cwd: the checkout, for its tsx). */
-function startAt(root: (typeof roots)[number], dir: string): Promise<Server> {
-  const child = fork(join(root.path, "bench/http/flowstore-server.ts"), [`lmdb:${dir}`, dir], {
+function startAt(root: (typeof roots)[number], dir: string, ...args: string[]): Promise<Server> {
+  const child = fork(join(root.path, "bench/http/flowstore-server.ts"), [`lmdb:${dir}`, dir, ...args], {
     cwd: root.path,
     env: { ...process.env, ...root.env },
     execArgv: ["--import", "tsx"],
@@ -55,7 +60,7 @@ function startAt(root: (typeof roots)[number], dir: string): Promise<Server> {
 }
 
 const dir = mkdtempSync(join(tmpdir(), "fs-http-ab-"));
-const servers: { root: string; server: Server; token: string }[] = [];
+const servers: { root: string; server: Server; token: string; cold?: Server }[] = [];
 try {
   for (const [i, root] of roots.entries()) {
     const server = await startAt(root, join(dir, String(i)));
@@ -65,7 +70,9 @@ try {
       body: JSON.stringify({ username: "mary", password: ROOT_PASSWORD }),
     });
     const { token } = (await login.json()) as { token: string };
-    servers.push({ root: root.label, server, token });
+    // the list's server: the same checkout on the same store, its page cache off
+    const cold = ops.includes("list") ? await startAt(root, join(dir, String(i)), "nocache") : undefined;
+    servers.push({ root: root.label, server, token, cold });
   }
 
   let n = 0;
@@ -77,12 +84,14 @@ try {
         return ["PATCH", itemPath(S1K, itemId(i % 1000)), JSON.stringify({ description: `Changed under load, ${n++}.` })];
       case "get":
         return ["GET", itemPath(S1K, itemId(i % 1000))];
+      case "list":
+        return ["GET", listPath(S1K)];
       default:
         throw new Error(`unknown op ${op}`);
     }
   };
-  const load = ({ server, token }: (typeof servers)[number], op: string): Promise<{ cpuMs: number; seconds: number }> =>
-    boundedLoad(server, token, (i) => next(op, i), count, IN_FLIGHT);
+  const load = ({ server, token, cold }: (typeof servers)[number], op: string): Promise<{ cpuMs: number; seconds: number }> =>
+    boundedLoad(op === "list" ? cold! : server, token, (i) => next(op, i), countOf(op), IN_FLIGHT);
 
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
   for (const op of ops) {
@@ -93,8 +102,10 @@ try {
       if (r % 2 === 1) order.reverse();
       for (const i of order) {
         const { cpuMs, seconds } = await load(servers[i]!, op);
-        per[i]!.push(cpuMs / count);
-        process.stdout.write(`${op} ${servers[i]!.root} round ${r + 1}: ${((1000 * cpuMs) / count).toFixed(0)} µs CPU/request, ${(count / seconds).toFixed(0)} req/s\n`);
+        per[i]!.push(cpuMs / countOf(op));
+        process.stdout.write(
+          `${op} ${servers[i]!.root} round ${r + 1}: ${((1000 * cpuMs) / countOf(op)).toFixed(0)} µs CPU/request, ${(countOf(op) / seconds).toFixed(0)} req/s\n`,
+        );
       }
     }
     const base = median(per[0]!);
@@ -104,6 +115,9 @@ try {
       );
   }
 } finally {
-  for (const s of servers.reverse()) await stop(s.server.child);
+  for (const s of servers.reverse()) {
+    if (s.cold) await stop(s.cold.child);
+    await stop(s.server.child);
+  }
   rmSync(dir, { recursive: true, force: true });
 }

@@ -2,7 +2,8 @@
  * A profiling driver (not a benchmark): one process holds a flowstore server on a fresh LMDB directory and
  * sends it bounded loads over loopback, so `node --cpu-prof` sees the server's frames for one operation at a
  * time. Print the profile's top self-time frames with bench/profile/top.ts.
- *   npx tsx bench/profile/http.ts <get|create|list|history|update|reorder> [count] [out.cpuprofile]
+ *   npx tsx bench/profile/http.ts <get|create|list|listcold|history|update|reorder> [count] [out.cpuprofile]
+ * listcold: the list of 1,000 with the page cache off (what every list costs after a write to the subproject).
  * The profile (node:inspector) covers the load only, not the building of the data.
  */
 import { Agent, request } from "node:http";
@@ -22,7 +23,7 @@ import { CREATE_BODY, createPath, itemPath, listPath, orderingPath, P, ROOT_PASS
 const op = process.argv[2] ?? "get";
 const count = Number(process.argv[3] ?? 5000);
 const dir = mkdtempSync(join(tmpdir(), "fs-prof-"));
-const flowstore = await openFlowstore(`lmdb:${dir}`, {});
+const flowstore = await openFlowstore(`lmdb:${dir}`, { pageCache: op !== "listcold" });
 const app = await buildServer(flowstore, { tokenSecret: SECRET, logger: false, closeStore: true });
 await app.flowstore.identity.ensureRoot(ROOT_PASSWORD);
 await app.flowstore.identity.createUser(SYSTEM, { id: "mary", displayName: "Mary", password: ROOT_PASSWORD });
@@ -65,6 +66,7 @@ const next = (i: number): [string, string, string?] => {
     case "reorder":
       return ["PUT", orderingPath("s10k"), reorders[i % 10]];
     case "list":
+    case "listcold":
       return ["GET", listPath("s1k")];
     case "history":
       return ["GET", `${itemPath("s1k", itemId(0))}/history?limit=1000`];

@@ -159,6 +159,7 @@ export function replacedView(kv: KvStore, n: number): KvStore {
   };
   if (kv.getSync) view.getSync = (partition, key) => kv.getSync!(at(partition), key);
   if (kv.scanViews) view.scanViews = (partition, options, visit) => kv.scanViews!(at(partition), options, visit);
+  if (kv.countSync) view.countSync = (partition, options) => kv.countSync!(at(partition), options);
   if (kv.partitionVersionSync) view.partitionVersionSync = (partition) => kv.partitionVersionSync!(at(partition));
   return view;
 }

@@ -216,6 +216,7 @@ export class StoreFence {
     };
     if (kv.getSync) fenced.getSync = (partition, key) => kv.getSync!(partition, key);
     if (kv.scanViews) fenced.scanViews = (partition, options, visit) => kv.scanViews!(partition, options, visit);
+    if (kv.countSync) fenced.countSync = (partition, options) => kv.countSync!(partition, options);
     if (kv.partitionVersionSync) fenced.partitionVersionSync = (partition) => kv.partitionVersionSync!(partition);
     if (kv.commitVisible) fenced.commitVisible = (partition, ops) => this.guarded(partition, () => kv.commitVisible!(partition, ops));
     if (kv.commitAcross) fenced.commitAcross = (build) => this.guardedAcross(kv, build);

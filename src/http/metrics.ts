@@ -351,6 +351,7 @@ export class TimedKv implements KvStore {
   readonly getSync?: KvStore["getSync"];
   /** The scan that hands out views (verify), where the backend has one; counted as a scan. */
   readonly scanViews?: KvStore["scanViews"];
+  readonly countSync?: KvStore["countSync"];
   /** The partition's commit sequence, where the backend reads it synchronously; counted as a get. */
   readonly partitionVersionSync?: KvStore["partitionVersionSync"];
   /** The staged commit (pipelining), where the backend has one; counted as a commit. */
@@ -366,6 +367,8 @@ export class TimedKv implements KvStore {
     if (getSync) this.getSync = (partition, key) => this.#timeSync("get", () => getSync.call(inner, partition, key));
     const scanViews = inner.scanViews;
     if (scanViews) this.scanViews = (partition, options, visit) => this.#timeSync("scan", () => scanViews.call(inner, partition, options, visit));
+    const countSync = inner.countSync;
+    if (countSync) this.countSync = (partition, options) => this.#timeSync("scan", () => countSync.call(inner, partition, options));
     const partitionVersionSync = inner.partitionVersionSync;
     if (partitionVersionSync) this.partitionVersionSync = (partition) => this.#timeSync("get", () => partitionVersionSync.call(inner, partition));
     const commitVisible = inner.commitVisible;

@@ -100,6 +100,13 @@ export interface KvStore {
    * a partition was most of what its read cost). Use it through `scanEach` below, which falls back to `scan`.
    */
   scanViews?(partition: Partition, options: ScanOptions, visit: (keyBytes: Buffer, value: Buffer) => void): string | null;
+  /**
+   * Optional (memory, LMDB: where `scanViews` is): how many entries `scan` with these options would page
+   * through, counting no further than `limit` (so `limit + 1` tells a range longer than `limit`),
+   * synchronously, with no key or value read into JavaScript (LMDB counts in its cursor). For a reader
+   * that must know a range's size before it builds anything of it (the whole list, reads.ts).
+   */
+  countSync?(partition: Partition, options: ScanOptions): number;
   /** Applies `ops` atomically: all or nothing. Throws ConflictError when a check fails. */
   commit(partition: Partition, ops: readonly Op[]): Promise<CommitResult>;
   /**

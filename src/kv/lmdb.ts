@@ -247,6 +247,22 @@ export class LmdbKv implements KvStore {
     return { entries, cursor: more ? cursorOf(entries[entries.length - 1]!.keyBytes) : null };
   }
 
+  /**
+   * `KvStore.countSync`: lmdb-js's cursor skips and counts natively (no value, and at most one key, handed
+   * to JavaScript). Its count ignores `limit` (it would walk the whole range), so the `limit`-th entry is
+   * looked for first (its cursor skips `limit - 1` entries): when there is one the answer is `limit`,
+   * else the range holds fewer and is counted.
+   */
+  countSync(partition: Partition, options: ScanOptions): number {
+    this.#check();
+    const p = encodePartition(partition);
+    const { start, end, limit } = resolveRange(options, p.length);
+    if (Buffer.compare(start, end) >= 0) return 0;
+    const range = { start: Buffer.concat([p, start]), end: Buffer.concat([p, end]) };
+    for (const _ of this.#db.getKeys({ ...range, offset: limit - 1, limit: 1 })) return limit;
+    return this.#db.getKeysCount(range);
+  }
+
   /** `scan` with no copy of any key or value (`KvStore.scanViews`): each entry a view of lmdb-js's read buffers, valid during its visit. */
   scanViews(partition: Partition, options: ScanOptions, visit: (keyBytes: Buffer, value: Buffer) => void): string | null {
     this.#check();

@@ -135,7 +135,18 @@ export class MemoryKv implements KvStore {
     return { entries, cursor: more ? cursorOf(entries[entries.length - 1]!.keyBytes) : null };
   }
 
-  /** `scan`, synchronous, each entry handed to `visit` (`KvStore.scanViews`; the values are the stored buffers themselves). */
+  /** `KvStore.countSync`: the distance between the range's bounds in the sorted keys. */
+  countSync(partition: Partition, options: ScanOptions): number {
+    this.#check();
+    const p = encodePartition(partition);
+    const { start, end, limit } = resolveRange(options, p.length);
+    const data = this.#partition(p, false);
+    if (!data || Buffer.compare(start, end) >= 0) return 0;
+    const sorted = data.sorted();
+    return Math.min(limit, Math.max(0, lowerBound(sorted, latin1(end)) - lowerBound(sorted, latin1(start))));
+  }
+
+  /** `scan`, synchronous, each entry handed to `visit` (`KvStore.scanViews`; the values are the stored buffers themselves, each key a Buffer made for its visit). */
   scanViews(partition: Partition, options: ScanOptions, visit: (keyBytes: Buffer, value: Buffer) => void): string | null {
     this.#check();
     const p = encodePartition(partition);

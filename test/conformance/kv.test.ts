@@ -395,6 +395,30 @@ forEachBackend((backend) => {
     expect(() => kv.scanViews!(P, {}, () => {})).toThrow(expect.objectContaining({ status: 503 }));
   });
 
+  it("countSync, where the backend has it, counts the entries scan would page through, up to its limit", async () => {
+    if (!kv.countSync) return;
+    await kv.commit(P, [...Array.from({ length: 30 }, (_, i) => put(["v", i], `value ${i}`)), put(["w"], "w"), put(["u"], "u")]);
+    for (const options of [
+      { prefix: ["v"] },
+      { prefix: ["x"] },
+      { start: ["v", 3], end: ["v", 12] },
+      { prefix: ["v"], reverse: true },
+      { start: ["v", 20] },
+      {},
+    ] as ScanOptions[]) {
+      let all = 0;
+      for await (const _ of scanAll(kv, P, options)) all++;
+      for (const limit of [1, 2, 9, 10, 29, 30, 31, 32, 1000]) expect(kv.countSync(P, { ...options, limit })).toBe(Math.min(all, limit));
+      // after a cursor: what the rest of the range holds
+      const first = await kv.scan(P, { ...options, limit: 4 });
+      if (first.cursor !== null) expect(kv.countSync(P, { ...options, after: first.cursor, limit: 1000 })).toBe(all - 4);
+    }
+    expect(kv.countSync(["project", "none"], { prefix: ["v"] })).toBe(0);
+    expect(() => kv.countSync!(P, { limit: 0 })).toThrow(ValidationError);
+    await kv.close();
+    expect(() => kv.countSync!(P, {})).toThrow(expect.objectContaining({ status: 503 }));
+  });
+
   it("partitionVersionSync, where the backend has it, is the partition's commit sequence: changed by each commit to it and by a drop, by no read and no other partition", async () => {
     if (!kv.partitionVersionSync) return;
     const seq = () => kv.partitionVersionSync!(P);

@@ -42,9 +42,13 @@ export const SEARCH_MAX = 500;
 /** The order of a query that names no sort. */
 export const DEFAULT_SORT = "createdAt";
 
-/** The public JSON of a listed resource: whole for a viewer, redacted (id, status, createdAt) otherwise. */
-export function listedJson(actor: Actor, t: CompiledType, view: RecordView): Buffer {
-  return view.viewableBy(actor) ? view.publicBytes() : Buffer.from(redactedJson(t.name, view, t.decl.statusField));
+/**
+ * The public JSON of a listed resource: whole for a viewer, redacted (id, status, createdAt) otherwise.
+ * `copy`: in bytes of its own, never a view of the record's (a record visited in the backend's read buffer).
+ */
+export function listedJson(actor: Actor, t: CompiledType, view: RecordView, copy = false): Buffer {
+  if (view.viewableBy(actor)) return copy ? view.publicCopy() : view.publicBytes();
+  return Buffer.from(redactedJson(t.name, view, t.decl.statusField));
 }
 
 const redactedRow = (view: RecordView): ListRow => ({ id: view.id, createdAt: new Date(view.createdAtMs).toISOString(), status: view.status, data: {} });

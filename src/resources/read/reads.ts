@@ -4,11 +4,11 @@
  * Children the actor may not view are listed redacted in their place; items are JSON bytes, ready to join.
  */
 import { ValidationError } from "../../errors.js";
-import { cursorBytes, cursorOf, scanAll, type Entry } from "../../kv/contract.js";
+import { cursorBytes, cursorOf, scanAll, type Entry, type KvStore } from "../../kv/contract.js";
 import { encode, encodeNested } from "../../kv/tuple.js";
 import { allows, type Actor, type Permissions } from "../../access/actor.js";
 import { flatChildRecords } from "./context.js";
-import { allowedIntents, pageLimit, permissionsOf, MAX_PAGE, withAllowedIntents, type Core, type Page, type PageOptions } from "../core/core.js";
+import { allowedIntents, pageLimit, permissionsOf, MAX_PAGE, withAllowedIntents, type Core, type IntentTails, type Page, type PageOptions } from "../core/core.js";
 import { layout } from "../model/layout.js";
 import { rebuildOrderIndex } from "../audit/order-index.js";
 import { closedFirstOrder, effectiveOrder } from "../model/ordering.js";
@@ -60,6 +60,70 @@ interface OrderedRows {
 }
 /** An ordered page before its tails are put in and its personal data opened. */
 type OrderedPage = OrderedRows & { readonly nextCursor: string | null; readonly version: number };
+
+/** A row of the whole list (`#listWhole`): its JSON as listed and, when asked for and read, its access entry's tail. */
+interface WholeRow {
+  readonly id: string;
+  readonly createdAtMs: number;
+  readonly json: Buffer;
+  readonly tail: Buffer | undefined;
+}
+
+/** The stored ordering of a collection (ids, ordering.ts), [] when none was set. */
+const orderingOf = (entry: Entry | undefined): string[] => (entry ? (JSON.parse(entry.value.toString("utf8")) as string[]) : []);
+
+/**
+ * Pairs the children of a collection with their access entries, both ranges walked together in key
+ * order: a child's keys in the two families differ only in the family, so they sort alike (a child
+ * without an entry gets none). `compare(j, key, skip)` compares the j-th entry's key after its
+ * family's prefix with `key` after `skip` bytes (the entries are Entries, or key tails in one Buffer).
+ */
+class AccessWalk {
+  #j = 0;
+  constructor(
+    readonly count: number,
+    readonly compare: (j: number, key: Buffer, skip: number) => number,
+  ) {}
+
+  /** The index of the entry of the child whose key is `key` (children asked in key order), or -1. */
+  match(key: Buffer, skip: number): number {
+    let order = -1;
+    while (this.#j < this.count && (order = this.compare(this.#j, key, skip)) < 0) this.#j++;
+    return this.#j < this.count && order === 0 ? this.#j++ : -1;
+  }
+}
+
+/**
+ * The `allowedIntents` tail of each access entry of a list: an entry equal to the one before it, as
+ * inherited permissions make siblings', takes that one's tail (core.ts IntentTails judges each distinct
+ * entry once); `none` is the tail of a child without one. Only an entry that differs is copied.
+ */
+class TailOf {
+  #last: { raw: Buffer; tail: Buffer } | null = null;
+  #none: Buffer | null = null;
+  constructor(
+    readonly intentTails: IntentTails,
+    readonly t: CompiledType,
+    readonly actor: Actor,
+  ) {}
+
+  of(raw: Buffer): Buffer {
+    if (!this.#last?.raw.equals(raw)) this.#last = { raw: Buffer.from(raw), tail: this.intentTails.tail(this.t, raw, this.actor) };
+    return this.#last.tail;
+  }
+
+  get none(): Buffer {
+    return (this.#none ??= this.intentTails.tail(this.t, undefined, this.actor));
+  }
+}
+
+/** The whole list's page from its rows in the effective order: with each row's tail (`none` when it has no entry) when `tails` is given. */
+const wholePage = (ordered: readonly WholeRow[], tails: TailOf | null, version: number): OrderedPage => ({
+  items: ordered.map((r) => r.json),
+  tails: tails ? ordered.map((r) => r.tail ?? tails.none) : null,
+  nextCursor: null,
+  version,
+});
 
 /** From this page size, a first page reads a collection that fits in it whole (`#listWhole`). */
 const WHOLE_FROM = 1000;
@@ -380,6 +444,10 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
     const t = this.core.schema.type(childType);
     const limit = pageLimit(options.limit);
     const { kv } = this.core;
+    if (kv.getSync && kv.scanViews && kv.countSync) {
+      const whole = await this.#listWholeViews(actor, l, t, limit, options);
+      if (whole !== "copies") return whole;
+    }
     const childrenKey = layout.children(l, childType);
     const accessKey = layout.childrenAccess(l, childType);
     const [[state, orderingEntry], range, access] = await Promise.all([
@@ -390,26 +458,93 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
     ]);
     const { view: parentView } = await this.core.authorize(this.core.reader(l), l, actor, l.type.intents.view, { state: state?.value });
     if (range.cursor !== null) return null;
-    const children: RecordView[] = [];
-    // Each child's access entry, found by walking both ranges together: a child's keys in the two
-    // families differ only in the family, so they sort alike (a child without one gets none).
-    const raws = access && access.cursor === null ? new Map<RecordView, Buffer>() : null;
-    const [skip, accessSkip] = [encode(childrenKey).length, encode(accessKey).length];
-    let j = 0;
+    const paired = access && access.cursor === null ? access.entries : null;
+    const accessSkip = encode(accessKey).length;
+    const walk = paired ? new AccessWalk(paired.length, (j, key, skip) => paired[j]!.keyBytes.compare(key, skip, key.length, accessSkip)) : null;
+    const tails = new TailOf(this.core.intentTails, t, actor);
+    const skip = encode(childrenKey).length;
+    const rows: WholeRow[] = [];
     for (const e of range.entries) {
       const view = RecordView.listable(e.value, `${childType} list`);
       if (!view) continue;
-      children.push(view);
-      if (!raws) continue;
-      const entries = access!.entries;
-      let order = -1;
-      while (j < entries.length && (order = entries[j]!.keyBytes.compare(e.keyBytes, skip, e.keyBytes.length, accessSkip)) < 0) j++;
-      if (j < entries.length && order === 0) raws.set(view, entries[j++]!.value);
+      // the scan's values are copies of their own: the row may show a view of one (listed's no-copy form)
+      const j = walk ? walk.match(e.keyBytes, skip) : -1;
+      rows.push({ id: view.id, createdAtMs: view.createdAtMs, json: listed(actor, t, view), tail: j < 0 ? undefined : tails.of(paired![j]!.value) });
     }
-    const ordering = orderingEntry ? (JSON.parse(orderingEntry.value.toString("utf8")) as string[]) : [];
-    const views = effectiveOrder(ordering, children);
-    const rows = await this.#rows(actor, t, parent, views, options, raws ? views.map((v) => raws.get(v)) : undefined);
-    return { ...rows, nextCursor: null, version: parentView.version };
+    // more access entries than the page: each child's is read by its key (#tails)
+    const ordered = effectiveOrder(orderingOf(orderingEntry), rows);
+    if (access && !paired)
+      return { items: ordered.map((r) => r.json), tails: await this.#tails(actor, t, parent, ordered, options), nextCursor: null, version: parentView.version };
+    return wholePage(ordered, access ? tails : null, parentView.version);
+  }
+
+  /**
+   * `#listWhole` on a backend that reads synchronously (`getSync`, `scanViews`, `countSync`: memory, LMDB): the parent,
+   * its ordering and both ranges are read in one event turn (one snapshot), each record and access entry
+   * visited where the backend holds it (LMDB: lmdb-js's read buffer; memory: the stored value, with each
+   * key handed over as a Buffer of its own the backend makes). Of a child only what its row shows is
+   * copied (its public JSON, or its redacted form), and of an access entry its key's tail (to pair it with
+   * its child) and, when it differs from the entry before it, its bytes: no Entry, and (on LMDB) no copy
+   * of a whole record or a key per child, as `scan` makes (profile of the uncached list of 1,000, issue
+   * 25: the scans' copies, their Buffer objects and the garbage they made were about a quarter of its
+   * CPU). The children are counted first (`countSync`), so a collection larger than the page is found
+   * before any row is built: null then, as `#listWhole`. "copies" when the access entries
+   * outnumber the page (`#listWhole`'s reads then serve it).
+   */
+  async #listWholeViews(actor: Actor, l: Located, t: CompiledType, limit: number, options: PageOptions): Promise<OrderedPage | null | "copies"> {
+    const kv = this.core.kv as Required<Pick<KvStore, "getSync" | "scanViews" | "countSync">>;
+    const state = kv.getSync(l.partition, layout.state(l))?.value;
+    // Every read below must be of this turn (LMDB's synchronous reads of one turn share one read
+    // transaction: one snapshot). That holds because `authorize`, for the view intent alone, decides as
+    // `viewable` does (the record's header): it passes exactly what `viewable` passes, so when `viewable`
+    // refuses it throws (not found, forbidden) and no read follows its await. Should the two ever differ,
+    // the assertion below refuses the list (a 500) rather than read on in a later turn, a later snapshot.
+    const parentView = this.core.viewable(state, actor);
+    if (!parentView) {
+      await this.core.authorize(this.core.reader(l), l, actor, l.type.intents.view, { state });
+      throw new Error("listWholeViews: authorize passed a parent viewable refused; the list's reads would span two snapshots");
+    }
+    const childrenKey = layout.children(l, t.name);
+    // The bound first: the children counted (by the backend, no key read into JavaScript), so a
+    // collection larger than the page costs no row (the index then serves it).
+    if (kv.countSync(l.partition, { prefix: childrenKey, limit: limit + 1 }) > limit) return null;
+    const orderingEntry = kv.getSync(l.partition, layout.ordering(l, t.name));
+    const where = `${t.name} list`;
+    const tails = new TailOf(this.core.intentTails, t, actor);
+    // The access entries (when the intents are asked for): each one's key after the family's prefix,
+    // copied into `keys` (ends[i] where the i-th ends), and its tail.
+    let walk: AccessWalk | null = null;
+    const entryTails: Buffer[] = [];
+    if (options.allowedIntents) {
+      const accessKey = layout.childrenAccess(l, t.name);
+      const skip = encode(accessKey).length;
+      let keys = Buffer.allocUnsafe(16 * 1024);
+      let at = 0;
+      const ends: number[] = [];
+      const more = kv.scanViews(l.partition, { prefix: accessKey, limit }, (keyBytes, value) => {
+        const n = keyBytes.length - skip;
+        if (at + n > keys.length) {
+          const grown = Buffer.allocUnsafe(Math.max(2 * keys.length, at + n));
+          keys.copy(grown, 0, 0, at);
+          keys = grown;
+        }
+        at += keyBytes.copy(keys, at, skip);
+        ends.push(at);
+        entryTails.push(tails.of(value));
+      });
+      if (more !== null) return "copies";
+      walk = new AccessWalk(ends.length, (j, key, from) => keys.compare(key, from, key.length, j === 0 ? 0 : ends[j - 1], ends[j]));
+    }
+    const rows: WholeRow[] = [];
+    const skip = encode(childrenKey).length;
+    kv.scanViews(l.partition, { prefix: childrenKey, limit }, (keyBytes, value) => {
+      const view = RecordView.listable(value, where);
+      if (!view) return;
+      const j = walk ? walk.match(keyBytes, skip) : -1;
+      // `value` is the backend's own: the row copies what it shows (listed's copy form)
+      rows.push({ id: view.id, createdAtMs: view.createdAtMs, json: listed(actor, t, view, true), tail: j < 0 ? undefined : entryTails[j] });
+    });
+    return wholePage(effectiveOrder(orderingOf(orderingEntry), rows), walk ? tails : null, parentView.version);
   }
 
   /**
