@@ -7,7 +7,7 @@ import { childRef, locate } from "../../src/resources/model/ref.js";
 import { defineSchema } from "../../src/resources/model/schema.js";
 import { ERASED_TEXT, ResourceStore } from "../../src/resources/store.js";
 import { backends, type BackendHandle } from "../conformance/backends.js";
-import { alice, bob, carol, SYSTEM } from "./fixture.js";
+import { alice, bob, carol, SYSTEM, testSchema } from "./fixture.js";
 
 /** `kv` without its synchronous reads (`getSync`, `scanViews`): what a networked backend offers. */
 const withoutSyncReads = (kv: KvStore): KvStore =>
@@ -35,24 +35,12 @@ const counted = (kv: KvStore): { kv: KvStore; calls: Record<string, number> } =>
   return { kv: proxy, calls };
 };
 
-/** The test schema's folder, list and item, the item with sealed personal data (its note, when it names a subject). */
+/** The test schema (fixture.ts), its item with sealed personal data (its note, when it names a subject). */
 const personalSchema = defineSchema({
-  folder: { parent: null, idStyle: "flat", fields: Type.Object({ title: Type.String({ minLength: 1 }) }, { additionalProperties: false }) },
-  list: { parent: "folder", idStyle: "nested", orderedChildren: "item", fields: Type.Object({ title: Type.String({ minLength: 1 }) }, { additionalProperties: false }) },
+  ...testSchema.decl,
   item: {
-    parent: "list",
-    idStyle: "nested",
-    statusField: "status",
-    extraIntents: ["item.close"],
-    fields: Type.Object(
-      {
-        title: Type.String({ minLength: 1 }),
-        status: Type.Union([Type.Literal("open"), Type.Literal("closed")]),
-        note: Type.Optional(Type.String()),
-        subject: Type.Optional(Type.String({ minLength: 1 })),
-      },
-      { additionalProperties: false },
-    ),
+    ...testSchema.decl.item,
+    fields: Type.Object({ ...testSchema.decl.item.fields.properties, subject: Type.Optional(Type.String({ minLength: 1 })) }, { additionalProperties: false }),
     ownedFields: { subject: { by: "create (it cannot change)", initial: true } },
     personal: { subject: "subject", fields: ["note"] },
   },
