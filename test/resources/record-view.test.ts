@@ -1,11 +1,13 @@
 /**
  * A stored record's header (resources/model/record.ts) answers who may list and who may view it without
  * its JSON being parsed, and a list page is joined from the records' public bytes and their
- * allowedIntents tails (model/page-json.ts) as each item with its tail put in would be joined.
+ * allowedIntents tails (model/page-json.ts) as each item with its tail put in would be joined, whether
+ * from the items themselves (`pageJson`) or from their copies in place (`PageItems`), in any order.
  */
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { encodeRecord, RecordView, type Envelope } from "../../src/resources/model/record.js";
-import { pageJson } from "../../src/resources/model/page-json.js";
+import { PageItems, pageJson } from "../../src/resources/model/page-json.js";
 import { allowedIntentsTail, withAllowedIntents } from "../../src/resources/core/core.js";
 
 const envelope = (id: string, text: string): Envelope => ({
@@ -60,5 +62,46 @@ describe("pageJson", () => {
     }
     expect(pageJson([], null, []).toString()).toBe('{"items":[],"nextCursor":null}');
     expect(pageJson(items, null).toString()).toBe(`{"items":[${items.map(String).join(",")}],"nextCursor":null}`);
+  });
+});
+
+describe("PageItems", () => {
+  it("joins items copied in once, in any order, as pageJson joins them (runs across its buffers included)", () => {
+    const item = fc.oneof(
+      fc.json().map((j) => Buffer.from(j)),
+      fc.record({ id: fc.string(), n: fc.integer() }).map((o) => Buffer.from(JSON.stringify(o))),
+      fc.constant(Buffer.from('{"id":"b","redacted":true} ')), // a closing brace that is not the last byte
+    );
+    fc.assert(
+      fc.property(
+        fc.array(item, { maxLength: 40 }),
+        fc.boolean(),
+        fc.integer({ min: 1, max: 200 }),
+        fc.option(fc.string(), { nil: null }),
+        fc.array(fc.nat()),
+        (items, withTails, firstChunk, cursor, swaps) => {
+          const tails = withTails ? items.map((_, i) => allowedIntentsTail(i % 3 ? ["x.view"] : [])) : null;
+          const placed = new PageItems(firstChunk);
+          items.forEach((it, i) => expect(placed.add(it.subarray(0), tails?.[i])).toBe(i));
+          expect(placed.length).toBe(items.length);
+          // an order of runs and single items: the identity, with some places swapped
+          const order = items.map((_, i) => i);
+          for (const s of swaps) {
+            if (order.length < 2) break;
+            const a = s % order.length;
+            const b = (a + 1 + (s >> 3)) % order.length;
+            [order[a], order[b]] = [order[b]!, order[a]!];
+          }
+          const expected = pageJson(
+            order.map((i) => items[i]!),
+            cursor,
+            tails && order.map((i) => tails[i]!),
+          );
+          expect(placed.page(order, cursor).toString("latin1")).toBe(expected.toString("latin1"));
+          items.forEach((it, i) => expect(placed.item(i).toString("latin1")).toBe((tails ? withAllowedIntents(it, tails[i]!) : it).toString("latin1")));
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 });

@@ -180,17 +180,6 @@ export class RecordView {
     return this.bytes.subarray(this.#publicStart);
   }
 
-  /**
-   * The public JSON bytes in a buffer of their own (pooled when small): what a reader keeps of a record it
-   * visits where the backend holds it (`KvStore.scanViews`: LMDB's read buffer, which the next read
-   * overwrites; memory's stored value).
-   */
-  publicCopy(): Buffer {
-    const out = Buffer.allocUnsafe(this.bytes.length - this.#publicStart);
-    this.bytes.copy(out, 0, this.#publicStart);
-    return out;
-  }
-
   envelope<D = Record<string, unknown>>(): Envelope<D> {
     return JSON.parse(this.bytes.toString("utf8", this.#publicStart)) as Envelope<D>;
   }

@@ -12,7 +12,7 @@ import { allowedIntents, pageLimit, permissionsOf, MAX_PAGE, withAllowedIntents,
 import { layout } from "../model/layout.js";
 import { rebuildOrderIndex } from "../audit/order-index.js";
 import { closedFirstOrder, effectiveOrder } from "../model/ordering.js";
-import { pageJson } from "../model/page-json.js";
+import { PageItems, pageJson } from "../model/page-json.js";
 import { PageCache } from "./page-cache.js";
 import { listedJson, Queries, type ListQuery } from "./query.js";
 import { RecordView, WRITTEN_WITH, type Envelope, type Written } from "../model/record.js";
@@ -58,8 +58,16 @@ interface OrderedRows {
   readonly items: Buffer[];
   readonly tails: Buffer[] | null;
 }
-/** An ordered page before its tails are put in and its personal data opened. */
-type OrderedPage = OrderedRows & { readonly nextCursor: string | null; readonly version: number };
+/**
+ * An ordered page's rows copied in place (`#listWholeViews`): each one's bytes as answered, with its tail
+ * when asked for, in `items`; `order`, their indexes there in the page's order.
+ */
+interface PlacedRows {
+  readonly items: PageItems;
+  readonly order: readonly number[];
+}
+/** An ordered page before its tails are put in (rows placed have theirs) and its personal data opened. */
+type OrderedPage = (OrderedRows | PlacedRows) & { readonly nextCursor: string | null; readonly version: number };
 
 /** A row of the whole list (`#listWhole`): its JSON as listed and, when asked for and read, its access entry's tail. */
 interface WholeRow {
@@ -374,8 +382,14 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
 
   /** An ordered page with its tails put in (`withAllowedIntents`) and the personal data its items hold opened. */
   #openedOrdered(parent: Ref, page: OrderedPage): Promise<Page<Buffer> & { version: number }> {
-    const { tails } = page;
-    const items = tails ? page.items.map((item, i) => withAllowedIntents(item, tails[i]!)) : page.items;
+    let items: Buffer[];
+    if ("order" in page) {
+      const placed = page.items;
+      items = page.order.map((i) => placed.item(i));
+    } else {
+      const { tails } = page;
+      items = tails ? page.items.map((item, i) => withAllowedIntents(item, tails[i]!)) : page.items;
+    }
     return this.#opened({ items, nextCursor: page.nextCursor, version: page.version }, parent, locate(this.core.schema, parent).type.decl.orderedChildren ?? "");
   }
 
@@ -535,16 +549,19 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
       if (more !== null) return "copies";
       walk = new AccessWalk(ends.length, (j, key, from) => keys.compare(key, from, key.length, j === 0 ? 0 : ends[j - 1], ends[j]));
     }
-    const rows: WholeRow[] = [];
+    const items = new PageItems();
+    const rows: { readonly id: string; readonly createdAtMs: number; readonly at: number }[] = [];
     const skip = encode(childrenKey).length;
     kv.scanViews(l.partition, { prefix: childrenKey, limit }, (keyBytes, value) => {
       const view = RecordView.listable(value, where);
       if (!view) return;
       const j = walk ? walk.match(keyBytes, skip) : -1;
-      // `value` is the backend's own: the row copies what it shows (listed's copy form)
-      rows.push({ id: view.id, createdAtMs: view.createdAtMs, json: listed(actor, t, view, true), tail: j < 0 ? undefined : entryTails[j] });
+      // `value` is the backend's own: what the row shows (a view of it, listed's no-copy form), with its
+      // tail, is copied into `items`, the one copy of it before the page's
+      const at = items.add(listed(actor, t, view), walk ? (j < 0 ? tails.none : entryTails[j]) : undefined);
+      rows.push({ id: view.id, createdAtMs: view.createdAtMs, at });
     });
-    return wholePage(effectiveOrder(orderingOf(orderingEntry), rows), walk ? tails : null, parentView.version);
+    return { items, order: effectiveOrder(orderingOf(orderingEntry), rows).map((r) => r.at), nextCursor: null, version: parentView.version };
   }
 
   /**
@@ -614,7 +631,7 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
     const page = await this.#listOrderedJson(actor, parent, options);
     // The page joined from its items and tails in one copy; when it may hold a sealed value (one scan of
     // the page, not one per item), joined again from its items opened (`listOrderedJson`'s).
-    let json = pageJson(page.items, page.nextCursor, page.tails);
+    let json = "order" in page ? page.items.page(page.order, page.nextCursor) : pageJson(page.items, page.nextCursor, page.tails);
     if (sealedIn(json)) json = pageJson((await this.#openedOrdered(parent, page)).items, page.nextCursor);
     if (key) pages!.set(key, json);
     return { json, version: page.version };
