@@ -70,20 +70,19 @@ export class PageItems {
   /** Adds an item (its JSON, and its tail when the page has tails); answers its index. */
   add(json: Uint8Array, tail?: Uint8Array): number {
     const body = tail ? beforeTail(json) : json.byteLength;
-    const size = body + (tail ? tail.byteLength : 0);
-    if (this.#at + size + 1 > this.#chunk.length) {
-      this.#chunk = Buffer.allocUnsafe(Math.max(2 * this.#chunk.length, size + 1));
+    const end = body + (tail ? tail.byteLength : 0);
+    // the whole item is copied, then its tail over what follows its body (no view of the item made to cut it)
+    const room = Math.max(end, json.byteLength) + 1;
+    if (this.#at + room > this.#chunk.length) {
+      this.#chunk = Buffer.allocUnsafe(Math.max(2 * this.#chunk.length, room));
       this.#chunks.push(this.#chunk);
       this.#at = 0;
     }
     const chunk = this.#chunk;
     const start = this.#at;
-    chunk.set(body === json.byteLength ? json : json.subarray(0, body), start);
-    let at = start + body;
-    if (tail) {
-      chunk.set(tail, at);
-      at += tail.byteLength;
-    }
+    chunk.set(json, start);
+    if (tail) chunk.set(tail, start + body);
+    const at = start + end;
     chunk[at] = COMMA;
     this.#at = at + 1;
     this.#chunkOf.push(this.#chunks.length - 1);
