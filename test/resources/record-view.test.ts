@@ -35,6 +35,30 @@ describe("RecordView holders", () => {
     expect(view.viewableBy({ id: "root", groups: [], system: true })).toBe(true);
   });
 
+  it("answers as the identities it was written with, for parts short and long (searched in JavaScript, or by lastIndexOf past SHORT_PART)", () => {
+    // names that are prefixes, suffixes and parts of one another, and of the JSON's text
+    const name = fc.constantFrom("a", "ab", "b", "ba", "mary", "ary", "managers", "é", "日本", "x".repeat(40));
+    fc.assert(
+      fc.property(
+        fc.array(name, { maxLength: 12 }),
+        fc.array(name, { maxLength: 12 }),
+        fc.nat(20),
+        name,
+        fc.array(name, { maxLength: 3 }),
+        (listers, viewers, padding, id, groups) => {
+          // padding: identities no actor here is, so that a part passes 256 bytes
+          const pad = Array.from({ length: padding }, (_, i) => `padding-identity-${i}`);
+          const view = new RecordView(encodeRecord(envelope("w", `${id} ${groups.join(" ")}`), "open", [...pad, ...listers], [...viewers, ...pad]));
+          const who = actor(id, ...groups);
+          const holds = (ids: string[]) => [id, ...groups].some((x) => ids.includes(x));
+          expect(view.visibleTo(who)).toBe(holds(listers));
+          expect(view.viewableBy(who)).toBe(holds(viewers));
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
   it("refuses everyone but the system on empty parts", () => {
     const view = new RecordView(encodeRecord(envelope("w2", "x"), "open", [], []));
     expect(view.viewableBy(actor("mary"))).toBe(false);

@@ -56,6 +56,25 @@ function needlesOf(actor: Actor): Buffer[] {
   return n;
 }
 
+/**
+ * The length up to which a part of the header is searched in JavaScript (`occursIn`): a list asks each of
+ * its records, whose parts are a few identities long, and `lastIndexOf` costs more in its call into C++
+ * than a short search costs.
+ */
+const SHORT_PART = 256;
+
+/** Whether `needle` starts at an offset in [start, last] of `bytes` (as `bytes.lastIndexOf(needle, last) >= start`). */
+function occursIn(bytes: Buffer, needle: Buffer, start: number, last: number): boolean {
+  const first = needle[0];
+  for (let i = last; i >= start; i--) {
+    if (bytes[i] !== first) continue;
+    let k = 1;
+    while (k < needle.length && bytes[i + k] === needle[k]) k++;
+    if (k === needle.length) return true;
+  }
+  return false;
+}
+
 const identities = (ids: readonly string[]): string => (ids.length ? `\n${ids.join("\n")}\n` : "");
 
 /** One allocation: every part is measured, then written in place. */
@@ -170,7 +189,7 @@ export class RecordView {
     // the public JSON after it whenever the needle is not there.
     for (const needle of needlesOf(actor)) {
       const last = end - needle.length;
-      if (last >= start && this.bytes.lastIndexOf(needle, last) >= start) return true;
+      if (last >= start && (end - start > SHORT_PART ? this.bytes.lastIndexOf(needle, last) >= start : occursIn(this.bytes, needle, start, last))) return true;
     }
     return false;
   }
