@@ -512,7 +512,8 @@ export class Reads<S extends SchemaDecl = SchemaDecl> {
    * its ordering and both ranges are read in one event turn (one snapshot), each record and access entry
    * visited where the backend holds it (LMDB: lmdb-js's read buffer; memory: the stored value, with each
    * key handed over as a Buffer of its own the backend makes). Of a child only what its row shows is
-   * copied (its public JSON, or its redacted form), and of an access entry its key's tail (to pair it with
+   * copied (its public JSON, or its redacted form), once, with its tail, into `PageItems`' few buffers (no
+   * Buffer per row; the page is joined from them in runs), and of an access entry its key's tail (to pair it with
    * its child) and, when it differs from the entry before it, its bytes: no Entry, and (on LMDB) no copy
    * of a whole record or a key per child, as `scan` makes (profile of the uncached list of 1,000, issue
    * 25: the scans' copies, their Buffer objects and the garbage they made were about a quarter of its
