@@ -59,6 +59,26 @@ describe("RecordView holders", () => {
     );
   });
 
+  it("refuses a record cut anywhere in its header, and reads one cut in its JSON as far as its header goes", () => {
+    const bytes = encodeRecord(envelope("w3", "text"), "open", ["tom", "mary"], ["jane", "managers"]);
+    const whole = new RecordView(bytes);
+    const publicStart = bytes.length - whole.publicBytes().length;
+    for (let cut = 0; cut < bytes.length; cut++) {
+      if (cut < publicStart) expect(() => new RecordView(bytes.subarray(0, cut)), `cut at ${cut}`).toThrow();
+      else expect(new RecordView(bytes.subarray(0, cut)).viewableBy(actor("jane"))).toBe(true);
+    }
+    expect(whole.version).toBe(1);
+    expect(whole.createdAtMs).toBe(Date.parse("2026-11-28T00:00:00.000Z"));
+    expect(whole.status).toBe("open");
+    // lengths of 2 and 4 bytes read big-endian, high bits included
+    const big = encodeRecord({ ...envelope("w".repeat(300), "x"), meta: { ...envelope("w", "x").meta, version: 0xfffffffe } }, "s".repeat(40_000), ["a"], ["b"]);
+    const view = new RecordView(big);
+    expect(view.version).toBe(0xfffffffe);
+    expect(view.id).toBe("w".repeat(300));
+    expect(view.status).toBe("s".repeat(40_000));
+    expect(view.envelope().id).toBe("w".repeat(300));
+  });
+
   it("refuses everyone but the system on empty parts", () => {
     const view = new RecordView(encodeRecord(envelope("w2", "x"), "open", [], []));
     expect(view.viewableBy(actor("mary"))).toBe(false);
