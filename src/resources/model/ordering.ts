@@ -12,18 +12,20 @@ export interface OrderedChild {
 }
 
 export function effectiveOrder<C extends OrderedChild>(ordering: readonly string[], children: readonly C[]): C[] {
-  const byId = new Map<string, C>();
-  for (const c of children) byId.set(c.id, c);
-  const out: C[] = [];
-  const placed = new Set<string>();
-  for (const id of ordering) {
-    const c = byId.get(id);
-    if (c && !placed.has(id)) {
-      out.push(c);
-      placed.add(id);
-    }
+  // Each id's first place in the ordering (a map of the ordering, usually far shorter than the children),
+  // then one pass over the children: a child the ordering names takes its place (the last child of an id,
+  // should two share one), every other one is left for the rest.
+  const placeOf = new Map<string, number>();
+  for (const id of ordering) if (!placeOf.has(id)) placeOf.set(id, placeOf.size);
+  const places: (C | undefined)[] = new Array<C | undefined>(placeOf.size);
+  const rest: C[] = [];
+  for (const c of children) {
+    const at = placeOf.size === 0 ? undefined : placeOf.get(c.id);
+    if (at === undefined) rest.push(c);
+    else places[at] = c;
   }
-  const rest = placed.size === 0 ? children.slice() : children.filter((c) => !placed.has(c.id));
+  const out: C[] = [];
+  for (const c of places) if (c) out.push(c);
   const before = (a: C, b: C): number => a.createdAtMs - b.createdAtMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
   // Children usually come in creation order already (ids that grow with time): skip the sort then.
   let sorted = true;

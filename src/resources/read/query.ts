@@ -42,12 +42,9 @@ export const SEARCH_MAX = 500;
 /** The order of a query that names no sort. */
 export const DEFAULT_SORT = "createdAt";
 
-/**
- * The public JSON of a listed resource: whole for a viewer, redacted (id, status, createdAt) otherwise.
- * `copy`: in bytes of its own, never a view of the record's (a record visited in the backend's read buffer).
- */
-export function listedJson(actor: Actor, t: CompiledType, view: RecordView, copy = false): Buffer {
-  if (view.viewableBy(actor)) return copy ? view.publicCopy() : view.publicBytes();
+/** The public JSON of a listed resource: whole for a viewer (a view of the record's bytes), redacted (id, status, createdAt) otherwise. */
+export function listedJson(actor: Actor, t: CompiledType, view: RecordView): Buffer {
+  if (view.viewableBy(actor)) return view.publicBytes();
   return Buffer.from(redactedJson(t.name, view, t.decl.statusField));
 }
 
